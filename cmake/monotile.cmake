@@ -1,0 +1,27 @@
+# Helpers that give every target of ours the same standard, warnings and test registration.
+include(GoogleTest)
+
+# monotile_library(<name> SOURCES ... [DEPS ...]): a static library built with our warnings.
+function(monotile_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Werror)
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# monotile_test(<name> LABELS ... SOURCES ... [DEPS ...] [TIMEOUT s]): a GoogleTest binary whose
+# tests CTest runs one by one (gtest_discover_tests), each carrying the labels.
+function(monotile_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Werror)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  gtest_discover_tests(${name}
+    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine and builds monotile, then runs the main job (`run`) or the
+# whole test suite (`test`). The README's two commands are this script's two modes.
+set -euo pipefail
+mode=${1:-}
+case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build=${MONOTILE_BUILD_DIR:-build}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build" -j"$(nproc)"
+if [ "$mode" = run ]; then
+  exec "$build"/tools/monotile demo
+fi
+exec ctest --test-dir "$build" --output-on-failure -j"$(nproc)"

@@ -1,0 +1,14 @@
+// The `monotile` subcommands. Each takes its arguments after the subcommand's name and returns
+// the process exit status.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace monotile::tools {
+
+using Args = std::span<const std::string_view>;
+
+int devices_command(Args args);
+
+}  // namespace monotile::tools

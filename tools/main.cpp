@@ -1,0 +1,42 @@
+// `monotile`: the command line. Dispatches to one subcommand per file (see commands.h).
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace {
+
+struct Command {
+  std::string_view name;
+  int (*run)(monotile::tools::Args);
+  std::string_view help;
+};
+
+constexpr Command kCommands[] = {
+    {"devices", monotile::tools::devices_command, "list GPUs and compilers found, and why any is missing"},
+};
+
+int usage(FILE* out) {
+  std::fprintf(out, "usage: monotile <command> [args]\n\ncommands:\n");
+  for (const Command& command : kCommands) {
+    std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(command.name.size()),
+                 command.name.data(), static_cast<int>(command.help.size()), command.help.data());
+  }
+  return out == stdout ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (args.empty()) return usage(stderr);
+  if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") return usage(stdout);
+  for (const Command& command : kCommands) {
+    if (command.name == args[0]) {
+      return command.run(monotile::tools::Args(args).subspan(1));
+    }
+  }
+  std::fprintf(stderr, "monotile: unknown command \"%s\"\n\n", argv[1]);
+  return usage(stderr);
+}
