@@ -1,8 +1,10 @@
 // The on-disk kernel cache: content-addressed entries (XXH3-128 of a canonical key preimage),
 // published atomically, verified on every read, shared by processes without reader locks.
-// It knows keys and bytes only: no DSL, no compiler, no GPU. Layout and grammar: docs/cache_format.md.
+// It knows keys and bytes only: no DSL, no compiler, no GPU. Configuration, layout and the entry
+// grammar: docs/cache.md.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -19,6 +21,10 @@
 
 namespace monotile::cache {
 
+// The version of the key preimage and of the entry format. Bumping it changes every key (it heads
+// every preimage) and makes older readers reject newer entries as "unsupported format version".
+inline constexpr uint32_t kFormatVersion = 1;
+
 // A 128-bit content hash.
 struct Key {
   uint64_t high = 0;
@@ -28,12 +34,16 @@ struct Key {
   friend bool operator==(const Key&, const Key&) = default;
 };
 
-// The canonical preimage of a key: named fields in the order they are added. Each field is
-// delimited by its name and length, so no two different field lists share a preimage.
+// The canonical preimage of a key: a header naming kFormatVersion, then named fields in the order
+// they are added. Each field is delimited by its name's and its value's lengths, so no two different
+// field lists share a preimage.
 class KeyBuilder {
  public:
   // Adds a field; a name used twice is a programming error (aborts).
   KeyBuilder& add(std::string_view name, std::string_view value);
+  // Adds a field whose value is a set of items (compiler options, defines): sorted, each item
+  // length-delimited, so the order the caller gathered them in never changes the key.
+  KeyBuilder& add_sorted(std::string_view name, std::vector<std::string> items);
   // The exact bytes hashed.
   const std::string& preimage() const { return preimage_; }
   // The fields as "name = value" lines, long values abbreviated, for debugging a miss.
@@ -42,7 +52,8 @@ class KeyBuilder {
 
  private:
   std::vector<std::pair<std::string, std::string>> fields_;
-  std::string preimage_;
+  std::string preimage_ = preimage_header();
+  static std::string preimage_header();
 };
 
 // What one entry holds. The cache stores the sections as bytes and interprets none of them,
@@ -60,10 +71,14 @@ struct Config {
   std::vector<std::filesystem::path> read_only_dirs;  // searched first, in order, never written
   uint64_t max_bytes = uint64_t{8} << 30;  // writable layer's limit; LRU eviction above it
   bool enabled = true;
+  // How long get_or_compute waits for another process compiling the same key before it compiles
+  // the key itself (a hung compiler must not hang every worker).
+  std::chrono::milliseconds compile_wait_timeout{std::chrono::minutes(5)};
 
   // MONOTILE_CACHE_DIR (default $XDG_CACHE_HOME/monotile or ~/.cache/monotile),
   // MONOTILE_CACHE_READONLY_DIRS (colon-separated), MONOTILE_CACHE_MAX_SIZE ("500M", "8G"),
-  // MONOTILE_CACHE_DISABLE=1. Documented in docs/cache.md.
+  // MONOTILE_CACHE_DISABLE=1, MONOTILE_CACHE_WAIT_TIMEOUT (seconds). Documented in docs/cache.md.
+  // A malformed value is warned about once and leaves the default.
   static Config from_environment();
 };
 
@@ -72,7 +87,7 @@ struct Stats {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t stores = 0;
-  uint64_t corrupt_removed = 0;
+  uint64_t corrupt_removed = 0;  // bad entries found (removed unless in a read-only layer)
   uint64_t evictions = 0;
   uint64_t bytes = 0;  // size of the writable layer now
   uint64_t entries = 0;
@@ -95,12 +110,17 @@ class Cache {
 
   // lookup(), and on a miss runs `compute` at most once per key across the threads and processes
   // sharing the directory (the others wait for the winner's entry), then stores its result.
-  // `hit` (if given) says whether the entry came from the cache.
+  // `hit` (if given) says whether the entry came from the cache, that is whether this call did not
+  // run `compute` (a thread of this process computing the same key at once shares its result).
+  // A failed `compute` is returned as is and stores nothing.
   virtual absl::StatusOr<Entry> get_or_compute(const KeyBuilder& key,
                                                const std::function<absl::StatusOr<Entry>()>& compute,
                                                bool* hit = nullptr) = 0;
 
   virtual Stats stats() const = 0;
+  // This process's counts only (stats() sums every process that used the writable directory);
+  // bytes and entries are those this process added. What "a warm executor compiles nothing" checks.
+  virtual Stats process_stats() const { return {}; }
   virtual const Config& config() const = 0;
   // Whether entries can be stored (false after degrading).
   virtual bool writable() const = 0;
