@@ -1,0 +1,101 @@
+// Loads and stores: masked lanes touch no memory (a masked load yields `other`, or zero), every
+// selected lane is bounds- and alignment-checked first, so a failing op has no partial effect.
+#include "absl/strings/str_format.h"
+#include "dsl/interp/memory_access.h"
+#include "dsl/interp/ops.h"
+
+namespace monotile::dsl::interp {
+
+absl::Status check_access(Frame& frame, const Op& op, const Type& pointer_type, const std::vector<int64_t>& addresses,
+                          const int64_t* mask, std::string_view verb) {
+  const auto bytes = static_cast<size_t>(scalar_type_bytes(pointer_type.element.scalar));
+  const MemoryMap& memory = *frame.shared->memory;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (mask != nullptr && mask[i] == 0) continue;
+    const auto address = static_cast<uint64_t>(addresses[i]);
+    if (address % bytes != 0) [[unlikely]] {
+      return op_error(frame, op, absl::StrFormat("lane %s %s %d bytes at misaligned address 0x%x (%s)",
+                                                 lane_str(pointer_type.shape, static_cast<int64_t>(i)), verb, bytes,
+                                                 address, memory.describe(address, bytes)));
+    }
+    if (!memory.contains(address, bytes)) [[unlikely]] {
+      return op_error(frame, op, absl::StrFormat("lane %s %s %d bytes out of bounds: %s",
+                                                 lane_str(pointer_type.shape, static_cast<int64_t>(i)), verb, bytes,
+                                                 memory.describe_outside(address, bytes)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Accesses are atomic when ordered, volatile, or racing with other threads.
+bool is_atomic_access(const Frame& frame, const Op& op) {
+  return op.attrs.order != MemOrder::kPlain || op.attrs.cache == CacheHint::kVolatile || frame.shared->concurrent;
+}
+
+absl::Status exec_load(Frame& frame, const Op& op) {
+  const Type& pointer_type = frame.operand_type(op, 0);
+  const std::vector<int64_t>& addresses = frame.operand(op, 0).ints;
+  const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 1).ints.data() : nullptr;
+  const Tile* other = op.attrs.has_other ? &frame.operand(op, op.attrs.has_mask ? 2 : 1) : nullptr;
+  absl::Status status = check_access(frame, op, pointer_type, addresses, mask, "reads");
+  if (!status.ok()) return status;
+  Tile& out = frame.result(op);
+  const bool atomic = is_atomic_access(frame, op);
+  const std::memory_order order = to_std_order(op.attrs.order);
+  dispatch_scalar(pointer_type.element.scalar, [&](auto tag) {
+    using C = Codec<decltype(tag)::value>;
+    auto* values = [&] {
+      if constexpr (std::is_same_v<typename C::Value, double>) return out.floats.data();
+      else return out.ints.data();
+    }();
+    const auto* others = [&]() -> const typename C::Value* {
+      if (other == nullptr) return nullptr;
+      if constexpr (std::is_same_v<typename C::Value, double>) return other->floats.data();
+      else return other->ints.data();
+    }();
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      if (mask != nullptr && mask[i] == 0) {
+        values[i] = others != nullptr ? others[i] : typename C::Value{0};
+        continue;
+      }
+      values[i] = C::decode(read_raw<typename C::Raw>(static_cast<uint64_t>(addresses[i]), atomic, order));
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status exec_store(Frame& frame, const Op& op) {
+  const Type& pointer_type = frame.operand_type(op, 0);
+  const std::vector<int64_t>& addresses = frame.operand(op, 0).ints;
+  const Tile& value = frame.operand(op, 1);
+  const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 2).ints.data() : nullptr;
+  absl::Status status = check_access(frame, op, pointer_type, addresses, mask, "writes");
+  if (!status.ok()) return status;
+  const bool atomic = is_atomic_access(frame, op);
+  const std::memory_order order = to_std_order(op.attrs.order);
+  dispatch_scalar(pointer_type.element.scalar, [&](auto tag) {
+    using C = Codec<decltype(tag)::value>;
+    const auto* values = [&] {
+      if constexpr (std::is_same_v<typename C::Value, double>) return value.floats.data();
+      else return value.ints.data();
+    }();
+    // A scalar value stored through a tile of pointers is splat (the builder normally broadcasts).
+    const bool splat = value.size() == 1;
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      if (mask != nullptr && mask[i] == 0) continue;
+      write_raw<typename C::Raw>(static_cast<uint64_t>(addresses[i]), C::encode(values[splat ? 0 : i]), atomic, order);
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status exec_memory(Frame& frame, const Op& op) {
+  if (op.code == OpCode::kLoad) return exec_load(frame, op);
+  return exec_store(frame, op);
+}
+
+}  // namespace monotile::dsl::interp

@@ -1,0 +1,95 @@
+// A tile's elements in the interpreter: floats as doubles holding exactly the dtype's value, integers
+// (and i1, mxfp4 bytes, pointers as addresses) as int64 in canonical form: sign-extended for signed
+// types, zero-extended for unsigned ones, 0/1 for i1. Every op writes canonical values only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dsl/interp/float16.h"
+#include "dsl/ir.h"
+
+namespace monotile::dsl::interp {
+
+// Whether elements of this type live in Tile::floats (else Tile::ints).
+inline bool stored_as_float(const ElementType& type) { return !type.pointer && is_float(type.scalar); }
+
+struct Tile {
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+
+  // Sizes the storage for `type` (reusing capacity); contents are unspecified.
+  void reset(const Type& type) {
+    const auto count = static_cast<size_t>(type.num_elements());
+    if (stored_as_float(type.element)) {
+      floats.resize(count);
+      ints.clear();
+    } else {
+      ints.resize(count);
+      floats.clear();
+    }
+  }
+  size_t size() const { return floats.empty() ? ints.size() : floats.size(); }
+};
+
+// Wraps an integer to `type`'s width (two's complement) in canonical form.
+inline int64_t wrap_integer(ScalarType type, uint64_t value) {
+  switch (type) {
+    case ScalarType::kI1: return static_cast<int64_t>(value & 1);
+    case ScalarType::kI8: return static_cast<int8_t>(value);
+    case ScalarType::kU8:
+    case ScalarType::kMxfp4: return static_cast<uint8_t>(value);
+    case ScalarType::kI16: return static_cast<int16_t>(value);
+    case ScalarType::kI32: return static_cast<int32_t>(value);
+    case ScalarType::kU32: return static_cast<uint32_t>(value);
+    default: return static_cast<int64_t>(value);
+  }
+}
+
+// Rounds a double to the float type (nearest even), exactly once.
+inline double round_float(ScalarType type, double value) {
+  switch (type) {
+    case ScalarType::kF32: return static_cast<double>(static_cast<float>(value));
+    case ScalarType::kF16: return round_to_f16(value);
+    case ScalarType::kBf16: return round_to_bf16(value);
+    default: return value;
+  }
+}
+
+// Calls fn(wrap) with a lambda that wraps to `type`: loops templated on it avoid a per-element switch.
+template <typename Fn>
+void with_integer_wrap(ScalarType type, Fn&& fn) {
+  switch (type) {
+    case ScalarType::kI1: return fn([](uint64_t v) { return static_cast<int64_t>(v & 1); });
+    case ScalarType::kI8: return fn([](uint64_t v) { return static_cast<int64_t>(static_cast<int8_t>(v)); });
+    case ScalarType::kU8:
+    case ScalarType::kMxfp4: return fn([](uint64_t v) { return static_cast<int64_t>(static_cast<uint8_t>(v)); });
+    case ScalarType::kI16: return fn([](uint64_t v) { return static_cast<int64_t>(static_cast<int16_t>(v)); });
+    case ScalarType::kI32: return fn([](uint64_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)); });
+    case ScalarType::kU32: return fn([](uint64_t v) { return static_cast<int64_t>(static_cast<uint32_t>(v)); });
+    default: return fn([](uint64_t v) { return static_cast<int64_t>(v); });
+  }
+}
+
+// Row-major strides of a shape (in elements).
+inline std::vector<int64_t> row_major_strides(std::span<const int64_t> shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+// "[2, 5]": the multi-index of flat element `flat` in `shape` ("[]" for a scalar).
+std::string lane_str(std::span<const int64_t> shape, int64_t flat);
+
+}  // namespace monotile::dsl::interp
+
+namespace monotile::dsl::interp {
+
+// The scalar type whose arithmetic applies to elements of `type`: pointers behave as i64 addresses.
+inline ScalarType arithmetic_type(const ElementType& type) {
+  return type.pointer ? ScalarType::kI64 : type.scalar;
+}
+
+}  // namespace monotile::dsl::interp
