@@ -1,0 +1,69 @@
+// The parts of Device and its handles that every backend shares: handle ownership and the checks
+// that a handle belongs to the device it is given to.
+#include "runtime/device.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "support/strings.h"
+
+namespace monotile::runtime {
+
+DeviceResource::DeviceResource(DeviceResource&& other) noexcept
+    : device_(std::exchange(other.device_, nullptr)),
+      kind_(other.kind_),
+      native_(std::exchange(other.native_, 0)) {}
+
+DeviceResource& DeviceResource::operator=(DeviceResource&& other) noexcept {
+  if (this != &other) {
+    reset();
+    device_ = std::exchange(other.device_, nullptr);
+    kind_ = other.kind_;
+    native_ = std::exchange(other.native_, 0);
+  }
+  return *this;
+}
+
+DeviceResource::~DeviceResource() { reset(); }
+
+void DeviceResource::reset() {
+  if (device_ == nullptr) return;
+  device_->release(kind_, native_);
+  device_ = nullptr;
+  native_ = 0;
+}
+
+std::string describe(const DeviceInfo& info) {
+  return absl::StrCat(dsl::vendor_name(info.vendor).data(), " device ", info.ordinal, " \"",
+                      info.name, "\" (", info.target.str(), ")");
+}
+
+absl::Status Device::check_owned(const DeviceResource& resource, std::string_view what) const {
+  if (!resource.valid()) {
+    return absl::FailedPreconditionError(absl::StrCat(to_absl(what), " given to ",
+                                                      describe(info()),
+                                                      " is empty (moved from or never created)"));
+  }
+  if (resource.device() != this) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(to_absl(what), " given to ", describe(info()), " belongs to ",
+                     describe(resource.device()->info()),
+                     "; hint: create it on the device that uses it"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Device::check_owned(const Function& function) const {
+  if (function.device() == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "function given to ", describe(info()), " is empty (never looked up)"));
+  }
+  if (function.device() != this) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "function \"", function.name(), "\" given to ", describe(info()), " was loaded on ",
+        describe(function.device()->info()), "; hint: load the module on every device that launches it"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace monotile::runtime

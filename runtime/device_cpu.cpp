@@ -1,0 +1,335 @@
+// The CPU device (see device_cpu.h). Work on a stream is a list of closures: run at once, or kept
+// while the stream captures; a graph is such a list, replayed in order.
+#include "runtime/device_cpu.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/driver_error.h"
+#include "support/log.h"
+#include "support/status_macros.h"
+#include "support/strings.h"
+
+namespace monotile::runtime {
+namespace {
+
+// Like a GPU allocator, so that code that relies on 256-byte alignment behaves the same here.
+constexpr size_t kAlignment = 256;
+
+using Work = std::function<absl::Status()>;
+
+struct CpuStream {
+  bool capturing = false;
+  std::vector<Work> captured;
+};
+
+struct CpuEvent {
+  std::optional<std::chrono::steady_clock::time_point> time;
+};
+
+struct CpuGraph {
+  std::vector<Work> work;
+};
+
+struct LoadedModule {
+  std::unique_ptr<CpuModule> module;
+};
+
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? int64_t{pages} * page_size : 0;
+}
+
+template <typename T>
+T* from_native(uint64_t native) {
+  return reinterpret_cast<T*>(native);
+}
+
+template <typename T>
+uint64_t to_native(T* pointer) {
+  return reinterpret_cast<uint64_t>(pointer);
+}
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(CpuModuleLoader loader) : loader_(std::move(loader)) {
+    info_.vendor = dsl::Vendor::kCpu;
+    info_.ordinal = 0;
+    info_.name = "cpu interpreter";
+    info_.target = dsl::Target::cpu();
+    info_.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    info_.memory_bytes = physical_memory_bytes();
+    info_.max_shared_memory_per_block = info_.target.shared_memory_per_block();
+    info_.driver = loader_ ? "interpreter" : "interpreter (no program loader yet: cannot launch)";
+  }
+
+  ~CpuDevice() override {
+    absl::MutexLock lock(&mutex_);
+    if (!allocations_.empty()) {
+      log_warning(absl::StrCat("cpu device destroyed with ", allocations_.size(),
+                               " allocation(s) still live; they are leaked"));
+    }
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+
+  absl::StatusOr<DeviceBuffer> allocate(size_t bytes) override {
+    MT_ASSIGN_OR_RETURN(void* memory, allocate_host(bytes, "buffer"));
+    return make_buffer(to_native(memory), bytes);
+  }
+
+  absl::StatusOr<HostMappedBuffer> allocate_host_mapped(size_t bytes) override {
+    MT_ASSIGN_OR_RETURN(void* memory, allocate_host(bytes, "host-mapped buffer"));
+    std::memset(memory, 0, bytes);
+    return make_host_mapped(memory, to_native(memory), bytes);
+  }
+
+  absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
+    std::memcpy(from_native<void>(destination), source, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status copy_to_host(void* destination, DevicePtr source, size_t bytes) override {
+    std::memcpy(destination, from_native<const void>(source), bytes);
+    return absl::OkStatus();
+  }
+  absl::Status copy_on_device(DevicePtr destination, DevicePtr source, size_t bytes) override {
+    std::memmove(from_native<void>(destination), from_native<const void>(source), bytes);
+    return absl::OkStatus();
+  }
+  absl::Status fill_bytes(DevicePtr destination, uint8_t value, size_t bytes) override {
+    std::memset(from_native<void>(destination), value, bytes);
+    return absl::OkStatus();
+  }
+
+  absl::Status copy_to_device_async(DevicePtr destination, const void* source, size_t bytes,
+                                    Stream& stream) override {
+    return enqueue(stream, [=, this] { return copy_to_device(destination, source, bytes); });
+  }
+  absl::Status copy_to_host_async(void* destination, DevicePtr source, size_t bytes,
+                                  Stream& stream) override {
+    return enqueue(stream, [=, this] { return copy_to_host(destination, source, bytes); });
+  }
+  absl::Status copy_on_device_async(DevicePtr destination, DevicePtr source, size_t bytes,
+                                    Stream& stream) override {
+    return enqueue(stream, [=, this] { return copy_on_device(destination, source, bytes); });
+  }
+  absl::Status fill_bytes_async(DevicePtr destination, uint8_t value, size_t bytes,
+                                Stream& stream) override {
+    return enqueue(stream, [=, this] { return fill_bytes(destination, value, bytes); });
+  }
+
+  absl::StatusOr<Stream> create_stream() override { return make_stream(to_native(new CpuStream)); }
+
+  absl::Status synchronize(Stream& stream) override {
+    MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
+    if (from_native<CpuStream>(stream.native())->capturing) {
+      return absl::FailedPreconditionError(
+          "synchronize on a stream that is capturing; hint: call end_capture first");
+    }
+    return absl::OkStatus();  // work ran when it was enqueued
+  }
+
+  absl::Status synchronize() override { return absl::OkStatus(); }
+
+  absl::StatusOr<Event> create_event() override { return make_event(to_native(new CpuEvent)); }
+
+  absl::Status record(Event& event, Stream& stream) override {
+    MT_RETURN_IF_ERROR(check_owned(event, "event"));
+    CpuEvent* target = from_native<CpuEvent>(event.native());
+    return enqueue(stream, [target] {
+      target->time = std::chrono::steady_clock::now();
+      return absl::OkStatus();
+    });
+  }
+
+  absl::Status synchronize(Event& event) override { return check_owned(event, "event"); }
+
+  absl::StatusOr<float> elapsed_ms(const Event& start, const Event& end) override {
+    MT_RETURN_IF_ERROR(check_owned(start, "start event"));
+    MT_RETURN_IF_ERROR(check_owned(end, "end event"));
+    const CpuEvent* first = from_native<CpuEvent>(start.native());
+    const CpuEvent* last = from_native<CpuEvent>(end.native());
+    if (!first->time || !last->time) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "elapsed_ms on ", describe(info_), ": the ", !first->time ? "start" : "end",
+          " event was never recorded; hint: record both events on a stream first"));
+    }
+    return std::chrono::duration<float, std::milli>(*last->time - *first->time).count();
+  }
+
+  absl::StatusOr<Module> load_module(std::string_view code_object,
+                                     std::string_view label) override {
+    if (!loader_) {
+      return absl::UnimplementedError(absl::StrCat(
+          "the CPU device cannot launch kernels yet: no interpreter program loader is plugged in, "
+          "so module \"", to_absl(label), "\" (", code_object.size(),
+          " bytes) cannot be loaded; hint: pass a CpuModuleLoader to make_cpu_device"));
+    }
+    absl::StatusOr<std::unique_ptr<CpuModule>> module = loader_(code_object, label);
+    if (!module.ok()) {
+      return with_context(module.status(),
+                          absl::StrCat("loading module \"", to_absl(label), "\" on the CPU device"));
+    }
+    auto* loaded = new LoadedModule{std::move(*module)};
+    return make_module(to_native(loaded), label);
+  }
+
+  absl::StatusOr<Function> function(const Module& module, std::string_view name) override {
+    MT_RETURN_IF_ERROR(check_owned(module, "module"));
+    LoadedModule* loaded = from_native<LoadedModule>(module.native());
+    absl::StatusOr<CpuKernel*> kernel = loaded->module->kernel(name);
+    if (!kernel.ok()) {
+      return with_context(kernel.status(), absl::StrCat("looking up \"", to_absl(name),
+                                                        "\" in module \"", module.label(), "\""));
+    }
+    return make_function(to_native(*kernel), name);
+  }
+
+  absl::Status set_max_dynamic_shared_memory(const Function& function, int64_t bytes) override {
+    MT_RETURN_IF_ERROR(check_owned(function));
+    if (bytes < 0 || bytes > info_.max_shared_memory_per_block) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "set_max_dynamic_shared_memory for \"", function.name(), "\": ", bytes,
+          " bytes is outside [0, ", info_.max_shared_memory_per_block, "] on ", describe(info_)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status launch(const Function& function, const LaunchConfig& config, void** args,
+                      Stream& stream) override {
+    MT_RETURN_IF_ERROR(check_owned(function));
+    if (config.grid.count() == 0 || config.block.count() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("launch of \"", function.name(), "\" (",
+                                                     describe(config),
+                                                     "): every grid and block size must be >= 1"));
+    }
+    CpuKernel* kernel = from_native<CpuKernel>(function.native());
+    // Copy the argument values now, as a GPU driver does at launch.
+    std::span<const size_t> sizes = kernel->parameter_sizes();
+    auto values = std::make_shared<std::vector<std::vector<unsigned char>>>();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const auto* bytes = static_cast<const unsigned char*>(args[i]);
+      values->emplace_back(bytes, bytes + sizes[i]);
+    }
+    std::string name = function.name();
+    return enqueue(stream, [this, kernel, config, values, name] {
+      std::vector<void*> pointers;
+      for (std::vector<unsigned char>& value : *values) pointers.push_back(value.data());
+      absl::Status status = kernel->run(config, pointers.data(), live_allocations());
+      return with_context(status, absl::StrCat("kernel \"", name, "\" (", describe(config), ")"));
+    });
+  }
+
+  absl::Status begin_capture(Stream& stream) override {
+    MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
+    CpuStream* queue = from_native<CpuStream>(stream.native());
+    if (queue->capturing) {
+      return absl::FailedPreconditionError("begin_capture on a stream that is already capturing");
+    }
+    queue->capturing = true;
+    queue->captured.clear();
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Graph> end_capture(Stream& stream) override {
+    MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
+    CpuStream* queue = from_native<CpuStream>(stream.native());
+    if (!queue->capturing) {
+      return absl::FailedPreconditionError(
+          "end_capture on a stream that is not capturing; hint: call begin_capture first");
+    }
+    queue->capturing = false;
+    auto* graph = new CpuGraph{std::move(queue->captured)};
+    queue->captured.clear();
+    return make_graph(to_native(graph));
+  }
+
+  absl::Status replay(const Graph& graph, Stream& stream) override {
+    MT_RETURN_IF_ERROR(check_owned(graph, "graph"));
+    const CpuGraph* recording = from_native<CpuGraph>(graph.native());
+    for (const Work& work : recording->work) MT_RETURN_IF_ERROR(enqueue(stream, work));
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<void*> allocate_host(size_t bytes, std::string_view what) {
+    if (bytes == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("allocating a ", to_absl(what), " of 0 bytes on ", describe(info_)));
+    }
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* memory = std::aligned_alloc(kAlignment, rounded);
+    if (memory == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat("allocating a ", to_absl(what), " of ",
+                                                       describe_bytes(bytes), " on ",
+                                                       describe(info_), " failed: out of memory"));
+    }
+    absl::MutexLock lock(&mutex_);
+    allocations_[memory] = CpuAllocation{
+        memory, bytes, absl::StrCat(to_absl(what), " #", ++allocation_count_, " (", bytes, " bytes)")};
+    return memory;
+  }
+
+  std::vector<CpuAllocation> live_allocations() {
+    absl::MutexLock lock(&mutex_);
+    std::vector<CpuAllocation> live;
+    live.reserve(allocations_.size());
+    for (const auto& [base, allocation] : allocations_) live.push_back(allocation);
+    return live;
+  }
+
+  absl::Status enqueue(Stream& stream, Work work) {
+    MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
+    CpuStream* queue = from_native<CpuStream>(stream.native());
+    if (queue->capturing) {
+      queue->captured.push_back(std::move(work));
+      return absl::OkStatus();
+    }
+    return work();
+  }
+
+  void release(ResourceKind kind, uint64_t native) noexcept override {
+    switch (kind) {
+      case ResourceKind::kBuffer:
+      case ResourceKind::kHostMapped: {
+        void* memory = from_native<void>(native);
+        {
+          absl::MutexLock lock(&mutex_);
+          allocations_.erase(memory);
+        }
+        std::free(memory);
+        return;
+      }
+      case ResourceKind::kStream: delete from_native<CpuStream>(native); return;
+      case ResourceKind::kEvent: delete from_native<CpuEvent>(native); return;
+      case ResourceKind::kModule: delete from_native<LoadedModule>(native); return;
+      case ResourceKind::kGraph: delete from_native<CpuGraph>(native); return;
+    }
+  }
+
+  DeviceInfo info_;
+  CpuModuleLoader loader_;
+  absl::Mutex mutex_;
+  std::map<const void*, CpuAllocation> allocations_ ABSL_GUARDED_BY(mutex_);
+  int64_t allocation_count_ ABSL_GUARDED_BY(mutex_) = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device(CpuModuleLoader loader) {
+  return std::make_unique<CpuDevice>(std::move(loader));
+}
+
+}  // namespace monotile::runtime

@@ -1,0 +1,47 @@
+// Device discovery: every GPU the installed drivers can reach, the CPU interpreter's device, and
+// for each GPU backend that has no device, why (no library, no GPU behind the driver, init failed).
+// Never fails and never crashes on a machine without a GPU.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/target.h"
+#include "runtime/cpu_module.h"
+#include "runtime/device.h"
+
+namespace monotile::runtime {
+
+// The devices of one backend, and why any device it reported was left out.
+struct BackendDevices {
+  std::vector<std::unique_ptr<Device>> devices;
+  std::vector<std::string> skipped;  // "NVIDIA device 1 left out: <reason>"
+};
+
+// A GPU backend with no usable device.
+struct MissingBackend {
+  dsl::Vendor vendor = dsl::Vendor::kNvidia;
+  std::string reason;  // "no NVIDIA driver: dlopen(\"libcuda.so.1\") failed: ..."
+};
+
+struct Discovery {
+  // NVIDIA GPUs in driver order, then AMD GPUs, then the CPU device (when included).
+  std::vector<std::unique_ptr<Device>> devices;
+  std::vector<MissingBackend> missing;
+  // Devices a driver reported but monotile left out, with the reason.
+  std::vector<std::string> skipped;
+};
+
+struct DiscoveryOptions {
+  std::vector<std::string> cuda_libraries = {"libcuda.so.1"};
+  std::vector<std::string> hip_libraries = {"libamdhip64.so.6", "libamdhip64.so.5",
+                                            "libamdhip64.so"};
+  bool include_cpu = true;
+  // Handed to the CPU device (see make_cpu_device).
+  CpuModuleLoader cpu_loader;
+};
+
+Discovery discover_devices(const DiscoveryOptions& options = {});
+
+}  // namespace monotile::runtime
