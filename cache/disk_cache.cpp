@@ -187,6 +187,16 @@ void DiskCache::report_bad(const Layer& layer, const std::filesystem::path& path
     delta.entries = -1;
   }
   count(delta);
+  if (removed && counters_) {
+    // The damage may have changed the file's size since it was counted (a truncation): rescan.
+    // Bad entries are rare, so an O(entries) scan here costs nothing in steady state.
+    uint64_t bytes = 0, entries = 0;
+    for (const EntryFile& file : scan_entry_files(layer.layout)) {
+      bytes += file.size;
+      ++entries;
+    }
+    counters_->set_size(bytes, entries).IgnoreError();
+  }
 }
 
 std::optional<Entry> DiskCache::lookup(const KeyBuilder& builder) {
