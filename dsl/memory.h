@@ -1,0 +1,108 @@
+// Global-memory ops: loads and stores (masked, with cache/eviction hints, acquire/release), atomics
+// with explicit scope and order, fences, the block barrier, the global timer and wait_until.
+// Semantics (masking, ordering, peer pointers) are in dsl/ir.h's opening comment.
+#pragma once
+
+#include <optional>
+#include <source_location>
+
+#include "dsl/value.h"
+
+namespace monotile::dsl {
+
+// Spellings that read like the sketch: Scope::gpu, Order::acquire, Cache::streaming, Cmp::ge.
+struct Scope {
+  static constexpr MemScope block = MemScope::kBlock;
+  static constexpr MemScope gpu = MemScope::kGpu;
+  static constexpr MemScope system = MemScope::kSystem;  // host and peer GPUs
+};
+struct Order {
+  static constexpr MemOrder plain = MemOrder::kPlain;
+  static constexpr MemOrder relaxed = MemOrder::kRelaxed;
+  static constexpr MemOrder acquire = MemOrder::kAcquire;
+  static constexpr MemOrder release = MemOrder::kRelease;
+  static constexpr MemOrder acq_rel = MemOrder::kAcqRel;
+};
+struct Cache {
+  static constexpr CacheHint normal = CacheHint::kDefault;
+  static constexpr CacheHint all = CacheHint::kCacheAll;        // cache in L1 and L2
+  static constexpr CacheHint global = CacheHint::kCacheGlobal;  // L2 only
+  static constexpr CacheHint streaming = CacheHint::kStreaming;  // read or written once
+  static constexpr CacheHint volatile_ = CacheHint::kVolatile;   // no caching
+};
+struct Evict {
+  static constexpr EvictHint normal = EvictHint::kNormal;
+  static constexpr EvictHint first = EvictHint::kFirst;
+  static constexpr EvictHint last = EvictHint::kLast;
+};
+struct Cmp {
+  static constexpr CmpPredicate eq = CmpPredicate::kEq;
+  static constexpr CmpPredicate ne = CmpPredicate::kNe;
+  static constexpr CmpPredicate lt = CmpPredicate::kLt;
+  static constexpr CmpPredicate le = CmpPredicate::kLe;
+  static constexpr CmpPredicate gt = CmpPredicate::kGt;
+  static constexpr CmpPredicate ge = CmpPredicate::kGe;
+};
+
+// order: plain (default), relaxed or acquire for loads; plain, relaxed or release for stores.
+struct AccessOptions {
+  CacheHint cache = CacheHint::kDefault;
+  EvictHint evict = EvictHint::kNormal;
+  MemOrder order = MemOrder::kPlain;
+  MemScope scope = MemScope::kGpu;
+};
+
+// Reads *ptr per lane: a tile of the pointee dtype and the pointer's shape. With a mask (i1,
+// broadcast to the pointer's shape) unselected lanes read nothing and take `other` (zero when
+// absent; a literal or a value of the pointee dtype broadcast to the pointer's shape).
+Value load(const Value& ptr, AccessOptions options = {},
+           std::source_location loc = std::source_location::current());
+Value load(const Value& ptr, const Value& mask, AccessOptions options = {},
+           std::source_location loc = std::source_location::current());
+Value load(const Value& ptr, const Value& mask, const Operand& other, AccessOptions options = {},
+           std::source_location loc = std::source_location::current());
+// Writes value (of the pointee dtype, or a literal; broadcast to the pointer's shape) per lane.
+void store(const Value& ptr, const Operand& value, AccessOptions options = {},
+           std::source_location loc = std::source_location::current());
+void store(const Value& ptr, const Operand& value, const Value& mask, AccessOptions options = {},
+           std::source_location loc = std::source_location::current());
+// An acquire load / a release store at `scope`.
+Value load_acquire(const Value& ptr, MemScope scope,
+                   std::source_location loc = std::source_location::current());
+void store_release(const Value& ptr, const Operand& value, MemScope scope,
+                   std::source_location loc = std::source_location::current());
+
+// Atomic read-modify-writes per lane, returning the old values. order: relaxed, acquire, release or
+// acq_rel. dtypes: add i32/u32/i64/f16/bf16/f32/f64; max, min i32/u32/i64/f32/f64; and, or, xor
+// i32/u32/i64; xchg and cas i32/u32/i64 (xchg also f32/f64).
+#define MONOTILE_DSL_ATOMIC(name)                                                                    \
+  Value name(const Value& ptr, const Operand& value, MemScope scope, MemOrder order,               \
+             std::optional<Value> mask = std::nullopt,                                             \
+             std::source_location loc = std::source_location::current());
+MONOTILE_DSL_ATOMIC(atomic_add)
+MONOTILE_DSL_ATOMIC(atomic_max)
+MONOTILE_DSL_ATOMIC(atomic_min)
+MONOTILE_DSL_ATOMIC(atomic_and)
+MONOTILE_DSL_ATOMIC(atomic_or)
+MONOTILE_DSL_ATOMIC(atomic_xor)
+MONOTILE_DSL_ATOMIC(atomic_xchg)
+#undef MONOTILE_DSL_ATOMIC
+// Where *ptr == expected, writes desired; returns the old values either way.
+Value atomic_cas(const Value& ptr, const Operand& expected, const Operand& desired, MemScope scope,
+                 MemOrder order, std::optional<Value> mask = std::nullopt,
+                 std::source_location loc = std::source_location::current());
+
+// Orders this instance's earlier memory accesses before its later ones at `scope`
+// (order: acquire, release or acq_rel).
+void fence(MemOrder order, MemScope scope, std::source_location loc = std::source_location::current());
+// Synchronizes the threads of one program instance (and orders their shared-memory accesses).
+void barrier(std::source_location loc = std::source_location::current());
+// Nanoseconds of a device-wide clock (i64 scalar).
+Value global_timer(std::source_location loc = std::source_location::current());
+// Spins (acquire loads at `scope`) until `*ptr cmp value` holds or `timeout_ns` pass; returns an
+// i1 scalar that is true when it timed out. ptr is a scalar pointer to i32, u32 or i64.
+Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
+                 MemScope scope = MemScope::kGpu,
+                 std::source_location loc = std::source_location::current());
+
+}  // namespace monotile::dsl
