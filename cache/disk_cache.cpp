@@ -152,7 +152,8 @@ std::optional<Entry> DiskCache::find(const KeyBuilder& builder, const Key& key) 
       continue;
     }
     if (!digest) digest = digest_preimage(builder.preimage());
-    absl::StatusOr<ParsedEntry> parsed = parse_entry(*bytes);
+    uint64_t size = bytes->size();
+    absl::StatusOr<ParsedEntry> parsed = parse_entry(std::move(*bytes));
     std::string defect;
     if (!parsed.ok()) {
       defect = std::string(parsed.status().message());
@@ -163,7 +164,7 @@ std::optional<Entry> DiskCache::find(const KeyBuilder& builder, const Key& key) 
                "(a key collision or a tampered entry)";
     }
     if (!defect.empty()) {
-      report_bad(layer, path, bytes->size(), defect);
+      report_bad(layer, path, size, defect);
       continue;
     }
     if (layer.writable && writable_) touch_file(path).IgnoreError();  // LRU: this entry is in use

@@ -164,7 +164,11 @@ absl::StatusOr<EntryHeader> parse_entry_header(std::string_view bytes) {
   return header;
 }
 
-absl::StatusOr<ParsedEntry> parse_entry(std::string_view bytes) {
+namespace {
+
+// parse_entry's body. With `code_span` set, the code object is not copied: its offset and size
+// in `bytes` are returned instead, so the caller can take it from its own buffer.
+absl::StatusOr<ParsedEntry> parse(std::string_view bytes, std::pair<size_t, size_t>* code_span) {
   ParsedEntry parsed;
   auto header = parse_entry_header(bytes);
   if (!header.ok()) return header.status();
@@ -200,6 +204,8 @@ absl::StatusOr<ParsedEntry> parse_entry(std::string_view bytes) {
     }
     if (expected == kMetadata) {
       metadata = content;
+    } else if (expected == kCodeObject && code_span != nullptr) {
+      *code_span = {static_cast<size_t>(content.data() - bytes.data()), content.size()};
     } else {
       targets[expected]->assign(content.data(), content.size());
     }
@@ -208,6 +214,22 @@ absl::StatusOr<ParsedEntry> parse_entry(std::string_view bytes) {
     return defect(absl::StrCat("malformed entry: ", reader.remaining(), " bytes after the last section"));
   }
   if (absl::Status status = parse_metadata(metadata, parsed.entry.metadata); !status.ok()) return status;
+  return parsed;
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedEntry> parse_entry(std::string_view bytes) { return parse(bytes, nullptr); }
+
+absl::StatusOr<ParsedEntry> parse_entry(std::string&& bytes) {
+  std::pair<size_t, size_t> code_span;
+  absl::StatusOr<ParsedEntry> parsed = parse(bytes, &code_span);
+  if (!parsed.ok()) return parsed;
+  // The code object is most of an entry: keep it in the buffer already read (one memmove)
+  // instead of allocating and faulting in a second buffer of the same size.
+  bytes.resize(code_span.first + code_span.second);
+  bytes.erase(0, code_span.first);
+  parsed->entry.code_object = std::move(bytes);
   return parsed;
 }
 

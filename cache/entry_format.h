@@ -46,6 +46,8 @@ std::string serialize_entry(const EntryHeader& header, const Entry& entry);
 // Verifies, in this order: length, magic, version, checksum, then the sections' structure.
 // Errors are DataLoss with a lower-case description of the defect ("checksum mismatch: ...").
 absl::StatusOr<ParsedEntry> parse_entry(std::string_view bytes);
+// The same, taking the buffer over for the code object (no second copy of the largest section).
+absl::StatusOr<ParsedEntry> parse_entry(std::string&& bytes);
 
 // Only the header (for listing without reading a payload): length, magic and version checked.
 absl::StatusOr<EntryHeader> parse_entry_header(std::string_view bytes);
