@@ -55,7 +55,7 @@ class CudaDevice final : public Device {
     if (bytes == 0) return absl::InvalidArgumentError("allocating a host-mapped buffer of 0 bytes");
     void* host = nullptr;
     MT_RETURN_IF_ERROR(driver_->check(
-        driver_->cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+        driver_->cuMemHostAlloc(&host, bytes, kMemHostAllocPortable | kMemHostAllocDeviceMap),
         "cuMemHostAlloc", describe_bytes(bytes)));
     CUdeviceptr address = 0;
     absl::Status mapped = driver_->check(driver_->cuMemHostGetDevicePointer(&address, host, 0),

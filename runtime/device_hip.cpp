@@ -48,7 +48,7 @@ class HipDevice final : public Device {
     if (bytes == 0) return absl::InvalidArgumentError("allocating a host-mapped buffer of 0 bytes");
     void* host = nullptr;
     MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipHostMalloc(&host, bytes, hipHostMallocMapped | hipHostMallocPortable),
+        driver_->hipHostMalloc(&host, bytes, kHostMallocMapped | kHostMallocPortable),
         "hipHostMalloc", describe_bytes(bytes)));
     void* address = nullptr;
     absl::Status mapped = driver_->check(driver_->hipHostGetDevicePointer(&address, host, 0),
@@ -117,7 +117,7 @@ class HipDevice final : public Device {
     MT_RETURN_IF_ERROR(make_current());
     hipStream_t stream = nullptr;
     MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipStreamCreateWithFlags(&stream, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
+        driver_->hipStreamCreateWithFlags(&stream, kStreamNonBlocking), "hipStreamCreateWithFlags"));
     return make_stream(native_of(stream));
   }
 

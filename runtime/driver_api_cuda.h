@@ -45,8 +45,9 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
-constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x01;
-constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
+// cuda.h spells these two as macros (CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_DEVICEMAP).
+constexpr unsigned kMemHostAllocPortable = 0x01;
+constexpr unsigned kMemHostAllocDeviceMap = 0x02;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 

@@ -34,9 +34,10 @@ constexpr hipError_t hipErrorNoDevice = 100;
 constexpr hipError_t hipErrorInvalidDevice = 101;
 constexpr hipError_t hipErrorNotFound = 500;
 
-constexpr unsigned hipHostMallocMapped = 0x2;
-constexpr unsigned hipHostMallocPortable = 0x1;
-constexpr unsigned hipStreamNonBlocking = 0x1;
+// The header spells these as macros (hipHostMallocMapped, hipHostMallocPortable, hipStreamNonBlocking).
+constexpr unsigned kHostMallocMapped = 0x2;
+constexpr unsigned kHostMallocPortable = 0x1;
+constexpr unsigned kStreamNonBlocking = 0x1;
 constexpr hipStreamCaptureMode hipStreamCaptureModeThreadLocal = 1;
 
 // hipDeviceProp_t, by layout. R0000: HIP 5's hipGetDeviceProperties; R0600: HIP 6's
