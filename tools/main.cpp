@@ -15,6 +15,8 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"devices", monotile::tools::devices_command, "list GPUs and compilers found, and why any is missing"},
+    {"demo", monotile::tools::demo_command, "show the compilers and compile the sample kernels through the cache"},
+    {"warmup", monotile::tools::warmup_command, "fill the kernel cache (or a bundle) for targets; no GPU needed"},
 };
 
 int usage(FILE* out) {

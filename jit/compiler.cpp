@@ -1,0 +1,68 @@
+// make_compiler: the vendor backend behind a wrapper that isolates each compile in a worker process
+// (by default) and names the build and target in every error.
+#include "jit/compiler.h"
+
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "jit/backend.h"
+#include "jit/worker_process.h"
+#include "support/strings.h"
+
+namespace monotile::jit {
+namespace {
+
+class CheckedCompiler final : public Compiler {
+ public:
+  CheckedCompiler(std::unique_ptr<Compiler> backend, CompilerOptions options)
+      : backend_(std::move(backend)), options_(options) {}
+
+  std::string identity() const override { return backend_->identity(); }
+  std::string key_identity() const override { return backend_->key_identity(); }
+  std::string name() const override { return backend_->name(); }
+
+  absl::StatusOr<CompileResult> compile(const CompileRequest& request) override {
+    absl::StatusOr<CompileResult> result = options_.isolation == Isolation::kWorkerProcess
+                                               ? compile_in_worker(request, options_.timeout_seconds)
+                                               : backend_->compile(request);
+    if (result.ok()) return result;
+    const std::string& label = request.build_name.empty() ? request.kernel_name : request.build_name;
+    return absl::Status(result.status().code(),
+                        absl::StrCat(backend_->name(), " could not compile ", to_absl(label_prefix(request)),
+                                     "\"", label, "\" for ", request.target.str(), ": ",
+                                     result.status().message()));
+  }
+
+ private:
+  static std::string label_prefix(const CompileRequest& request) {
+    return request.build_key.empty() ? "" : absl::StrCat("build ", request.build_key, " ");
+  }
+
+  std::unique_ptr<Compiler> backend_;
+  CompilerOptions options_;
+};
+
+}  // namespace
+
+CompilerOptions CompilerOptions::from_environment() {
+  CompilerOptions options;
+  if (const char* timeout = std::getenv("MONOTILE_JIT_TIMEOUT"); timeout != nullptr && *timeout) {
+    char* end = nullptr;
+    double seconds = std::strtod(timeout, &end);
+    if (end != timeout && *end == '\0' && seconds > 0) options.timeout_seconds = seconds;
+  }
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target) {
+  return make_compiler(target, CompilerOptions::from_environment());
+}
+
+absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target, const CompilerOptions& options) {
+  absl::StatusOr<std::unique_ptr<Compiler>> backend = make_backend_compiler(target);
+  if (!backend.ok()) return backend.status();
+  return std::unique_ptr<Compiler>(new CheckedCompiler(std::move(*backend), options));
+}
+
+}  // namespace monotile::jit

@@ -1,0 +1,83 @@
+// The compiler interface: one CompileRequest (source, entry, target, options, in-memory headers)
+// in, a code object with its resource report out. make_compiler() picks NVRTC or hiprtc+comgr by
+// the target's vendor, refuses targets the installed compiler cannot build, and by default runs
+// every compile in an isolated worker process so that a compiler crash or hang is a Status.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dsl/target.h"
+#include "jit/resource_report.h"
+
+namespace monotile::jit {
+
+// A header the source #includes by `name`, handed to the compiler in memory: generated code never
+// reads the system's include paths.
+struct Header {
+  std::string name;
+  std::string content;
+  friend bool operator==(const Header&, const Header&) = default;
+};
+
+struct CompileRequest {
+  std::string kernel_name;     // the extern "C" __global__ function
+  std::string source;          // complete HIP/CUDA C++; needs no system headers
+  dsl::Target target;
+  std::vector<std::string> options;  // extra compiler flags, after the compiler's own
+  std::vector<Header> headers;       // in-memory headers, by include name
+  std::string build_name;            // the build's name, for messages (kernel_name when empty)
+  std::string build_key;             // the build's cache key in hex, for messages (may be empty)
+  bool want_assembly = false;        // fill CompileResult::assembly (PTX on NVIDIA, ISA on AMD)
+  double test_sleep_seconds = 0;     // test-only: the worker sleeps this long before compiling
+};
+
+struct CompileResult {
+  std::string code_object;     // CUBIN (NVIDIA) or HSA code object (AMD), loadable by the driver
+  std::string log;
+  ResourceReport report;
+  std::string assembly;        // only when requested
+};
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // e.g. "nvrtc 13.0" or "hiprtc 5.2.21153 + comgr 2.4"; part of every cache key
+  virtual std::string identity() const = 0;
+  // identity() plus what distinguishes two installs of the same version (library file sizes and
+  // times, the AMD device-library bitcode files): the cache key hashes this.
+  virtual std::string key_identity() const { return identity(); }
+  // The compiler's short name for messages: "nvrtc" or "hiprtc".
+  virtual std::string name() const = 0;
+  virtual absl::StatusOr<CompileResult> compile(const CompileRequest& request) = 0;
+};
+
+// The file name the compiler is given for a request's source (diagnostics point at it):
+// "<kernel>.cu" for NVIDIA, "<kernel>.hip" for AMD.
+inline std::string source_file_name(const dsl::Target& target, const std::string& kernel_name) {
+  return kernel_name + (target.vendor() == dsl::Vendor::kNvidia ? ".cu" : ".hip");
+}
+
+enum class Isolation {
+  kWorkerProcess,  // each compile in a fresh monotile-jit-worker process (default)
+  kInProcess,      // in this process: faster to start, but a compiler abort takes the process down
+};
+
+struct CompilerOptions {
+  Isolation isolation = Isolation::kWorkerProcess;
+  // A worker still running after this long is killed and the compile fails. MONOTILE_JIT_TIMEOUT
+  // (seconds) overrides the default.
+  double timeout_seconds = 300;
+  static CompilerOptions from_environment();
+};
+
+// NVRTC for NVIDIA targets, hiprtc+comgr for AMD; a clear error if the library is missing or the
+// installed compiler cannot build this target. Compile errors name the build and the target:
+// `hiprtc could not compile build <key> "name" for gfx90a: <reason and log>`.
+absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target);
+absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target,
+                                                        const CompilerOptions& options);
+
+}  // namespace monotile::jit

@@ -1,0 +1,16 @@
+// Compiler logs made readable: hiprtc's temporary paths replaced by the source's name, and the
+// generated source lines each diagnostic points at appended with their neighbours, numbered.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace monotile::jit {
+
+// `file_name` is the name the compiler was given for the source ("kernel.cu"); diagnostics of the
+// form `file(12): error` (NVRTC) and `file:12:5: error` (clang/hiprtc) are recognised. At most
+// `max_locations` distinct lines are shown, each with `context` lines on either side.
+std::string annotate_log(std::string_view log, std::string_view source, std::string_view file_name,
+                         int max_locations = 8, int context = 2);
+
+}  // namespace monotile::jit

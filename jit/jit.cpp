@@ -1,0 +1,184 @@
+// compile_build and its helpers: the compiler per target (made once), the cache entry a compile
+// becomes, the failed-source folder and the debugging dump.
+#include "jit/jit.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "jit/build_key.h"
+#include "jit/diagnostics.h"
+#include "jit/resource_policy.h"
+#include "support/log.h"
+#include "support/status_macros.h"
+#include "support/strings.h"
+
+namespace monotile::jit {
+namespace {
+
+std::filesystem::path env_path(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::filesystem::path(value) : std::filesystem::path();
+}
+
+// A file-name-safe form of a target ("gfx90a:xnack-" -> "gfx90a_xnack-").
+std::string file_safe(std::string text) {
+  for (char& c : text) {
+    if (c == ':' || c == '/' || c == ' ') c = '_';
+  }
+  return text;
+}
+
+absl::Status write_file(const std::filesystem::path& path, std::string_view bytes) {
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  return absl::OkStatus();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+JitConfig JitConfig::from_environment() {
+  JitConfig config;
+  config.cache = cache::Config::from_environment();
+  config.compiler = CompilerOptions::from_environment();
+  config.failed_dir = env_path("MONOTILE_JIT_FAILED_DIR");
+  config.dump_dir = env_path("MONOTILE_JIT_DUMP_DIR");
+  return config;
+}
+
+Jit::Jit(JitConfig config) : Jit(config, cache::Cache::open(config.cache)) {}
+
+Jit::Jit(JitConfig config, std::unique_ptr<cache::Cache> cache)
+    : config_(std::move(config)), cache_(std::move(cache)) {}
+
+Jit& Jit::process_default() {
+  static Jit* jit = new Jit(JitConfig::from_environment());
+  return *jit;
+}
+
+absl::StatusOr<Compiler*> Jit::compiler(const dsl::Target& target) {
+  absl::MutexLock lock(&mutex_);
+  auto found = compilers_.find(target.str());
+  if (found == compilers_.end()) {
+    found = compilers_.emplace(target.str(), make_compiler(target, config_.compiler)).first;
+  }
+  if (!found->second.ok()) return found->second.status();
+  return found->second->get();
+}
+
+absl::StatusOr<cache::KeyBuilder> Jit::key(const Build& build) {
+  MT_ASSIGN_OR_RETURN(Compiler * compiler, this->compiler(build.target));
+  return build_key(build, compiler->key_identity());
+}
+
+absl::StatusOr<CompiledBuild> Jit::compile_build(const Build& build) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Compiler*> found = compiler(build.target);  // refuses targets it cannot build
+  if (!found.ok()) return with_context(found.status(), absl::StrCat("build \"", build.name, "\""));
+  Compiler& compiler = **found;
+  const cache::KeyBuilder key = build_key(build, compiler.key_identity());
+  const auto compile = [&] { return compile_entry(build, key, compiler); };
+  bool hit = false;
+  absl::StatusOr<cache::Entry> entry;
+  if (config_.dump_dir.empty()) {
+    entry = cache_->get_or_compute(key, compile, &hit);  // look up; on a miss compile and store
+  } else {
+    entry = compile();  // a dump wants the compiler's output, so it never comes from the cache
+    if (entry.ok()) cache_->store(key, *entry).IgnoreError();
+  }
+  if (!entry.ok()) return entry.status();
+  absl::StatusOr<ResourceReport> report = ResourceReport::from_text(entry->resource_report);
+  if (!report.ok()) return with_context(report.status(), absl::StrCat("build \"", build.name, "\" cache entry ", key.key().hex()));
+  MT_RETURN_IF_ERROR(check_resources(build, *report));
+
+  CompiledBuild compiled;
+  compiled.name = build.name;
+  compiled.kernel_name = build.kernel_name;
+  compiled.target = build.target.str();
+  compiled.key = key.key();
+  compiled.code_object = std::move(entry->code_object);
+  compiled.report = *report;
+  compiled.log = std::move(entry->compile_log);
+  compiled.launch = build.launch;
+  compiled.compiler = compiler.identity();
+  compiled.hit = hit;
+  compiled.seconds = seconds_since(start);
+  return compiled;
+}
+
+absl::StatusOr<cache::Entry> Jit::compile_entry(const Build& build, const cache::KeyBuilder& key, Compiler& compiler) {
+  CompileRequest request = build.request();
+  request.build_key = key.key().hex();
+  request.want_assembly = !config_.dump_dir.empty();
+  absl::StatusOr<CompileResult> result = compiler.compile(request);
+  if (!result.ok()) {
+    std::string message = annotate_log(to_std(result.status().message()), build.source,
+                                       source_file_name(build.target, build.kernel_name));
+    std::string kept = keep_failed_source(build, key.key(), message);
+    return absl::Status(result.status().code(), absl::StrCat(message, "\nthe source is kept in ", kept));
+  }
+  if (!config_.dump_dir.empty()) dump(build, *result);
+  cache::Entry entry;
+  entry.code_object = std::move(result->code_object);
+  entry.resource_report = result->report.to_text();
+  entry.compile_log = std::move(result->log);
+  entry.metadata = {{"kernel", build.kernel_name},
+                    {"target", build.target.str()},
+                    {"build", build.name},
+                    {"compiler", compiler.identity()}};
+  return entry;
+}
+
+std::string Jit::keep_failed_source(const Build& build, const cache::Key& key, const std::string& log) {
+  std::filesystem::path root = config_.failed_dir;
+  if (root.empty() && !config_.cache.writable_dir.empty()) {
+    std::filesystem::path dir = config_.cache.writable_dir.lexically_normal();
+    if (!dir.has_filename()) dir = dir.parent_path();
+    root = dir.parent_path() / (dir.filename().string() + "-failed");
+  }
+  if (root.empty()) root = std::filesystem::temp_directory_path() / "monotile-failed";
+  std::filesystem::path folder =
+      root / absl::StrCat(file_safe(build.name), "-", file_safe(build.target.str()), "-", key.hex().substr(0, 16));
+  absl::Status status = write_file(folder / source_file_name(build.target, build.kernel_name), build.source);
+  for (const Header& header : build.headers) {
+    if (status.ok()) status = write_file(folder / header.name, header.content);
+  }
+  if (status.ok()) status = write_file(folder / "log.txt", log);
+  if (!status.ok()) {
+    log_warning_once(root.string(), absl::StrCat("cannot keep failed sources: ", status.message()));
+    return absl::StrCat("(nowhere: ", status.message(), ")");
+  }
+  return folder.string();
+}
+
+void Jit::dump(const Build& build, const CompileResult& result) {
+  std::filesystem::path base = config_.dump_dir / absl::StrCat(file_safe(build.name), "-", file_safe(build.target.str()));
+  bool nvidia = build.target.vendor() == dsl::Vendor::kNvidia;
+  absl::Status status = write_file(base.string() + (nvidia ? ".cu" : ".hip"), build.source);
+  if (status.ok()) status = write_file(base.string() + (nvidia ? ".ptx" : ".s"), result.assembly);
+  if (status.ok()) status = write_file(base.string() + ".log", result.log);
+  if (status.ok()) status = write_file(base.string() + ".report", result.report.to_text());
+  if (!status.ok()) log_warning_once(config_.dump_dir.string(), absl::StrCat("cannot dump builds: ", status.message()));
+}
+
+absl::StatusOr<std::string> Jit::assembly(const Build& build) {
+  MT_ASSIGN_OR_RETURN(Compiler * compiler, this->compiler(build.target));
+  CompileRequest request = build.request();
+  request.want_assembly = true;
+  MT_ASSIGN_OR_RETURN(CompileResult result, compiler->compile(request));
+  return result.assembly;
+}
+
+absl::StatusOr<CompiledBuild> compile_build(const Build& build) { return Jit::process_default().compile_build(build); }
+
+}  // namespace monotile::jit

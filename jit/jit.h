@@ -1,0 +1,71 @@
+// The JIT: Build -> code object, through the kernel cache. compile_build reads as a list: key, look
+// up, compile (isolated), check resources, store. One Jit per process is typical (compile_build()
+// without a Jit uses the process's, configured from the environment); it is safe to share between
+// threads.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cache/cache.h"
+#include "jit/build.h"
+#include "jit/compiler.h"
+
+namespace monotile::jit {
+
+struct JitConfig {
+  cache::Config cache;
+  CompilerOptions compiler;
+  // Where the source of a build that failed to compile is kept for inspection. Empty: next to the
+  // cache's writable folder, "<cache dir>-failed" (MONOTILE_JIT_FAILED_DIR overrides).
+  std::filesystem::path failed_dir;
+  // When set (MONOTILE_JIT_DUMP_DIR), every build compile_build handles is compiled afresh (the
+  // cache is still filled) and its source, PTX or ISA, log and report are written here.
+  std::filesystem::path dump_dir;
+
+  static JitConfig from_environment();
+};
+
+class Jit {
+ public:
+  explicit Jit(JitConfig config);
+  Jit(JitConfig config, std::unique_ptr<cache::Cache> cache);
+
+  // The build's code object from the cache or compiled now; errors name the build, its key and
+  // target, and carry the compiler log with the source lines it points at.
+  absl::StatusOr<CompiledBuild> compile_build(const Build& build);
+
+  // The build's key (what the cache hashes); fails only when the target has no compiler.
+  absl::StatusOr<cache::KeyBuilder> key(const Build& build);
+
+  // PTX (NVIDIA) or ISA (AMD) of the build, compiled afresh: a researcher's first debugging tool.
+  absl::StatusOr<std::string> assembly(const Build& build);
+
+  // The target's compiler, made once and shared; the error when the target has none.
+  absl::StatusOr<Compiler*> compiler(const dsl::Target& target);
+
+  cache::Cache& cache() { return *cache_; }
+  const JitConfig& config() const { return config_; }
+
+  // The process's Jit, configured from the environment on first use.
+  static Jit& process_default();
+
+ private:
+  absl::StatusOr<cache::Entry> compile_entry(const Build& build, const cache::KeyBuilder& key, Compiler& compiler);
+  std::string keep_failed_source(const Build& build, const cache::Key& key, const std::string& log);
+  void dump(const Build& build, const CompileResult& result);
+
+  JitConfig config_;
+  std::unique_ptr<cache::Cache> cache_;
+  absl::Mutex mutex_;
+  absl::flat_hash_map<std::string, absl::StatusOr<std::unique_ptr<Compiler>>> compilers_ ABSL_GUARDED_BY(mutex_);
+};
+
+// Jit::process_default().compile_build(build).
+absl::StatusOr<CompiledBuild> compile_build(const Build& build);
+
+}  // namespace monotile::jit

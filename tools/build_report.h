@@ -1,0 +1,22 @@
+// Shared by `monotile warmup` and `monotile demo`: compile a list of builds with a progress bar on
+// a terminal (plain lines otherwise), then print the table of builds with their resource reports.
+#pragma once
+
+#include <cstdio>
+#include <span>
+
+#include "jit/build.h"
+#include "jit/compile_all.h"
+#include "jit/jit.h"
+
+namespace monotile::tools {
+
+// compile_all with progress written to `progress` (a bar when it is a terminal).
+jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::Build> builds, int jobs,
+                                            FILE* progress);
+
+// One row per build: name, target, registers, spills, shared memory, scratch, time, hit/miss;
+// then the failures' messages and a summary line.
+void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result);
+
+}  // namespace monotile::tools

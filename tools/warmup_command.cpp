@@ -1,0 +1,112 @@
+// `monotile warmup`: fills the kernel cache (or a fresh bundle folder to ship read-only) with every
+// registry build for the given targets. Needs no GPU. Exits 1 when any build failed, 2 on misuse.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "jit/jit.h"
+#include "kernels/registry.h"
+#include "support/strings.h"
+#include "tools/build_report.h"
+#include "tools/commands.h"
+
+namespace monotile::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: monotile warmup [--target sm_90a,gfx90a] [--cache-dir DIR] [--bundle DIR] [--jobs N]\n"
+    "  --target   comma-separated targets (default sm_90a,gfx90a)\n"
+    "  --cache-dir  the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
+    "  --bundle   write every build into DIR, a new folder to ship and list in\n"
+    "             MONOTILE_CACHE_READONLY_DIRS on the workers\n"
+    "  --jobs     parallel compiles (default: one per core)\n";
+
+int misuse(const std::string& message) {
+  std::fprintf(stderr, "monotile warmup: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int warmup_command(Args args) {
+  std::string targets_text = "sm_90a,gfx90a";
+  std::string cache_dir;
+  std::string bundle;
+  int jobs = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= args.size()) return misuse(std::string("unknown or incomplete option \"") + std::string(arg) + "\"");
+    std::string value(args[++i]);
+    if (arg == "--target") {
+      targets_text = value;
+    } else if (arg == "--cache-dir") {
+      cache_dir = value;
+    } else if (arg == "--bundle") {
+      bundle = value;
+    } else if (arg == "--jobs") {
+      if (!absl::SimpleAtoi(value, &jobs) || jobs < 1) return misuse("--jobs takes a positive integer, got \"" + value + "\"");
+    } else {
+      return misuse(std::string("unknown option \"") + std::string(arg) + "\"");
+    }
+  }
+
+  std::vector<dsl::Target> targets;
+  for (absl::string_view text : absl::StrSplit(targets_text, ',', absl::SkipEmpty())) {
+    absl::StatusOr<dsl::Target> target = dsl::Target::parse(to_std(text));
+    if (!target.ok()) return misuse(std::string(target.status().message()));
+    targets.push_back(*target);
+  }
+  if (targets.empty()) return misuse("--target lists no target");
+
+  jit::JitConfig config = jit::JitConfig::from_environment();
+  if (!cache_dir.empty()) config.cache.writable_dir = cache_dir;
+  if (!bundle.empty()) {
+    // A bundle holds every build itself: no read-only layer may answer for it, nothing is evicted.
+    std::error_code error;
+    if (std::filesystem::exists(bundle, error) && !std::filesystem::is_empty(bundle, error)) {
+      return misuse("--bundle \"" + bundle + "\" exists and is not empty; hint: a bundle is written into a fresh folder");
+    }
+    config.cache.writable_dir = bundle;
+    config.cache.read_only_dirs.clear();
+    config.cache.max_bytes = UINT64_MAX;
+    config.cache.enabled = true;
+  }
+  jit::Jit jit(config);
+  if (!jit.cache().writable()) {
+    std::fprintf(stderr, "monotile warmup: the cache folder \"%s\" is not writable; hint: pass --cache-dir\n",
+                 config.cache.writable_dir.string().c_str());
+    return 1;
+  }
+
+  std::vector<jit::Build> builds;
+  int failed_targets = 0;
+  for (const dsl::Target& target : targets) {
+    absl::StatusOr<std::vector<jit::Build>> found = kernels::registry_builds(target);
+    if (!found.ok()) {
+      std::fprintf(stderr, "monotile warmup: %s\n", std::string(found.status().message()).c_str());
+      ++failed_targets;
+      continue;
+    }
+    builds.insert(builds.end(), found->begin(), found->end());
+  }
+  std::fprintf(stderr, "warming %zu builds for %s into %s\n", builds.size(), targets_text.c_str(),
+               config.cache.writable_dir.string().c_str());
+  jit::CompileAllResult result = compile_with_progress(jit, builds, jobs, stderr);
+  print_build_table(stdout, builds, result);
+  if (!bundle.empty()) {
+    std::printf("bundle written to %s; ship it and list it in MONOTILE_CACHE_READONLY_DIRS on the workers\n",
+                bundle.c_str());
+  }
+  return result.ok() && failed_targets == 0 ? 0 : 1;
+}
+
+}  // namespace monotile::tools
