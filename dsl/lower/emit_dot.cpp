@@ -1,0 +1,142 @@
+// dot on the matrix units: operands go through shared memory as 16-bit patterns, each warp loads the
+// fragments of its tiles (the unit's fragment maps, data in matrix_unit.cpp) and issues the vendor's
+// instruction; the accumulator stays in registers in the unit's layout. Shapes the unit cannot take
+// (below its minimum, not a multiple, f32 operands) use an exact-order FMA loop over shared memory.
+#include "absl/strings/str_cat.h"
+#include "dsl/lower/op_lowering.h"
+#include "support/check.h"
+#include "support/strings.h"
+
+namespace monotile::dsl::lower {
+namespace {
+
+std::string half_bits(ScalarType type, const std::string& value) {
+  if (type == ScalarType::kBf16) return absl::StrCat("(unsigned short)(__float_as_uint(", value, ") >> 16)");
+  return absl::StrCat("mt_f32_to_f16_bits(", value, ")");
+}
+
+}  // namespace
+
+absl::Status OpLowering::dot(const Op& op) {
+  const Type& a_type = type(op.operands[0]);
+  const Type& b_type = type(op.operands[1]);
+  int64_t m = a_type.shape[0];
+  int64_t k = a_type.shape[1];
+  int64_t n = b_type.shape[1];
+  ValueId result = op.results[0];
+  Layout out_layout = layout_or_default(result);
+  std::optional<MatrixUnit> unit =
+      choose_matrix_unit(state_.target, a_type.element.scalar, b_type.element.scalar, m, n, k);
+  if (!unit) return dot_fma(op, out_layout);
+  ScalarType operand = a_type.element.scalar;
+  int64_t b_offset = (m * k * 2 + 15) / 16 * 16;
+  need_smem(b_offset + k * n * 2);
+  std::string a_smem = smem("unsigned short");
+  std::string b_smem = smem("unsigned short", b_offset);
+  line(absl::StrCat("// dot [", m, ", ", k, "] x [", k, ", ", n, "] on ", to_absl(unit->shape.instruction)));
+  barrier();
+  for (int which = 0; which < 2; ++which) {
+    ValueId value = op.operands[which];
+    Layout layout = layout_or_default(value);
+    std::string src = get(value, layout);
+    std::vector<int64_t> strides = row_major(type(value).shape);
+    std::string guard = owner(layout);
+    unrolled("i", layout.num_regs());
+    line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "), which == 0 ? a_smem : b_smem, "[",
+                      linear(layout, "i", strides), "] = ", half_bits(operand, absl::StrCat(src, "[i]")), ";"));
+    close();
+  }
+  barrier();
+  std::string acc = get(op.operands[2], out_layout);
+  std::string out = name(result);
+  declare(result, out_layout.num_regs());
+  copy_into(out, acc, out_layout.num_regs());
+  const DimLayout& rows = out_layout.dim(0);
+  const DimLayout& cols = out_layout.dim(1);
+  int64_t tiles_m = m / (unit->shape.m * rows.wpb);
+  int64_t tiles_n = n / (unit->shape.n * cols.wpb);
+  int64_t row_stride = out_layout.reg_stride(0);
+  open("");
+  line("const int lane = mt_lane;");
+  line(absl::StrCat("const int mt_wr = ", rows.wpb == 1 ? "0" : absl::StrCat("(mt_warp / ", rows.warp_stride, ") % ", rows.wpb), ";"));
+  line(absl::StrCat("const int mt_wc = ", cols.wpb == 1 ? "0" : absl::StrCat("(mt_warp / ", cols.warp_stride, ") % ", cols.wpb), ";"));
+  open(absl::StrCat("for (int kk = 0; kk < ", k / unit->shape.k, "; ++kk)"));
+  line(absl::StrCat("unsigned short mt_b[", tiles_n, "][", unit->b_elems, "];"));
+  unrolled("j", tiles_n);
+  unrolled("e", unit->b_elems);
+  line(absl::StrCat("const int c = ", to_absl(unit->b_col), ";"));
+  line(absl::StrCat("const int kc = j * ", unit->col_regs, " + ", to_absl(unit->col_reg), ";"));
+  line(absl::StrCat("const int col = (mt_wc * ", cols.tpw, " + ", to_absl(unit->col_lane), ") * ", cols.spt, " + kc % ",
+                    cols.spt, " + (kc / ", cols.spt, ") * ", cols.cover(), ";"));
+  line(absl::StrCat("mt_b[j][e] = ", b_smem, "[(kk * ", unit->shape.k, " + ", to_absl(unit->b_k), ") * ", n, " + col];"));
+  close();
+  close();
+  unrolled("i", tiles_m);
+  line(absl::StrCat("unsigned short mt_a[", unit->a_elems, "];"));
+  unrolled("e", unit->a_elems);
+  line(absl::StrCat("const int rho = ", to_absl(unit->a_row), ";"));
+  line(absl::StrCat("const int kr = i * ", unit->row_regs, " + ", to_absl(unit->row_reg), ";"));
+  line(absl::StrCat("const int row = (mt_wr * ", rows.tpw, " + ", to_absl(unit->row_lane), ") * ", rows.spt, " + kr % ",
+                    rows.spt, " + (kr / ", rows.spt, ") * ", rows.cover(), ";"));
+  line(absl::StrCat("mt_a[e] = ", a_smem, "[row * ", k, " + kk * ", unit->shape.k, " + ", to_absl(unit->a_k), "];"));
+  close();
+  unrolled("j", tiles_n);
+  line(absl::StrCat("float mt_c[", unit->c_elems, "];"));
+  std::string reg = absl::StrCat("(i * ", unit->row_regs, " + ", to_absl(unit->c_row_reg), ") * ", row_stride, " + j * ",
+                                 unit->col_regs, " + ", to_absl(unit->c_col_reg));
+  unrolled("e", unit->c_elems);
+  line(absl::StrCat("mt_c[e] = ", out, "[", reg, "];"));
+  close();
+  line(spelling_.matrix_multiply(*unit, "mt_a", "mt_b[j]", "mt_c"));
+  unrolled("e", unit->c_elems);
+  line(absl::StrCat(out, "[", reg, "] = mt_c[e];"));
+  close();
+  close();
+  close();
+  close();
+  close();
+  return absl::OkStatus();
+}
+
+absl::Status OpLowering::dot_fma(const Op& op, const Layout& out_layout) {
+  const Type& a_type = type(op.operands[0]);
+  const Type& b_type = type(op.operands[1]);
+  if (!is_float(a_type.element.scalar) || a_type.element.scalar == ScalarType::kF64 ||
+      a_type.element.scalar != b_type.element.scalar) {
+    return unsupported(op, absl::StrCat("takes f16, bf16 or f32 operands of one type, got ", a_type.str(), " and ",
+                                        b_type.str()));
+  }
+  int64_t m = a_type.shape[0];
+  int64_t k = a_type.shape[1];
+  int64_t n = b_type.shape[1];
+  int64_t b_offset = (m * k * 4 + 15) / 16 * 16;
+  need_smem(b_offset + k * n * 4);
+  line(absl::StrCat("// dot [", m, ", ", k, "] x [", k, ", ", n, "] with FMA (no matrix unit for this shape/type)"));
+  barrier();
+  for (int which = 0; which < 2; ++which) {
+    ValueId value = op.operands[which];
+    Layout layout = layout_or_default(value);
+    std::string src = get(value, layout);
+    std::vector<int64_t> strides = row_major(type(value).shape);
+    std::string guard = owner(layout);
+    unrolled("i", layout.num_regs());
+    line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "), smem("float", which == 0 ? 0 : b_offset),
+                      "[", linear(layout, "i", strides), "] = ", src, "[i];"));
+    close();
+  }
+  barrier();
+  std::string acc = get(op.operands[2], out_layout);
+  std::string out = name(op.results[0]);
+  declare(op.results[0], out_layout.num_regs());
+  unrolled("i", out_layout.num_regs());
+  line(absl::StrCat("const int row = ", coord(out_layout, 0, "i"), ";"));
+  line(absl::StrCat("const int col = ", coord(out_layout, 1, "i"), ";"));
+  line(absl::StrCat("float mt_s = ", acc, "[i];"));
+  line(absl::StrCat("for (int kk = 0; kk < ", k, "; ++kk) mt_s = fmaf(", smem("float"), "[row * ", k, " + kk], ",
+                    smem("float", b_offset), "[kk * ", n, " + col], mt_s);"));
+  line(absl::StrCat(out, "[i] = mt_s;"));
+  close();
+  return absl::OkStatus();
+}
+
+}  // namespace monotile::dsl::lower

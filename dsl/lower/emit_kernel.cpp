@@ -1,0 +1,122 @@
+// Emission: prelude + signature + preamble + body, and the parameter list the launcher checks.
+#include "dsl/lower/emit_kernel.h"
+
+#include "absl/strings/str_cat.h"
+#include "dsl/lower/spelling.h"
+#include "support/strings.h"
+
+namespace monotile::dsl::lower {
+namespace {
+
+constexpr std::string_view kSharedPrelude = R"(struct mt_bf16 { unsigned short bits; };
+struct mt_f16 { unsigned short bits; };
+struct alignas(8) mt_u32x2 { unsigned v[2]; };
+struct alignas(16) mt_u32x4 { unsigned v[4]; };
+)";
+
+constexpr std::string_view kSharedHelpers = R"(__device__ __forceinline__ float mt_round_bf16(float x) {
+  return __uint_as_float((unsigned)mt_f32_to_bf16_bits(x) << 16);
+}
+__device__ __forceinline__ float mt_round_f16(float x) { return mt_f16_bits_to_f32(mt_f32_to_f16_bits(x)); }
+__device__ __forceinline__ float mt_fmin(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+__device__ __forceinline__ float mt_fmax(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
+__device__ __forceinline__ double mt_fmin(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+__device__ __forceinline__ double mt_fmax(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+__device__ __forceinline__ float mt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ double mt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+__device__ __forceinline__ float mt_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
+__device__ __forceinline__ double mt_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
+// Offset along one dim of register i: k = (i / stride) % regs; k / spt repetitions of `cover` apart.
+__device__ __forceinline__ int mt_roff(int i, int stride, int spt, int regs, int cover) {
+  const int k = (i / stride) % regs;
+  return (k / spt) * cover + k % spt;
+}
+// argmax/argmin: whether (v, i) beats (best, best_i); NaN is greater than every number, ties go low.
+template <typename T>
+__device__ __forceinline__ bool mt_arg_better(bool is_max, T v, int i, T best, int best_i) {
+  const bool v_nan = v != v, best_nan = best != best;
+  if (v_nan || best_nan) {
+    if (v_nan && best_nan) return i < best_i;
+    return is_max ? v_nan : best_nan;
+  }
+  if (v == best) return i < best_i;
+  return is_max ? best < v : v < best;
+}
+// sort/topk order: NaN greatest, ties to the lower index; index -1 marks padding, which sorts last.
+template <typename T>
+__device__ __forceinline__ bool mt_sort_before(bool descending, T a, int ia, T b, int ib) {
+  if (ia < 0) return false;
+  if (ib < 0) return true;
+  const bool a_nan = a != a, b_nan = b != b;
+  if (a_nan || b_nan) {
+    if (a_nan && b_nan) return ia < ib;
+    return descending ? a_nan : b_nan;
+  }
+  if (a == b) return ia < ib;
+  return descending ? b < a : a < b;
+}
+// One MXFP4 element: e2m1 `nibble` (sign, 2 exponent bits, 1 mantissa bit) times 2^(scale - 127).
+__device__ __forceinline__ float mt_mxfp4(unsigned nibble, unsigned scale) {
+  const unsigned magnitude = nibble & 7u;
+  const unsigned exponent = magnitude >> 1, mantissa = magnitude & 1u;
+  float value = exponent == 0 ? 0.5f * (float)mantissa
+                              : (1.0f + 0.5f * (float)mantissa) * (float)(1u << (exponent - 1));
+  if (nibble & 8u) value = -value;
+  if (scale == 255u) return __uint_as_float(0x7fc00000u);
+  const float factor = scale == 0u ? __uint_as_float(0x00400000u) : __uint_as_float(scale << 23);
+  return value * factor;
+}
+)";
+
+struct ParamAbi {
+  std::string c_type;
+  int size;
+};
+
+ParamAbi param_abi(ElementType type) {
+  if (type.pointer) return {memory_type(type.scalar) + "*", 8};
+  switch (type.scalar) {
+    case ScalarType::kI1: return {"bool", 1};
+    case ScalarType::kF16: return {"mt_f16", 2};
+    case ScalarType::kBf16: return {"mt_bf16", 2};
+    default: return {register_type(type), scalar_type_bytes(type.scalar)};
+  }
+}
+
+}  // namespace
+
+std::string kernel_name_for(std::string_view program_name) {
+  std::string name;
+  for (char c : program_name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    name += ok ? c : '_';
+  }
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) name = "k_" + name;
+  return name;
+}
+
+LoweredKernel emit_kernel(const LoweringState& state, const LoweredBody& body) {
+  const Spelling& spelling = spelling_for(state.target);
+  LoweredKernel kernel;
+  kernel.kernel_name = kernel_name_for(state.program.name);
+  kernel.block_threads = state.program.options.num_warps * state.target.warp_size();
+  kernel.dynamic_shared_bytes = body.shared_bytes;
+  std::string signature;
+  for (size_t i = 0; i < state.program.params.size(); ++i) {
+    const Param& param = state.program.params[i];
+    ParamAbi abi = param_abi(param.type);
+    kernel.params.push_back(KernelParam{param.name, param.type, abi.c_type, abi.size, abi.size});
+    absl::StrAppend(&signature, i ? ", " : "", abi.c_type, " p_", i);
+  }
+  std::string& source = kernel.source;
+  absl::StrAppend(&source, "// Generated by monotile for ", state.target.str(), ": program \"", state.program.name,
+                  "\" (", kernel.block_threads, " threads, ", body.shared_bytes, " bytes of shared memory).\n");
+  absl::StrAppend(&source, to_absl(kSharedPrelude), spelling.prelude(state.target), to_absl(kSharedHelpers));
+  absl::StrAppend(&source, "\nextern \"C\" __global__ void __launch_bounds__(", kernel.block_threads, ") ",
+                  kernel.kernel_name, "(", signature, ") {\n");
+  if (body.shared_bytes > 0) absl::StrAppend(&source, "  ", to_absl(spelling.shared_memory_decl), "\n");
+  absl::StrAppend(&source, body.preamble, body.body, "}\n");
+  return kernel;
+}
+
+}  // namespace monotile::dsl::lower

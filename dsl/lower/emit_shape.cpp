@@ -1,0 +1,113 @@
+// Shape ops that move elements between threads (reshape, trans, join, split, cat) and MXFP4 dequant:
+// the sources go to shared memory in row-major order, then each result register gathers its element
+// by index arithmetic on its coordinates. (broadcast and expand_dims never move data: op_lowering.cpp.)
+#include "absl/strings/str_cat.h"
+#include "dsl/lower/op_lowering.h"
+#include "support/check.h"
+#include "support/strings.h"
+
+namespace monotile::dsl::lower {
+
+absl::Status OpLowering::shape_op(const Op& op) {
+  const std::vector<ValueId>& sources = op.operands;
+  std::string t = reg_type(sources[0]);
+  for (ValueId source : sources) {
+    if (op.code != OpCode::kDequantMxfp4 && reg_type(source) != t) return unsupported(op, "operands differ in type");
+  }
+  int elem_bytes = t == "double" || t == "long long" || t.ends_with("*") ? 8 : 4;
+  if (t == "bool" || t == "signed char" || t == "unsigned char") elem_bytes = 1;
+  if (t == "short") elem_bytes = 2;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (ValueId source : sources) {
+    offsets.push_back(total);
+    total += type(source).num_elements();
+  }
+  need_smem(total * elem_bytes);
+  line(absl::StrCat("// ", to_absl(op_name(op.code)), " through shared memory"));
+  barrier();
+  for (size_t s = 0; s < sources.size(); ++s) {
+    Layout layout = layout_or_default(sources[s]);
+    std::string src = get(sources[s], layout);
+    std::string guard = owner(layout);
+    unrolled("i", layout.num_regs());
+    line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "), smem(t), "[", offsets[s], " + ",
+                      linear(layout, "i", row_major(type(sources[s]).shape)), "] = ", src, "[i];"));
+    close();
+  }
+  barrier();
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    ValueId result = op.results[r];
+    const std::vector<int64_t>& shape = type(result).shape;
+    Layout layout = layout_or_default(result);
+    int rank = layout.rank();
+    declare(result, layout.num_regs());
+    unrolled("i", layout.num_regs());
+    std::vector<std::string> c;
+    for (int d = 0; d < rank; ++d) {
+      c.push_back(absl::StrCat("c", d));
+      line(absl::StrCat("const int c", d, " = ", coord(layout, d, "i"), ";"));
+    }
+    std::string index;
+    auto linear_of = [&](const std::vector<int64_t>& of_shape, const std::vector<std::string>& coords) {
+      std::vector<int64_t> strides = row_major(of_shape);
+      std::string text = "0";
+      for (size_t d = 0; d < coords.size(); ++d) absl::StrAppend(&text, " + ", coords[d], " * ", strides[d]);
+      return text;
+    };
+    switch (op.code) {
+      case OpCode::kReshape: index = linear_of(shape, c); break;
+      case OpCode::kTrans: {
+        std::vector<int64_t> src_strides = row_major(type(sources[0]).shape);
+        index = "0";
+        for (int d = 0; d < rank; ++d) absl::StrAppend(&index, " + c", d, " * ", src_strides[op.attrs.ints.at(d)]);
+        break;
+      }
+      case OpCode::kJoin: {
+        std::vector<std::string> prefix(c.begin(), c.end() - 1);
+        index = absl::StrCat("c", rank - 1, " * ", offsets[1], " + ", linear_of(type(sources[0]).shape, prefix));
+        break;
+      }
+      case OpCode::kSplit: {
+        std::vector<std::string> full = c;
+        full.push_back(std::to_string(r));
+        index = linear_of(type(sources[0]).shape, full);
+        break;
+      }
+      case OpCode::kCat: {
+        int axis = op.attrs.axis;
+        int64_t first = type(sources[0]).shape[axis];
+        std::vector<std::string> shifted = c;
+        shifted[axis] = absl::StrCat("(c", axis, " - ", first, ")");
+        index = absl::StrCat("c", axis, " < ", first, " ? ", linear_of(type(sources[0]).shape, c), " : ", offsets[1],
+                             " + ", linear_of(type(sources[1]).shape, shifted));
+        break;
+      }
+      case OpCode::kDequantMxfp4: {
+        int64_t n = shape.back();
+        if (n % 32 != 0) return unsupported(op, absl::StrCat("the last dim must be a multiple of 32, got ", type(result).str()));
+        std::vector<int64_t> prefix_shape(shape.begin(), shape.end() - 1);
+        std::vector<std::string> prefix(c.begin(), c.end() - 1);
+        std::string p = absl::StrCat("(", linear_of(prefix_shape, prefix), ")");
+        std::string last = absl::StrCat("c", rank - 1);
+        line(absl::StrCat("const unsigned mt_byte = ", smem(t), "[", p, " * ", n / 2, " + ", last, " / 2];"));
+        line(absl::StrCat("const unsigned mt_scale = ", smem(t), "[", offsets[1], " + ", p, " * ", n / 32, " + ", last,
+                          " / 32];"));
+        std::string value = absl::StrCat("mt_mxfp4((", last, " & 1) ? (mt_byte >> 4) : (mt_byte & 15u), mt_scale)");
+        ScalarType out = type(result).element.scalar;
+        if (out == ScalarType::kBf16) value = absl::StrCat("mt_round_bf16(", value, ")");
+        if (out == ScalarType::kF16) value = absl::StrCat("mt_round_f16(", value, ")");
+        if (out == ScalarType::kF64) value = absl::StrCat("(double)", value);
+        line(absl::StrCat(name(result), "[i] = ", value, ";"));
+        close();
+        continue;
+      }
+      default: MT_CHECK(false, "not a shape op");
+    }
+    line(absl::StrCat(name(result), "[i] = ", smem(t), "[", index, "];"));
+    close();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace monotile::dsl::lower

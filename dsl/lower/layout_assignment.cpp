@@ -1,0 +1,265 @@
+// Layout assignment: a forward pass (anchors and propagation, loop-carried values iterated to a fixed
+// point) repeated while a backward step re-homes loads into the layout their users settled on.
+#include "dsl/lower/layout_assignment.h"
+
+#include <map>
+
+#include "dsl/lower/matrix_unit.h"
+#include "support/check.h"
+
+namespace monotile::dsl::lower {
+namespace {
+
+constexpr int kMaxRounds = 6;
+
+// How costly a value's layout is to change: loads can be re-issued, dots cannot.
+enum Strength { kWeak = 1, kDerived = 2, kStrong = 3 };
+
+class Assignment {
+ public:
+  explicit Assignment(LoweringState& state) : state_(state) {}
+
+  void run() {
+    for (int round = 0; round < kMaxRounds; ++round) {
+      state_.layouts.assign(state_.program.value_types.size(), std::nullopt);
+      strength_.assign(state_.program.value_types.size(), kWeak);
+      users_.clear();
+      for (const Param& param : state_.program.params) set(param.value, state_.scalar_layout(), kStrong);
+      block(state_.program.body);
+      if (!rehome_loads()) return;
+    }
+  }
+
+ private:
+  const Type& type(ValueId v) const { return state_.program.type_of(v); }
+  bool is_scalar(ValueId v) const { return type(v).is_scalar(); }
+  bool lazy(ValueId v) const { return !is_scalar(v) && !state_.layouts[v].has_value(); }
+
+  void set(ValueId v, const Layout& layout, int strength) {
+    state_.layouts[v] = layout;
+    strength_[v] = strength;
+  }
+
+  // The layout `v` has, or the default for its shape when it is lazy.
+  Layout layout_or_default(ValueId v) const {
+    if (is_scalar(v)) return state_.scalar_layout();
+    if (state_.layouts[v]) return *state_.layouts[v];
+    return default_layout(state_, type(v).shape);
+  }
+
+  void block(const Block& block) {
+    for (const Op& op : block.ops) this->op(op);
+  }
+
+  void op(const Op& op) {
+    for (ValueId operand : op.operands) users_[operand].push_back(&op);
+    switch (op.code) {
+      case OpCode::kFor:
+      case OpCode::kWhile: return loop(op);
+      case OpCode::kIf: return branch(op);
+      default: break;
+    }
+    for (const Block& region : op.regions) {
+      for (ValueId arg : region.args) set(arg, state_.scalar_layout(), kStrong);
+      block(region);
+    }
+    for (ValueId result : op.results) {
+      if (is_scalar(result)) set(result, state_.scalar_layout(), kStrong);
+    }
+    if (op.results.empty() || is_scalar(op.results[0])) return;
+    ValueId out = op.results[0];
+    switch (op.code) {
+      case OpCode::kConstant:
+      case OpCode::kArange:
+      case OpCode::kBroadcast:
+      case OpCode::kExpandDims: return;  // lazy
+      case OpCode::kLoad: {
+        auto found = load_overrides_.find(&op);
+        set(out, found != load_overrides_.end() ? found->second : default_layout(state_, type(out).shape), kWeak);
+        return;
+      }
+      case OpCode::kAtomicRmw:
+      case OpCode::kAtomicCas: {
+        ValueId value = op.operands[1];
+        set(out, layout_or_default(value), kDerived);
+        return;
+      }
+      case OpCode::kReduce:
+      case OpCode::kArgReduce:
+        set(out, layout_or_default(op.operands[0]).slice(op.attrs.axis), kDerived);
+        return;
+      case OpCode::kScan:
+      case OpCode::kSort:
+        for (ValueId result : op.results) set(result, layout_or_default(op.operands[0]), kDerived);
+        return;
+      case OpCode::kDot: {
+        const Type& a = type(op.operands[0]);
+        const Type& b = type(op.operands[1]);
+        std::optional<MatrixUnit> unit = choose_matrix_unit(state_.target, a.element.scalar, b.element.scalar,
+                                                            a.shape[0], b.shape[1], a.shape[1]);
+        if (unit) {
+          set(out, accumulator_layout(*unit, a.shape[0], b.shape[1], state_.target.warp_size(),
+                                      state_.program.options.num_warps), kStrong);
+        } else {
+          set(out, layout_or_default(op.operands[2]), kDerived);
+        }
+        return;
+      }
+      default: break;
+    }
+    if (is_elementwise(op.code)) return elementwise(op);
+    for (ValueId result : op.results) {
+      if (!is_scalar(result)) set(result, default_layout(state_, type(result).shape), kDerived);
+    }
+  }
+
+  void elementwise(const Op& op) {
+    ValueId best = kNoValue;
+    for (ValueId operand : op.operands) {
+      if (is_scalar(operand) || lazy(operand)) continue;
+      if (best == kNoValue || strength_[operand] > strength_[best]) best = operand;
+    }
+    if (best == kNoValue) return;  // every operand lazy: so is the result
+    set(op.results[0], *state_.layouts[best], strength_[best]);
+  }
+
+  // Loop-carried values start in their init's layout and follow a stronger yielded layout; the body
+  // is re-walked until the carried layouts stop changing.
+  void loop(const Op& op) {
+    bool is_for = op.code == OpCode::kFor;
+    size_t first_init = is_for ? 3 : 0;
+    size_t carried = op.operands.size() - first_init;
+    std::vector<Layout> layouts;
+    std::vector<int> strengths;
+    for (size_t i = 0; i < carried; ++i) {
+      ValueId init = op.operands[first_init + i];
+      layouts.push_back(layout_or_default(init));
+      strengths.push_back(lazy(init) || is_scalar(init) ? kWeak : strength_[init]);
+    }
+    const Block& body = op.regions[is_for ? 0 : 1];
+    for (int round = 0; round < kMaxRounds; ++round) {
+      for (const Block& region : op.regions) {
+        size_t offset = (is_for && &region == &body) ? 1 : 0;
+        if (offset) set(region.args[0], state_.scalar_layout(), kStrong);
+        for (size_t i = 0; i < carried && i + offset < region.args.size(); ++i) {
+          set(region.args[i + offset], layouts[i], strengths[i]);
+        }
+        block(region);
+      }
+      const Op& yield = body.ops.back();
+      bool changed = false;
+      for (size_t i = 0; i < carried; ++i) {
+        ValueId value = yield.operands.at(i);
+        if (is_scalar(value) || lazy(value)) continue;
+        if (*state_.layouts[value] != layouts[i] && strength_[value] > strengths[i]) {
+          layouts[i] = *state_.layouts[value];
+          strengths[i] = strength_[value];
+          changed = true;
+        }
+      }
+      if (!changed) break;
+    }
+    for (size_t i = 0; i < carried; ++i) set(op.results[i], layouts[i], strengths[i]);
+  }
+
+  void branch(const Op& op) {
+    for (const Block& region : op.regions) block(region);
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      ValueId result = op.results[i];
+      if (is_scalar(result)) {
+        set(result, state_.scalar_layout(), kStrong);
+        continue;
+      }
+      std::optional<Layout> chosen;
+      int strength = kWeak;
+      for (const Block& region : op.regions) {
+        ValueId value = region.ops.back().operands.at(i);
+        if (!lazy(value) && (!chosen || strength_[value] > strength)) {
+          chosen = state_.layouts[value];
+          strength = strength_[value];
+        }
+      }
+      set(result, chosen ? *chosen : default_layout(state_, type(result).shape), strength);
+    }
+  }
+
+  // A load all of whose users are elementwise ops in one other layout is re-issued in that layout.
+  bool rehome_loads() {
+    bool changed = false;
+    for (auto& [value, ops] : users_) {
+      if (is_scalar(value) || lazy(value)) continue;
+      const Op* producer = producer_of(value);
+      if (producer == nullptr || producer->code != OpCode::kLoad) continue;
+      std::optional<Layout> wanted;
+      bool agree = true;
+      for (const Op* user : ops) {
+        if (!is_elementwise(user->code) || user->results.empty() || lazy(user->results[0])) {
+          agree = false;
+          break;
+        }
+        const Layout& layout = *state_.layouts[user->results[0]];
+        if (wanted && *wanted != layout) agree = false;
+        wanted = layout;
+      }
+      if (agree && wanted && *wanted != *state_.layouts[value] && !load_overrides_.contains(producer)) {
+        load_overrides_.emplace(producer, *wanted);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  const Op* producer_of(ValueId value) {
+    if (producers_.empty()) index_producers(state_.program.body);
+    auto found = producers_.find(value);
+    return found == producers_.end() ? nullptr : found->second;
+  }
+
+  void index_producers(const Block& block) {
+    for (const Op& op : block.ops) {
+      for (ValueId result : op.results) producers_[result] = &op;
+      for (const Block& region : op.regions) index_producers(region);
+    }
+  }
+
+  LoweringState& state_;
+  std::vector<int> strength_;
+  std::map<ValueId, std::vector<const Op*>> users_;
+  std::map<ValueId, const Op*> producers_;
+  std::map<const Op*, Layout> load_overrides_;
+};
+
+void collect_memory_widths(const LoweringState& state, const Block& block,
+                           std::map<std::vector<int64_t>, int>& narrowest) {
+  for (const Op& op : block.ops) {
+    if (op.code == OpCode::kLoad || op.code == OpCode::kStore) {
+      const Type& ptr = state.program.type_of(op.operands[0]);
+      if (!ptr.is_scalar()) {
+        int bytes = scalar_type_bytes(ptr.element.scalar);
+        auto [it, inserted] = narrowest.emplace(ptr.shape, bytes);
+        if (!inserted) it->second = std::min(it->second, bytes);
+      }
+    }
+    for (const Block& region : op.regions) collect_memory_widths(state, region, narrowest);
+  }
+}
+
+}  // namespace
+
+bool is_elementwise(OpCode code) {
+  return (code >= OpCode::kAdd && code <= OpCode::kAddPtr);
+}
+
+Layout default_layout(const LoweringState& state, const std::vector<int64_t>& shape) {
+  auto found = state.access_bytes.find(shape);
+  int bytes = found == state.access_bytes.end() ? 4 : found->second;
+  return Layout::blocked(shape, 16 / bytes, state.target.warp_size(), state.program.options.num_warps);
+}
+
+void assign_layouts(LoweringState& state) {
+  state.access_bytes.clear();
+  collect_memory_widths(state, state.program.body, state.access_bytes);
+  Assignment(state).run();
+}
+
+}  // namespace monotile::dsl::lower

@@ -1,0 +1,129 @@
+// Fragment maps of mma.sync m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16") and of CDNA2/3
+// MFMA 32x32x8 / 16x16x16 (AMD matrix instruction calculator), written as data.
+#include "dsl/lower/matrix_unit.h"
+
+#include <vector>
+
+#include "support/check.h"
+
+namespace monotile::dsl::lower {
+namespace {
+
+MatrixUnit mma_m16n8k16(const MatrixShape& shape) {
+  MatrixUnit unit;
+  unit.shape = shape;
+  unit.a_elems = 8;
+  unit.b_elems = 4;
+  unit.c_elems = 4;
+  // groupID = lane >> 2, thread-in-group = lane & 3.
+  unit.a_row = "((lane >> 2) + 8 * ((e >> 1) & 1))";
+  unit.a_k = "(2 * (lane & 3) + (e & 1) + 8 * (e >> 2))";
+  unit.b_k = "(2 * (lane & 3) + (e & 1) + 8 * (e >> 1))";
+  unit.b_col = "(lane >> 2)";
+  unit.c_row = "((lane >> 2) + 8 * (e >> 1))";
+  unit.c_col = "(2 * (lane & 3) + (e & 1))";
+  unit.row_lane = "(rho & 7)";
+  unit.row_reg = "(rho >> 3)";
+  unit.col_lane = "(c >> 1)";
+  unit.col_reg = "(c & 1)";
+  unit.c_row_reg = "(e >> 1)";
+  unit.c_col_reg = "(e & 1)";
+  unit.row_spt = 1, unit.row_tpw = 8, unit.row_lane_stride = 4, unit.row_regs = 2;
+  unit.col_spt = 2, unit.col_tpw = 4, unit.col_lane_stride = 1, unit.col_regs = 2;
+  return unit;
+}
+
+MatrixUnit mfma_32x32x8(const MatrixShape& shape) {
+  MatrixUnit unit;
+  unit.shape = shape;
+  unit.a_elems = 4;
+  unit.b_elems = 4;
+  unit.c_elems = 16;
+  unit.a_row = "(lane & 31)";
+  unit.a_k = "((lane >> 5) * 4 + e)";
+  unit.b_k = "((lane >> 5) * 4 + e)";
+  unit.b_col = "(lane & 31)";
+  unit.c_row = "(8 * (e >> 2) + 4 * (lane >> 5) + (e & 3))";
+  unit.c_col = "(lane & 31)";
+  unit.row_lane = "((rho >> 2) & 1)";
+  unit.row_reg = "((rho & 3) + 4 * (rho >> 3))";
+  unit.col_lane = "(c)";
+  unit.col_reg = "(0)";
+  unit.c_row_reg = "(e)";
+  unit.c_col_reg = "(0)";
+  unit.row_spt = 4, unit.row_tpw = 2, unit.row_lane_stride = 32, unit.row_regs = 16;
+  unit.col_spt = 1, unit.col_tpw = 32, unit.col_lane_stride = 1, unit.col_regs = 1;
+  return unit;
+}
+
+MatrixUnit mfma_16x16x16(const MatrixShape& shape) {
+  MatrixUnit unit;
+  unit.shape = shape;
+  unit.a_elems = 4;
+  unit.b_elems = 4;
+  unit.c_elems = 4;
+  unit.a_row = "(lane & 15)";
+  unit.a_k = "((lane >> 4) * 4 + e)";
+  unit.b_k = "((lane >> 4) * 4 + e)";
+  unit.b_col = "(lane & 15)";
+  unit.c_row = "(4 * (lane >> 4) + e)";
+  unit.c_col = "(lane & 15)";
+  unit.row_lane = "(rho >> 2)";
+  unit.row_reg = "(rho & 3)";
+  unit.col_lane = "(c)";
+  unit.col_reg = "(0)";
+  unit.c_row_reg = "(e)";
+  unit.c_col_reg = "(0)";
+  unit.row_spt = 4, unit.row_tpw = 4, unit.row_lane_stride = 16, unit.row_regs = 4;
+  unit.col_spt = 1, unit.col_tpw = 16, unit.col_lane_stride = 1, unit.col_regs = 1;
+  return unit;
+}
+
+std::optional<MatrixUnit> describe(const Target& target, const MatrixShape& shape) {
+  if (target.vendor() == Vendor::kNvidia && shape.m == 16 && shape.n == 8 && shape.k == 16) {
+    return mma_m16n8k16(shape);
+  }
+  if (target.vendor() == Vendor::kAmd && target.warp_size() == 64) {
+    bool bf16_ok = shape.operand == MatrixOperand::kF16 || shape.instruction.ends_with("_1k");
+    if (bf16_ok && shape.m == 32 && shape.n == 32 && shape.k == 8) return mfma_32x32x8(shape);
+    if (bf16_ok && shape.m == 16 && shape.n == 16 && shape.k == 16) return mfma_16x16x16(shape);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<MatrixUnit> choose_matrix_unit(const Target& target, ScalarType a, ScalarType b,
+                                             int64_t m, int64_t n, int64_t k) {
+  if (a != b || (a != ScalarType::kBf16 && a != ScalarType::kF16)) return std::nullopt;
+  MatrixOperand operand = a == ScalarType::kBf16 ? MatrixOperand::kBf16 : MatrixOperand::kF16;
+  for (const MatrixShape& shape : target.matrix_shapes()) {
+    if (shape.operand != operand || m % shape.m != 0 || n % shape.n != 0 || k % shape.k != 0) continue;
+    if (std::optional<MatrixUnit> unit = describe(target, shape)) return unit;
+  }
+  return std::nullopt;
+}
+
+Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps) {
+  int64_t m_tiles = m / unit.shape.m;
+  int64_t n_tiles = n / unit.shape.n;
+  int warps_m = 1;
+  int warps_n = 1;
+  while (warps_m * warps_n < num_warps) {
+    int64_t left_m = m_tiles / warps_m;
+    int64_t left_n = n_tiles / warps_n;
+    if (left_m >= left_n && left_m > 1) {
+      warps_m *= 2;
+    } else if (left_n > 1) {
+      warps_n *= 2;
+    } else {
+      break;
+    }
+  }
+  std::vector<DimLayout> dims(2);
+  dims[0] = DimLayout{m, unit.row_spt, unit.row_tpw, unit.row_lane_stride, warps_m, 1};
+  dims[1] = DimLayout{n, unit.col_spt, unit.col_tpw, unit.col_lane_stride, warps_n, warps_m};
+  return Layout::make(std::move(dims), warp_size, num_warps);
+}
+
+}  // namespace monotile::dsl::lower

@@ -1,0 +1,42 @@
+// The matrix units `dot` lowers to, as data: per instruction, which lane holds which fragment element
+// (device expressions in `lane` and `e`) and the accumulator's distributed layout. One emitter walks
+// these for every vendor; only the instruction's spelling lives in the vendor tables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "dsl/ir.h"
+#include "dsl/lower/layout.h"
+#include "dsl/target.h"
+
+namespace monotile::dsl::lower {
+
+struct MatrixUnit {
+  MatrixShape shape;  // m, n, k, operand type, instruction (as in Target::matrix_shapes())
+  int a_elems = 0;    // A elements per lane per instruction
+  int b_elems = 0;
+  int c_elems = 0;
+  // Fragment element e of lane `lane`: A at (row rho, column kk), B at (row kk, column c), C at (rho, c).
+  std::string_view a_row, a_k, b_k, b_col, c_row, c_col;
+  // Where tile row rho sits in the accumulator layout: its lane bits (along the row dim) and its
+  // register among the tile's rows; the same for tile column c. Expressions in `rho` / `c`.
+  std::string_view row_lane, row_reg, col_lane, col_reg;
+  // C element e's register within the tile: row register and column register.
+  std::string_view c_row_reg, c_col_reg;
+  // The accumulator's per-dim spread inside one instruction tile.
+  int row_spt = 1, row_tpw = 1, row_lane_stride = 0, row_regs = 1;
+  int col_spt = 1, col_tpw = 1, col_lane_stride = 0, col_regs = 1;
+};
+
+// The matrix unit for a dot of a [M, K] x b [K, N] on `target`, or nullopt when the operands are not
+// f16/bf16 of one type, a dim is not a multiple of the unit's, or the target has no unit we drive
+// (then the dot takes the FMA path).
+std::optional<MatrixUnit> choose_matrix_unit(const Target& target, ScalarType a, ScalarType b,
+                                             int64_t m, int64_t n, int64_t k);
+
+// The accumulator layout of `unit` for an [m, n] result spread over `num_warps` warps.
+Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps);
+
+}  // namespace monotile::dsl::lower

@@ -1,0 +1,120 @@
+// Pass: lowering of op families to C++ statements. Walks the program once in order and writes, for
+// each op, the statements that compute its result registers in the layout the layout pass chose
+// (lazy tiles are built at each use in the user's layout). Every tile is a per-thread register array
+// `T vN[R]` indexed only by compile-time constants after unrolling; scalars are `T vN[1]` held by every
+// thread. Shared memory starts at offset 0 for every use, each use fenced by barriers on both sides.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "dsl/lower/lowering_state.h"
+#include "dsl/lower/matrix_unit.h"
+#include "dsl/lower/spelling.h"
+
+namespace monotile::dsl::lower {
+
+struct LoweredBody {
+  std::string preamble;  // per-thread index math (lane, warp, layout bases), at the kernel's top
+  std::string body;      // the ops' statements
+  int64_t shared_bytes = 0;
+};
+
+absl::StatusOr<LoweredBody> lower_ops(const LoweringState& state);
+
+// The C++ type of a value's registers and of its elements in memory.
+std::string register_type(ElementType type);
+std::string memory_type(ScalarType type);
+
+class OpLowering {
+ public:
+  explicit OpLowering(const LoweringState& state);
+  absl::StatusOr<LoweredBody> run();
+
+ private:
+  // --- values and layouts (op_lowering.cpp) ---
+  const Type& type(ValueId v) const { return state_.program.type_of(v); }
+  bool is_scalar(ValueId v) const { return type(v).is_scalar(); }
+  bool is_lazy(ValueId v) const { return !is_scalar(v) && !state_.layouts[v].has_value(); }
+  static std::string name(ValueId v) { return "v" + std::to_string(v); }
+  std::string reg_type(ValueId v) const { return register_type(type(v).element); }
+  // `v`'s layout, or the default for its shape when it is lazy.
+  Layout layout_or_default(ValueId v) const;
+  // The register array holding `v` in `layout`: its own, a rematerialized lazy copy, or a conversion.
+  std::string get(ValueId v, const Layout& layout);
+  std::string materialize(ValueId v, const Layout& layout);
+  std::string convert(ValueId v, const Layout& from, const Layout& to);
+  // Layout bookkeeping: index math declared once in the preamble.
+  int layout_id(const Layout& layout);
+  std::string coord(const Layout& layout, int dim, std::string_view reg);
+  // Row-major linear index of register `reg`'s element with the given per-dim strides.
+  std::string linear(const Layout& layout, std::string_view reg, const std::vector<int64_t>& strides);
+  std::string owner(const Layout& layout);
+  static std::vector<int64_t> row_major(const std::vector<int64_t>& shape);
+
+  // --- text ---
+  void line(std::string_view text);
+  void open(std::string_view head);  // "head {" and indent
+  void close(std::string_view tail = "}");
+  void unrolled(std::string_view var, int64_t count);  // "#pragma unroll" + for header, opened
+  std::string fresh(std::string_view prefix);
+  void declare(ValueId v, int64_t regs);
+  void barrier();
+  std::string smem(std::string_view type, int64_t byte_offset = 0);
+  void need_smem(int64_t bytes);
+  // Every thread takes the value thread 0 holds in `var` (a scalar of `type`), through shared memory.
+  void broadcast_from_thread0(std::string_view var, std::string_view type);
+  void push_scope();
+  void pop_scope();
+
+  // --- walking ---
+  absl::Status block(const Block& block);
+  absl::Status op(const Op& op);
+  absl::Status unsupported(const Op& op, std::string_view what) const;
+
+  // --- families (one file each) ---
+  absl::Status elementwise(const Op& op, const Layout& layout, std::string_view out);  // emit_elementwise.cpp
+  std::string scalar_expression(const Op& op, const std::vector<std::string>& args) const;
+  std::string cast_expression(ElementType from, ElementType to, const std::string& a) const;
+  std::string bitcast_expression(ScalarType from, ScalarType to, const std::string& a) const;
+  std::string constant_literal(const Op& op) const;
+  absl::Status load(const Op& op);  // emit_memory.cpp
+  absl::Status store(const Op& op);
+  int vector_width(const Op& op, const Layout& layout, int bytes);
+  std::string from_bits(ScalarType type, std::string_view bits) const;
+  std::string to_bits(ScalarType type, std::string_view value) const;
+  absl::Status atomic(const Op& op);  // emit_sync.cpp
+  std::string atomic_element(const Op& op, std::string_view ptr, std::string_view value,
+                             std::string_view desired, std::string_view dest);
+  absl::Status wait_until(const Op& op);
+  absl::Status global_timer(const Op& op);
+  absl::Status reduce(const Op& op);  // emit_reduce.cpp
+  absl::Status scan(const Op& op);
+  std::string combine_function(const Op& op, ScalarType element);
+  absl::Status sort(const Op& op);  // emit_sort.cpp
+  absl::Status dot(const Op& op);   // emit_dot.cpp
+  absl::Status dot_fma(const Op& op, const Layout& out_layout);
+  absl::Status shape_op(const Op& op);  // emit_shape.cpp
+  absl::Status control(const Op& op);   // emit_control.cpp
+  absl::Status assert_op(const Op& op);
+  absl::Status print(const Op& op);
+  void copy_into(std::string_view dest, std::string_view src, int64_t regs);
+
+  const LoweringState& state_;
+  const Spelling& spelling_;
+  std::string body_;
+  int indent_ = 1;
+  std::string preamble_;
+  std::vector<Layout> layouts_;  // interned, index = id
+  std::vector<std::map<std::pair<ValueId, int>, std::string>> scopes_;
+  std::map<ValueId, const Op*> producers_;
+  int64_t shared_bytes_ = 0;
+  int counter_ = 0;
+  int block_threads_ = 0;
+};
+
+}  // namespace monotile::dsl::lower

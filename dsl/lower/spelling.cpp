@@ -1,0 +1,13 @@
+// Picks the vendor's spelling table for a target.
+#include "dsl/lower/spelling.h"
+
+#include "support/check.h"
+
+namespace monotile::dsl::lower {
+
+const Spelling& spelling_for(const Target& target) {
+  MT_CHECK(target.vendor() != Vendor::kCpu, "no GPU spelling for the cpu target");
+  return target.vendor() == Vendor::kNvidia ? cuda_spelling() : hip_spelling();
+}
+
+}  // namespace monotile::dsl::lower

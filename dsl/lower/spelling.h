@@ -1,0 +1,63 @@
+// The vendor spelling table: everything the one emitter writes differently for NVIDIA and AMD
+// (tinygrad's renderers are the model). Entries are plain data or small functions that return C++
+// text; the emitter never names a vendor intrinsic itself.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "dsl/ir.h"
+#include "dsl/lower/matrix_unit.h"
+#include "dsl/target.h"
+
+namespace monotile::dsl::lower {
+
+struct Spelling {
+  std::string_view vendor;
+  // Vendor helpers the kernel may call (all __device__ __forceinline__), after the shared prelude's
+  // types: mt_f32_to_bf16_bits(float) -> unsigned short (round to nearest even),
+  // mt_f32_to_f16_bits(float), mt_f16_bits_to_f32(unsigned short), mt_globaltimer_ns() -> unsigned
+  // long long, mt_trap(), and the matrix-unit vector types.
+  std::string (*prelude)(const Target& target);
+  // Declares `mt_smem`, the block's dynamic shared memory (16-byte aligned).
+  std::string_view shared_memory_decl;
+  std::string_view thread_index;  // the thread's index in the (1-D) block
+  std::string_view block_index[3];  // the program id along x, y, z
+  std::string_view grid_size[3];    // the number of programs along x, y, z
+  std::string_view barrier;       // a block-wide barrier statement, without ';'
+  std::string_view backoff;       // a short pause inside a spin loop, without ';'
+  // An expression: `value` from the lane whose index is this lane's xor `lane_mask` (every lane
+  // participates). `value` is int, unsigned, long long, unsigned long long, float or double.
+  std::string (*shuffle_xor)(std::string_view value, std::string_view lane_mask);
+  // Statements: `dest = ` the old value of an atomic read-modify-write / compare-and-swap at `ptr`.
+  // Empty when the vendor has no such atomic for `type` (the emitter then loops on CAS).
+  std::string (*atomic_rmw)(AtomicKind kind, MemOrder order, MemScope scope, ScalarType type,
+                            std::string_view ptr, std::string_view value, std::string_view dest);
+  // CAS on the 32- or 64-bit pattern (`bytes`) of unsigned / unsigned long long values.
+  std::string (*atomic_cas)(MemOrder order, MemScope scope, int bytes, std::string_view ptr,
+                            std::string_view expected, std::string_view desired, std::string_view dest);
+  // Ordered (relaxed/acquire) load and (relaxed/release) store of a 32- or 64-bit pattern.
+  std::string (*load_ordered)(MemOrder order, MemScope scope, int bytes, std::string_view ptr,
+                              std::string_view dest);
+  std::string (*store_ordered)(MemOrder order, MemScope scope, int bytes, std::string_view ptr,
+                               std::string_view value);
+  std::string (*fence)(MemOrder order, MemScope scope);
+  // A load of `bytes` (4, 8 or 16) into `words` (unsigned[bytes / 4]) with a cache/eviction hint, or
+  // empty when the hint has no spelling for this vendor (a plain access is then used).
+  std::string (*load_hinted)(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr,
+                             std::string_view words);
+  std::string (*store_hinted)(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr,
+                              std::string_view words);
+  // One matrix instruction: c (float[c_elems]) += a * b, with a and b arrays of 16-bit patterns
+  // (unsigned short[a_elems] / [b_elems]).
+  std::string (*matrix_multiply)(const MatrixUnit& unit, std::string_view a, std::string_view b,
+                                 std::string_view c);
+};
+
+// The table for `target`'s vendor (NVIDIA or AMD); MT_CHECKs that it is a GPU target.
+const Spelling& spelling_for(const Target& target);
+
+const Spelling& cuda_spelling();
+const Spelling& hip_spelling();
+
+}  // namespace monotile::dsl::lower

@@ -1,0 +1,244 @@
+// NVIDIA's spelling: CUDA C++ for NVRTC with inline PTX for ordered accesses, atomics with scope,
+// cache hints, the global timer and mma.sync. No CUDA header is needed (bf16/f16 are our own types).
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "dsl/lower/spelling.h"
+#include "support/check.h"
+#include "support/strings.h"
+
+namespace monotile::dsl::lower {
+namespace {
+
+std::string prelude(const Target& target) {
+  std::string text = R"(__device__ __forceinline__ unsigned long long mt_globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void mt_trap() { __trap(); }
+__device__ __forceinline__ unsigned short mt_f32_to_f16_bits(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float mt_f16_bits_to_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+)";
+  if (target.compute_capability() >= 80) {
+    text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+)";
+  } else {
+    text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+)";
+  }
+  return text;
+}
+
+std::string_view scope_suffix(MemScope scope) {
+  switch (scope) {
+    case MemScope::kBlock: return "cta";
+    case MemScope::kGpu: return "gpu";
+    case MemScope::kSystem: return "sys";
+  }
+  return "gpu";
+}
+
+std::string_view order_suffix(MemOrder order) {
+  switch (order) {
+    case MemOrder::kPlain:
+    case MemOrder::kRelaxed: return "relaxed";
+    case MemOrder::kAcquire: return "acquire";
+    case MemOrder::kRelease: return "release";
+    case MemOrder::kAcqRel: return "acq_rel";
+  }
+  return "relaxed";
+}
+
+std::string shuffle_xor(std::string_view value, std::string_view lane_mask) {
+  return absl::StrCat("__shfl_xor_sync(0xffffffffu, ", to_absl(value), ", ", to_absl(lane_mask), ")");
+}
+
+// PTX type and asm constraint of an atomic's operand.
+struct PtxType {
+  std::string_view type;
+  std::string_view constraint;
+};
+
+std::optional<PtxType> atomic_type(AtomicKind kind, ScalarType type) {
+  bool bitwise = kind == AtomicKind::kAnd || kind == AtomicKind::kOr || kind == AtomicKind::kXor ||
+                 kind == AtomicKind::kXchg;
+  switch (type) {
+    case ScalarType::kI32: return bitwise ? PtxType{"b32", "r"} : PtxType{kind == AtomicKind::kAdd ? "u32" : "s32", "r"};
+    case ScalarType::kU32: return bitwise ? PtxType{"b32", "r"} : PtxType{"u32", "r"};
+    case ScalarType::kI64: return bitwise ? PtxType{"b64", "l"} : PtxType{kind == AtomicKind::kAdd ? "u64" : "s64", "l"};
+    case ScalarType::kF32:
+      if (kind == AtomicKind::kAdd) return PtxType{"f32", "f"};
+      return std::nullopt;
+    case ScalarType::kF64:
+      if (kind == AtomicKind::kAdd) return PtxType{"f64", "d"};
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+std::string_view atomic_op(AtomicKind kind) {
+  switch (kind) {
+    case AtomicKind::kAdd: return "add";
+    case AtomicKind::kMax: return "max";
+    case AtomicKind::kMin: return "min";
+    case AtomicKind::kAnd: return "and";
+    case AtomicKind::kOr: return "or";
+    case AtomicKind::kXor: return "xor";
+    case AtomicKind::kXchg: return "exch";
+  }
+  return "add";
+}
+
+std::string atomic_rmw(AtomicKind kind, MemOrder order, MemScope scope, ScalarType type, std::string_view ptr,
+                       std::string_view value, std::string_view dest) {
+  std::optional<PtxType> ptx = atomic_type(kind, type);
+  if (!ptx) return "";
+  // Signed 32/64-bit values pass through their unsigned patterns for the "r"/"l" constraints.
+  std::string_view cast = ptx->constraint == "r" ? "(unsigned)" : (ptx->constraint == "l" ? "(unsigned long long)" : "");
+  std::string_view out_type = ptx->constraint == "r" ? "unsigned" : (ptx->constraint == "l" ? "unsigned long long" : "");
+  std::string out = out_type.empty() ? std::string(dest) : absl::StrCat("mt_old");
+  std::string text = absl::StrCat("asm volatile(\"atom.", to_absl(order_suffix(order)), ".",
+                                  to_absl(scope_suffix(scope)), ".global.", to_absl(atomic_op(kind)), ".",
+                                  to_absl(ptx->type), " %0, [%1], %2;\" : \"=", to_absl(ptx->constraint),
+                                  "\"(", out, ") : \"l\"(", to_absl(ptr), "), \"", to_absl(ptx->constraint),
+                                  "\"(", to_absl(cast), to_absl(value), ") : \"memory\");");
+  if (out_type.empty()) return text;
+  return absl::StrCat("{ ", to_absl(out_type), " mt_old; ", text, " ", to_absl(dest), " = mt_old; }");
+}
+
+std::string atomic_cas(MemOrder order, MemScope scope, int bytes, std::string_view ptr, std::string_view expected,
+                       std::string_view desired, std::string_view dest) {
+  std::string_view c = bytes == 8 ? "l" : "r";
+  return absl::StrCat("asm volatile(\"atom.", to_absl(order_suffix(order)), ".", to_absl(scope_suffix(scope)),
+                      ".global.cas.b", bytes * 8, " %0, [%1], %2, %3;\" : \"=", to_absl(c), "\"(", to_absl(dest),
+                      ") : \"l\"(", to_absl(ptr), "), \"", to_absl(c), "\"(", to_absl(expected), "), \"",
+                      to_absl(c), "\"(", to_absl(desired), ") : \"memory\");");
+}
+
+std::string load_ordered(MemOrder order, MemScope scope, int bytes, std::string_view ptr, std::string_view dest) {
+  std::string_view c = bytes == 8 ? "l" : "r";
+  std::string_view sem = order == MemOrder::kAcquire || order == MemOrder::kAcqRel ? "acquire" : "relaxed";
+  return absl::StrCat("asm volatile(\"ld.", to_absl(sem), ".", to_absl(scope_suffix(scope)), ".global.b",
+                      bytes * 8, " %0, [%1];\" : \"=", to_absl(c), "\"(", to_absl(dest), ") : \"l\"(", to_absl(ptr),
+                      ") : \"memory\");");
+}
+
+std::string store_ordered(MemOrder order, MemScope scope, int bytes, std::string_view ptr, std::string_view value) {
+  std::string_view c = bytes == 8 ? "l" : "r";
+  std::string_view sem = order == MemOrder::kRelease || order == MemOrder::kAcqRel ? "release" : "relaxed";
+  return absl::StrCat("asm volatile(\"st.", to_absl(sem), ".", to_absl(scope_suffix(scope)), ".global.b",
+                      bytes * 8, " [%0], %1;\" :: \"l\"(", to_absl(ptr), "), \"", to_absl(c), "\"(", to_absl(value),
+                      ") : \"memory\");");
+}
+
+std::string fence(MemOrder, MemScope scope) {
+  // PTX fences are sc or acq_rel; acq_rel covers acquire, release and acq_rel.
+  return absl::StrCat("asm volatile(\"fence.acq_rel.", to_absl(scope_suffix(scope)), ";\" ::: \"memory\");");
+}
+
+std::string_view cache_operator(CacheHint cache, EvictHint evict, bool load) {
+  if (evict == EvictHint::kFirst) return ".L1::evict_first";
+  if (evict == EvictHint::kLast) return ".L1::evict_last";
+  switch (cache) {
+    case CacheHint::kDefault: return "";
+    case CacheHint::kCacheAll: return load ? ".ca" : ".wb";
+    case CacheHint::kCacheGlobal: return ".cg";
+    case CacheHint::kStreaming: return ".cs";
+    case CacheHint::kVolatile: return load ? ".cv" : ".wt";
+  }
+  return "";
+}
+
+std::string vector_operands(int bytes, std::string_view words, int first, bool out) {
+  std::string braces = "{";
+  std::string bindings;
+  int n = bytes / 4;
+  for (int w = 0; w < n; ++w) {
+    absl::StrAppend(&braces, w ? "," : "", "%", first + w);
+    absl::StrAppend(&bindings, w ? ", " : "", out ? "\"=r\"(" : "\"r\"(", to_absl(words), "[", w, "])");
+  }
+  braces += "}";
+  return absl::StrCat(n == 1 ? absl::StrCat("%", first) : braces, "|", bindings);
+}
+
+std::string load_hinted(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr, std::string_view words) {
+  std::string_view op = cache_operator(cache, evict, true);
+  if (op.empty() || bytes < 4) return "";
+  std::string operands = vector_operands(bytes, words, 0, true);
+  size_t bar = operands.find('|');
+  std::string_view vec = bytes == 16 ? ".v4" : (bytes == 8 ? ".v2" : "");
+  return absl::StrCat("asm volatile(\"ld.global", to_absl(op), to_absl(vec), ".u32 ", operands.substr(0, bar),
+                      ", [%", bytes / 4, "];\" : ", operands.substr(bar + 1), " : \"l\"(", to_absl(ptr),
+                      ") : \"memory\");");
+}
+
+std::string store_hinted(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr, std::string_view words) {
+  std::string_view op = cache_operator(cache, evict, false);
+  if (op.empty() || bytes < 4) return "";
+  std::string operands = vector_operands(bytes, words, 1, false);
+  size_t bar = operands.find('|');
+  std::string_view vec = bytes == 16 ? ".v4" : (bytes == 8 ? ".v2" : "");
+  return absl::StrCat("asm volatile(\"st.global", to_absl(op), to_absl(vec), ".u32 [%0], ", operands.substr(0, bar),
+                      ";\" :: \"l\"(", to_absl(ptr), "), ", operands.substr(bar + 1), " : \"memory\");");
+}
+
+std::string matrix_multiply(const MatrixUnit& unit, std::string_view a, std::string_view b, std::string_view c) {
+  MT_CHECK(unit.shape.m == 16 && unit.shape.n == 8 && unit.shape.k == 16);
+  std::string_view type = unit.shape.operand == MatrixOperand::kBf16 ? "bf16" : "f16";
+  auto pack = [](std::string_view array, int pair) {
+    return absl::StrCat("((unsigned)", to_absl(array), "[", 2 * pair, "] | ((unsigned)", to_absl(array), "[",
+                        2 * pair + 1, "] << 16))");
+  };
+  return absl::StrCat(
+      "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.", to_absl(type), ".", to_absl(type),
+      ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(", to_absl(c), "[0]), \"+f\"(",
+      to_absl(c), "[1]), \"+f\"(", to_absl(c), "[2]), \"+f\"(", to_absl(c), "[3]) : \"r\"(", pack(a, 0), "), \"r\"(",
+      pack(a, 1), "), \"r\"(", pack(a, 2), "), \"r\"(", pack(a, 3), "), \"r\"(", pack(b, 0), "), \"r\"(", pack(b, 1),
+      "));");
+}
+
+}  // namespace
+
+const Spelling& cuda_spelling() {
+  static const Spelling spelling{
+      .vendor = "nvidia",
+      .prelude = prelude,
+      .shared_memory_decl = "extern __shared__ __align__(16) unsigned char mt_smem[];",
+      .thread_index = "(int)threadIdx.x",
+      .block_index = {"(int)blockIdx.x", "(int)blockIdx.y", "(int)blockIdx.z"},
+      .grid_size = {"(int)gridDim.x", "(int)gridDim.y", "(int)gridDim.z"},
+      .barrier = "__syncthreads()",
+      .backoff = "__nanosleep(32)",
+      .shuffle_xor = shuffle_xor,
+      .atomic_rmw = atomic_rmw,
+      .atomic_cas = atomic_cas,
+      .load_ordered = load_ordered,
+      .store_ordered = store_ordered,
+      .fence = fence,
+      .load_hinted = load_hinted,
+      .store_hinted = store_hinted,
+      .matrix_multiply = matrix_multiply,
+  };
+  return spelling;
+}
+
+}  // namespace monotile::dsl::lower
