@@ -10,6 +10,7 @@ namespace monotile::tools {
 using Args = std::span<const std::string_view>;
 
 int devices_command(Args args);
+int cache_command(Args args);
 int warmup_command(Args args);
 int demo_command(Args args);
 
