@@ -71,7 +71,7 @@ TEST_P(CompileErrors, NameTheBuildShowTheLineAndKeepTheSource) {
 
 INSTANTIATE_TEST_SUITE_P(BothVendors, CompileErrors, ::testing::Values("sm_90a", "gfx90a"));
 
-// Many values live at once under a 32-register cap: ptxas must spill.
+// Many values live at once under a 24-register cap: ptxas must spill.
 Build spilling_nvidia() {
   Build build("forced_spill", "mt_spill",
               "extern \"C\" __global__ void mt_spill(const float* __restrict__ x, float* __restrict__ y) {\n"
@@ -84,7 +84,7 @@ Build spilling_nvidia() {
               "  y[threadIdx.x] = s;\n"
               "}\n",
               target("sm_90a"));
-  build.options = {"-maxrregcount=16"};
+  build.options = {"-maxrregcount=24"};  // the least ptxas accepts on sm_90
   return build;
 }
 
@@ -109,7 +109,7 @@ TEST(ResourcePolicyOnRealBuilds, ForcedSpillPassesWhenAllowed) {
   absl::StatusOr<CompiledBuild> compiled = jit.compile_build(build);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   EXPECT_GT(compiled->report.spill_stores, 0);
-  EXPECT_LE(compiled->report.registers, 16);
+  EXPECT_LE(compiled->report.registers, 24);
 }
 
 TEST(ResourcePolicyOnRealBuilds, AmdScratchFails) {

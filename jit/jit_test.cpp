@@ -3,6 +3,7 @@
 #include "jit/jit.h"
 
 #include <atomic>
+#include <filesystem>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -56,6 +57,19 @@ TEST(CompileBuild, SecondCallIsAHit) {
   EXPECT_EQ(warm->code_object, cold->code_object);
   EXPECT_EQ(warm->report, cold->report);
   EXPECT_EQ(warm->key, cold->key);
+}
+
+TEST(CompileBuild, DumpDirReceivesSourcePtxLogAndReport) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  testing::TempDir dir;
+  JitConfig config = testing::config_in(dir.path());
+  config.dump_dir = dir.path() / "dump";
+  Jit jit(config);
+  Build build = kernels::registry_builds(*dsl::Target::parse("sm_90a"))->front();
+  ASSERT_TRUE(jit.compile_build(build).ok());
+  for (const char* suffix : {".cu", ".ptx", ".log", ".report"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "dump" / (build.name + "-sm_90a" + suffix))) << suffix;
+  }
 }
 
 TEST(CompileAll, DeduplicatesReportsProgressAndSecondRunCompilesNothing) {

@@ -36,7 +36,7 @@ jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::
 
 void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result) {
   std::fprintf(out, "%-14s %-24s %5s %5s %5s %11s %8s %8s %8s  %s\n", "build", "target", "regs", "agprs",
-               "sgprs", "spills s/l", "smem B", "scratch", "time s", "cache");
+               "sgprs", "spills s/l", "smem B", "scratch", "time ms", "cache");
   for (size_t i = 0; i < builds.size(); ++i) {
     const absl::StatusOr<jit::CompiledBuild>& compiled = result.results[i];
     if (!compiled.ok()) {
@@ -46,10 +46,10 @@ void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit:
     }
     const jit::ResourceReport& report = compiled->report;
     std::string spills = absl::StrCat(report.spill_stores, "/", report.spill_loads);
-    std::fprintf(out, "%-14s %-24s %5d %5d %5d %11s %8lld %8lld %8.3f  %s\n", compiled->name.c_str(),
+    std::fprintf(out, "%-14s %-24s %5d %5d %5d %11s %8lld %8lld %8.1f  %s\n", compiled->name.c_str(),
                  compiled->target.c_str(), report.registers, report.agprs, report.sgprs, spills.c_str(),
                  static_cast<long long>(report.shared_memory), static_cast<long long>(report.stack_frame),
-                 compiled->seconds, compiled->hit ? "hit" : "miss");
+                 compiled->seconds * 1e3, compiled->hit ? "hit" : "miss");
   }
   for (size_t i = 0; i < builds.size(); ++i) {
     if (result.results[i].ok()) continue;

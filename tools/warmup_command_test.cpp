@@ -16,16 +16,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Run {
+struct CommandRun {
   int status = -1;
   std::string output;
 };
 
 // Runs `monotile warmup <args>` with its stdout and stderr captured together.
-Run warmup(const std::string& args, const std::filesystem::path& home) {
+CommandRun warmup(const std::string& args, const std::filesystem::path& home) {
   std::string command = "env MONOTILE_CACHE_DIR='" + (home / "default-cache").string() + "' " MONOTILE_BINARY
                         " warmup " + args + " 2>&1";
-  Run run;
+  CommandRun run;
   FILE* pipe = ::popen(command.c_str(), "r");
   std::array<char, 4096> buffer;
   size_t got = 0;
@@ -40,32 +40,32 @@ TEST(WarmupCommand, FillsThenHitsThenBundles) {
   MT_SKIP_WITHOUT_COMPILER("gfx90a");
   jit::testing::TempDir dir;
   std::string cache = (dir.path() / "cache").string();
-  Run cold = warmup("--target sm_90a,gfx90a --jobs 2 --cache-dir " + cache, dir.path());
+  CommandRun cold = warmup("--target sm_90a,gfx90a --jobs 2 --cache-dir " + cache, dir.path());
   EXPECT_EQ(cold.status, 0) << cold.output;
   EXPECT_THAT(cold.output, HasSubstr("[10/10] "));  // plain progress lines: not a terminal
   EXPECT_THAT(cold.output, HasSubstr("block_reduce   gfx90a"));
   EXPECT_THAT(cold.output, HasSubstr("matrix_tile    sm_90a"));
   EXPECT_THAT(cold.output, HasSubstr("10 builds (10 unique): 0 hits, 10 misses, 0 failed"));
 
-  Run warm = warmup("--target sm_90a,gfx90a --cache-dir " + cache, dir.path());
+  CommandRun warm = warmup("--target sm_90a,gfx90a --cache-dir " + cache, dir.path());
   EXPECT_EQ(warm.status, 0) << warm.output;
   EXPECT_THAT(warm.output, HasSubstr("10 builds (10 unique): 10 hits, 0 misses, 0 failed"));
 
   std::filesystem::path bundle = dir.path() / "bundle";
-  Run bundled = warmup("--target gfx90a --bundle " + bundle.string(), dir.path());
+  CommandRun bundled = warmup("--target gfx90a --bundle " + bundle.string(), dir.path());
   EXPECT_EQ(bundled.status, 0) << bundled.output;
   EXPECT_THAT(bundled.output, HasSubstr("5 builds (5 unique): 0 hits, 5 misses, 0 failed"));
   EXPECT_THAT(bundled.output, HasSubstr("bundle written to " + bundle.string()));
   EXPECT_FALSE(std::filesystem::is_empty(bundle));
 
-  Run again = warmup("--target gfx90a --bundle " + bundle.string(), dir.path());
+  CommandRun again = warmup("--target gfx90a --bundle " + bundle.string(), dir.path());
   EXPECT_EQ(again.status, 2);
   EXPECT_THAT(again.output, HasSubstr("exists and is not empty; hint: a bundle is written into a fresh folder"));
 }
 
 TEST(WarmupCommand, UnbuildableTargetExitsNonZero) {
   jit::testing::TempDir dir;
-  Run run = warmup("--target gfx942 --cache-dir " + (dir.path() / "cache").string(), dir.path());
+  CommandRun run = warmup("--target gfx942 --cache-dir " + (dir.path() / "cache").string(), dir.path());
   EXPECT_EQ(run.status, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("FAILED"));
   EXPECT_THAT(run.output, HasSubstr("5 failed"));
@@ -73,7 +73,7 @@ TEST(WarmupCommand, UnbuildableTargetExitsNonZero) {
 
 TEST(WarmupCommand, BadTargetIsMisuse) {
   jit::testing::TempDir dir;
-  Run run = warmup("--target sm_91", dir.path());
+  CommandRun run = warmup("--target sm_91", dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.output, HasSubstr("invalid target \"sm_91\""));
 }

@@ -65,13 +65,19 @@ TEST_P(SampleCompiles, WithoutSpillsAndWithItsResources) {
   if (name == "block_reduce") {
     EXPECT_EQ(report.shared_memory, samples::kBlockThreads / gpu.warp_size() * 4);
   }
-  if (name == "histogram") EXPECT_EQ(report.shared_memory, samples::kHistogramBins * 4);
-  if (name == "vector_add") EXPECT_EQ(report.shared_memory, 0);
+  if (name == "histogram") {
+    EXPECT_EQ(report.shared_memory, samples::kHistogramBins * 4);
+  }
+  if (name == "vector_add") {
+    EXPECT_EQ(report.shared_memory, 0);
+  }
   if (gpu.vendor() == dsl::Vendor::kAmd) {
     EXPECT_GT(report.sgprs, 0);
     EXPECT_EQ(report.max_threads_per_block, compiled->launch.threads());
     // gfx90a accumulates MFMA results in AGPRs or, with unified registers, in 16 VGPRs at least.
-    if (name == "matrix_tile") EXPECT_GE(report.registers + report.agprs, 16);
+    if (name == "matrix_tile") {
+      EXPECT_GE(report.registers + report.agprs, 16);
+    }
   }
 }
 
