@@ -179,7 +179,8 @@ TEST(CacheConcurrency, WaiterGivesUpAfterItsTimeoutAndCompiles) {
   Config config = config_in(dir.path());
   config.compile_wait_timeout = std::chrono::milliseconds(200);
   auto cache = Cache::open(config);
-  KeyBuilder key = testing::key_for("hung");
+  static int run = 0;  // warnings are once per key and process: a fresh key per run (--gtest_repeat)
+  KeyBuilder key = testing::key_for("hung" + std::to_string(run++));
   auto holder = KeyLock::try_acquire(Layout(dir.path()).lock_path(key.key()));  // a "hung compiler"
   ASSERT_TRUE(holder.ok() && holder->has_value());
   ::testing::internal::CaptureStderr();
