@@ -8,8 +8,9 @@
 #include <utility>
 
 #include "dsl/error.h"
-#include "dsl/float_bits.h"
+#include "dsl/scalar_values.h"
 #include "dsl/shape_rules.h"
+#include "dsl/verifier.h"
 #include "support/check.h"
 
 namespace monotile::dsl {
@@ -24,16 +25,6 @@ constexpr size_t kRememberFinished = 64;
 SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
 
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
-
-// Wraps an integer constant to its type's width (sign- or zero-extended back to 64 bits).
-int64_t wrap_to(ScalarType type, int64_t value) {
-  int bits = scalar_type_bits(type);
-  if (bits >= 64) return value;
-  uint64_t mask = (uint64_t{1} << bits) - 1;
-  uint64_t low = static_cast<uint64_t>(value) & mask;
-  if (is_signed(type) && (low >> (bits - 1)) != 0) low |= ~mask;
-  return static_cast<int64_t>(low);
-}
 
 }  // namespace
 
@@ -70,6 +61,7 @@ Builder::Builder(std::string name, KernelOptions options, std::source_location l
                 "1, 2, 4, 8 or 16", std::to_string(options.num_warps),
                 "use {.num_warps = 4} for most kernels");
   }
+  name_ = name;
   program_.name = std::move(name);
   program_.options = options;
   Frame body{next_frame_++, "kernel", at(loc)};
@@ -93,7 +85,7 @@ Builder::~Builder() {
 void Builder::check_usable(std::string_view op, const std::source_location& loc) const {
   if (finished_) {
     throw Error(at(loc), std::string(op),
-                "builder " + quoted(program_.name) + " was used after finish()",
+                "builder " + quoted(name_) + " was used after finish()",
                 "an unfinished builder", "a finished one",
                 "build every op before calling finish(), or start a new Builder");
   }
@@ -258,7 +250,7 @@ Value Builder::constant(Type type, int64_t int_value, double float_value,
   if (is_float(type.element.scalar)) {
     attrs.float_value = round_to_dtype(type.element.scalar, float_value);
   } else {
-    attrs.int_value = wrap_to(type.element.scalar, int_value);
+    attrs.int_value = wrap_to_dtype(type.element.scalar, int_value);
   }
   return emit1(OpCode::kConstant, {}, std::move(attrs), std::move(type), loc);
 }
@@ -271,6 +263,11 @@ Program Builder::finish(std::source_location loc) {
   if (it != active_builders.end()) active_builders.erase(it);
   if (finished_builders.size() >= kRememberFinished) finished_builders.erase(finished_builders.begin());
   finished_builders.emplace_back(serial_, program_.name);
+  // The builder checks everything the verifier does; a failure here is a monotile bug.
+  absl::Status status = verify(program_);
+  if (!status.ok()) {
+    check_failed("verify(program).ok()", std::string(status.message()), std::source_location::current());
+  }
   return std::move(program_);
 }
 

@@ -37,7 +37,7 @@ class Builder {
   // The finished program (verified). The builder cannot be used afterwards.
   Program finish(std::source_location loc = std::source_location::current());
 
-  const std::string& name() const { return program_.name; }
+  const std::string& name() const { return name_; }
   const std::optional<Target>& target() const { return target_; }
 
   // ---- For op implementations (dsl/ops_*.cpp); kernels do not call these. ----
@@ -84,6 +84,7 @@ class Builder {
   void check_operand(const Value& value, std::string_view op, const std::source_location& loc) const;
   Value new_value(Type type);
 
+  std::string name_;  // program_.name moves out at finish()
   Program program_;
   std::optional<Target> target_;
   uint64_t serial_ = 0;

@@ -268,6 +268,10 @@ Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const
   }
   Value expected = checked_data(builder, value, pointer, "the value", "wait_until", loc);
   Value timeout;
+  if (timeout_ns.kind() == Operand::Kind::kFloat) {
+    throw Error(at(loc), "wait_until", "the timeout is a float constant", "an integer scalar (ns)",
+                "a float", "pass nanoseconds as an integer, e.g. 1'000'000'000");
+  }
   if (timeout_ns.is_value()) {
     Type type = builder.type_of(timeout_ns.value(), "wait_until", loc);
     if (!type.is_scalar() || !is_integer(type.element.scalar) || type.element.scalar == ScalarType::kI1) {

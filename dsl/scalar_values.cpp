@@ -1,5 +1,6 @@
-// Rounding to narrower float formats by scaling to the format's quantum and rounding to even.
-#include "dsl/float_bits.h"
+// Rounding to narrower float formats by scaling to the format's quantum and rounding to even;
+// integer wrapping by masking.
+#include "dsl/scalar_values.h"
 
 #include <cfenv>
 #include <cmath>
@@ -38,6 +39,15 @@ double round_to_dtype(ScalarType type, double value) {
   }
   MT_CHECK(false, "round_to_dtype of a non-float type");
   return value;
+}
+
+int64_t wrap_to_dtype(ScalarType type, int64_t value) {
+  int bits = scalar_type_bits(type);
+  if (bits >= 64) return value;
+  uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t low = static_cast<uint64_t>(value) & mask;
+  if (is_signed(type) && (low >> (bits - 1)) != 0) low |= ~mask;
+  return static_cast<int64_t>(low);
 }
 
 }  // namespace monotile::dsl
