@@ -87,12 +87,8 @@ class Analysis {
   }
 
   void run() {
-    for (const Param& param : state_.program.params) {
-      AxisInfo info = unknown(0);
-      if (param.type.pointer) info.divisibility[0] = state_.options.pointer_alignment;
-      set(param.value, info);
-    }
-    block(state_.program.body);
+    params();
+    for (const Op& op : state_.program.body.ops) this->op(op);
   }
 
  private:
@@ -107,7 +103,42 @@ class Analysis {
     for (const Op& op : block.ops) this->op(op);
   }
 
+  // Parameters: pointers are assumed aligned (LowerOptions::pointer_alignment), integers unknown.
+  void params() {
+    for (const Param& param : state_.program.params) {
+      AxisInfo info = unknown(0);
+      if (param.type.pointer) info.divisibility[0] = state_.options.pointer_alignment;
+      set(param.value, info);
+    }
+  }
+
+  // A range outside the result type's values means the op may wrap: drop it.
+  void check_range(ValueId v) {
+    AxisInfo& info = state_.axis.at(v);
+    if (!info.range || !is_int(v)) return;
+    int bits = scalar_type_bits(type(v).element.scalar);
+    if (bits >= 64) return;
+    int64_t low = is_signed(type(v).element.scalar) ? -(int64_t{1} << (bits - 1)) : 0;
+    int64_t high = is_signed(type(v).element.scalar) ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+    if (bits == 1) low = 0, high = 1;
+    if (info.range->first < low || info.range->second > high) info.range.reset();
+  }
+
   void op(const Op& op) {
+    visit(op);
+    for (ValueId result : op.results) check_range(result);
+  }
+
+  void visit(const Op& op) {
+    if (op.code == OpCode::kFor) {
+      // The induction variable is lo + i * step: a multiple of gcd(lo, step).
+      const Block& body = op.regions.at(0);
+      for (ValueId arg : body.args) set(arg, unknown(rank(arg)));
+      set(body.args.at(0), induction(op));
+      for (const Op& inner : body.ops) this->op(inner);
+      for (ValueId result : op.results) set(result, unknown(rank(result)));
+      return;
+    }
     for (const Block& region : op.regions) block(region);
     if (op.results.empty()) return;
     ValueId out = op.results[0];
@@ -156,19 +187,16 @@ class Analysis {
           return set(out, get(op.operands[0]));
         }
         return set(out, same_constancy(op, r));
-      case OpCode::kFor: {
-        // The induction variable is lo + i * step: a multiple of gcd(lo, step).
-        const Block& body = op.regions.at(0);
-        AxisInfo index = unknown(0);
-        index.divisibility[0] = std::min(get(op.operands[0]).divisibility[0], get(op.operands[2]).divisibility[0]);
-        set(body.args.at(0), index);
-        for (ValueId result : op.results) set(result, unknown(rank(result)));
-        return;
-      }
       default:
         for (ValueId result : op.results) set(result, unknown(rank(result)));
         return;
     }
+  }
+
+  AxisInfo induction(const Op& op) {
+    AxisInfo index = unknown(0);
+    index.divisibility[0] = std::min(get(op.operands[0]).divisibility[0], get(op.operands[2]).divisibility[0]);
+    return index;
   }
 
   AxisInfo broadcast(ValueId in, const Type& out_type) {

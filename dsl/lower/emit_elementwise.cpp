@@ -168,8 +168,8 @@ std::string OpLowering::scalar_expression(const Op& op, const std::vector<std::s
     case OpCode::kLog2: return math("log2f", "log2");
     case OpCode::kSqrt: return math("sqrtf", "sqrt");
     case OpCode::kRsqrt: return math("rsqrtf", "rsqrt");
-    case OpCode::kSin: return math("sinf", "sin");
-    case OpCode::kCos: return math("cosf", "cos");
+    case OpCode::kSin: return math("mt_sinf", "sin");
+    case OpCode::kCos: return math("mt_cosf", "cos");
     case OpCode::kTanh: return math("tanhf", "tanh");
     case OpCode::kErf: return math("erff", "erf");
     case OpCode::kFloor: return math("floorf", "floor");

@@ -26,6 +26,22 @@ __device__ __forceinline__ float mt_sigmoid(float x) { return 1.0f / (1.0f + exp
 __device__ __forceinline__ double mt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 __device__ __forceinline__ float mt_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
 __device__ __forceinline__ double mt_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
+// f32 sin/cos without the libraries' Payne-Hanek slow path (which needs local memory): reduction by
+// pi/2 in f64 (exact enough for |x| < 1e5, graceful beyond), then Taylor series to r^15 on |r| <= pi/4.
+__device__ __forceinline__ float mt_sincos(float x, int shift) {
+  const double k = rint((double)x * 0.63661977236758134);
+  const double r = ((double)x - k * 1.5707963267948966) - k * 6.123233995736766e-17;
+  const double r2 = r * r;
+  const double s = r + r * r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 +
+                   r2 * (-1.0 / 39916800 + r2 * (1.0 / 6227020800.0 - r2 / 1307674368000.0))))));
+  const double c = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 +
+                   r2 * (-1.0 / 3628800 + r2 * (1.0 / 479001600.0 - r2 / 87178291200.0))))));
+  const int quadrant = ((int)(long long)k + shift) & 3;
+  const double v = quadrant == 0 ? s : quadrant == 1 ? c : quadrant == 2 ? -s : -c;
+  return (float)v;
+}
+__device__ __forceinline__ float mt_sinf(float x) { return mt_sincos(x, 0); }
+__device__ __forceinline__ float mt_cosf(float x) { return mt_sincos(x, 1); }
 // Offset along one dim of register i: k = (i / stride) % regs; k / spt repetitions of `cover` apart.
 __device__ __forceinline__ int mt_roff(int i, int stride, int spt, int regs, int cover) {
   const int k = (i / stride) % regs;

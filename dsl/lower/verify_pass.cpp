@@ -39,7 +39,7 @@ absl::Status verify_for_lowering(const LoweringState& state) {
       }
     }
   }
-  return with_context(verify(program), where);
+  return with_context(verify_for_target(program, target), where);
 }
 
 }  // namespace monotile::dsl::lower

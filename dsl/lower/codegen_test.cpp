@@ -1,0 +1,305 @@
+// Codegen tests: emit for sm_90a and gfx90a and check the lines that matter (access width, shuffle
+// width, matrix instruction, atomics' scope, the timer, no headers, #line, launch ABI, errors).
+#include <string>
+
+#include "dsl/dsl.h"
+#include "dsl/lower/lower.h"
+#include "dsl/lower/lower_test_util.h"
+#include "dsl/test_programs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace monotile::dsl::lower {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::count;
+using testing::lowered;
+
+constexpr const char* kTargets[] = {"sm_90a", "gfx90a"};
+
+Program sample(std::string_view name) {
+  for (const auto& program : dsl::testing::sample_programs()) {
+    if (program.name == name) return program.build();
+  }
+  ADD_FAILURE() << "no sample program " << name;
+  return Program{};
+}
+
+Program vector_add(int n, ElementType dtype, int misalign = 0) {
+  Builder b("vector_add", {.num_warps = 4});
+  auto x = b.arg("x", ptr(dtype)), y = b.arg("y", ptr(dtype)), z = b.arg("z", ptr(dtype));
+  auto offs = program_id(0) * (n + misalign) + arange(0, n);
+  store(z + offs, load(x + offs) + load(y + offs));
+  return b.finish();
+}
+
+Program masked_copy(bool runtime_bound) {
+  Builder b("masked_copy", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32)), n = b.arg("n", i32);
+  auto offs = arange(0, 256);
+  auto mask = runtime_bound ? offs < n : offs < 256;
+  store(y + offs, load(x + offs, mask, 0.0f), mask);
+  return b.finish();
+}
+
+Program softmax_2d(int rows, int cols) {
+  Builder b("softmax_2d", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+  auto offs = col(arange(0, rows)) * cols + row(arange(0, cols));
+  auto v = load(x + offs);
+  auto e = exp(v - max(v, 1, true));
+  store(y + offs, e / sum(e, 1, true));
+  return b.finish();
+}
+
+Program matmul(int m, int n, int k, ElementType dtype) {
+  Builder b("matmul", {.num_warps = 4});
+  auto a = b.arg("a", ptr(dtype)), bp = b.arg("b", ptr(dtype)), c = b.arg("c", ptr(f32));
+  auto rows = col(arange(0, m)), cols = row(arange(0, n)), ks = arange(0, k);
+  auto acc = dot(load(a + rows * k + row(ks)), load(bp + col(ks) * n + cols));
+  store(c + rows * n + cols, acc);
+  return b.finish();
+}
+
+Program sync_ops() {
+  Builder b("sync_ops", {.num_warps = 4});
+  auto counter = b.arg("counter", ptr(i32)), flag = b.arg("flag", ptr(i32)), health = b.arg("health", ptr(u32));
+  auto ticket = atomic_add(counter, 1, Scope::gpu, Order::acq_rel);
+  atomic_or(health, 1u, Scope::system, Order::relaxed);
+  auto seen = load_acquire(flag, Scope::gpu);
+  fence(Order::release, Scope::block);
+  store_release(flag + 1, ticket + seen, Scope::gpu);
+  auto timed_out = wait_until(flag, Cmp::ge, ticket, 1000000, Scope::system);
+  store(flag + 2, timed_out.to(i32));
+  return b.finish();
+}
+
+TEST(Codegen, ContiguousAlignedF32LoadsAre16ByteAccessesOnBothVendors) {
+  for (const char* target : kTargets) {
+    LoweredKernel kernel = lowered(vector_add(1024, f32), target);
+    EXPECT_EQ(count(kernel.source, "mt_u32x4 mt_t = *(const mt_u32x4*)"), 2) << target;
+    EXPECT_EQ(count(kernel.source, "*(mt_u32x4*)"), 1) << target;
+  }
+}
+
+TEST(Codegen, Bf16LoadsMoveEightElementsPerAccess) {
+  LoweredKernel kernel = lowered(dsl::testing::rms_norm(7168, 1e-6f), "sm_90a");
+  EXPECT_THAT(kernel.source, HasSubstr("[spt 8 tpw 32@1 wpb 4@1 rep 7]"));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_u32x4 mt_t = *(const mt_u32x4*)"));
+  EXPECT_THAT(kernel.source, HasSubstr("[i + 7] = __uint_as_float((unsigned)((mt_w[3] >> 16) & 0xffffu) << 16)"));
+}
+
+TEST(Codegen, OffsetsNotProvenAlignedUseElementAccesses) {
+  LoweredKernel kernel = lowered(vector_add(1024, f32, /*misalign=*/1), "sm_90a");
+  EXPECT_THAT(kernel.source, Not(HasSubstr("mt_u32x4 mt_t")));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_w[0] = *(const unsigned*)"));
+}
+
+TEST(Codegen, AllTrueMaskIsDropped) {
+  for (const char* target : kTargets) {
+    LoweredKernel kernel = lowered(masked_copy(false), target);
+    EXPECT_THAT(kernel.source, Not(HasSubstr("else"))) << target;
+    EXPECT_THAT(kernel.source, HasSubstr("mt_u32x4 mt_t = *(const mt_u32x4*)")) << target;
+  }
+}
+
+TEST(Codegen, RuntimeMaskGuardsEachElement) {
+  LoweredKernel kernel = lowered(masked_copy(true), "sm_90a");
+  EXPECT_THAT(kernel.source, HasSubstr("else"));
+  EXPECT_THAT(kernel.source, Not(HasSubstr("mt_u32x4 mt_t")));
+}
+
+TEST(Codegen, RowReductionShufflesAcrossTheTargetsWarp) {
+  LoweredKernel nvidia = lowered(sample("softmax"), "sm_90a");
+  EXPECT_THAT(nvidia.source, HasSubstr("__shfl_xor_sync(0xffffffffu, mt_acc"));
+  EXPECT_THAT(nvidia.source, HasSubstr("for (int m = 1; m < 32; m <<= 1)"));
+  LoweredKernel amd = lowered(sample("softmax"), "gfx90a");
+  EXPECT_THAT(amd.source, HasSubstr("__shfl_xor(mt_acc"));
+  EXPECT_THAT(amd.source, HasSubstr("for (int m = 1; m < 64; m <<= 1)"));
+  EXPECT_THAT(amd.source, Not(HasSubstr("__shfl_xor_sync")));
+}
+
+TEST(Codegen, ReducedRowsBroadcastBackWithoutSharedMemory) {
+  for (const char* target : kTargets) {
+    LoweredKernel kernel = lowered(softmax_2d(8, 256), target);
+    EXPECT_THAT(kernel.source, Not(HasSubstr("// convert"))) << target;
+    EXPECT_THAT(kernel.source, HasSubstr("// reduce over")) << target;
+  }
+}
+
+TEST(Codegen, DotUsesMmaSyncOnSm90a) {
+  LoweredKernel kernel = lowered(matmul(64, 64, 32, bf16), "sm_90a");
+  EXPECT_THAT(kernel.source, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+  LoweredKernel half = lowered(matmul(32, 32, 32, f16), "sm_90a");
+  EXPECT_THAT(half.source, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+}
+
+TEST(Codegen, DotUsesMfmaOnGfx90a) {
+  LoweredKernel big = lowered(matmul(64, 64, 32, bf16), "gfx90a");
+  EXPECT_THAT(big.source, HasSubstr("__builtin_amdgcn_mfma_f32_32x32x8bf16_1k"));
+  LoweredKernel small = lowered(matmul(16, 64, 32, bf16), "gfx90a");
+  EXPECT_THAT(small.source, HasSubstr("__builtin_amdgcn_mfma_f32_16x16x16bf16_1k"));
+}
+
+TEST(Codegen, DotBelowTheMatrixUnitTakesTheFmaPath) {
+  for (const char* target : kTargets) {
+    LoweredKernel kernel = lowered(matmul(4, 8, 32, bf16), target);
+    EXPECT_THAT(kernel.source, HasSubstr("with FMA")) << target;
+    EXPECT_THAT(kernel.source, Not(HasSubstr("mma.sync"))) << target;
+    EXPECT_THAT(kernel.source, Not(HasSubstr("__builtin_amdgcn_mfma"))) << target;
+  }
+  LoweredKernel f32_dot = lowered(matmul(32, 32, 16, f32), "sm_90a");
+  EXPECT_THAT(f32_dot.source, HasSubstr("with FMA"));
+}
+
+TEST(Codegen, AtomicsAndOrderedAccessesSpellScopeAndOrderPerVendor) {
+  std::string nvidia = lowered(sync_ops(), "sm_90a").source;
+  EXPECT_THAT(nvidia, HasSubstr("atom.acq_rel.gpu.global.add.u32"));
+  EXPECT_THAT(nvidia, HasSubstr("atom.relaxed.sys.global.or.b32"));
+  EXPECT_THAT(nvidia, HasSubstr("ld.acquire.gpu.global.b32"));
+  EXPECT_THAT(nvidia, HasSubstr("st.release.gpu.global.b32"));
+  EXPECT_THAT(nvidia, HasSubstr("fence.acq_rel.cta;"));
+  EXPECT_THAT(nvidia, HasSubstr("ld.acquire.sys.global.b32"));
+  std::string amd = lowered(sync_ops(), "gfx90a").source;
+  EXPECT_THAT(amd, HasSubstr("__hip_atomic_fetch_add(v0[i], v"));
+  EXPECT_THAT(amd, HasSubstr("__ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT)"));
+  EXPECT_THAT(amd, HasSubstr("__ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM)"));
+  EXPECT_THAT(amd, HasSubstr("__hip_atomic_load((unsigned*)(v1[i]), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT)"));
+  EXPECT_THAT(amd, HasSubstr("__hip_atomic_store("));
+  EXPECT_THAT(amd, HasSubstr("__builtin_amdgcn_fence(__ATOMIC_RELEASE, \"workgroup\");"));
+}
+
+TEST(Codegen, WaitUntilIsABoundedSpinOnTheGlobalTimer) {
+  std::string nvidia = lowered(sync_ops(), "sm_90a").source;
+  EXPECT_THAT(nvidia, HasSubstr("mov.u64 %0, %%globaltimer;"));
+  EXPECT_THAT(nvidia, HasSubstr("if (mt_globaltimer_ns() - mt_start >= mt_limit) {"));
+  EXPECT_THAT(nvidia, HasSubstr("__nanosleep"));
+  std::string amd = lowered(sync_ops(), "gfx90a").source;
+  EXPECT_THAT(amd, HasSubstr("__builtin_amdgcn_s_memrealtime() * 10ull"));
+  EXPECT_THAT(amd, HasSubstr("if (mt_globaltimer_ns() - mt_start >= mt_limit) {"));
+}
+
+TEST(Codegen, Bf16RoundsToNearestEvenWithoutAnyHeader) {
+  std::string nvidia = lowered(dsl::testing::rms_norm(1024, 1e-6f), "sm_90a").source;
+  EXPECT_THAT(nvidia, HasSubstr("cvt.rn.bf16.f32"));
+  std::string amd = lowered(dsl::testing::rms_norm(1024, 1e-6f), "gfx90a").source;
+  EXPECT_THAT(amd, HasSubstr("u += 0x7fffu + ((u >> 16) & 1u);"));
+}
+
+TEST(Codegen, EverySampleNeedsNoHeaderAndSetsLaunchBounds) {
+  for (const auto& sample : dsl::testing::sample_programs()) {
+    for (const char* target : kTargets) {
+      LoweredKernel kernel = lowered(sample.build(), target);
+      EXPECT_THAT(kernel.source, Not(HasSubstr("#include"))) << sample.name << " " << target;
+      EXPECT_THAT(kernel.source, HasSubstr("extern \"C\" __global__ void __launch_bounds__(" +
+                                           std::to_string(kernel.block_threads) + ") " + kernel.kernel_name + "("))
+          << sample.name << " " << target;
+    }
+  }
+}
+
+TEST(Codegen, LineDirectivesPointAtTheUsersFile) {
+  LoweredKernel kernel = lowered(vector_add(256, f32), "gfx90a");
+  EXPECT_THAT(kernel.source, HasSubstr("codegen_test.cpp\""));
+  EXPECT_THAT(kernel.source, HasSubstr("#line "));
+  LoweredKernel without = lowered(vector_add(256, f32), "gfx90a", {.line_directives = false});
+  EXPECT_THAT(without.source, Not(HasSubstr("#line")));
+}
+
+TEST(Codegen, BlockThreadsAndParametersFollowTheTarget) {
+  Builder b("abi", {.num_warps = 4});
+  auto x = b.arg("x", ptr(bf16)), n = b.arg("n", i32), s = b.arg("scale", bf16);
+  store(x + n, load(x) * s);
+  Program program = b.finish();
+  EXPECT_EQ(lowered(program, "sm_90a").block_threads, 128);
+  LoweredKernel amd = lowered(program, "gfx90a");
+  EXPECT_EQ(amd.block_threads, 256);
+  ASSERT_EQ(amd.params.size(), 3u);
+  EXPECT_EQ(amd.params[0].c_type, "mt_bf16*");
+  EXPECT_EQ(amd.params[0].size, 8);
+  EXPECT_EQ(amd.params[1].c_type, "int");
+  EXPECT_EQ(amd.params[1].size, 4);
+  EXPECT_EQ(amd.params[2].c_type, "mt_bf16");
+  EXPECT_EQ(amd.params[2].size, 2);
+  EXPECT_EQ(amd.params[2].alignment, 2);
+  EXPECT_THAT(amd.source, HasSubstr("abi(mt_bf16* p_0, int p_1, mt_bf16 p_2)"));
+}
+
+TEST(Codegen, SharedMemoryNeedIsReported) {
+  LoweredKernel sorted = lowered(sample("router_topk"), "sm_90a");
+  // 896 padded to 1024 keys (8 bytes each reserved) and 1024 indices.
+  EXPECT_EQ(sorted.dynamic_shared_bytes, 1024 * 8 + 1024 * 4);
+  LoweredKernel plain = lowered(vector_add(1024, f32), "sm_90a");
+  EXPECT_EQ(plain.dynamic_shared_bytes, 0);
+  EXPECT_THAT(plain.source, Not(HasSubstr("mt_smem")));
+}
+
+TEST(Codegen, DumpsFollowThePassList) {
+  LoweredKernel kernel = lowered(sample("softmax"), "sm_90a", {.dump_after_each = true});
+  std::vector<std::string> passes;
+  for (const PassDump& dump : kernel.dumps) passes.push_back(dump.pass);
+  EXPECT_THAT(passes, ::testing::ElementsAre("verify", "simplify", "layouts", "axis", "ops", "emit"));
+  EXPECT_THAT(kernel.dumps[2].text, HasSubstr("[spt 4 tpw 32@1"));
+  EXPECT_THAT(kernel.dumps[3].text, HasSubstr("contig [1024]"));
+  EXPECT_EQ(kernel.dumps[5].text, kernel.source);
+  EXPECT_TRUE(lowered(sample("softmax"), "sm_90a").dumps.empty());
+}
+
+TEST(Codegen, SameProgramGivesTheSameSource) {
+  EXPECT_EQ(lowered(dsl::testing::kda_verify(12, 4, 32), "gfx90a").source,
+            lowered(dsl::testing::kda_verify(12, 4, 32), "gfx90a").source);
+}
+
+TEST(LowerErrors, CpuTargetIsRefusedWithAHint) {
+  absl::StatusOr<LoweredKernel> kernel = lower(vector_add(64, f32), Target::cpu());
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_EQ(kernel.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(kernel.status().message()),
+            "lowering \"vector_add\" for cpu: the cpu target has no generated code; hint: run the program with "
+            "the interpreter");
+}
+
+TEST(LowerErrors, NumWarpsMustBeAPowerOfTwo) {
+  Program program = vector_add(64, f32);
+  program.options.num_warps = 3;
+  absl::StatusOr<LoweredKernel> kernel = lower(program, testing::target("sm_90a"));
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_EQ(std::string(kernel.status().message()),
+            "lowering \"vector_add\" for sm_90a: num_warps must be a power of two, got 3; hint: use 1, 2, 4, 8 or 16");
+}
+
+TEST(LowerErrors, TooManyThreadsForTheBlock) {
+  Program program = vector_add(64, f32);
+  program.options.num_warps = 32;
+  absl::StatusOr<LoweredKernel> kernel = lower(program, testing::target("gfx90a"));
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_EQ(std::string(kernel.status().message()),
+            "lowering \"vector_add\" for gfx90a: num_warps 32 x 64 threads exceeds the block limit of 1024 threads; "
+            "hint: use at most 16 warps");
+}
+
+TEST(LowerErrors, SharedMemoryBeyondTheTargetIsAnError) {
+  Builder b("big_trans", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+  auto offs = col(arange(0, 256)) * 256 + row(arange(0, 256));
+  store(y + offs, trans(load(x + offs)));
+  absl::StatusOr<LoweredKernel> kernel = lower(b.finish(), testing::target("gfx90a"));
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_EQ(kernel.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(std::string(kernel.status().message()),
+            "lowering \"big_trans\" for gfx90a: needs 262144 bytes of shared memory, the target has 65536; hint: use "
+            "smaller tiles for the ops that go through shared memory (dot, sort, trans, conversions)");
+}
+
+TEST(LowerErrors, FrontEndVerifierErrorsCarryTheLoweringContext) {
+  Program program = vector_add(64, f32);
+  program.body.ops.back().operands[0] = 9999;  // a value that does not exist
+  absl::StatusOr<LoweredKernel> kernel = lower(program, testing::target("sm_90a"));
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_THAT(std::string(kernel.status().message()), HasSubstr("lowering \"vector_add\" for sm_90a: "));
+}
+
+}  // namespace
+}  // namespace monotile::dsl::lower
