@@ -33,7 +33,8 @@ class DeviceResource {
   // The device that made it; null when it owns nothing.
   Device* device() const { return device_; }
   ResourceKind kind() const { return kind_; }
-  // The backend's own handle (CUstream, hipEvent_t, a device address...), for the backend only.
+  // The backend's own handle (its stream, event, module or graph, or a device address), for the
+  // backend only.
   uint64_t native() const { return native_; }
 
  protected:

@@ -1,6 +1,6 @@
 // How a failed driver call becomes an absl::Status: the call, what it was asked to do, and the
-// driver's own error name, e.g.
-//   cuLaunchKernel failed for "vector_add" (grid 132x1x1, block 256x1x1, smem 0): CUDA_ERROR_INVALID_VALUE
+// driver's own error name, e.g. for a launch:
+//   <launch entry point> failed for "vector_add" (grid 132x1x1, block 256x1x1, smem 0): <error name>
 // Vendor-neutral: each backend maps its error codes to a StatusCode and a name, then calls this.
 #pragma once
 

@@ -18,7 +18,7 @@ class SharedLibrary {
   //   dlopen("libamdhip64.so.6") failed: <dlerror>; dlopen("libamdhip64.so.5") failed: <dlerror>
   static absl::StatusOr<SharedLibrary> open(const std::vector<std::string>& names);
 
-  // The address of `name`, or NotFound: `symbol "cuInit" not found in libcuda.so.1: <dlerror>`.
+  // The address of `name`, or NotFound: `symbol "<name>" not found in <library>: <dlerror>`.
   absl::StatusOr<void*> symbol(const std::string& name) const;
 
   // Resolves `name` into a function pointer of the declared type.

@@ -14,7 +14,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"devices", monotile::tools::devices_command, "list GPUs and compilers found, and why any is missing"},
+    {"devices", monotile::tools::devices_command, "list the GPUs and the CPU interpreter found, and why any GPU is missing"},
     {"cache", monotile::tools::cache_command, "kernel cache: stats, list, verify, prune, clear, dir"},
     {"demo", monotile::tools::demo_command, "show the compilers and compile the sample kernels through the cache"},
     {"warmup", monotile::tools::warmup_command, "fill the kernel cache (or a bundle) for targets; no GPU needed"},
