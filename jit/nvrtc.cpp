@@ -5,7 +5,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 
@@ -81,11 +83,13 @@ const absl::StatusOr<NvrtcApi>& api() {
   return *loaded;
 }
 
-// Size and modification time of a file: two installs of one version with different builds differ.
+// The library's file name and size: builds of one NVRTC version differ in size. Its folder and
+// time do not enter, so a bundle warmed on a build box hits on a worker with the same toolkit.
 std::string file_stamp(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
   struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return path;
-  return absl::StrCat(path, " ", info.st_size, " ", info.st_mtim.tv_sec);
+  if (::stat(path.c_str(), &info) != 0) return name;
+  return absl::StrCat(name, " ", info.st_size, " bytes");
 }
 
 class NvrtcCompiler final : public Compiler {

@@ -20,11 +20,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: monotile warmup [--target sm_90a,gfx90a] [--cache-dir DIR] [--bundle DIR] [--jobs N]\n"
+    "                       [--dump DIR]\n"
     "  --target   comma-separated targets (default sm_90a,gfx90a)\n"
     "  --cache-dir  the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
     "  --bundle   write every build into DIR, a new folder to ship and list in\n"
     "             MONOTILE_CACHE_READONLY_DIRS on the workers\n"
-    "  --jobs     parallel compiles (default: one per core)\n";
+    "  --jobs     parallel compiles (default: one per core)\n"
+    "  --dump     compile every build afresh and write its source, PTX or ISA, log and report\n"
+    "             into DIR (as MONOTILE_JIT_DUMP_DIR does)\n";
 
 int misuse(const std::string& message) {
   std::fprintf(stderr, "monotile warmup: %s\n%s", message.c_str(), kUsage);
@@ -37,6 +40,7 @@ int warmup_command(Args args) {
   std::string targets_text = "sm_90a,gfx90a";
   std::string cache_dir;
   std::string bundle;
+  std::string dump;
   int jobs = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
@@ -52,6 +56,8 @@ int warmup_command(Args args) {
       cache_dir = value;
     } else if (arg == "--bundle") {
       bundle = value;
+    } else if (arg == "--dump") {
+      dump = value;
     } else if (arg == "--jobs") {
       if (!absl::SimpleAtoi(value, &jobs) || jobs < 1) return misuse("--jobs takes a positive integer, got \"" + value + "\"");
     } else {
@@ -69,6 +75,7 @@ int warmup_command(Args args) {
 
   jit::JitConfig config = jit::JitConfig::from_environment();
   if (!cache_dir.empty()) config.cache.writable_dir = cache_dir;
+  if (!dump.empty()) config.dump_dir = dump;
   if (!bundle.empty()) {
     // A bundle holds every build itself: no read-only layer may answer for it, nothing is evicted.
     std::error_code error;

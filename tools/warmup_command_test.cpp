@@ -63,6 +63,19 @@ TEST(WarmupCommand, FillsThenHitsThenBundles) {
   EXPECT_THAT(again.output, HasSubstr("exists and is not empty; hint: a bundle is written into a fresh folder"));
 }
 
+TEST(WarmupCommand, DumpWritesPtxAndIsa) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  MT_SKIP_WITHOUT_COMPILER("gfx90a");
+  jit::testing::TempDir dir;
+  std::filesystem::path dump = dir.path() / "dump";
+  CommandRun run = warmup("--target sm_90a,gfx90a --cache-dir " + (dir.path() / "cache").string() + " --dump " +
+                              dump.string(), dir.path());
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(std::filesystem::exists(dump / "matrix_tile-sm_90a.ptx"));
+  EXPECT_TRUE(std::filesystem::exists(dump / "matrix_tile-gfx90a.s"));
+  EXPECT_TRUE(std::filesystem::exists(dump / "block_reduce-gfx90a.hip"));
+}
+
 TEST(WarmupCommand, UnbuildableTargetExitsNonZero) {
   jit::testing::TempDir dir;
   CommandRun run = warmup("--target gfx942 --cache-dir " + (dir.path() / "cache").string(), dir.path());
