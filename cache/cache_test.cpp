@@ -8,6 +8,7 @@
 #include "cache/cache.h"
 #include "cache/eviction.h"
 #include "cache/layout.h"
+#include "cache/test_hooks.h"
 #include "cache/testing.h"
 
 namespace monotile::cache {
@@ -240,6 +241,85 @@ TEST(Cache, MarksItsDirectoryForBackupTools) {
   TempDir dir;
   Cache::open(config_in(dir.path()));
   EXPECT_THAT(testing::read_file(dir / "CACHEDIR.TAG"), HasSubstr("Signature: 8a477f597d28d172789f06886806bc55"));
+}
+
+TEST(CacheFailures, FullDiskDegradesWithOneWarningAndStillCompiles) {
+  TempDir dir;
+  auto cache = Cache::open(config_in(dir.path()));
+  ASSERT_TRUE(cache->writable());
+  test_hooks().publish_errno = ENOSPC;
+  ::testing::internal::CaptureStderr();
+  int computes = 0;
+  for (const char* name : {"a", "b"}) {
+    auto entry = cache->get_or_compute(testing::key_for(name), [&] {
+      ++computes;
+      return absl::StatusOr<Entry>(testing::entry_of_size(10));
+    });
+    EXPECT_TRUE(entry.ok());
+  }
+  std::string err = ::testing::internal::GetCapturedStderr();
+  test_hooks().publish_errno = 0;
+  EXPECT_EQ(computes, 2);
+  EXPECT_FALSE(cache->writable());
+  EXPECT_THAT(err, HasSubstr("cannot be written (cannot store cache entry " + testing::key_for("a").key().hex() +
+                             ": cannot write \""));
+  EXPECT_THAT(err, HasSubstr("No space left on device); kernels will be compiled without caching"));
+  EXPECT_EQ(err.find("cannot be written"), err.rfind("cannot be written"));
+}
+
+TEST(CacheFailures, UnreadableEntryIsAMissWithAWarning) {
+  TempDir dir;
+  auto cache = Cache::open(config_in(dir.path()));
+  std::filesystem::path path = Layout(dir.path()).entry_path(testing::key_for("k").key());
+  std::filesystem::create_directories(path);  // a directory where the entry file belongs: EISDIR
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache->lookup(testing::key_for("k")));
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("cannot read \"" + path.string() + "\": Is a directory; treating it as a cache miss"));
+}
+
+TEST(CacheFailures, UnusableLockDirectoryCompilesWithoutTheLock) {
+  TempDir dir;
+  auto cache = Cache::open(config_in(dir.path()));
+  Layout layout(dir.path());
+  std::filesystem::remove_all(layout.locks_dir());
+  testing::write_file(layout.locks_dir(), "a file where the locks folder belongs");
+  ::testing::internal::CaptureStderr();
+  auto entry = cache->get_or_compute(testing::key_for("k"), [] { return absl::StatusOr<Entry>(Entry{}); });
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(entry.ok());
+  EXPECT_THAT(err, HasSubstr("cannot open lock \"" + layout.lock_path(testing::key_for("k").key()).string() +
+                             "\": Not a directory; compiling without the cross-process compile lock"));
+  EXPECT_TRUE(cache->lookup(testing::key_for("k")));
+}
+
+TEST(CacheFailures, StoreErrorOtherThanSpaceWarnsAndKeepsTheLayer) {
+  TempDir dir;
+  auto cache = Cache::open(config_in(dir.path()));
+  Layout layout(dir.path());
+  std::filesystem::remove_all(layout.staging_dir());
+  testing::write_file(layout.staging_dir(), "a file where the staging folder belongs");
+  ::testing::internal::CaptureStderr();
+  absl::Status status = cache->store(testing::key_for("k"), Entry{});
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("cannot store cache entry " + testing::key_for("k").key().hex() + ": cannot create \""));
+  EXPECT_THAT(err, HasSubstr("Not a directory"));
+  EXPECT_TRUE(cache->writable());
+}
+
+TEST(CacheFailures, DamagedCounterShardCountsAsZeroWithAWarning) {
+  TempDir dir;
+  auto cache = Cache::open(config_in(dir.path()));
+  ASSERT_TRUE(cache->store(testing::key_for("k"), Entry{}).ok());
+  std::filesystem::path shard = Layout(dir.path()).stats_dir() / "shard-15";
+  testing::write_file(shard, "not a counter record");
+  ::testing::internal::CaptureStderr();
+  Stats stats = cache->stats();
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("cache counters \"" + shard.string() + "\" are damaged; counting them as zero"));
+  EXPECT_EQ(stats.stores, getpid() % 16 == 15 ? 0u : 1u);
 }
 
 }  // namespace

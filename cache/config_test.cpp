@@ -81,5 +81,13 @@ TEST_F(ConfigTest, MalformedDisableWarns) {
               HasSubstr("ignoring MONOTILE_CACHE_DISABLE=\"maybe\": expected 1 (or true, yes, on)"));
 }
 
+TEST_F(ConfigTest, MalformedWaitTimeoutWarns) {
+  setenv("MONOTILE_CACHE_WAIT_TIMEOUT", "forever", 1);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Config::from_environment().compile_wait_timeout, std::chrono::minutes(5));
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("ignoring MONOTILE_CACHE_WAIT_TIMEOUT=\"forever\": expected a number of seconds"));
+}
+
 }  // namespace
 }  // namespace monotile::cache

@@ -1,6 +1,7 @@
 // The entry format: round trip, and every kind of damage detected with a message saying which.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include "cache/entry_format.h"
 #include "cache/testing.h"
@@ -95,6 +96,60 @@ TEST(EntryFormat, HeaderAloneParsesWithoutThePayload) {
   auto header = parse_entry_header(std::string_view(bytes).substr(0, kEntryHeaderSize + kChecksumSize));
   ASSERT_TRUE(header.ok()) << header.status();
   EXPECT_EQ(header->key, builder.key());
+}
+
+// Re-seals `bytes` with a valid checksum, so that only the structural checks can catch a defect.
+std::string reseal(std::string bytes) {
+  bytes.resize(bytes.size() - kChecksumSize);
+  XXH128_hash_t sum = XXH3_128bits(bytes.data(), bytes.size());
+  for (uint64_t half : {sum.high64, sum.low64}) {
+    for (int i = 0; i < 8; ++i) bytes += static_cast<char>((half >> (8 * i)) & 0xff);
+  }
+  return bytes;
+}
+
+TEST(EntryFormat, ResealedEntryStillParses) {
+  std::string bytes = serialize_entry(header_for(testing::key_for("reseal")), testing::entry_of_size(10));
+  EXPECT_EQ(reseal(bytes), bytes);
+}
+
+TEST(EntryFormat, StructuralDefectsBehindAValidChecksumAreDetected) {
+  Entry entry = testing::entry_of_size(10);
+  std::string bytes = serialize_entry(header_for(testing::key_for("structure")), entry);
+
+  std::string count = bytes;
+  count[12] = 5;  // section_count
+  EXPECT_THAT(message_of(parse_entry(reseal(count))), HasSubstr("malformed header: 5 sections, expected 4"));
+
+  std::string tag = bytes;
+  tag[kEntryHeaderSize] = 2;  // the code object's tag
+  EXPECT_THAT(message_of(parse_entry(reseal(tag))),
+              HasSubstr("malformed entry: section tag 2 where 1 (code object) belongs"));
+
+  std::string length = bytes;
+  length[kEntryHeaderSize + 4 + 6] = 1;  // a code object length beyond the file
+  EXPECT_THAT(message_of(parse_entry(reseal(length))),
+              HasSubstr("malformed code object section: its length runs past the end of the entry"));
+
+  std::string trailing = bytes;
+  trailing.insert(trailing.size() - kChecksumSize, "xyz");
+  EXPECT_THAT(message_of(parse_entry(reseal(trailing))), HasSubstr("malformed entry: 3 bytes after the last section"));
+}
+
+TEST(EntryFormat, MalformedMetadataIsDetected) {
+  Entry entry;
+  entry.metadata = {{"a", "1"}, {"b", "2"}};
+  std::string bytes = serialize_entry(header_for(testing::key_for("order")), entry);
+  size_t a = bytes.find("a\x01");
+  size_t b = bytes.find("b\x01");
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  std::string short_count = bytes;
+  short_count[a - 8] = 1;  // the pair count, before the first name's length
+  EXPECT_THAT(message_of(parse_entry(reseal(short_count))),
+              HasSubstr("malformed metadata: its pairs do not fill the section exactly"));
+  std::swap(bytes[a], bytes[b]);  // names now "b", "a"
+  EXPECT_THAT(message_of(parse_entry(reseal(bytes))), HasSubstr("malformed metadata: name \"a\" out of order"));
 }
 
 }  // namespace

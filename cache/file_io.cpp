@@ -134,6 +134,9 @@ absl::StatusOr<Publication> publish_file(const std::filesystem::path& staging_di
                                          std::string_view bytes, std::string_view stem) {
   std::filesystem::path staging =
       staging_dir / absl::StrCat(std::string(stem), ".", getpid(), ".", random_suffix(), ".tmp");
+  if (int error = test_hooks().publish_errno; error != 0) {
+    return status_from_errno(error, absl::StrCat("cannot write \"", staging.string(), "\""));
+  }
   {
     // 0666 & umask, like any file the user creates: a cache shared by a group stays readable.
     FileDescriptor fd(open(staging.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));

@@ -179,5 +179,16 @@ TEST_F(CacheCommandTest, UsageErrorsSayWhatIsWrong) {
   EXPECT_THAT(run("--help").output, Not(HasSubstr("unknown")));
 }
 
+TEST(CacheCommand, EmptyCacheDirSaysSo) {
+  FILE* pipe = popen("env MONOTILE_CACHE_DIR= " MONOTILE_BINARY " cache list 2>&1; echo \"rc=$?\"", "r");
+  std::string output;
+  char buffer[1024];
+  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, got);
+  pclose(pipe);
+  EXPECT_THAT(output, HasSubstr("monotile cache: no cache directory (MONOTILE_CACHE_DIR is set but empty); "
+                                "hint: pass --dir DIR"));
+  EXPECT_THAT(output, HasSubstr("rc=1"));
+}
+
 }  // namespace
 }  // namespace monotile::tools
