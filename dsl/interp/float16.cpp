@@ -39,7 +39,13 @@ uint16_t from_double(double value, int mantissa_bits, int min_exponent, int max_
   const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
   const int bias = max_exponent;
   const uint16_t exponent_mask = static_cast<uint16_t>((2 * bias + 1) << mantissa_bits);
-  if (std::isnan(value)) return static_cast<uint16_t>(sign | exponent_mask | (1u << (mantissa_bits - 1)));
+  if (std::isnan(value)) {
+    // Keep the payload's top bits (as float <-> double conversions do); a zero payload is quieted.
+    uint32_t payload = static_cast<uint32_t>((std::bit_cast<uint64_t>(value) >> (52 - mantissa_bits)) &
+                                             ((1u << mantissa_bits) - 1));
+    if (payload == 0) payload = 1u << (mantissa_bits - 1);
+    return static_cast<uint16_t>(sign | exponent_mask | payload);
+  }
   if (std::isinf(value)) return static_cast<uint16_t>(sign | exponent_mask);
   return static_cast<uint16_t>(sign |
                                round_magnitude(std::fabs(value), mantissa_bits, min_exponent, max_exponent));
@@ -52,7 +58,11 @@ double to_double(uint16_t bits, int mantissa_bits, int max_exponent) {
   const uint32_t fraction = bits & ((1u << mantissa_bits) - 1);
   double magnitude = 0;
   if (exponent_field == static_cast<uint32_t>(2 * bias + 1)) {
-    magnitude = fraction != 0 ? std::nan("") : INFINITY;
+    if (fraction != 0) {  // NaN: the payload goes to the top of the double's fraction
+      return std::bit_cast<double>((uint64_t{negative} << 63) | (uint64_t{0x7ff} << 52) |
+                                   (uint64_t{fraction} << (52 - mantissa_bits)));
+    }
+    magnitude = INFINITY;
   } else if (exponent_field == 0) {
     magnitude = std::ldexp(static_cast<double>(fraction), 1 - bias - mantissa_bits);
   } else {
@@ -78,7 +88,6 @@ uint16_t bf16_bits_from_double(double value) {
     const uint32_t bits = std::bit_cast<uint32_t>(as_float);
     return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
   }
-  if (std::isnan(value)) return std::signbit(value) ? 0xffc0 : 0x7fc0;
   return from_double(value, kBf16Mantissa, kBf16MinExponent, kBf16MaxExponent);
 }
 double f16_bits_to_double(uint16_t bits) { return to_double(bits, kF16Mantissa, kF16MaxExponent); }

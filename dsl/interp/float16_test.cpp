@@ -47,6 +47,13 @@ TEST(Float16, OverflowsToInfinityAndKeepsSubnormals) {
   EXPECT_EQ(bf16_bits_from_double(std::ldexp(1.0, -133)), 0x0001);
 }
 
+TEST(Float16, NanKeepsSignAndPayload) {
+  EXPECT_EQ(f16_bits_from_double(f16_bits_to_double(0x7e01)), 0x7e01);
+  EXPECT_EQ(f16_bits_from_double(f16_bits_to_double(0xfe00)), 0xfe00);
+  EXPECT_EQ(bf16_bits_from_double(bf16_bits_to_double(0xffc1)), 0xffc1);
+  EXPECT_EQ(bf16_bits_from_double(std::nan("")), 0x7fc0);
+}
+
 TEST(Float16, NanStaysNan) {
   EXPECT_TRUE(std::isnan(round_to_f16(std::nan(""))));
   EXPECT_TRUE(std::isnan(round_to_bf16(std::nan(""))));

@@ -1,0 +1,285 @@
+// Memory: masked loads (other value, lanes past the end untouched), masked stores, a multi-instance
+// grid with a bound, pointer arithmetic, ordered and hinted accesses, atomics (contended, where
+// the result is order-independent, and uncontended, where the old values are checked), the timer,
+// and wait_until that succeeds or times out.
+#include <cmath>
+
+#include "dsl/interp/float16.h"
+#include "tests/conformance/cases.h"
+#include "tests/conformance/kernel_helpers.h"
+
+namespace monotile::conformance {
+namespace {
+
+using namespace monotile::dsl;  // NOLINT
+using enum ScalarType;
+
+Generator values_for(ScalarType dtype) { return is_float(dtype) ? uniform(-100, 100) : integers(-100, 100); }
+
+// y[0:128] = x[i] for i < 100, else 3: x holds only 100 elements, so a masked lane that touched
+// memory would be out of bounds.
+Case masked_load_case(ScalarType dtype) {
+  Case c;
+  c.name = case_name("load_mask_other", dtype, {128});
+  c.build = [dtype] {
+    Builder b("masked_load");
+    Value x = b.arg("x", ptr(ElementType{dtype})), y = b.arg("y", ptr(ElementType{dtype}));
+    Value lanes = arange(0, 128);
+    store(y + lanes, load(x + lanes, lanes < 100, 3));
+    return b.finish();
+  };
+  c.tensors = {{"x", dtype, {100}, Role::kInput, values_for(dtype), std::nullopt},
+               {"y", dtype, {128}, Role::kOutput, nullptr, Tolerance::exact()}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < 128; ++i) t["y"].set(i, i < 100 ? t["x"].get(i) : 3.0);
+  };
+  return c;
+}
+
+// y[i] = x[i] where x[i] > 0; other elements of y keep what they held.
+Case masked_store_case(ScalarType dtype) {
+  Case c;
+  c.name = case_name("store_mask", dtype, {16, 32});
+  c.build = [dtype] {
+    Builder b("masked_store");
+    Value x = b.arg("x", ptr(ElementType{dtype})), y = b.arg("y", ptr(ElementType{dtype}));
+    Value offsets = flat_offsets({16, 32});
+    Value v = load(x + offsets);
+    store(y + offsets, v, v > 0);
+    return b.finish();
+  };
+  c.tensors = {{"x", dtype, {16, 32}, Role::kInput, values_for(dtype), std::nullopt},
+               {"y", dtype, {16, 32}, Role::kInOut, values_for(dtype), Tolerance::exact()}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < t["x"].size(); ++i) {
+      if (t["x"].get(i) > 0) t["y"].set(i, t["x"].get(i));
+    }
+  };
+  return c;
+}
+
+// out[i] = a[i] * s + b[n - 1 - i] for i < n over a grid of 128-element blocks; n and s are
+// scalar arguments; b is addressed backwards with 64-bit offsets.
+Case grid_case(ScalarType dtype, int64_t n) {
+  Case c;
+  c.name = case_name("grid_axpy_reversed", dtype, {n});
+  c.grid = {static_cast<int>((n + 127) / 128), 1, 1};
+  c.build = [dtype] {
+    Builder b("grid_axpy");
+    Value pa = b.arg("a", ptr(ElementType{dtype})), pb = b.arg("b", ptr(ElementType{dtype}));
+    Value out = b.arg("out", ptr(ElementType{dtype}));
+    Value n_arg = b.arg("n", i32), s = b.arg("s", f32);
+    Value offsets = program_id(0) * 128 + arange(0, 128);
+    Value mask = offsets < n_arg;
+    Value back = (n_arg.to(i64) - 1) - offsets.to(i64);
+    Value v = load(pa + offsets, mask).to(f32) * s + load(pb + back, mask).to(f32);
+    store(out + offsets, v.to(ElementType{dtype}), mask);
+    return b.finish();
+  };
+  c.tensors = {{"a", dtype, {n}, Role::kInput, uniform(-10, 10), std::nullopt},
+               {"b", dtype, {n}, Role::kInput, uniform(-10, 10), std::nullopt},
+               {"out", dtype, {n}, Role::kOutput, nullptr, std::nullopt}};
+  c.scalars = {KernelArg::integer(kI32, n), KernelArg::floating(kF32, 0.75)};
+  c.reference = [n](Tensors& t) {
+    for (int64_t i = 0; i < n; ++i) t["out"].set(i, t["a"].get(i) * 0.75 + t["b"].get(n - 1 - i));
+  };
+  return c;
+}
+
+// Cache/eviction hints and acquire/release orders change nothing about the values.
+Case hinted_access_case() {
+  Case c;
+  c.name = "load_store_hints_orders/f32/[64]";
+  c.build = [] {
+    Builder b("hints");
+    Value x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32)), flag = b.arg("flag", ptr(i32));
+    Value lanes = arange(0, 64);
+    Value v = load(x + lanes, {.cache = Cache::streaming, .evict = Evict::first});
+    Value w = load(x + lanes, {.cache = Cache::global, .evict = Evict::last, .order = Order::relaxed});
+    store(y + lanes, v + w, {.cache = Cache::streaming});
+    fence(Order::release, Scope::gpu);
+    store_release(flag, load_acquire(flag, Scope::gpu) + 1, Scope::gpu);
+    return b.finish();
+  };
+  c.tensors = {{"x", kF32, {64}, Role::kInput, uniform(-1, 1), std::nullopt},
+               {"y", kF32, {64}, Role::kOutput, nullptr, Tolerance::exact()},
+               {"flag", kI32, {1}, Role::kInOut, integers(0, 1000), std::nullopt}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < 64; ++i) t["y"].set(i, t["x"].get(i) * 2);
+    t["flag"].set_int(0, t["flag"].get_int(0) + 1);
+  };
+  return c;
+}
+
+// 8 instances each combine their row of x [8, 64] into acc [64]: sums (exact for integers),
+// max, min, and, or, xor; the result does not depend on the order.
+Case contended_atomic_case(const std::string& op, ScalarType dtype) {
+  Case c;
+  c.name = case_name("atomic_" + op + "_contended", dtype, {8, 64});
+  c.grid = {8, 1, 1};
+  c.build = [op, dtype] {
+    Builder b("atomic_" + op);
+    Value x = b.arg("x", ptr(ElementType{dtype})), acc = b.arg("acc", ptr(ElementType{dtype}));
+    Value lanes = arange(0, 64);
+    Value v = load(x + program_id(0) * 64 + lanes);
+    if (op == "add") atomic_add(acc + lanes, v, Scope::gpu, Order::relaxed);
+    if (op == "max") atomic_max(acc + lanes, v, Scope::gpu, Order::acq_rel);
+    if (op == "min") atomic_min(acc + lanes, v, Scope::gpu, Order::release);
+    if (op == "and") atomic_and(acc + lanes, v, Scope::gpu, Order::relaxed);
+    if (op == "or") atomic_or(acc + lanes, v, Scope::system, Order::relaxed);
+    if (op == "xor") atomic_xor(acc + lanes, v, Scope::block, Order::relaxed);
+    return b.finish();
+  };
+  const bool bitwise = op == "and" || op == "or" || op == "xor";
+  Generator values = is_float(dtype) ? uniform(-100, 100) : bitwise ? integers(0, 0xffff) : integers(-1000, 1000);
+  c.tensors = {{"x", dtype, {8, 64}, Role::kInput, values, std::nullopt},
+               // Float sums depend on the order of the adds: allow for cancellation.
+               {"acc", dtype, {64}, Role::kInOut, values,
+                is_float(dtype) && op == "add" ? std::optional(Tolerance{1e-3, 1e-5}) : std::nullopt}};
+  c.reference = [op](Tensors& t) {
+    HostTensor& acc = t["acc"];
+    for (int64_t j = 0; j < 64; ++j) {
+      if (is_float(acc.dtype())) {
+        double value = acc.get(j);
+        for (int64_t r = 0; r < 8; ++r) {
+          const double x = t["x"].get(r * 64 + j);
+          value = op == "add" ? value + x : op == "max" ? std::max(value, x) : std::min(value, x);
+        }
+        acc.set(j, value);
+        continue;
+      }
+      int64_t value = acc.get_int(j);
+      for (int64_t r = 0; r < 8; ++r) {
+        const int64_t x = t["x"].get_int(r * 64 + j);
+        if (op == "add") value += x;
+        if (op == "max") value = std::max(value, x);
+        if (op == "min") value = std::min(value, x);
+        if (op == "and") value &= x;
+        if (op == "or") value |= x;
+        if (op == "xor") value ^= x;
+      }
+      acc.set_int(j, value);
+    }
+  };
+  return c;
+}
+
+// One instance per slot: xchg, cas (succeeds on even lanes) and masked add, checking the old values.
+Case uncontended_atomic_case(ScalarType dtype) {
+  Case c;
+  c.name = case_name("atomic_xchg_cas_masked_add", dtype, {64});
+  c.build = [dtype] {
+    Builder b("atomic_old_values");
+    Value slots = b.arg("slots", ptr(ElementType{dtype})), cas_slots = b.arg("cas_slots", ptr(ElementType{dtype}));
+    Value add_slots = b.arg("add_slots", ptr(ElementType{dtype})), x = b.arg("x", ptr(ElementType{dtype}));
+    Value olds = b.arg("olds", ptr(ElementType{dtype})), cas_olds = b.arg("cas_olds", ptr(ElementType{dtype}));
+    Value lanes = arange(0, 64);
+    Value v = load(x + lanes);
+    store(olds + lanes, atomic_xchg(slots + lanes, v, Scope::gpu, Order::acq_rel));
+    Value current = load(cas_slots + lanes);
+    Value expected = where(lanes % 2 == 0, current, current + 1);
+    store(cas_olds + lanes, atomic_cas(cas_slots + lanes, expected, v, Scope::gpu, Order::acq_rel));
+    atomic_add(add_slots + lanes, v, Scope::gpu, Order::relaxed, lanes < 40);
+    return b.finish();
+  };
+  Generator values = integers(-1000, 1000);
+  c.tensors = {{"slots", dtype, {64}, Role::kInOut, values, std::nullopt},
+               {"cas_slots", dtype, {64}, Role::kInOut, values, std::nullopt},
+               {"add_slots", dtype, {64}, Role::kInOut, values, std::nullopt},
+               {"x", dtype, {64}, Role::kInput, values, std::nullopt},
+               {"olds", dtype, {64}, Role::kOutput, nullptr, std::nullopt},
+               {"cas_olds", dtype, {64}, Role::kOutput, nullptr, std::nullopt}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < 64; ++i) {
+      const int64_t x = t["x"].get_int(i);
+      t["olds"].set_int(i, t["slots"].get_int(i));
+      t["slots"].set_int(i, x);
+      t["cas_olds"].set_int(i, t["cas_slots"].get_int(i));
+      if (i % 2 == 0) t["cas_slots"].set_int(i, x);
+      if (i < 40) t["add_slots"].set_int(i, t["add_slots"].get_int(i) + x);
+    }
+  };
+  return c;
+}
+
+// Float atomic add into distinct slots (exact: one rounding per add), f32/f16/bf16.
+Case float_atomic_add_case(ScalarType dtype) {
+  Case c;
+  c.name = case_name("atomic_add_float_old", dtype, {64});
+  c.build = [dtype] {
+    Builder b("atomic_add_float");
+    Value acc = b.arg("acc", ptr(ElementType{dtype})), x = b.arg("x", ptr(ElementType{dtype}));
+    Value olds = b.arg("olds", ptr(ElementType{dtype}));
+    Value lanes = arange(0, 64);
+    store(olds + lanes, atomic_add(acc + lanes, load(x + lanes), Scope::gpu, Order::relaxed));
+    return b.finish();
+  };
+  c.tensors = {{"acc", dtype, {64}, Role::kInOut, uniform(-100, 100), Tolerance::exact()},
+               {"x", dtype, {64}, Role::kInput, uniform(-100, 100), std::nullopt},
+               {"olds", dtype, {64}, Role::kOutput, nullptr, Tolerance::exact()}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < 64; ++i) {
+      t["olds"].set(i, t["acc"].get(i));
+      t["acc"].set(i, t["acc"].get(i) + t["x"].get(i));  // exact sum of two 16/32-bit floats, rounded once
+    }
+  };
+  return c;
+}
+
+// The timer moves forward across a barrier and a fence; wait_until on a set flag returns false at
+// once and on an unset one times out (returns true) after its short timeout.
+Case timer_and_wait_case() {
+  Case c;
+  c.name = "global_timer_wait_until/i32/[4]";
+  c.build = [] {
+    Builder b("timer_wait");
+    Value set_flag = b.arg("set_flag", ptr(i32)), unset_flag = b.arg("unset_flag", ptr(i32));
+    Value out = b.arg("out", ptr(i32));
+    Value start = global_timer();
+    barrier();
+    fence(Order::acq_rel, Scope::gpu);
+    Value ready = wait_until(set_flag, Cmp::eq, 1, 1'000'000'000);
+    Value missing = wait_until(unset_flag, Cmp::ge, 1, 1'000'000, Scope::system);
+    Value elapsed = global_timer() - start;
+    store(out, (elapsed >= 1'000'000).to(i32));
+    store(out + 1, ready.to(i32));
+    store(out + 2, missing.to(i32));
+    store(out + 3, (elapsed < 10'000'000'000).to(i32));
+    return b.finish();
+  };
+  c.tensors = {{"set_flag", kI32, {1}, Role::kInput, constant(1), std::nullopt},
+               {"unset_flag", kI32, {1}, Role::kInput, constant(0), std::nullopt},
+               {"out", kI32, {4}, Role::kOutput, nullptr, std::nullopt}};
+  c.reference = [](Tensors& t) {
+    t["out"].set_int(0, 1);
+    t["out"].set_int(1, 0);
+    t["out"].set_int(2, 1);
+    t["out"].set_int(3, 1);
+  };
+  return c;
+}
+
+}  // namespace
+
+std::vector<Case> memory_cases() {
+  std::vector<Case> cases;
+  for (ScalarType dtype : {kF32, kBf16, kF16, kF64, kI32, kI8, kI64, kU8}) {
+    cases.push_back(masked_load_case(dtype));
+    cases.push_back(masked_store_case(dtype));
+  }
+  for (ScalarType dtype : {kF32, kBf16}) {
+    for (int64_t n : {1000, 128, 77}) cases.push_back(grid_case(dtype, n));
+  }
+  cases.push_back(hinted_access_case());
+  for (ScalarType dtype : {kI32, kI64, kU32}) {
+    for (const char* op : {"add", "max", "min", "and", "or", "xor"}) cases.push_back(contended_atomic_case(op, dtype));
+    cases.push_back(uncontended_atomic_case(dtype));
+  }
+  for (const char* op : {"max", "min"}) cases.push_back(contended_atomic_case(op, kF32));
+  cases.push_back(contended_atomic_case("add", kF32));
+  for (ScalarType dtype : {kF32, kF16, kBf16}) cases.push_back(float_atomic_add_case(dtype));
+  cases.push_back(timer_and_wait_case());
+  return cases;
+}
+
+}  // namespace monotile::conformance
