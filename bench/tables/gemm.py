@@ -1,0 +1,52 @@
+"""Square bf16 GEMM on the matrix units, C = A W^T (4096^3), against cuBLAS and Triton.
+
+Compute-bound: the row reports TFLOP/s (2 M N K flops); bytes are A, W read once and C written once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from bench.measure import Context, compare, measure_row
+from bench.peers import torch_peers
+from bench.peers.triton_matmul import matmul, tuned_matmul_config
+from bench.report import OURS, Row
+from bench.timing import copies_for
+
+SHAPE = (4096, 4096, 4096)  # M, N, K
+TOLERANCE = 1e-2
+KERNELS = {"gemm_m4096_n4096_k4096": "a (ptr<bf16> [M, K]), b (ptr<bf16> [N, K]), c (ptr<bf16> [M, N]), M, N, K"}
+
+
+def run(ctx: Context) -> list[Row]:
+    m, n, k = ctx.shapes.get("gemm", SHAPE)
+    nbytes = 2 * (m * k + n * k + m * n)
+    copies = copies_for(nbytes, ctx.l2_bytes())
+    a = [torch.randn(m, k, device=ctx.device).to(torch.bfloat16) for _ in range(copies)]
+    w = [(torch.randn(n, k, device=ctx.device) * k ** -0.5).to(torch.bfloat16) for _ in range(copies)]
+    op, status = ctx.ours(f"gemm_m{m}_n{n}_k{k}")
+    names = ([OURS] if op else []) + ["cublas", "triton"]
+    c = {name: [torch.empty(m, n, dtype=torch.bfloat16, device=ctx.device) for _ in range(copies)] for name in names}
+    config = tuned_matmul_config(a[0], w[0], c["triton"][0], quick=ctx.quick)
+    ctx.log(f"  gemm: triton config {config}")
+    steps = {
+        "cublas": lambda i: torch_peers.cublas_linear(a[i], w[i], c["cublas"][i]),
+        "triton": lambda i: matmul(a[i], w[i], c["triton"][i], config),
+    }
+    if op:
+        values = [{"a": a[i], "b": w[i], "c": c[OURS][i], "M": m, "N": n, "K": k} for i in range(copies)]
+        steps = {OURS: lambda i: op(values[i]), **steps}
+    expected = torch_peers.reference_linear(a[0], w[0])
+
+    def check(name: str, after: bool) -> str:
+        if not after:
+            c[name][0].fill_(float("nan"))
+            steps[name](0)
+        return compare(c[name][0], expected, TOLERANCE)
+
+    row = measure_row(ctx, "gemm", f"M={m} N={n} K={k}", nbytes, copies, steps, check, flops=2 * m * n * k,
+                      ours_status=None if op else status)
+    del a, w, c, steps
+    if ctx.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return [row]
