@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The GPU check, run on the GPU machine (see docs/gpu_check.md): unpacks the Debian packages that
+# travel in .device-deps/, takes a build carried from the CI-type machine (default) or makes one
+# here (--build), runs `ctest -L gpu` and the GPU benchmarks, and writes logs and summary.txt into
+# OUTDIR. Exit status: 0 all passed, 1 a test or benchmark failed, 2 usage or set-up error, 3 GPU
+# tests skipped although a GPU is visible.
+# usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N]
+set -euo pipefail
+
+# Benchmarks to run after the tests: "<path in the build dir> [args...]". Add a line per benchmark;
+# one that was not built is reported as such, not as a failure.
+BENCHMARKS=(
+  "tests/gpu/gpu_copy_bench"
+)
+# What --build builds: the GPU tests, the benchmarks and what they need (see tests/gpu/CMakeLists.txt).
+BUILD_TARGET=gpu_check
+TEST_TIMEOUT_S=${MONOTILE_GPU_TEST_TIMEOUT:-300}
+BENCH_TIMEOUT_S=${MONOTILE_GPU_BENCH_TIMEOUT:-300}
+
+die() { echo "gpu_check: $*" >&2; exit 2; }
+usage() { sed -n 's/^# usage: //p' "$0" >&2; exit 2; }
+
+outdir="" build=0 build_dir="" deps_dir=".device-deps" jobs=$(nproc 2>/dev/null || echo 4)
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=1 ;;
+    --build-dir) [ $# -ge 2 ] || usage; build_dir=$2; shift ;;
+    --deps) [ $# -ge 2 ] || usage; deps_dir=$2; shift ;;
+    --jobs) [ $# -ge 2 ] || usage; jobs=$2; shift ;;
+    -h|--help) usage ;;
+    -*) echo "gpu_check: unknown option $1" >&2; usage ;;
+    *) [ -z "$outdir" ] || usage; outdir=$1 ;;
+  esac
+  shift
+done
+[ -n "$outdir" ] || usage
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+[ -n "$build_dir" ] || { [ "$build" -eq 1 ] && build_dir=build-gpu || build_dir=build; }
+mkdir -p "$outdir"
+outdir=$(cd "$outdir" && pwd)
+summary=$outdir/summary.txt
+log() { echo "$*" | tee -a "$summary"; }
+: > "$summary"
+log "monotile GPU check, $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
+log "repo: $repo ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo 'not a git checkout'))"
+
+# 1. The Debian packages' libraries (and, for --build, headers and CMake/pkg-config files).
+deps_root=$(mktemp -d "${TMPDIR:-/tmp}/monotile-deps.XXXXXX")
+shopt -s nullglob
+debs=("$deps_dir"/*.deb)
+shopt -u nullglob
+if [ ${#debs[@]} -eq 0 ]; then
+  die "no .deb files in $deps_dir: fetch them on the CI-type machine with ../shared/tools/device-deps (see docs/gpu_check.md) and carry $deps_dir"
+fi
+for deb in "${debs[@]}"; do
+  dpkg -x "$deb" "$deps_root" || die "dpkg -x $deb failed"
+done
+deps_lib=$deps_root/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$deps_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+log "unpacked ${#debs[@]} packages from $deps_dir into $deps_root"
+
+# 2. The build: carried (relocated to this checkout) or made here.
+if [ "$build" -eq 1 ]; then
+  command -v cmake >/dev/null || die "cmake not found in PATH"
+  command -v ninja >/dev/null || die "ninja not found in PATH"
+  # xxHash has only a pkg-config file, whose prefix says /usr: point it at the unpacked tree.
+  for pc in "$deps_lib"/pkgconfig/*.pc; do
+    sed -i "s|^prefix=/usr\$|prefix=$deps_root/usr|" "$pc"
+  done
+  export PKG_CONFIG_PATH=$deps_lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  pkg_config_arg=()
+  if ! command -v pkg-config >/dev/null; then
+    [ -x "$deps_root/usr/bin/pkgconf" ] ||
+      die "no pkg-config here and none unpacked: fetch with EXTRA_PKGS=\"pkgconf-bin libpkgconf3\" (docs/gpu_check.md)"
+    pkg_config_arg=(-DPKG_CONFIG_EXECUTABLE="$deps_root/usr/bin/pkgconf")
+  fi
+  log "configuring $build_dir (Release) against the unpacked packages"
+  cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$deps_root/usr;$deps_lib/cmake" \
+    -DCMAKE_CXX_FLAGS="-I$deps_root/usr/include" \
+    -DCMAKE_EXE_LINKER_FLAGS="-L$deps_lib -Wl,-rpath-link,$deps_lib" \
+    "${pkg_config_arg[@]}" > "$outdir/configure.log" 2>&1 ||
+    { tail -30 "$outdir/configure.log" >&2; die "cmake configure failed: see $outdir/configure.log"; }
+  log "building target $BUILD_TARGET with $jobs jobs"
+  cmake --build "$build_dir" --target "$BUILD_TARGET" -j"$jobs" > "$outdir/build.log" 2>&1 ||
+    { tail -40 "$outdir/build.log" >&2; die "build failed: see $outdir/build.log"; }
+else
+  [ -f "$build_dir/CMakeCache.txt" ] ||
+    die "no build in $build_dir: carry one (docs/gpu_check.md) or pass --build to build here"
+  # CTest files hold the absolute paths of the machine that configured: rewrite them for this one.
+  old_build=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build_dir/CMakeCache.txt")
+  old_source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build_dir/CMakeCache.txt")
+  new_build=$(cd "$build_dir" && pwd)
+  if [ "$old_build" != "$new_build" ]; then
+    log "relocating CTest files: $old_build -> $new_build, $old_source -> $repo"
+    find "$build_dir" \( -name 'CTestTestfile.cmake' -o -name '*_tests.cmake' -o -name '*_include.cmake' \) \
+      -exec sed -i -e "s|$old_build|$new_build|g" -e "s|$old_source|$repo|g" {} +
+  fi
+fi
+build_dir=$(cd "$build_dir" && pwd)
+# The JIT's compile worker: the path baked in at build time may be another machine's.
+worker=$build_dir/jit/monotile-jit-worker
+[ -x "$worker" ] && export MONOTILE_JIT_WORKER=$worker
+log "build: $build_dir"
+
+# 3. What is here.
+{
+  echo "--- nvidia-smi -L"
+  nvidia-smi -L 2>&1 || echo "(nvidia-smi not available)"
+  echo "--- monotile devices"
+  if [ -x "$build_dir/tools/monotile" ]; then
+    "$build_dir/tools/monotile" devices 2>&1 || echo "(monotile devices failed: exit $?)"
+  else
+    echo "(tools/monotile not built)"
+  fi
+} > "$outdir/devices.log" 2>&1
+cat "$outdir/devices.log" >> "$summary"
+gpu_visible=0
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then gpu_visible=1; fi
+
+# 4. The GPU tests.
+status=0
+ctest_status=0
+ctest --test-dir "$build_dir" -L gpu --output-on-failure --timeout "$TEST_TIMEOUT_S" \
+  > "$outdir/ctest_gpu.log" 2>&1 || ctest_status=$?
+passed_line=$(grep -E 'tests passed' "$outdir/ctest_gpu.log" | tail -1 || true)
+skipped=$(grep -c '\*\*\*Skipped' "$outdir/ctest_gpu.log" || true)
+log "--- ctest -L gpu: ${passed_line:-no result line (see ctest_gpu.log)}; skipped: $skipped; exit $ctest_status"
+grep -E '\*\*\*(Failed|Skipped|Timeout|Exception)|Not Run' "$outdir/ctest_gpu.log" | sed 's/^/  /' >> "$summary" || true
+if grep -q 'No tests were found' "$outdir/ctest_gpu.log"; then
+  log "no GPU tests found in $build_dir: was it built with the GPU test targets?"
+  status=1
+fi
+[ "$ctest_status" -eq 0 ] || status=1
+if [ "$skipped" -gt 0 ] && [ "$gpu_visible" -eq 1 ] && [ "$status" -eq 0 ]; then
+  log "GPU tests skipped although nvidia-smi lists a GPU: see the skip reasons in ctest_gpu.log"
+  status=3
+fi
+
+# 5. The benchmarks.
+log "--- benchmarks"
+for entry in "${BENCHMARKS[@]}"; do
+  read -r -a words <<<"$entry"
+  binary=$build_dir/${words[0]}
+  name=$(basename "${words[0]}")
+  if [ ! -x "$binary" ]; then
+    log "  $name: not built, skipped"
+    continue
+  fi
+  bench_status=0
+  timeout "$BENCH_TIMEOUT_S" "$binary" "${words[@]:1}" > "$outdir/bench_$name.log" 2>&1 || bench_status=$?
+  log "  $name: exit $bench_status (bench_$name.log)"
+  sed 's/^/    /' "$outdir/bench_$name.log" | tail -20 >> "$summary"
+  [ "$bench_status" -eq 0 ] || { [ "$status" -ne 0 ] || status=1; }
+done
+
+log "--- result: $(case $status in 0) echo passed ;; 3) echo 'GPU tests skipped on a GPU machine' ;; *) echo failed ;; esac)"
+rm -rf "$deps_root"
+exit "$status"
