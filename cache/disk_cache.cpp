@@ -27,6 +27,7 @@ namespace {
 
 constexpr std::chrono::milliseconds kFirstPoll{1};
 constexpr std::chrono::milliseconds kLongestPoll{20};
+constexpr std::chrono::seconds kTouchInterval{60};
 
 uint64_t now_unix_ms() {
   timespec now;
@@ -143,7 +144,8 @@ std::optional<Entry> DiskCache::find(const KeyBuilder& builder, const Key& key) 
   std::optional<PreimageDigest> digest;
   for (const Layer& layer : layers_) {
     std::filesystem::path path = layer.layout.entry_path(key);
-    absl::StatusOr<std::string> bytes = read_whole_file(path);
+    timespec last_used{};
+    absl::StatusOr<std::string> bytes = read_whole_file(path, &last_used);
     if (!bytes.ok()) {
       if (!absl::IsNotFound(bytes.status())) {
         log_warning_once(absl::StrCat("cache-read:", path.string()),
@@ -167,7 +169,11 @@ std::optional<Entry> DiskCache::find(const KeyBuilder& builder, const Key& key) 
       report_bad(layer, path, size, defect);
       continue;
     }
-    if (layer.writable && writable_) touch_file(path).IgnoreError();  // LRU: this entry is in use
+    // LRU bookkeeping, at most once a minute per entry: a hot entry's every hit need not dirty
+    // its inode, and eviction needs no finer order than that.
+    if (layer.writable && writable_ && ::time(nullptr) - last_used.tv_sec >= kTouchInterval.count()) {
+      touch_file(path).IgnoreError();
+    }
     return std::move(parsed->entry);
   }
   return std::nullopt;

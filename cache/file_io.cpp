@@ -101,11 +101,12 @@ bool is_unwritable(const absl::Status& status) {
   return absl::IsPermissionDenied(status) || absl::IsResourceExhausted(status);
 }
 
-absl::StatusOr<std::string> read_whole_file(const std::filesystem::path& path) {
+absl::StatusOr<std::string> read_whole_file(const std::filesystem::path& path, timespec* modified) {
   FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return status_from_errno(errno, absl::StrCat("cannot open \"", path.string(), "\""));
   struct stat info;
   if (fstat(fd.get(), &info) != 0) return status_from_errno(errno, absl::StrCat("cannot stat \"", path.string(), "\""));
+  if (modified != nullptr) *modified = info.st_mtim;
   std::string bytes;
   // One read sized by fstat; the loop only matters for short reads (signals, huge files). A file
   // that grows while read would be a bug elsewhere: published entries are never written again.

@@ -3,6 +3,8 @@
 // (staging file, fsync, no-replace rename, fsync of the directory).
 #pragma once
 
+#include <time.h>
+
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -20,7 +22,8 @@ absl::Status status_from_errno(int error, std::string_view context);
 bool is_unwritable(const absl::Status& status);
 
 // The whole file, read through one open file description. NotFound when there is no file.
-absl::StatusOr<std::string> read_whole_file(const std::filesystem::path& path);
+// `modified` (if given) receives the file's mtime as of the read.
+absl::StatusOr<std::string> read_whole_file(const std::filesystem::path& path, timespec* modified = nullptr);
 
 // Sets the file's modification time to now (LRU bookkeeping); failures are ignored by callers.
 absl::Status touch_file(const std::filesystem::path& path);

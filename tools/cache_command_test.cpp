@@ -47,6 +47,9 @@ class CacheCommandTest : public ::testing::Test {
     ASSERT_TRUE(store->store(cache::testing::key_for("a"), cache::testing::entry_of_size(2048, 'a', "moe_w16")).ok());
     ASSERT_FALSE(store->lookup(cache::testing::key_for("b")));
     ASSERT_TRUE(store->store(cache::testing::key_for("b"), cache::testing::entry_of_size(4096, 'b', "kda_verify_w8")).ok());
+    // Stored an hour or two ago, so the hit on "a" marks it used now (hits touch at most once a minute).
+    cache::testing::set_age(entry_path("a"), 7200);
+    cache::testing::set_age(entry_path("b"), 3600);
     ASSERT_TRUE(store->lookup(cache::testing::key_for("a")));
   }
 
