@@ -2,7 +2,8 @@
 // interpreter, behind one interface. Every driver failure is a Status naming the call, its main
 // arguments and the driver's error name. Launches never synchronize, so a stream between
 // begin_capture and end_capture records them into a graph that replay() runs again later.
-// Implementations live in anonymous namespaces behind the factories in device_*.h.
+// Implementations live in anonymous namespaces behind the factories in device_*.h. A Device may be
+// called from several threads; a Stream is used by one thread at a time.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,8 @@ class Device {
   // Pinned host memory the device reads and writes directly (zero-filled).
   virtual absl::StatusOr<HostMappedBuffer> allocate_host_mapped(size_t bytes) = 0;
 
-  // Synchronous copies and fills: they wait for all the device's earlier work and return when done.
+  // Synchronous copies and fills: they return when done. They are not ordered with work queued on
+  // streams (streams do not synchronize with the default stream): synchronize the stream first.
   virtual absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) = 0;
   virtual absl::Status copy_to_host(void* destination, DevicePtr source, size_t bytes) = 0;
   virtual absl::Status copy_on_device(DevicePtr destination, DevicePtr source, size_t bytes) = 0;

@@ -65,9 +65,11 @@ if [ "$build" -eq 1 ]; then
   command -v cmake >/dev/null || die "cmake not found in PATH"
   command -v ninja >/dev/null || die "ninja not found in PATH"
   # xxHash has only a pkg-config file, whose prefix says /usr: point it at the unpacked tree.
+  shopt -s nullglob
   for pc in "$deps_lib"/pkgconfig/*.pc; do
     sed -i "s|^prefix=/usr\$|prefix=$deps_root/usr|" "$pc"
   done
+  shopt -u nullglob
   export PKG_CONFIG_PATH=$deps_lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   pkg_config_arg=()
   if ! command -v pkg-config >/dev/null; then
@@ -94,8 +96,10 @@ else
   new_build=$(cd "$build_dir" && pwd)
   if [ "$old_build" != "$new_build" ]; then
     log "relocating CTest files: $old_build -> $new_build, $old_source -> $repo"
+    # Through placeholders, so that a new path containing an old one is not rewritten twice.
     find "$build_dir" \( -name 'CTestTestfile.cmake' -o -name '*_tests.cmake' -o -name '*_include.cmake' \) \
-      -exec sed -i -e "s|$old_build|$new_build|g" -e "s|$old_source|$repo|g" {} +
+      -exec sed -i -e "s|$old_build|@MONOTILE_BUILD@|g" -e "s|$old_source|@MONOTILE_SOURCE@|g" \
+                   -e "s|@MONOTILE_BUILD@|$new_build|g" -e "s|@MONOTILE_SOURCE@|$repo|g" {} +
   fi
 fi
 build_dir=$(cd "$build_dir" && pwd)
@@ -107,7 +111,7 @@ log "build: $build_dir"
 # 3. What is here.
 {
   echo "--- nvidia-smi -L"
-  nvidia-smi -L 2>&1 || echo "(nvidia-smi not available)"
+  if command -v nvidia-smi >/dev/null; then nvidia-smi -L 2>&1 || true; else echo "(no nvidia-smi)"; fi
   echo "--- monotile devices"
   if [ -x "$build_dir/tools/monotile" ]; then
     "$build_dir/tools/monotile" devices 2>&1 || echo "(monotile devices failed: exit $?)"
@@ -117,7 +121,7 @@ log "build: $build_dir"
 } > "$outdir/devices.log" 2>&1
 cat "$outdir/devices.log" >> "$summary"
 gpu_visible=0
-if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then gpu_visible=1; fi
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then gpu_visible=1; fi
 
 # 4. The GPU tests.
 status=0
