@@ -37,8 +37,8 @@ struct TensorSpec {
   std::optional<Tolerance> tolerance;     // outputs and in-outs; default: for_dtype(dtype)
 };
 
-// The tensors of one run by name: inputs hold the generated data; outputs start poisoned and the
-// reference overwrites each element with its expected value.
+// The tensors of one run by name: inputs hold the generated data; the reference must write every
+// element of every output (the runner checks) and may update in-outs.
 class Tensors {
  public:
   HostTensor& operator[](const std::string& name);

@@ -64,6 +64,7 @@ int64_t HostTensor::get_int(int64_t i) const {
 }
 
 void HostTensor::set(int64_t i, double value) {
+  if (!written_.empty()) written_[static_cast<size_t>(i)] = 1;
   switch (dtype_) {
     case ScalarType::kF16: write(bytes_, i, dsl::interp::f16_bits_from_double(value)); return;
     case ScalarType::kBf16: write(bytes_, i, dsl::interp::bf16_bits_from_double(value)); return;
@@ -74,6 +75,7 @@ void HostTensor::set(int64_t i, double value) {
 }
 
 void HostTensor::set_int(int64_t i, int64_t value) {
+  if (!written_.empty()) written_[static_cast<size_t>(i)] = 1;
   switch (dtype_) {
     case ScalarType::kI1: write(bytes_, i, static_cast<uint8_t>(value != 0)); return;
     case ScalarType::kI8:

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <span>
@@ -20,7 +21,11 @@ class HostTensor {
   dsl::ScalarType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t size() const { return size_; }
-  std::span<std::byte> bytes() { return bytes_; }
+  // Mutable bytes: counts as writing every element.
+  std::span<std::byte> bytes() {
+    if (!written_.empty()) std::fill(written_.begin(), written_.end(), 1);
+    return bytes_;
+  }
   std::span<const std::byte> bytes() const { return bytes_; }
 
   // The element's value: floats decoded, integers (sign- or zero-extended) converted to double.
@@ -35,6 +40,9 @@ class HostTensor {
   void fill_bytes(uint8_t byte);
   // Whether element i still holds the float poison (all bytes 0xff: a NaN no arithmetic makes).
   bool is_float_poison(int64_t i) const;
+  // From now on, record which elements set()/set_int()/bytes() write (a reference's outputs).
+  void track_writes() { written_.assign(static_cast<size_t>(size_), 0); }
+  bool written(int64_t i) const { return written_.empty() || written_[static_cast<size_t>(i)] != 0; }
 
   // Row-major flat index of a multi-index.
   int64_t at(std::initializer_list<int64_t> index) const;
@@ -45,6 +53,7 @@ class HostTensor {
   int64_t size_ = 1;
   size_t element_bytes_ = 1;
   std::vector<std::byte> bytes_;
+  std::vector<uint8_t> written_;  // empty: not tracking
 };
 
 using Rng = std::mt19937_64;
