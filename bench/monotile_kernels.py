@@ -199,6 +199,11 @@ def pack_argument(kernel: str, param: Param, value: Any) -> ctypes._SimpleCData:
     raise _fail(kernel, f'param "{param.name}": cannot pack type "{param.type}"')
 
 
+def _current_stream() -> int:
+    """torch's current stream: a launch there is recorded when torch captures a graph."""
+    return torch.cuda.current_stream().cuda_stream if torch.cuda.is_available() else 0
+
+
 class Kernel:
     """One loaded CUBIN function, launched with arguments bound by parameter name."""
 
@@ -225,7 +230,7 @@ class Kernel:
         if grid is None:
             raise _fail(self.spec.name, "no grid: the description has none and the caller gave none")
         if stream is None:
-            stream = torch.cuda.current_stream().cuda_stream
+            stream = _current_stream()
         args = self.pack(values)
         context = f'exported kernel "{self.spec.name}" (grid {"x".join(map(str, grid))}, block {"x".join(map(str, self.spec.block))})'
         self._driver.launch(self._function, grid, self.spec.block, self.spec.shared_bytes, stream, args, context)

@@ -107,7 +107,7 @@ def format_table(title: str, rows: list[Row], copy_bandwidth: float) -> str:
             + [checks]
         )
     widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]
-    lines = [f"== {title} (copy bandwidth {copy_bandwidth / 1e12:.3f} TB/s; x = peer time / our time)"]
+    lines = [f"== {title} (copy {copy_bandwidth / 1e12:.3f} TB/s; % = floor time / time; x = peer time / our time)"]
     for line in [header] + body:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
     return "\n".join(lines)
@@ -132,8 +132,8 @@ def write_results(out_dir: Path, meta: dict, rows: list[Row], copy_bandwidth: fl
                 tflops = row.flops / (t.median_us * 1e-6) / 1e12 if t and row.flops else None
                 writer.writerow(
                     [row.table, row.shape, name, r.status,
-                     f"{t.median_us:.3f}" if t else "", f"{t.min_us:.3f}" if t else "", f"{t.max_us:.3f}" if t else "",
-                     row.nbytes, f"{row.floor_us(copy_bandwidth):.3f}",
-                     f"{fraction:.4f}" if fraction else "", f"{ratio:.4f}" if ratio else "",
+                     f"{t.median_us:.6g}" if t else "", f"{t.min_us:.6g}" if t else "", f"{t.max_us:.6g}" if t else "",
+                     row.nbytes, f"{row.floor_us(copy_bandwidth):.6g}",
+                     f"{fraction:.5g}" if fraction else "", f"{ratio:.5g}" if ratio else "",
                      f"{tflops:.1f}" if tflops else "", r.check]
                 )

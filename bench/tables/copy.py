@@ -45,7 +45,7 @@ def run(ctx: Context) -> list[Row]:
                 steps[name](0)
             return "ok" if torch.equal(dst[name][0], src[0]) else "FAIL bytes differ"
 
-        rows.append(measure_row(ctx, "copy", f"{nbytes >> 20} MiB", 2 * nbytes, copies, steps, check,
+        rows.append(measure_row(ctx, "copy", f"{nbytes / (1 << 20):g} MiB", 2 * nbytes, copies, steps, check,
                                 ours_status=None if op else status))
         del src, dst, steps
         if ctx.device.startswith("cuda"):

@@ -60,12 +60,12 @@ def _check_sets(ctx: Context, requests: int, heads: int, seed: int) -> list[KdaI
     return sets
 
 
-def _check_once(name: str, run, inputs: KdaInputs, reference) -> str:
+def _check_once(name: str, run, inputs: KdaInputs, reference, state_before) -> str:
     state = clone_state(inputs.state)
     out = torch.full_like(inputs.v, float("nan"))
     run(inputs, state, out)
     rules = "ours" if name == OURS else "fla"
-    return check_kda(rules, inputs, out, state, reference, as_numpy(inputs.state)).summary()
+    return check_kda(rules, inputs, out, state, reference, state_before).summary()
 
 
 def run(ctx: Context) -> list[Row]:
@@ -84,10 +84,12 @@ def run(ctx: Context) -> list[Row]:
         steps = {name: (lambda i, name=name: runs[name](timing_inputs, states[name][i], outs[name][i])) for name in names}
         check_sets = _check_sets(ctx, requests, heads, seed=requests * 1000 + heads)
         references = [reference_for(s) for s in check_sets]
+        befores = [as_numpy(s.state) for s in check_sets]
 
         def check(name: str, after: bool) -> str:
             # After timing the graph replays have evolved the state, so re-run on fresh copies.
-            results = [_check_once(name, runs[name], s, ref) for s, ref in zip(check_sets, references)]
+            results = [_check_once(name, runs[name], s, ref, before)
+                       for s, ref, before in zip(check_sets, references, befores)]
             failed = [r for r in results if not r.startswith("ok")]
             return failed[0] if failed else results[-1]
 

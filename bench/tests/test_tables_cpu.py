@@ -1,0 +1,143 @@
+"""Every table end to end on the CPU at tiny shapes: a stand-in timer (each copy launched once),
+Triton under its interpreter, fla under it too, and a stand-in "ours" written in torch that reads
+exactly the parameter names docs/bench.md promises. Checks the wiring, the checks and the report."""
+
+import csv
+import json
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from bench.kda_check import reference_for  # noqa: E402
+from bench.kda_inputs import KdaInputs  # noqa: E402
+from bench.measure import Context  # noqa: E402
+from bench.report import OURS, format_table, write_results  # noqa: E402
+from bench.tables import copy, gemm, gemv, kda, rows  # noqa: E402
+from bench.timing import Timing  # noqa: E402
+from conftest import INTERPRETER_SKIP, interpreter_works  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not interpreter_works(), reason=INTERPRETER_SKIP)
+
+
+def _kda(v):
+    inputs = KdaInputs(
+        q=v["q"], k=v["k"], v=v["v"], g=v["g"], beta=v["beta"], a_log=v["a_log"], dt_bias=v["dt_bias"],
+        state=v["state"], state_indices=v["state_indices"], num_accepted=v["num_accepted"],
+        query_start=v["query_start"], valid=v["N"],
+    )
+    assert v["state"].stride(0) == v["slot_stride"] and v["q"].shape[:2] == (v["T"], v["heads"])
+    o, s = reference_for(inputs)
+    v["o"].copy_(torch.from_numpy(o).to(torch.bfloat16))
+    v["state"].copy_(torch.from_numpy(s).float())
+
+
+FAKE_KERNELS = {
+    "copy": lambda v: v["dst"][: v["n"]].copy_(v["src"][: v["n_bytes"] // v["src"].element_size()]),
+    "gemv": lambda v: v["y"].copy_(v["x"].float() @ v["w"].float().t()[: v["K"], : v["N"]])
+    if v["M"] == v["x"].shape[0] else None,
+    "rmsnorm": lambda v: v["y"].copy_(
+        v["x"].float() * torch.rsqrt(v["x"].float().pow(2).mean(-1, keepdim=True) + v["eps"]) * v["w"].float()
+    ),
+    "softmax": lambda v: v["y"].copy_(torch.softmax(v["x"].float(), -1)[: v["rows"], : v["cols"]]),
+    "gemm": lambda v: v["c"].copy_(v["a"].float() @ v["b"].float().t()[: v["K"], : v["N"]]),
+    "kda": _kda,
+}
+
+
+class FakeOp:
+    def __init__(self, name):
+        self.name = name
+        self.run = FAKE_KERNELS[name.split("_")[0]]
+
+    def params(self):
+        return []
+
+    def __call__(self, values):
+        self.run(values)
+
+
+class FakeKernels:
+    path = "fake"
+
+    def __init__(self, exported):
+        self.exported = exported
+
+    def has(self, name):
+        return any(name.startswith(prefix) for prefix in self.exported)
+
+    def load(self, name, device):
+        return FakeOp(name)
+
+
+def fake_timer(steps, copies, repeats):
+    timings = {}
+    for n, (name, step) in enumerate(steps.items()):
+        for i in range(copies):
+            step(i)
+        timings[name] = Timing(10.0 + n, 9.0 + n, 11.0 + n, launches=copies, copies=copies)
+    return timings
+
+
+def _context(exported):
+    shapes = {
+        "copy": [1 << 12], "gemv": [(2, 64, 48)], "rmsnorm": [2], "rmsnorm_hidden": 64, "softmax": (4, 32),
+        "gemm": (32, 48, 64), "kda": [(2, 2)], "kda_head_dim": 32,
+    }
+    return Context(FakeKernels(exported), device="cpu", copy_bandwidth=4e12, repeats=1, quick=True,
+                   shapes=shapes, timer=fake_timer, log=lambda text: None, l2=1024)
+
+
+@pytest.mark.parametrize("table", [copy, gemv, rows, gemm, kda])
+def test_table_runs_ours_and_peers_and_checks_ours(table):
+    for row in table.run(_context(exported=("copy", "gemv", "rmsnorm", "softmax", "gemm", "kda"))):
+        ours = row.results[OURS]
+        assert ours.status == "ok" and ours.timing is not None, (row.shape, ours)
+        assert ours.check.startswith("ok"), (row.shape, ours.check)
+        peers = [name for name in row.results if name != OURS]
+        assert peers and all(row.results[p].timing is not None for p in peers), row.results
+        assert row.ratio(peers[0]) == pytest.approx(row.time_us(peers[0]) / 10.0)
+
+
+def test_table_without_our_export_says_so_and_invents_no_number():
+    row = copy.run(_context(exported=()))[0]
+    assert row.results[OURS].status == "not exported" and row.results[OURS].timing is None
+    assert row.ratio("memcpy") is None
+    text = format_table("copy", [row], 4e12)
+    assert "not exported" in text
+
+
+def test_kda_check_passes_fla_and_ours_on_padded_requests():
+    row = kda.run(_context(exported=("kda",)))[0]
+    assert row.results[OURS].check.startswith("ok"), row.results[OURS].check
+    assert row.results["fla"].check.startswith("ok"), row.results["fla"].check
+
+
+def test_a_wrong_kernel_of_ours_is_flagged():
+    FAKE_KERNELS["broken"] = lambda v: v["y"].zero_()
+    try:
+        ctx = _context(exported=("rmsnorm",))
+        ctx.kernels.load = lambda name, device: FakeOp("broken_" + name)
+        row = rows.run(ctx)[0]
+        assert row.results[OURS].check.startswith("FAIL"), row.results[OURS].check
+    finally:
+        del FAKE_KERNELS["broken"]
+
+
+def test_results_files_hold_every_row(tmp_path):
+    ctx = _context(exported=("copy",))
+    table_rows = copy.run(ctx)
+    write_results(tmp_path, {"command": "test"}, table_rows, 4e12)
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["command"] == "test" and doc["rows"][0]["results"]["ours"]["timing"]["median_us"] == 10.0
+    lines = list(csv.DictReader(open(tmp_path / "results.csv")))
+    assert {line["impl"] for line in lines} == {"ours", "memcpy"}
+    memcpy = next(line for line in lines if line["impl"] == "memcpy")
+    assert float(memcpy["ratio_peer_over_ours"]) == pytest.approx(1.1)
+    assert float(memcpy["floor_us"]) == pytest.approx(2 * 4096 / 4e12 * 1e6, rel=1e-5)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
