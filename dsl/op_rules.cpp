@@ -2,7 +2,9 @@
 #include "dsl/op_rules.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "dsl/scalar_values.h"
 #include "dsl/shape_rules.h"
 
 namespace monotile::dsl {
@@ -328,6 +330,15 @@ std::string Rule::check() const {
     case OpCode::kConstant:
       MT_RULE(counts(0, 1));
       MT_REQUIRE(numeric(out(0).element), "a constant of " + out(0).str());
+      // Constants hold exactly a value of their dtype, so that equal programs print equally.
+      if (is_float(out(0).element.scalar)) {
+        double value = a.float_value;
+        MT_REQUIRE(std::isnan(value) || round_to_dtype(out(0).element.scalar, value) == value,
+                   "float constant " + std::to_string(value) + " is not a " + out(0).str() + " value");
+      } else {
+        MT_REQUIRE(wrap_to_dtype(out(0).element.scalar, a.int_value) == a.int_value,
+                   "integer constant " + std::to_string(a.int_value) + " does not fit " + out(0).str());
+      }
       return "";
     case OpCode::kArange:
       MT_RULE(counts(0, 1));

@@ -96,6 +96,9 @@ class Verifier {
           return op_error(op, "a region does not end with yield");
         }
       }
+      for (ValueId result : op.results) {
+        if (!valid(result)) return op_error(op, "result %" + std::to_string(result) + " has no type");
+      }
       std::string problem = check_op(program_, op);
       if (!problem.empty()) return op_error(op, problem);
       for (ValueId result : op.results) MT_RETURN_IF_ERROR(define(result, &op, defined));

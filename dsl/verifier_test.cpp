@@ -111,6 +111,24 @@ TEST(Verifier, LayoutSizes) {
   EXPECT_THAT(message(verify(program)), HasSubstr("neither a power of two nor a multiple of 16"));
 }
 
+TEST(Verifier, ConstantsHoldValuesOfTheirDtype) {
+  Builder b("c");
+  auto p = b.arg("p", ptr(u8));
+  store(p, 200);
+  Program program = b.finish();
+  for (Op& op : program.body.ops) {
+    if (op.code == OpCode::kConstant && program.type_of(op.results[0]).element == u8) op.attrs.int_value = 300;
+  }
+  EXPECT_THAT(message(verify(program)), HasSubstr("constant at verifier_test.cpp:"));
+  EXPECT_THAT(message(verify(program)), HasSubstr("integer constant 300 does not fit u8"));
+}
+
+TEST(Verifier, ResultWithoutATypeIsAnErrorNotACrash) {
+  Program program = small();
+  find(program, OpCode::kAdd).results[0] = 1000;
+  EXPECT_THAT(message(verify(program)), HasSubstr("result %1000 has no type"));
+}
+
 TEST(Verifier, ForTargetChecksTheMatrixUnitAtTheUsersLine) {
   Builder b("tiny_k");
   auto p = b.arg("p", ptr(f32));
