@@ -21,10 +21,11 @@ from bench.measure import Context
 from bench.monotile_kernels import KernelDir
 from bench.peers.fla_kda import fla_version
 from bench.report import Row, format_table, write_results
-from bench.tables import copy, gemm, gemv, jit, kda, rows
+from bench.tables import copy as copy_table
+from bench.tables import gemm, gemv, jit, kda, rows
 from bench.timing import DEFAULT_REPEATS, copy_bandwidth
 
-TABLES = {"copy": copy, "gemv": gemv, "rows": rows, "gemm": gemm, "kda": kda, "jit": jit}
+TABLES = {"copy": copy_table, "gemv": gemv, "rows": rows, "gemm": gemm, "kda": kda, "jit": jit}
 TITLES = {
     "copy": "1. copy: ours vs the driver's device-to-device copy",
     "gemv": "2. decode GEMV / small-M GEMM y = x W^T (bf16, f32 acc)",

@@ -67,7 +67,7 @@ def run(ctx: Context) -> list[Row]:
     if ctx.kernels.has(KERNEL):
         try:
             samples = [
-                _probe(["ours", str(ctx.kernels.path), KERNEL, str(ROWS), str(HIDDEN)], dict(os.environ))["first_call_ms"]
+                _probe(["ours", str(ctx.kernels.path.resolve()), KERNEL, str(ROWS), str(HIDDEN)], dict(os.environ))["first_call_ms"]
                 for _ in range(trials)
             ]
             warm_row.results[OURS] = Result(OURS, _timing(samples))
