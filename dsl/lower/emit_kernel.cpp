@@ -22,7 +22,7 @@ __device__ __forceinline__ float mt_fmin(float a, float b) { return (a != a || b
 __device__ __forceinline__ float mt_fmax(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 __device__ __forceinline__ double mt_fmin(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
 __device__ __forceinline__ double mt_fmax(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
-__device__ __forceinline__ float mt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float mt_sigmoid(float x) { return mt_rcp(1.0f + expf(-x)); }
 __device__ __forceinline__ double mt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 __device__ __forceinline__ float mt_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
 __device__ __forceinline__ double mt_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }

@@ -18,6 +18,7 @@ std::string prelude(const Target& target) {
   return t;
 }
 __device__ __forceinline__ void mt_trap() { __trap(); }
+__device__ __forceinline__ float mt_rcp(float x) { return __frcp_rn(x); }
 __device__ __forceinline__ unsigned short mt_f32_to_f16_bits(float f) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));

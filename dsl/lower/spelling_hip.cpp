@@ -25,6 +25,9 @@ __device__ __forceinline__ unsigned long long mt_globaltimer_ns() {
   return __builtin_amdgcn_s_memrealtime() * )", kRealtimeNsPerTick, R"(ull;
 }
 __device__ __forceinline__ void mt_trap() { __builtin_trap(); }
+// v_rcp_f32 (1 ulp): the IEEE divide sequence needs scalar registers per division and spills them
+// when many run side by side.
+__device__ __forceinline__ float mt_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 __device__ __forceinline__ unsigned short mt_f32_to_f16_bits(float f) {
   return __builtin_bit_cast(unsigned short, (_Float16)f);
 }
