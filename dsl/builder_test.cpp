@@ -5,7 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "dsl/dsl.h"
+#include "dsl/printer.h"
 
 namespace monotile::dsl {
 namespace {
@@ -216,6 +221,33 @@ TEST(Builder, TwoBuildersInSequence) {
   Program c = rms_norm(2048, 1e-5f);
   EXPECT_EQ(a.name, c.name);
   EXPECT_NE(a.value_types, c.value_types);
+}
+
+TEST(Builder, BuildersOnSeveralThreadsAreIndependent) {
+  std::string expected = to_text(rms_norm(7168, 1e-6f));
+  std::vector<std::string> texts(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    threads.emplace_back([&texts, i] {
+      for (int round = 0; round < 20; ++round) texts[i] = to_text(rms_norm(7168, 1e-6f));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& text : texts) EXPECT_EQ(text, expected);
+}
+
+TEST(Builder, NestedBuilderIsCurrentUntilItFinishes) {
+  Builder outer("outer");
+  auto x = outer.arg("x", ptr(f32));
+  {
+    Builder inner("inner");
+    auto y = inner.arg("y", ptr(f32));
+    store(y, 1.0f);
+    Program program = inner.finish();
+    EXPECT_EQ(program.params.size(), 1u);
+  }
+  store(x, 2.0f);  // the outer builder is current again
+  EXPECT_EQ(outer.finish().body.ops.back().code, OpCode::kStore);
 }
 
 TEST(Builder, ConstantsAreRoundedToTheirDtype) {
