@@ -82,6 +82,10 @@ def main(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         print("bench.run: no CUDA device; the benchmarks need the GPU machine", file=sys.stderr)
         return 2
+    if args.ours is not None and not args.ours.is_dir():
+        print(f"bench.run: --ours {args.ours}: not a directory; expected the exported kernels "
+              f"(<name>.cubin and <name>.json)", file=sys.stderr)
+        return 2
     wanted = [t.strip() for t in args.tables.split(",") if t.strip()]
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:

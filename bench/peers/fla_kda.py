@@ -18,8 +18,8 @@ from bench.kda_reference import LOWER_BOUND
 def fla_version() -> str | None:
     """fla's version, or None when it cannot be imported."""
     try:
-        import fla  # noqa: F401
-        from fla.ops.kda.fused_recurrent import fused_recurrent_kda_fwd  # noqa: F401
+        import fla
+        import fla.ops.kda.fused_recurrent  # noqa: F401  (the module the peer calls)
     except Exception:  # any import failure means the peer is absent
         return None
     return getattr(fla, "__version__", "unknown")

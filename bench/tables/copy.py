@@ -47,7 +47,6 @@ def run(ctx: Context) -> list[Row]:
 
         rows.append(measure_row(ctx, "copy", f"{nbytes / (1 << 20):g} MiB", 2 * nbytes, copies, steps, check,
                                 ours_status=None if op else status))
-        del src, dst, steps
         if ctx.device.startswith("cuda"):
             torch.cuda.empty_cache()
     return rows

@@ -46,7 +46,6 @@ def run(ctx: Context) -> list[Row]:
 
     row = measure_row(ctx, "gemm", f"M={m} N={n} K={k}", nbytes, copies, steps, check, flops=2 * m * n * k,
                       ours_status=None if op else status)
-    del a, w, c, steps
     if ctx.device.startswith("cuda"):
         torch.cuda.empty_cache()
     return [row]

@@ -61,7 +61,6 @@ def run(ctx: Context) -> list[Row]:
                 f"warps={c.num_warps} stages={c.num_stages}")
         rows.append(measure_row(ctx, "gemv", shape, nbytes, copies, steps, check, flops=2 * m * n * k,
                                 ours_status=None if op else status))
-        del xs, ws, ys, steps, triton_linear
         if ctx.device.startswith("cuda"):
             torch.cuda.empty_cache()
     return rows

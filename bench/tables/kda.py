@@ -99,7 +99,6 @@ def run(ctx: Context) -> list[Row]:
         if not have_fla:
             row.results["fla"] = Result("fla", status="fla not installed")
         rows.append(row)
-        del states, outs, steps, timing_inputs
         if ctx.device.startswith("cuda"):
             torch.cuda.empty_cache()
     return rows
