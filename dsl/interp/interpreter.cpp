@@ -3,6 +3,7 @@
 // cancels the other instances' loops and waits.
 #include "dsl/interp/interpreter.h"
 
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dsl/interp/frame.h"
+#include "dsl/interp/memory_access.h"
 #include "dsl/interp/ops.h"
 #include "support/strings.h"
 
@@ -124,6 +126,35 @@ absl::Status run_threads(std::span<const Launch> launches, SharedState& shared) 
 }
 
 }  // namespace
+
+std::vector<size_t> parameter_sizes(const Program& program) {
+  std::vector<size_t> sizes;
+  for (const Param& param : program.params) {
+    sizes.push_back(param.type.pointer ? sizeof(uint64_t) : static_cast<size_t>(scalar_type_bytes(param.type.scalar)));
+  }
+  return sizes;
+}
+
+std::vector<ArgValue> arguments_from_raw(const Program& program, const void* const* raw) {
+  std::vector<ArgValue> args;
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const ElementType type = program.params[i].type;
+    if (type.pointer) {
+      uint64_t address = 0;
+      std::memcpy(&address, raw[i], sizeof(address));
+      args.push_back(ArgValue::pointer(reinterpret_cast<const void*>(static_cast<uintptr_t>(address)), type.scalar));
+      continue;
+    }
+    dispatch_scalar(type.scalar, [&](auto tag) {
+      using C = Codec<decltype(tag)::value>;
+      typename C::Raw bits;
+      std::memcpy(&bits, raw[i], sizeof(bits));
+      if constexpr (std::is_same_v<typename C::Value, double>) args.push_back(ArgValue::floating(type.scalar, C::decode(bits)));
+      else args.push_back(ArgValue::integer(type.scalar, C::decode(bits)));
+    });
+  }
+  return args;
+}
 
 absl::Status interpret(const Program& program, const LaunchGrid& grid, std::span<const ArgValue> args,
                        const InterpretOptions& options) {

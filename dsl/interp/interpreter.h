@@ -96,6 +96,12 @@ struct Launch {
 };
 absl::Status interpret_concurrently(std::span<const Launch> launches, const InterpretOptions& options);
 
+// For devices that pass kernel parameters as raw storage (as GPU drivers do): the size in bytes
+// of each parameter's value (8 for pointers, the scalar's size otherwise), and the typed
+// arguments read from `raw`, where raw[i] points at parameter i's value.
+std::vector<size_t> parameter_sizes(const Program& program);
+std::vector<ArgValue> arguments_from_raw(const Program& program, const void* const* raw);
+
 template <typename T>
 ArgValue ArgValue::of(T value) {
   if constexpr (std::is_pointer_v<T>) {

@@ -132,6 +132,19 @@ TEST(Interpreter, ArgumentValueMustFitItsType) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("argument 0 \"v\" of kernel \"narrow\": value 300 does not fit i8"));
 }
 
+TEST(Interpreter, RawParameterStorageBecomesTypedArguments) {
+  VectorAddBuffers buffers(64);
+  const Program program = vector_add(32, true);
+  const std::vector<size_t> sizes = parameter_sizes(program);
+  EXPECT_EQ(sizes, (std::vector<size_t>{8, 8, 8, 4}));
+  float* pointers[3] = {buffers.x.data(), buffers.y.data(), buffers.out.data()};
+  int32_t n = 64;
+  const void* raw[4] = {&pointers[0], &pointers[1], &pointers[2], &n};
+  const std::vector<ArgValue> args = arguments_from_raw(program, raw);
+  ASSERT_TRUE(interpret(program, {2, 1, 1}, args, buffers.options()).ok());
+  EXPECT_EQ(buffers.out[63], 1.5f * 63);
+}
+
 TEST(Interpreter, EmptyGridIsRefused) {
   HandProgram b("empty");
   const absl::Status status = interpret(b.finish(), {0, 1, 1}, {}, {});
