@@ -72,13 +72,14 @@ class Row:
         }
 
 
-def _cell(row: Row, impl: str, copy_bandwidth: float) -> str:
+def _cell(row: Row, impl: str, copy_bandwidth: float, unit: str) -> str:
     result = row.results.get(impl)
     if result is None:
         return "-"
     if result.timing is None:
         return result.status if result.status != "ok" else "no time"
-    text = f"{result.timing.median_us:9.2f}us"
+    scale = {"us": 1.0, "ms": 1e-3}[unit]
+    text = f"{result.timing.median_us * scale:9.2f}{unit}"
     if row.nbytes:
         text += f" {100 * row.floor_fraction(impl, copy_bandwidth):4.0f}%"
     if row.flops:
@@ -88,7 +89,7 @@ def _cell(row: Row, impl: str, copy_bandwidth: float) -> str:
     return text
 
 
-def format_table(title: str, rows: list[Row], copy_bandwidth: float) -> str:
+def format_table(title: str, rows: list[Row], copy_bandwidth: float, unit: str = "us") -> str:
     """A plain-text table: per implementation, median time, % of the HBM floor (floor / time),
     TFLOP/s when the row has flops, and for peers the ratio peer / ours."""
     impls: list[str] = []
@@ -103,7 +104,7 @@ def format_table(title: str, rows: list[Row], copy_bandwidth: float) -> str:
         checks = ", ".join(f"{n} {r.check}" for n, r in row.results.items() if r.check)
         body.append(
             [row.shape, f"{row.nbytes / 1e6:.2f}", f"{row.floor_us(copy_bandwidth):.2f}"]
-            + [_cell(row, name, copy_bandwidth) for name in impls]
+            + [_cell(row, name, copy_bandwidth, unit) for name in impls]
             + [checks]
         )
     widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]

@@ -32,7 +32,7 @@ TITLES = {
     "rows": "3. fused RMSNorm and row softmax",
     "gemm": "4. square bf16 GEMM",
     "kda": "5. KDA spec-verify recurrence (q = 4)",
-    "jit": "6. JIT: first call in a fresh process (times in us)",
+    "jit": "6. JIT: first call in a fresh process",
 }
 
 
@@ -104,7 +104,8 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         table_rows = TABLES[name].run(ctx)
         all_rows += table_rows
-        print(format_table(TITLES[name], table_rows, bandwidth), flush=True)
+        unit = "ms" if name == "jit" else "us"
+        print(format_table(TITLES[name], table_rows, bandwidth, unit), flush=True)
         print(f"   ({time.perf_counter() - started:.0f} s)", flush=True)
         write_results(args.out, meta, all_rows, bandwidth)
     end_bandwidth, _ = copy_bandwidth(repeats=args.repeats)

@@ -18,7 +18,7 @@ import torch
 # evicted by the others since its last use (the H200's L2 is 60 MB; LRU-like replacement).
 L2_FACTOR = 2.0
 MAX_COPIES = 1024  # beyond this a graph gets long to capture; tiny inputs then stay partly in L2
-MIN_LAUNCHES = 16  # per graph: amortizes the replay's own start-up (a few us)
+MIN_LAUNCHES = 32  # per graph: amortizes the replay's own start-up (a few us)
 DEFAULT_REPEATS = 9
 
 
