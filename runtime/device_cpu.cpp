@@ -72,7 +72,7 @@ class CpuDevice final : public Device {
     info_.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     info_.memory_bytes = physical_memory_bytes();
     info_.max_shared_memory_per_block = info_.target.shared_memory_per_block();
-    info_.driver = loader_ ? "interpreter" : "interpreter (no program loader yet: cannot launch)";
+    info_.driver = loader_ ? "interpreter" : "no program loader: cannot launch";
   }
 
   ~CpuDevice() override {
@@ -173,9 +173,9 @@ class CpuDevice final : public Device {
                                      std::string_view label) override {
     if (!loader_) {
       return absl::UnimplementedError(absl::StrCat(
-          "the CPU device cannot launch kernels yet: no interpreter program loader is plugged in, "
-          "so module \"", to_absl(label), "\" (", code_object.size(),
-          " bytes) cannot be loaded; hint: pass a CpuModuleLoader to make_cpu_device"));
+          "this CPU device cannot launch kernels: it was made without a program loader, so module \"",
+          to_absl(label), "\" (", code_object.size(),
+          " bytes) cannot be loaded; hint: make it with make_cpu_device(interpreter_loader(...))"));
     }
     absl::StatusOr<std::unique_ptr<CpuModule>> module = loader_(code_object, label);
     if (!module.ok()) {

@@ -11,8 +11,8 @@
 
 namespace monotile::runtime {
 
-// `loader` makes modules from code objects (the interpreter provides one). Without it the device
-// does everything but load_module, which says the CPU device cannot launch kernels yet.
+// `loader` makes modules from code objects (interpreter_loader in interpreter_module.h runs DSL
+// programs). Without one the device does everything but load_module, which says it cannot launch.
 std::unique_ptr<Device> make_cpu_device(CpuModuleLoader loader = nullptr);
 
 }  // namespace monotile::runtime

@@ -135,14 +135,15 @@ TEST(CpuDevice, HostMappedMemoryIsZeroedAndSharedWithoutCopies) {
   EXPECT_EQ(words[4], 0xFA11u);
 }
 
-TEST(CpuDevice, WithoutLoaderCannotLaunchYet) {
+TEST(CpuDevice, WithoutLoaderCannotLaunch) {
   std::unique_ptr<Device> device = make_cpu_device();
   absl::StatusOr<Module> module = device->load_module("program bytes", "vector_add");
   ASSERT_FALSE(module.ok());
   EXPECT_EQ(module.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(module.status().message()),
-              HasSubstr("the CPU device cannot launch kernels yet: no interpreter program loader "
-                        "is plugged in, so module \"vector_add\" (13 bytes) cannot be loaded"));
+              HasSubstr("this CPU device cannot launch kernels: it was made without a program "
+                        "loader, so module \"vector_add\" (13 bytes) cannot be loaded; hint: "
+                        "make it with make_cpu_device(interpreter_loader(...))"));
 }
 
 TEST(CpuDevice, CapturedWorkRunsOnlyOnReplay) {

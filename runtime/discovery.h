@@ -10,6 +10,7 @@
 #include "dsl/target.h"
 #include "runtime/cpu_module.h"
 #include "runtime/device.h"
+#include "runtime/interpreter_module.h"
 
 namespace monotile::runtime {
 
@@ -38,8 +39,9 @@ struct DiscoveryOptions {
   std::vector<std::string> hip_libraries = {"libamdhip64.so.6", "libamdhip64.so.5",
                                             "libamdhip64.so"};
   bool include_cpu = true;
-  // Handed to the CPU device (see make_cpu_device).
-  CpuModuleLoader cpu_loader;
+  // Handed to the CPU device (see make_cpu_device): by default the interpreter, loading programs
+  // from the process's ProgramCatalog.
+  CpuModuleLoader cpu_loader = interpreter_loader(ProgramCatalog::process());
 };
 
 Discovery discover_devices(const DiscoveryOptions& options = {});
