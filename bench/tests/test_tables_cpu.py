@@ -126,6 +126,17 @@ def test_a_wrong_kernel_of_ours_is_flagged():
         del FAKE_KERNELS["broken"]
 
 
+def test_a_peer_that_cannot_be_tuned_is_recorded_and_the_row_goes_on(monkeypatch):
+    def no_config(*args, **kwargs):
+        raise RuntimeError("no config fits")
+
+    monkeypatch.setattr(gemv, "tuned_linear", no_config)
+    row = gemv.run(_context(exported=("gemv",)))[0]
+    assert row.results["triton"].status == "error: RuntimeError: tuning the triton peer failed: no config fits"
+    assert row.results["triton"].timing is None
+    assert row.results[OURS].timing is not None and row.results["cublas"].timing is not None
+
+
 def test_results_files_hold_every_row(tmp_path):
     ctx = _context(exported=("copy",))
     table_rows = copy.run(ctx)
