@@ -18,8 +18,9 @@ ERROR_NAMES = {1: b"CUDA_ERROR_INVALID_VALUE", 200: b"CUDA_ERROR_INVALID_IMAGE"}
 class FakeLibcuda:
     """Records calls; each entry point returns the code set in `fail` for it (0 by default)."""
 
-    def __init__(self, fail=None):
+    def __init__(self, fail=None, current_context=0x1000):
         self.fail = fail or {}
+        self.current_context = current_context
         self.calls = []
         self.launches = []
 
@@ -38,8 +39,19 @@ class FakeLibcuda:
         return self._ret("cuInit")
 
     def cuCtxGetCurrent(self, out):
-        out._obj.value = 0x1000
+        out._obj.value = self.current_context
         return self._ret("cuCtxGetCurrent")
+
+    def cuDeviceGet(self, out, ordinal):
+        out._obj.value = 0
+        return self._ret("cuDeviceGet", ordinal.value)
+
+    def cuDevicePrimaryCtxRetain(self, out, device):
+        out._obj.value = 0x4000
+        return self._ret("cuDevicePrimaryCtxRetain", device.value)
+
+    def cuCtxSetCurrent(self, context):
+        return self._ret("cuCtxSetCurrent", context.value)
 
     def cuModuleLoadData(self, out, image):
         out._obj.value = 0x2000
@@ -109,6 +121,15 @@ def test_load_and_launch_make_the_expected_driver_calls(tmp_path):
     assert ctypes.c_int32.from_address(params[2]).value == 4
     assert ctypes.c_int64.from_address(params[3]).value == 1 << 40
     assert ctypes.c_float.from_address(params[4]).value == pytest.approx(1e-6)
+
+
+def test_without_a_current_context_the_primary_one_is_made_current():
+    lib = FakeLibcuda(current_context=None)
+    CudaDriver(lib).ensure_context()
+    assert [c for c in lib.calls if c[0] != "cuInit"] == [
+        ("cuCtxGetCurrent", ()), ("cuDeviceGet", (0,)), ("cuDevicePrimaryCtxRetain", (0,)),
+        ("cuCtxSetCurrent", (0x4000,)),
+    ]
 
 
 def test_large_dynamic_shared_memory_raises_the_limit_first(tmp_path):
