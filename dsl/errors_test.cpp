@@ -168,6 +168,36 @@ TEST(Errors, ArgumentMisuse) {
   EXPECT_DSL_ERROR(Builder("w", {.num_warps = 3}), "num_warps 3 is not a positive power of two");
 }
 
+TEST(Errors, BuilderNeedsAName) {
+  EXPECT_DSL_ERROR(Builder(""), "the program name is empty");
+}
+
+TEST(Errors, ArgumentsComeBeforeRegions) {
+  Builder b("k");
+  EXPECT_DSL_ERROR(range(0, 4, 1, [&](Value) { b.arg("late", i32); }), "argument \"late\" is declared inside a region");
+}
+
+TEST(Errors, ValueOfADestroyedBuilder) {
+  Value stale;
+  {
+    Builder gone("gone");
+    stale = zeros({16}, f32);
+  }
+  Builder b("k");
+  EXPECT_DSL_ERROR(exp(stale), "the value belongs to a builder that no longer exists");
+}
+
+TEST(Errors, CreationArguments) {
+  Builder b("k");
+  EXPECT_DSL_ERROR(arange(int64_t{1} << 31, (int64_t{1} << 31) + 16), "the range does not fit i32");
+  EXPECT_DSL_ERROR(zeros({0, 16}, f32), "shape [0, 16] has a dimension below 1");
+  EXPECT_DSL_ERROR(zeros({16}, ptr(f32)), "full of ptr<f32>");
+  EXPECT_DSL_ERROR(reshape(zeros({16}, f32), {0, -1}), "shape [0, -1] has an invalid dimension");
+  EXPECT_DSL_ERROR(cat(zeros({}, f32), zeros({16}, f32)), "cat of a scalar");
+  EXPECT_DSL_ERROR(where(1, 2.0f, 3.0f), "the condition is a number");
+  EXPECT_DSL_ERROR(bitcast(b.arg("p", ptr(f32)), i64), "bitcast from ptr<f32> to i64");
+}
+
 TEST(Errors, ValueLeakingOutOfALoopBody) {
   Builder b("k");
   Value leaked;

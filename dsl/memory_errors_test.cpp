@@ -64,7 +64,8 @@ TEST(MemoryErrors, WaitUntilWatchesOneWord) {
   Builder b("k");
   auto flags = b.arg("flags", ptr(i32));
   EXPECT_DSL_ERROR(wait_until(flags + arange(0, 16), Cmp::ge, 1, 1000), "wait_until watches ptr<i32>[16]");
-  EXPECT_DSL_ERROR(wait_until(flags, Cmp::ge, 1, 1.5f), "the timeout is");
+  EXPECT_DSL_ERROR(wait_until(flags, Cmp::ge, 1, 1.5f), "the timeout is a float constant");
+  EXPECT_DSL_ERROR(wait_until(flags, Cmp::ge, 1, zeros({}, f32)), "the timeout is f32");
 }
 
 TEST(MemoryErrors, DotShapesMustChain) {
@@ -102,6 +103,7 @@ TEST(MemoryErrors, DequantShapes) {
   auto packed = load(w + arange(0, 32)), scales = load(s + arange(0, 4));
   EXPECT_DSL_ERROR(dequant_mxfp4(packed, scales), "scales [4] do not cover packed [32]");
   EXPECT_DSL_ERROR(dequant_mxfp4(scales, scales), "not mxfp4 values and u8 scales");
+  EXPECT_DSL_ERROR(dequant_mxfp4(packed, load(s + arange(0, 2)), f64), "dequant_mxfp4 does not produce f64");
   EXPECT_DSL_ERROR(packed + packed, "add does not take mxfp4 operands");
 }
 

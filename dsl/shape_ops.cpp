@@ -64,7 +64,8 @@ Value reshape(const Value& x, std::vector<int64_t> shape, std::source_location l
       inferred = static_cast<int>(i);
     } else if (shape[i] < 1) {
       throw Error(at(loc), "reshape", "shape " + shape_str(shape) + " has an invalid dimension",
-                  "dimensions >= 1 (one may be -1)", shape_str(shape), "");
+                  "dimensions >= 1 (one may be -1)", shape_str(shape),
+                  "give every dim a positive size, or -1 for one dim to infer it");
     } else {
       known *= shape[i];
     }
