@@ -132,6 +132,10 @@ class Folder {
     for (Op& op : block.ops) {
       substitution_.apply(op);
       for (Block& region : op.regions) this->block(region);
+      if (op.code == OpCode::kIf && constant(op.operands[0])) {
+        inline_branch(op, constant(op.operands[0])->integer != 0 ? 0 : 1, kept);
+        continue;
+      }
       if (std::optional<ValueId> same = identity(op)) {
         substitution_.replace(op.results[0], *same);
         continue;
@@ -150,6 +154,17 @@ class Folder {
       kept.push_back(std::move(op));
     }
     block.ops = std::move(kept);
+  }
+
+  // Replaces an if on a constant condition by the taken branch's ops; its results become the
+  // values the branch yields. The branch's values dominate everything after the if, so SSA holds.
+  void inline_branch(Op& op, size_t taken, std::vector<Op>& kept) {
+    Block& branch = op.regions[taken];
+    const Op& yield = branch.ops.back();
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      substitution_.replace(op.results[i], substitution_.resolve(yield.operands[i]));
+    }
+    for (size_t i = 0; i + 1 < branch.ops.size(); ++i) kept.push_back(std::move(branch.ops[i]));
   }
 
   // An operand the op's result always equals, if any.

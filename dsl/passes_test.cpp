@@ -158,6 +158,26 @@ TEST(FoldConstants, IdentitiesForwardTheOperand) {
   EXPECT_TRUE(verify(folded).ok());
 }
 
+TEST(FoldConstants, IfOnAConstantConditionBecomesItsBranch) {
+  Builder b("branch");
+  auto p = b.arg("p", ptr(i32)), n = b.arg("n", i32);
+  auto on = full({}, 1, i32) > 0;
+  auto r = if_(on, [&] {
+    store(p, n);
+    return n * 2;
+  }, [&] { return n; });
+  store(p + 1, r);
+  Program folded = fold_constants(b.finish());
+  EXPECT_EQ(count(folded.body, OpCode::kIf), 0);
+  EXPECT_EQ(count(folded.body, OpCode::kStore), 2);
+  EXPECT_EQ(count(folded.body, OpCode::kMul), 1);
+  EXPECT_TRUE(verify(folded).ok()) << verify(folded);
+  const Op& last = folded.body.ops.back();
+  bool stores_product = false;
+  for (const Op& op : folded.body.ops) stores_product |= op.code == OpCode::kMul && op.results[0] == last.operands[1];
+  EXPECT_TRUE(stores_product);
+}
+
 TEST(FoldConstants, KeepsFloatAddOfZero) {
   Program program = fold_constants(store_of(f32, [] {
     auto x = zeros({}, f32) * -1.0f;  // -0.0: x + 0.0 is +0.0, not x
