@@ -16,7 +16,7 @@ bool fits_int32(int64_t value) {
   return value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max();
 }
 
-// Whether `literal` is representable in integer type `type` (as a signed or an unsigned pattern).
+// Whether `literal` lies in the range of integer type `type` (so -1 does not fit u32).
 bool literal_fits(ScalarType type, int64_t literal) {
   int bits = scalar_type_bits(type);
   if (bits >= 64) return true;
