@@ -70,8 +70,11 @@ class CudaDevice final : public Device {
 
   absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
     MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(driver_->cuMemcpyHtoD(destination, source, bytes), "cuMemcpyHtoD_v2",
-                          copy_subject(bytes));
+    MT_RETURN_IF_ERROR(driver_->check(driver_->cuMemcpyHtoD(destination, source, bytes),
+                                      "cuMemcpyHtoD_v2", copy_subject(bytes)));
+    // From pageable memory the copy may return once the data is staged, before the DMA lands; the
+    // caller's next launch on a non-blocking stream would not wait for it.
+    return driver_->check(driver_->cuStreamSynchronize(nullptr), "cuStreamSynchronize");
   }
   absl::Status copy_to_host(void* destination, DevicePtr source, size_t bytes) override {
     MT_RETURN_IF_ERROR(make_current());

@@ -63,9 +63,11 @@ class HipDevice final : public Device {
 
   absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
     MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(
+    MT_RETURN_IF_ERROR(driver_->check(
         driver_->hipMemcpyHtoD(pointer(destination), const_cast<void*>(source), bytes),
-        "hipMemcpyHtoD", describe_bytes(bytes));
+        "hipMemcpyHtoD", describe_bytes(bytes)));
+    // As on CUDA: a copy from pageable memory may return before it lands.
+    return driver_->check(driver_->hipStreamSynchronize(nullptr), "hipStreamSynchronize");
   }
   absl::Status copy_to_host(void* destination, DevicePtr source, size_t bytes) override {
     MT_RETURN_IF_ERROR(make_current());

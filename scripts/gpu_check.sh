@@ -77,8 +77,9 @@ if [ "$build" -eq 1 ]; then
       die "no pkg-config here and none unpacked: fetch with EXTRA_PKGS=\"pkgconf-bin libpkgconf3\" (docs/gpu_check.md)"
     pkg_config_arg=(-DPKG_CONFIG_EXECUTABLE="$deps_root/usr/bin/pkgconf")
   fi
-  log "configuring $build_dir (Release) against the unpacked packages"
-  cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  # -O2 as the project's default build, without its debug info (GCC's -O3 warns falsely).
+  log "configuring $build_dir (Release, -O2) against the unpacked packages"
+  cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
     -DCMAKE_PREFIX_PATH="$deps_root/usr;$deps_lib/cmake" \
     -DCMAKE_CXX_FLAGS="-I$deps_root/usr/include" \
     -DCMAKE_EXE_LINKER_FLAGS="-L$deps_lib -Wl,-rpath-link,$deps_lib" \
