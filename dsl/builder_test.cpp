@@ -142,6 +142,12 @@ TEST(Builder, IfAndWhileReturnValues) {
   auto r = if_(n > 0, [&] { return n * 2; }, [&] { return n - 1; });
   EXPECT_EQ(r.dtype(), i32);
   if_(n == 3, [&] { device_assert(n > 0, "positive"); });
+  auto [lo, hi] = if_(n > 4, [&] { return std::array{n, n * 2}; }, [&] { return std::array{n - 1, n}; });
+  EXPECT_EQ(hi.dtype(), i32);
+  auto [a, c] = if_(n > 5, [&] { return std::tuple{n, n.to(f32)}; }, [&] { return std::tuple{n, n.to(f32) * 2.0f}; });
+  EXPECT_EQ(c.dtype(), f32);
+  (void)lo;
+  (void)a;
   auto [i, total] = while_(0, 0, [&](Value i, Value) { return i < n; },
                            [&](Value i, Value total) { return std::array{i + 1, total + i}; });
   EXPECT_EQ(total.dtype(), i32);
