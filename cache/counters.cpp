@@ -82,12 +82,12 @@ CounterDelta read_total(const std::filesystem::path& dir) {
 }  // namespace
 
 PersistentCounters::~PersistentCounters() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   if (fd_ >= 0) close(fd_);
 }
 
 absl::Status PersistentCounters::update_shard(int shard, const std::function<void(CounterDelta&)>& change) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   std::filesystem::path path = shard_path(dir_, shard);
   // One descriptor per process and shard; reopened after fork (the child must lock on its own).
   int fd = -1;

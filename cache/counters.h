@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <functional>
 
-#include "absl/base/thread_annotations.h"
+#include <mutex>
+
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "cache/cache.h"
 
 namespace monotile::cache {
@@ -46,9 +46,9 @@ class PersistentCounters {
   absl::Status update_shard(int shard, const std::function<void(CounterDelta&)>& change);
 
   std::filesystem::path dir_;
-  absl::Mutex mutex_;  // flock does not exclude threads sharing our descriptor
-  int fd_ ABSL_GUARDED_BY(mutex_) = -1;
-  long fd_pid_ ABSL_GUARDED_BY(mutex_) = 0;  // a forked child must not share its parent's lock
+  std::mutex mutex_;  // flock does not exclude threads sharing our descriptor
+  int fd_ = -1;       // guarded by mutex_
+  long fd_pid_ = 0;   // guarded by mutex_; a forked child must not share its parent's lock
 };
 
 }  // namespace monotile::cache

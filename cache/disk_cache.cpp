@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -74,8 +75,8 @@ class DiskCache final : public Cache {
   std::atomic<bool> writable_{false};
   bool compile_lock_ = true;  // off on network filesystems
   std::unique_ptr<PersistentCounters> counters_;
-  mutable absl::Mutex process_mutex_;
-  CounterDelta process_ ABSL_GUARDED_BY(process_mutex_);
+  mutable std::mutex process_mutex_;
+  CounterDelta process_;  // guarded by process_mutex_
   InFlight in_flight_;
 };
 
@@ -127,7 +128,7 @@ void DiskCache::degrade(const absl::Status& why) {
 
 void DiskCache::count(const CounterDelta& delta) {
   {
-    absl::MutexLock lock(&process_mutex_);
+    std::lock_guard lock(process_mutex_);
     process_.hits += delta.hits;
     process_.misses += delta.misses;
     process_.stores += delta.stores;
@@ -365,7 +366,7 @@ Stats DiskCache::stats() const {
 }
 
 Stats DiskCache::process_stats() const {
-  absl::MutexLock lock(&process_mutex_);
+  std::lock_guard lock(process_mutex_);
   return to_stats(process_);
 }
 

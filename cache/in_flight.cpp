@@ -4,7 +4,7 @@
 namespace monotile::cache {
 
 std::pair<std::shared_ptr<InFlight::Flight>, bool> InFlight::join(const Key& key) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   auto [it, inserted] = flights_.try_emplace(std::make_pair(key.high, key.low));
   if (inserted) it->second = std::make_shared<Flight>();
   return {it->second, inserted};
@@ -13,17 +13,20 @@ std::pair<std::shared_ptr<InFlight::Flight>, bool> InFlight::join(const Key& key
 void InFlight::finish(const Key& key, const std::shared_ptr<Flight>& flight,
                       const absl::StatusOr<Entry>& result) {
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard lock(mutex_);
     flights_.erase(std::make_pair(key.high, key.low));
   }
-  absl::MutexLock lock(&flight->mutex);
-  flight->result = result;
-  flight->done = true;
+  {
+    std::lock_guard lock(flight->mutex);
+    flight->result = result;
+    flight->done = true;
+  }
+  flight->finished.notify_all();
 }
 
 absl::StatusOr<Entry> InFlight::wait(Flight& flight) {
-  absl::MutexLock lock(&flight.mutex);
-  flight.mutex.Await(absl::Condition(+[](bool* done) { return *done; }, &flight.done));
+  std::unique_lock lock(flight.mutex);
+  flight.finished.wait(lock, [&] { return flight.done; });
   return flight.result;
 }
 

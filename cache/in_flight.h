@@ -1,15 +1,16 @@
 // In-process rendezvous of concurrent get_or_compute calls for one key: the first caller leads
 // (looks across processes, computes, stores), the others wait for its result instead of each
 // polling the lock file. A flight lives only while its leader works; later callers find the entry.
+// std::mutex rather than absl::Mutex: ThreadSanitizer understands it without an instrumented Abseil.
 #pragma once
 
+#include <condition_variable>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "cache/cache.h"
 
 namespace monotile::cache {
@@ -17,9 +18,10 @@ namespace monotile::cache {
 class InFlight {
  public:
   struct Flight {
-    absl::Mutex mutex;
-    bool done ABSL_GUARDED_BY(mutex) = false;
-    absl::StatusOr<Entry> result ABSL_GUARDED_BY(mutex);
+    std::mutex mutex;
+    std::condition_variable finished;
+    bool done = false;  // guarded by mutex
+    absl::StatusOr<Entry> result;  // guarded by mutex
   };
 
   // The key's flight, and whether the caller is its leader (it must then call finish()).
@@ -30,8 +32,8 @@ class InFlight {
   static absl::StatusOr<Entry> wait(Flight& flight);
 
  private:
-  absl::Mutex mutex_;
-  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(mutex_);
+  std::mutex mutex_;
+  std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Flight>> flights_;  // guarded by mutex_
 };
 
 }  // namespace monotile::cache
