@@ -89,7 +89,7 @@ struct Stats {
   uint64_t stores = 0;
   uint64_t corrupt_removed = 0;  // bad entries found (removed unless in a read-only layer)
   uint64_t evictions = 0;
-  uint64_t bytes = 0;  // size of the writable layer now
+  uint64_t bytes = 0;  // size of the writable layer now (tracked; each eviction scan corrects it)
   uint64_t entries = 0;
 };
 
@@ -110,6 +110,8 @@ class Cache {
 
   // lookup(), and on a miss runs `compute` at most once per key across the threads and processes
   // sharing the directory (the others wait for the winner's entry), then stores its result.
+  // A process waits for another one at most config().compile_wait_timeout, then computes itself;
+  // on a network filesystem processes do not wait for each other (the first store wins).
   // `hit` (if given) says whether the entry came from the cache, that is whether this call did not
   // run `compute` (a thread of this process computing the same key at once shares its result).
   // A failed `compute` is returned as is and stores nothing.
