@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <thread>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "runtime/driver_error.h"
 #include "support/log.h"
@@ -97,18 +99,23 @@ class CpuDevice final : public Device {
   }
 
   absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
+    MT_RETURN_IF_ERROR(check_range("copy_to_device", "destination", destination, bytes));
     std::memcpy(from_native<void>(destination), source, bytes);
     return absl::OkStatus();
   }
   absl::Status copy_to_host(void* destination, DevicePtr source, size_t bytes) override {
+    MT_RETURN_IF_ERROR(check_range("copy_to_host", "source", source, bytes));
     std::memcpy(destination, from_native<const void>(source), bytes);
     return absl::OkStatus();
   }
   absl::Status copy_on_device(DevicePtr destination, DevicePtr source, size_t bytes) override {
+    MT_RETURN_IF_ERROR(check_range("copy_on_device", "destination", destination, bytes));
+    MT_RETURN_IF_ERROR(check_range("copy_on_device", "source", source, bytes));
     std::memmove(from_native<void>(destination), from_native<const void>(source), bytes);
     return absl::OkStatus();
   }
   absl::Status fill_bytes(DevicePtr destination, uint8_t value, size_t bytes) override {
+    MT_RETURN_IF_ERROR(check_range("fill_bytes", "destination", destination, bytes));
     std::memset(from_native<void>(destination), value, bytes);
     return absl::OkStatus();
   }
@@ -280,6 +287,27 @@ class CpuDevice final : public Device {
     allocations_[memory] = CpuAllocation{
         memory, bytes, absl::StrCat(to_absl(what), " #", ++allocation_count_, " (", bytes, " bytes)")};
     return memory;
+  }
+
+  // A GPU would fault (or corrupt memory) on an address outside every allocation; here it is an
+  // error naming the call, the range and the nearest allocation below it.
+  absl::Status check_range(std::string_view call, std::string_view role, DevicePtr address,
+                           size_t bytes) {
+    absl::MutexLock lock(&mutex_);
+    auto above = allocations_.upper_bound(from_native<const void>(address));
+    if (above != allocations_.begin()) {
+      const CpuAllocation& allocation = std::prev(above)->second;
+      const uint64_t base = to_native(allocation.base);
+      if (address >= base && address + bytes <= base + allocation.bytes) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s on %s: the %s [0x%x, 0x%x) is outside every allocation; the nearest below is %s at "
+          "0x%x",
+          to_absl(call), describe(info_), to_absl(role), address, address + bytes, allocation.name,
+          base));
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s on %s: the %s [0x%x, 0x%x) is outside every allocation", to_absl(call),
+        describe(info_), to_absl(role), address, address + bytes));
   }
 
   std::vector<CpuAllocation> live_allocations() {

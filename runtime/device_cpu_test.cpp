@@ -75,6 +75,22 @@ TEST(CpuDevice, ZeroByteAllocationIsAnError) {
             "allocating a buffer of 0 bytes on cpu device 0 \"cpu interpreter\" (cpu)");
 }
 
+TEST(CpuDevice, CopiesOutsideEveryAllocationAreErrors) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  absl::StatusOr<DeviceBuffer> buffer = device->allocate(64);
+  ASSERT_TRUE(buffer.ok());
+  char host[128] = {};
+  absl::Status status = device->copy_to_device(buffer->address() + 32, host, 64);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("copy_to_device on cpu device 0 \"cpu interpreter\" (cpu): the destination ["));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr(") is outside every allocation; the nearest below is buffer #1 (64 bytes) at 0x"));
+  EXPECT_FALSE(device->copy_to_host(host, 8, 4).ok());
+  EXPECT_FALSE(device->fill_bytes(buffer->address() + 64, 0, 1).ok());
+  EXPECT_TRUE(device->fill_bytes(buffer->address() + 63, 0, 1).ok());
+}
+
 TEST(CpuDevice, AsyncCopiesRunInStreamOrder) {
   std::unique_ptr<Device> device = make_cpu_device();
   absl::StatusOr<Stream> stream = device->create_stream();
