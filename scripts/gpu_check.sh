@@ -45,8 +45,15 @@ log() { echo "$*" | tee -a "$summary"; }
 log "monotile GPU check, $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
 log "repo: $repo ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo 'not a git checkout'))"
 
-# 1. The Debian packages' libraries (and, for --build, headers and CMake/pkg-config files).
-deps_root=$(mktemp -d "${TMPDIR:-/tmp}/monotile-deps.XXXXXX")
+# 1. The Debian packages' libraries (and, for --build, headers and CMake/pkg-config files), in a
+# fixed folder of the build so that CMake's cached paths stay valid from one run to the next.
+if [ "$build" -eq 0 ] && [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  die "no build in $build_dir: carry one (docs/gpu_check.md) or pass --build to build here"
+fi
+mkdir -p "$build_dir"
+deps_root=$(cd "$build_dir" && pwd)/device-deps
+rm -rf "$deps_root"
+mkdir -p "$deps_root"
 shopt -s nullglob
 debs=("$deps_dir"/*.deb)
 shopt -u nullglob
@@ -71,11 +78,12 @@ if [ "$build" -eq 1 ]; then
   done
   shopt -u nullglob
   export PKG_CONFIG_PATH=$deps_lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-  pkg_config_arg=()
-  if ! command -v pkg-config >/dev/null; then
-    [ -x "$deps_root/usr/bin/pkgconf" ] ||
-      die "no pkg-config here and none unpacked: fetch with EXTRA_PKGS=\"pkgconf-bin libpkgconf3\" (docs/gpu_check.md)"
-    pkg_config_arg=(-DPKG_CONFIG_EXECUTABLE="$deps_root/usr/bin/pkgconf")
+  if command -v pkg-config >/dev/null; then
+    pkg_config=$(command -v pkg-config)
+  elif [ -x "$deps_root/usr/bin/pkgconf" ]; then
+    pkg_config=$deps_root/usr/bin/pkgconf
+  else
+    die "no pkg-config here and none unpacked: fetch with EXTRA_PKGS=\"pkgconf-bin libpkgconf3\" (docs/gpu_check.md)"
   fi
   # -O2 as the project's default build, without its debug info (GCC's -O3 warns falsely).
   log "configuring $build_dir (Release, -O2) against the unpacked packages"
@@ -83,14 +91,12 @@ if [ "$build" -eq 1 ]; then
     -DCMAKE_PREFIX_PATH="$deps_root/usr;$deps_lib/cmake" \
     -DCMAKE_CXX_FLAGS="-I$deps_root/usr/include" \
     -DCMAKE_EXE_LINKER_FLAGS="-L$deps_lib -Wl,-rpath-link,$deps_lib" \
-    "${pkg_config_arg[@]}" > "$outdir/configure.log" 2>&1 ||
+    -DPKG_CONFIG_EXECUTABLE="$pkg_config" > "$outdir/configure.log" 2>&1 ||
     { tail -30 "$outdir/configure.log" >&2; die "cmake configure failed: see $outdir/configure.log"; }
   log "building target $BUILD_TARGET with $jobs jobs"
   cmake --build "$build_dir" --target "$BUILD_TARGET" -j"$jobs" > "$outdir/build.log" 2>&1 ||
     { tail -40 "$outdir/build.log" >&2; die "build failed: see $outdir/build.log"; }
 else
-  [ -f "$build_dir/CMakeCache.txt" ] ||
-    die "no build in $build_dir: carry one (docs/gpu_check.md) or pass --build to build here"
   # CTest files hold the absolute paths of the machine that configured: rewrite them for this one.
   old_build=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build_dir/CMakeCache.txt")
   old_source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build_dir/CMakeCache.txt")
@@ -98,7 +104,8 @@ else
   if [ "$old_build" != "$new_build" ]; then
     log "relocating CTest files: $old_build -> $new_build, $old_source -> $repo"
     # Through placeholders, so that a new path containing an old one is not rewritten twice.
-    find "$build_dir" \( -name 'CTestTestfile.cmake' -o -name '*_tests.cmake' -o -name '*_include.cmake' \) \
+    find "$build_dir" -path "$deps_root" -prune -o \
+      \( -name 'CTestTestfile.cmake' -o -name '*_tests.cmake' -o -name '*_include.cmake' \) \
       -exec sed -i -e "s|$old_build|@MONOTILE_BUILD@|g" -e "s|$old_source|@MONOTILE_SOURCE@|g" \
                    -e "s|@MONOTILE_BUILD@|$new_build|g" -e "s|@MONOTILE_SOURCE@|$repo|g" {} +
   fi
@@ -161,5 +168,4 @@ for entry in "${BENCHMARKS[@]}"; do
 done
 
 log "--- result: $(case $status in 0) echo passed ;; 3) echo 'GPU tests skipped on a GPU machine' ;; *) echo failed ;; esac)"
-rm -rf "$deps_root"
 exit "$status"
