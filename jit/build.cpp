@@ -4,7 +4,12 @@
 namespace monotile::jit {
 
 CompileRequest Build::request() const {
-  return CompileRequest{kernel_name, source, target, options, headers, name, {}, false, 0};
+  return CompileRequest{.kernel_name = kernel_name,
+                        .source = source,
+                        .target = target,
+                        .options = options,
+                        .headers = headers,
+                        .build_name = name};
 }
 
 }  // namespace monotile::jit

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "jit/backend.h"
 #include "jit/worker_process.h"
+#include "support/log.h"
 #include "support/strings.h"
 
 namespace monotile::jit {
@@ -50,7 +51,23 @@ CompilerOptions CompilerOptions::from_environment() {
   if (const char* timeout = std::getenv("MONOTILE_JIT_TIMEOUT"); timeout != nullptr && *timeout) {
     char* end = nullptr;
     double seconds = std::strtod(timeout, &end);
-    if (end != timeout && *end == '\0' && seconds > 0) options.timeout_seconds = seconds;
+    if (end != timeout && *end == '\0' && seconds > 0) {
+      options.timeout_seconds = seconds;
+    } else {
+      log_warning_once("MONOTILE_JIT_TIMEOUT", absl::StrCat("MONOTILE_JIT_TIMEOUT=\"", timeout,
+                                                             "\" is not a positive number of seconds; using ",
+                                                             options.timeout_seconds));
+    }
+  }
+  if (const char* isolation = std::getenv("MONOTILE_JIT_ISOLATION"); isolation != nullptr && *isolation) {
+    std::string_view value(isolation);
+    if (value == "in-process") {
+      options.isolation = Isolation::kInProcess;
+    } else if (value != "process") {
+      log_warning_once("MONOTILE_JIT_ISOLATION",
+                       absl::StrCat("MONOTILE_JIT_ISOLATION=\"", isolation,
+                                    "\" is neither \"process\" nor \"in-process\"; using \"process\""));
+    }
   }
   return options;
 }

@@ -22,14 +22,15 @@ struct Header {
   friend bool operator==(const Header&, const Header&) = default;
 };
 
+// Every member has a default, so designated initializers may name only what they set.
 struct CompileRequest {
-  std::string kernel_name;     // the extern "C" __global__ function
-  std::string source;          // complete HIP/CUDA C++; needs no system headers
-  dsl::Target target;
-  std::vector<std::string> options;  // extra compiler flags, after the compiler's own
-  std::vector<Header> headers;       // in-memory headers, by include name
-  std::string build_name;            // the build's name, for messages (kernel_name when empty)
-  std::string build_key;             // the build's cache key in hex, for messages (may be empty)
+  std::string kernel_name = {};      // the extern "C" __global__ function
+  std::string source = {};           // complete HIP/CUDA C++; needs no system headers
+  dsl::Target target = dsl::Target::cpu();
+  std::vector<std::string> options = {};  // extra compiler flags, after the compiler's own
+  std::vector<Header> headers = {};       // in-memory headers, by include name
+  std::string build_name = {};       // the build's name, for messages (kernel_name when empty)
+  std::string build_key = {};        // the build's cache key in hex, for messages (may be empty)
   bool want_assembly = false;        // fill CompileResult::assembly (PTX on NVIDIA, ISA on AMD)
   double test_sleep_seconds = 0;     // test-only: the worker sleeps this long before compiling
 };
@@ -67,9 +68,10 @@ enum class Isolation {
 
 struct CompilerOptions {
   Isolation isolation = Isolation::kWorkerProcess;
-  // A worker still running after this long is killed and the compile fails. MONOTILE_JIT_TIMEOUT
-  // (seconds) overrides the default.
+  // A worker still running after this long is killed and the compile fails.
   double timeout_seconds = 300;
+  // MONOTILE_JIT_TIMEOUT (seconds) and MONOTILE_JIT_ISOLATION ("process" or "in-process") override
+  // the defaults; a malformed value is warned about once and ignored.
   static CompilerOptions from_environment();
 };
 

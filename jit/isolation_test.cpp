@@ -75,8 +75,11 @@ TEST(Isolation, TimeoutKillsTheWorkerAndReturnsAnError) {
   options.timeout_seconds = 1.0;
   absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_compiler(*dsl::Target::parse("sm_90a"), options);
   ASSERT_TRUE(compiler.ok()) << compiler.status();
-  CompileRequest request{"mt_sleepy", "extern \"C\" __global__ void mt_sleepy() {}", *dsl::Target::parse("sm_90a"),
-                         {}, {}, "sleepy", {}, false, 60.0};
+  CompileRequest request{.kernel_name = "mt_sleepy",
+                         .source = "extern \"C\" __global__ void mt_sleepy() {}",
+                         .target = *dsl::Target::parse("sm_90a"),
+                         .build_name = "sleepy",
+                         .test_sleep_seconds = 60.0};
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<CompileResult> result = (*compiler)->compile(request);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -88,14 +91,32 @@ TEST(Isolation, TimeoutKillsTheWorkerAndReturnsAnError) {
   EXPECT_LT(seconds, 10.0);
 }
 
+TEST(Isolation, MissingWorkerIsAnErrorWithAHint) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  ::setenv("MONOTILE_JIT_WORKER", "/nonexistent/monotile-jit-worker", 1);
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_compiler(*dsl::Target::parse("sm_90a"));
+  ASSERT_TRUE(compiler.ok());
+  CompileRequest request{.kernel_name = "mt_one",
+                         .source = "extern \"C\" __global__ void mt_one() {}",
+                         .target = *dsl::Target::parse("sm_90a")};
+  absl::StatusOr<CompileResult> result = (*compiler)->compile(request);
+  ::unsetenv("MONOTILE_JIT_WORKER");
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("the compile worker \"monotile-jit-worker\" was not found (looked at: "
+                        "/nonexistent/monotile-jit-worker); hint: build the monotile_jit_worker target, or set "
+                        "MONOTILE_JIT_WORKER to its path"));
+}
+
 TEST(Isolation, InProcessModeCompilesToo) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   CompilerOptions options;
   options.isolation = Isolation::kInProcess;
   absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_compiler(*dsl::Target::parse("sm_90a"), options);
   ASSERT_TRUE(compiler.ok());
-  CompileRequest request{"mt_one", "extern \"C\" __global__ void mt_one(int* x) { *x = 1; }",
-                         *dsl::Target::parse("sm_90a"), {}, {}, {}, {}, false, 0};
+  CompileRequest request{.kernel_name = "mt_one",
+                         .source = "extern \"C\" __global__ void mt_one(int* x) { *x = 1; }",
+                         .target = *dsl::Target::parse("sm_90a")};
   absl::StatusOr<CompileResult> result = (*compiler)->compile(request);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_FALSE(result->code_object.empty());

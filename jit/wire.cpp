@@ -65,7 +65,7 @@ absl::StatusOr<CompileRequest> decode_request(std::string_view bytes) {
   MT_ASSIGN_OR_RETURN(auto fields, split_fields(bytes));
   if (fields.empty() || fields[0].first != "target") return absl::DataLossError("compile request: no target");
   MT_ASSIGN_OR_RETURN(dsl::Target target, dsl::Target::parse(fields[0].second));
-  CompileRequest request{{}, {}, target, {}, {}, {}, {}, false, 0};
+  CompileRequest request{.target = target};
   for (size_t i = 1; i < fields.size(); ++i) {
     const auto& [name, value] = fields[i];
     if (name == "kernel_name") request.kernel_name = value;

@@ -84,6 +84,14 @@ TEST(WarmupCommand, UnbuildableTargetExitsNonZero) {
   EXPECT_THAT(run.output, HasSubstr("5 failed"));
 }
 
+TEST(WarmupCommand, BadJobsIsMisuse) {
+  jit::testing::TempDir dir;
+  CommandRun run = warmup("--jobs 0", dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.output, HasSubstr("--jobs takes a positive integer, got \"0\""));
+  EXPECT_THAT(run.output, HasSubstr("usage: monotile warmup"));
+}
+
 TEST(WarmupCommand, BadTargetIsMisuse) {
   jit::testing::TempDir dir;
   CommandRun run = warmup("--target sm_91", dir.path());
