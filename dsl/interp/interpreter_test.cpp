@@ -145,6 +145,55 @@ TEST(Interpreter, RawParameterStorageBecomesTypedArguments) {
   EXPECT_EQ(buffers.out[63], 1.5f * 63);
 }
 
+TEST(Interpreter, MisalignedAccessIsAnError) {
+  HandProgram b("misaligned");
+  const ValueId bytes = b.param("bytes", {ScalarType::kU8, true});
+  const ValueId one = b.constant_int(ScalarType::kI32, 1);
+  const ValueId odd = b.op(OpCode::kAddPtr, {bytes, one}, {tile({ScalarType::kU8, true}, {})});
+  const ValueId as_int = b.op(OpCode::kBitcast, {odd}, {tile(kI64, {})});
+  const ValueId back = b.op(OpCode::kCast, {as_int}, {tile(kPtrI32, {})});
+  b.op(OpCode::kLoad, {back}, {tile(kI32, {})}, {}, 31);
+  std::vector<uint32_t> words(4);
+  InterpretOptions options;
+  options.allocations = {{words.data(), 16, "words"}};
+  const absl::Status status =
+      interpret(b.finish(), {1, 1, 1}, std::vector{ArgValue::pointer(words.data(), ScalarType::kU8)}, options);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("load at hand_kernel.cpp:31 in \"misaligned\" instance (0, 0, 0): "
+                                                       "lane [] reads 4 bytes at misaligned address 0x"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("(element 0 of \"words\")"));
+}
+
+TEST(Interpreter, ZeroLoopStepIsAnError) {
+  HandProgram b("stuck");
+  const ValueId zero = b.constant_int(ScalarType::kI32, 0), ten = b.constant_int(ScalarType::kI32, 10);
+  b.op(OpCode::kFor, {zero, ten, zero}, {}, {}, 21);
+  b.begin_region({tile(kI32, {})});
+  b.end_region({});
+  const absl::Status status = interpret(b.finish(), {1, 1, 1}, {}, {});
+  EXPECT_EQ(std::string(status.message()),
+            "for at hand_kernel.cpp:21 in \"stuck\" instance (0, 0, 0): step is zero; hint: a loop must advance");
+}
+
+TEST(Interpreter, BitwiseAtomicOnFloatsIsAnError) {
+  HandProgram b("float_or");
+  const ValueId p = b.param("p", kPtrF32);
+  const ValueId one = b.constant_float(ScalarType::kF32, 1.0);
+  Attrs attrs;
+  attrs.atomic = AtomicKind::kOr;
+  b.op(OpCode::kAtomicRmw, {p, one}, {tile(kF32, {})}, attrs, 8);
+  float value = 0;
+  InterpretOptions options;
+  options.allocations = {{&value, 4, "p"}};
+  const absl::Status status = interpret(b.finish(), {1, 1, 1}, std::vector{ArgValue::of(&value)}, options);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("atomic_rmw at hand_kernel.cpp:8 in \"float_or\" instance "
+                                                       "(0, 0, 0): atomic or takes integer memory, got ptr<f32>"));
+}
+
+TEST(Interpreter, ConcurrentLaunchNeedsAProgram) {
+  const std::vector<Launch> launches(1);
+  EXPECT_EQ(std::string(interpret_concurrently(launches, {}).message()), "a launch has no program");
+}
+
 TEST(Interpreter, EmptyGridIsRefused) {
   HandProgram b("empty");
   const absl::Status status = interpret(b.finish(), {0, 1, 1}, {}, {});
