@@ -140,6 +140,12 @@ passed_line=$(grep -E 'tests passed' "$outdir/ctest_gpu.log" | tail -1 || true)
 skipped=$(grep -c '\*\*\*Skipped' "$outdir/ctest_gpu.log" || true)
 log "--- ctest -L gpu: ${passed_line:-no result line (see ctest_gpu.log)}; skipped: $skipped; exit $ctest_status"
 grep -E '\*\*\*(Failed|Skipped|Timeout|Exception)|Not Run' "$outdir/ctest_gpu.log" | sed 's/^/  /' >> "$summary" || true
+# A test binary that was not built shows up as <target>_NOT_BUILT, without labels: say so.
+not_built=$(ctest --test-dir "$build_dir" -N 2>/dev/null | grep -o '[A-Za-z0-9_]*_NOT_BUILT' | sort -u || true)
+if [ -n "$not_built" ]; then
+  log "test binaries not built (their tests did not run; a GPU test among them belongs in the gpu_check target):"
+  sed 's/^/  /' <<<"$not_built" >> "$summary"
+fi
 if grep -q 'No tests were found' "$outdir/ctest_gpu.log"; then
   log "no GPU tests found in $build_dir: was it built with the GPU test targets?"
   status=1
