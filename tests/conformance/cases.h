@@ -16,7 +16,7 @@ std::vector<Case> memory_cases();       // masked loads/stores, ordered accesses
 std::vector<Case> reduce_cases();       // reductions, arg reductions, scans
 std::vector<Case> sort_cases();         // sort, topk
 std::vector<Case> dot_cases();          // dot over dtypes and shapes
-std::vector<Case> control_cases();      // range, if_, while_
+std::vector<Case> control_cases();      // range, if_, while_, device_assert, i1 logic
 
 std::vector<Case> all_cases();
 

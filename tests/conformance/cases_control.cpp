@@ -1,5 +1,6 @@
 // Runtime control flow: range with one and two carried values and runtime bounds, if_ with
-// results (per instance), while_ with a data-dependent trip count, and nesting.
+// results (per instance), while_ with a data-dependent trip count, and nesting; plus a
+// device_assert that holds and i1 logic.
 #include <cmath>
 
 #include "tests/conformance/cases.h"
@@ -109,10 +110,60 @@ Case while_case() {
   return c;
 }
 
+// device_assert on a condition that holds everywhere changes nothing (and must not fire).
+Case assert_holds_case() {
+  Case c;
+  c.name = "device_assert_holds/f32/[16, 64]";
+  c.grid = {4, 1, 1};
+  c.build = [] {
+    Builder b("assert_holds");
+    Value x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+    Value offsets = program_id(0) * 1024 + flat_offsets({16, 64});
+    Value v = load(x + offsets);
+    device_assert(v >= 0, "inputs are non-negative");
+    device_assert(program_id(0) < num_programs(0), "program ids stay inside the grid");
+    store(y + offsets, sqrt(v));
+    return b.finish();
+  };
+  c.tensors = {{"x", kF32, {64, 64}, Role::kInput, uniform(0, 100), std::nullopt},
+               {"y", kF32, {64, 64}, Role::kOutput, nullptr, std::nullopt}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < t["x"].size(); ++i) t["y"].set(i, std::sqrt(t["x"].get(i)));
+  };
+  return c;
+}
+
+// i1 logic: !, &, |, ^ on comparison results, and i1 -> i32.
+Case logic_case() {
+  Case c;
+  c.name = "i1_logic/i32/[64, 32]";
+  c.build = [] {
+    Builder b("logic");
+    Value pa = b.arg("a", ptr(i32)), pb = b.arg("b", ptr(i32)), out = b.arg("out", ptr(i32));
+    Value offsets = flat_offsets({64, 32});
+    Value a = load(pa + offsets), bv = load(pb + offsets);
+    Value lt = a < bv, eq = a == bv, odd = (a & 1) == 1;
+    Value mixed = (((!lt) & odd) | (eq ^ odd)).to(i32) * 4 + (!eq).to(i32) * 2 + (lt | eq).to(i32);
+    store(out + offsets, mixed);
+    return b.finish();
+  };
+  c.tensors = {{"a", kI32, {64, 32}, Role::kInput, integers(0, 4), std::nullopt},
+               {"b", kI32, {64, 32}, Role::kInput, integers(0, 4), std::nullopt},
+               {"out", kI32, {64, 32}, Role::kOutput, nullptr, std::nullopt}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < t["a"].size(); ++i) {
+      const int64_t a = t["a"].get_int(i), b = t["b"].get_int(i);
+      const bool lt = a < b, eq = a == b, odd = (a & 1) == 1;
+      t["out"].set_int(i, int64_t{(!lt && odd) || (eq != odd)} * 4 + int64_t{!eq} * 2 + int64_t{lt || eq});
+    }
+  };
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> control_cases() {
-  return {range_case(64), range_case(160), range_case(16), if_case(), while_case()};
+  return {range_case(64), range_case(160), range_case(16), if_case(), while_case(), assert_holds_case(), logic_case()};
 }
 
 std::vector<Case> all_cases() {
