@@ -12,8 +12,13 @@
 
 namespace monotile::conformance {
 
-// Test parameters print as their case name.
-void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
+// Test parameters print as their case name, with parentheses for brackets: CTest's test names
+// include this text, and CMake lists treat square brackets specially.
+void PrintTo(const Case& c, std::ostream* out) {
+  std::string name = c.name;
+  for (char& ch : name) ch = ch == '[' ? '(' : ch == ']' ? ')' : ch;
+  *out << name;
+}
 
 namespace {
 
