@@ -33,12 +33,16 @@ absl::Status OpLowering::dot(const Op& op) {
   need_smem(b_offset + k * n * 2);
   std::string a_smem = smem("unsigned short");
   std::string b_smem = smem("unsigned short", b_offset);
+  // Every operand is in its registers before shared memory is written (a conversion uses it too).
+  std::vector<Layout> layouts = {layout_or_default(op.operands[0]), layout_or_default(op.operands[1])};
+  std::vector<std::string> sources = {get(op.operands[0], layouts[0]), get(op.operands[1], layouts[1])};
+  std::string acc = get(op.operands[2], out_layout);
   line(absl::StrCat("// dot [", m, ", ", k, "] x [", k, ", ", n, "] on ", to_absl(unit->shape.instruction)));
   barrier();
   for (int which = 0; which < 2; ++which) {
     ValueId value = op.operands[which];
-    Layout layout = layout_or_default(value);
-    std::string src = get(value, layout);
+    const Layout& layout = layouts[which];
+    const std::string& src = sources[which];
     std::vector<int64_t> strides = row_major(type(value).shape);
     std::string guard = owner(layout);
     unrolled("i", layout.num_regs());
@@ -47,7 +51,6 @@ absl::Status OpLowering::dot(const Op& op) {
     close();
   }
   barrier();
-  std::string acc = get(op.operands[2], out_layout);
   std::string out = name(result);
   declare(result, out_layout.num_regs());
   copy_into(out, acc, out_layout.num_regs());
@@ -111,12 +114,15 @@ absl::Status OpLowering::dot_fma(const Op& op, const Layout& out_layout) {
   int64_t n = b_type.shape[1];
   int64_t b_offset = (m * k * 4 + 15) / 16 * 16;
   need_smem(b_offset + k * n * 4);
+  std::vector<Layout> layouts = {layout_or_default(op.operands[0]), layout_or_default(op.operands[1])};
+  std::vector<std::string> sources = {get(op.operands[0], layouts[0]), get(op.operands[1], layouts[1])};
+  std::string acc = get(op.operands[2], out_layout);
   line(absl::StrCat("// dot [", m, ", ", k, "] x [", k, ", ", n, "] with FMA (no matrix unit for this shape/type)"));
   barrier();
   for (int which = 0; which < 2; ++which) {
     ValueId value = op.operands[which];
-    Layout layout = layout_or_default(value);
-    std::string src = get(value, layout);
+    const Layout& layout = layouts[which];
+    const std::string& src = sources[which];
     std::vector<int64_t> strides = row_major(type(value).shape);
     std::string guard = owner(layout);
     unrolled("i", layout.num_regs());
@@ -125,7 +131,6 @@ absl::Status OpLowering::dot_fma(const Op& op, const Layout& out_layout) {
     close();
   }
   barrier();
-  std::string acc = get(op.operands[2], out_layout);
   std::string out = name(op.results[0]);
   declare(op.results[0], out_layout.num_regs());
   unrolled("i", out_layout.num_regs());

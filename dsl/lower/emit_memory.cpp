@@ -204,9 +204,14 @@ absl::Status OpLowering::store(const Op& op) {
       line(absl::StrCat("*(unsigned*)", ptr, "[i] = mt_w[0];"));
     }
   } else {
-    // One 1- or 2-byte element.
-    line(absl::StrCat("*(", to_absl(word_struct(total)), "*)", ptr, "[i] = (", to_absl(word_struct(total)), ")",
-                      to_bits(element, absl::StrCat(data, "[i]")), ";"));
+    // 1 or 2 bytes: one element, or two 1-byte elements packed into a 16-bit word.
+    std::string word;
+    for (int j = 0; j < vec; ++j) {
+      absl::StrAppend(&word, j ? " | " : "", "((", to_bits(element, absl::StrCat(data, "[i + ", j, "]")), " & ",
+                      bytes == 1 ? "0xffu" : "0xffffu", ") << ", 8 * bytes * j, ")");
+    }
+    line(absl::StrCat("*(", to_absl(word_struct(total)), "*)", ptr, "[i] = (", to_absl(word_struct(total)), ")(", word,
+                      ");"));
   }
   close();
   close();

@@ -24,11 +24,18 @@ absl::Status OpLowering::shape_op(const Op& op) {
     total += type(source).num_elements();
   }
   need_smem(total * elem_bytes);
+  // Every source is in its registers before shared memory is written (a conversion uses it too).
+  std::vector<Layout> layouts;
+  std::vector<std::string> arrays;
+  for (ValueId source : sources) {
+    layouts.push_back(layout_or_default(source));
+    arrays.push_back(get(source, layouts.back()));
+  }
   line(absl::StrCat("// ", to_absl(op_name(op.code)), " through shared memory"));
   barrier();
   for (size_t s = 0; s < sources.size(); ++s) {
-    Layout layout = layout_or_default(sources[s]);
-    std::string src = get(sources[s], layout);
+    const Layout& layout = layouts[s];
+    const std::string& src = arrays[s];
     std::string guard = owner(layout);
     unrolled("i", layout.num_regs());
     line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "), smem(t), "[", offsets[s], " + ",

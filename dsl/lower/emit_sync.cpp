@@ -20,6 +20,47 @@ std::string OpLowering::atomic_element(const Op& op, std::string_view ptr, std::
                                        std::string_view desired, std::string_view dest) {
   ScalarType element = type(op.operands[1]).element.scalar;
   int bytes = scalar_type_bytes(element);
+  std::string t = register_type(type(op.operands[1]).element);
+  if (bytes == 2) {
+    // 16-bit values: a CAS loop on the aligned 32-bit word that holds them.
+    std::string next;
+    bool fp = is_float(element);
+    switch (op.code == OpCode::kAtomicCas ? AtomicKind::kXchg : op.attrs.atomic) {
+      case AtomicKind::kAdd:
+        next = fp ? absl::StrCat(element == ScalarType::kBf16 ? "mt_round_bf16" : "mt_round_f16", "(mt_cur + ",
+                                 to_absl(value), ")")
+                  : absl::StrCat("(", t, ")(mt_cur + ", to_absl(value), ")");
+        break;
+      case AtomicKind::kMax:
+        next = fp ? absl::StrCat("mt_fmax(mt_cur, ", to_absl(value), ")")
+                  : absl::StrCat("(mt_cur < ", to_absl(value), " ? ", to_absl(value), " : mt_cur)");
+        break;
+      case AtomicKind::kMin:
+        next = fp ? absl::StrCat("mt_fmin(mt_cur, ", to_absl(value), ")")
+                  : absl::StrCat("(", to_absl(value), " < mt_cur ? ", to_absl(value), " : mt_cur)");
+        break;
+      case AtomicKind::kAnd: next = absl::StrCat("(", t, ")(mt_cur & ", to_absl(value), ")"); break;
+      case AtomicKind::kOr: next = absl::StrCat("(", t, ")(mt_cur | ", to_absl(value), ")"); break;
+      case AtomicKind::kXor: next = absl::StrCat("(", t, ")(mt_cur ^ ", to_absl(value), ")"); break;
+      case AtomicKind::kXchg:
+        next = std::string(op.code == OpCode::kAtomicCas ? desired : value);
+        break;
+    }
+    std::string skip = op.code == OpCode::kAtomicCas
+                           ? absl::StrCat(" if (((mt_old >> mt_shift) & 0xffffu) != (", to_bits(element, value),
+                                          " & 0xffffu)) break;")
+                           : "";
+    return absl::StrCat(
+        "{ unsigned* mt_word = (unsigned*)((unsigned long long)", to_absl(ptr), " & ~3ull); const unsigned mt_shift = ",
+        "(unsigned)(((unsigned long long)", to_absl(ptr), " & 2ull) * 8); unsigned mt_old; ",
+        spelling_.load_ordered(MemOrder::kRelaxed, op.attrs.scope, 4, "mt_word", "mt_old"), " for (;;) { ", t,
+        " mt_cur = ", from_bits(element, "((mt_old >> mt_shift) & 0xffffu)"), ";", skip, " ", t, " mt_next = ", next,
+        "; const unsigned mt_new = (mt_old & ~(0xffffu << mt_shift)) | ((", to_bits(element, "mt_next"),
+        " & 0xffffu) << mt_shift); unsigned mt_prev; ",
+        spelling_.atomic_cas(op.attrs.order, op.attrs.scope, 4, "mt_word", "mt_old", "mt_new", "mt_prev"),
+        " if (mt_prev == mt_old) break; mt_old = mt_prev; } ", to_absl(dest), " = ",
+        from_bits(element, "((mt_old >> mt_shift) & 0xffffu)"), "; }");
+  }
   std::string_view word = bytes == 8 ? "unsigned long long" : "unsigned";
   if (op.code == OpCode::kAtomicCas) {
     return absl::StrCat("{ ", to_absl(word), " mt_prev; ",
@@ -30,7 +71,6 @@ std::string OpLowering::atomic_element(const Op& op, std::string_view ptr, std::
   std::string native = spelling_.atomic_rmw(op.attrs.atomic, op.attrs.order, op.attrs.scope, element, ptr, value, dest);
   if (!native.empty()) return native;
   // No native instruction (float min/max, ...): a CAS loop on the bit pattern.
-  std::string t = register_type(type(op.operands[1]).element);
   std::string combined;
   switch (op.attrs.atomic) {
     case AtomicKind::kAdd: combined = absl::StrCat("mt_cur + ", to_absl(value)); break;
@@ -52,8 +92,8 @@ absl::Status OpLowering::atomic(const Op& op) {
   ValueId value = op.operands[1];
   ElementType element = type(value).element;
   int bytes = scalar_type_bytes(element.scalar);
-  if (element.pointer || (bytes != 4 && bytes != 8) || element.scalar == ScalarType::kI1) {
-    return unsupported(op, absl::StrCat("atomics take 32- or 64-bit integer or float values, got ", type(value).str()));
+  if (element.pointer || (bytes != 2 && bytes != 4 && bytes != 8)) {
+    return unsupported(op, absl::StrCat("atomics take 16-, 32- or 64-bit integer or float values, got ", type(value).str()));
   }
   bool bitwise = op.attrs.atomic == AtomicKind::kAnd || op.attrs.atomic == AtomicKind::kOr ||
                  op.attrs.atomic == AtomicKind::kXor;

@@ -81,14 +81,24 @@ extern "C" void emu_launch(void** args, int gx, int gy, int gz, int threads, int
 }
 #define __builtin_nontemporal_load(p) (*(p))
 #define __builtin_nontemporal_store(v, p) (*(p) = (v))
-// MFMA 32x32x8 / 16x16x16 bf16_1k across the wavefront: lanes publish fragments, each lane computes its C.
+// MFMA 32x32x8 / 16x16x16 (bf16_1k from short patterns, f16 from _Float16) across the wavefront:
+// lanes publish their fragments, then each lane computes its C elements.
 template <int M, typename V, typename C>
 C emu_mfma(V a, V b, C c) {
   int tid = threadIdx.x, lane = tid % emu_warp_size, warp = tid / emu_warp_size;
-  static short A[1024][4], B[1024][4];
-  for (int e = 0; e < 4; ++e) { A[tid][e] = a[e]; B[tid][e] = b[e]; }
+  static float A[1024][4], B[1024][4];
+  auto value = [](auto x) -> float {
+    if constexpr (sizeof(x) == 2 && !__is_same(decltype(x), short)) {
+      return (float)x;
+    } else {
+      unsigned u = (unsigned)(unsigned short)x << 16;
+      float f;
+      memcpy(&f, &u, 4);
+      return f;
+    }
+  };
+  for (int e = 0; e < 4; ++e) { A[tid][e] = value(a[e]); B[tid][e] = value(b[e]); }
   emu_warp_barriers[warp]->arrive_and_wait();
-  auto bf = [](short s) { unsigned u = (unsigned)(unsigned short)s << 16; float f; memcpy(&f, &u, 4); return f; };
   int kgroups = M == 32 ? 2 : 4;  // lanes / M
   int n_c = M == 32 ? 16 : 4;
   for (int e = 0; e < n_c; ++e) {
@@ -97,7 +107,7 @@ C emu_mfma(V a, V b, C c) {
     float s = c[e];
     for (int g = 0; g < kgroups; ++g) for (int i = 0; i < 4; ++i) {
       int al = warp * emu_warp_size + g * M + row, bl = warp * emu_warp_size + g * M + col;
-      s += bf(A[al][i]) * bf(B[bl][i]);
+      s += A[al][i] * B[bl][i];
     }
     c[e] = s;
   }
@@ -107,3 +117,5 @@ C emu_mfma(V a, V b, C c) {
 template <int M, typename V, typename C> C emu_mfma_call(V a, V b, C c, int, int, int) { return emu_mfma<M>(a, b, c); }
 #define __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(...) emu_mfma_call<32>(__VA_ARGS__)
 #define __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(...) emu_mfma_call<16>(__VA_ARGS__)
+#define __builtin_amdgcn_mfma_f32_32x32x8f16(...) emu_mfma_call<32>(__VA_ARGS__)
+#define __builtin_amdgcn_mfma_f32_16x16x16f16(...) emu_mfma_call<16>(__VA_ARGS__)
