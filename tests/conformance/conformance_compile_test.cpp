@@ -1,0 +1,37 @@
+// CI, no GPU: every conformance program compiles for sm_90a and gfx90a through make_build and the JIT
+// with no spills and no scratch (the resource policy's default), on one thread per core.
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "jit/compiler.h"
+#include "tests/conformance/cases.h"
+#include "tests/conformance/compile_targets.h"
+
+namespace monotile::conformance {
+namespace {
+
+TEST(ConformanceCompiles, EveryCaseForBothVendorsWithoutSpillsOrScratch) {
+  for (const dsl::Target& target : ci_targets()) {
+    absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
+    if (!compiler.ok()) GTEST_SKIP() << "no compiler for " << target.str() << ": " << compiler.status().message();
+  }
+  std::vector<dsl::Program> programs;
+  for (const Case& c : all_cases()) programs.push_back(c.build());
+  absl::StatusOr<std::vector<jit::Build>> builds = ci_builds(programs);
+  ASSERT_TRUE(builds.ok()) << builds.status();
+  const int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const jit::CompileAllResult result = jit::compile_all(fresh_jit(), *builds, {.jobs = jobs, .on_progress = nullptr});
+  for (size_t i = 0; i < builds->size(); ++i) {
+    EXPECT_TRUE(result.results[i].ok()) << (*builds)[i].name << " for " << (*builds)[i].target.str() << ": "
+                                        << result.results[i].status().message();
+  }
+  std::printf("conformance compile: %zu cases, %zu builds (%zu unique) for sm_90a and gfx90a, %zu failed, %.1f s on %d "
+              "jobs\n",
+              programs.size(), builds->size(), result.unique, result.failures, result.seconds, jobs);
+}
+
+}  // namespace
+}  // namespace monotile::conformance
