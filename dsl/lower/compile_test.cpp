@@ -87,5 +87,20 @@ TEST(DotCompiles, BelowTheMatrixUnitOnBothVendors) {
   expect_compiles_clean(matmul(4, 8, 32), "gfx90a");
 }
 
+Program half_atomics() {
+  Builder b("half_atomics", {.num_warps = 4});
+  auto acc = b.arg("acc", ptr(bf16)), peak = b.arg("peak", ptr(f16)), x = b.arg("x", ptr(f32));
+  auto offs = arange(0, 128);
+  auto v = load(x + offs);
+  atomic_add(acc + offs, v.to(bf16), Scope::gpu, Order::relaxed);
+  atomic_add(peak + offs, v.to(f16), Scope::system, Order::acq_rel);
+  return b.finish();
+}
+
+TEST(AtomicsCompile, SixteenBitAtomicsOnBothVendors) {
+  expect_compiles_clean(half_atomics(), "sm_90a");
+  expect_compiles_clean(half_atomics(), "gfx90a");
+}
+
 }  // namespace
 }  // namespace monotile::dsl::lower
