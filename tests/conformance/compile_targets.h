@@ -20,8 +20,8 @@ std::vector<dsl::Target> ci_targets();
 // A Jit whose cache lives in a new temporary folder (removed at exit).
 jit::Jit& fresh_jit();
 
-// Builds of `programs` for every CI target; a program that prints may use the stack frame printf
-// needs (scratch), nothing else. A program that does not lower is an error naming it.
+// Builds of `programs` for every CI target; a program with print or device_assert may use the stack
+// frame printf needs (scratch), no other. A program that does not lower is an error naming it.
 absl::StatusOr<std::vector<jit::Build>> ci_builds(std::span<const dsl::Program> programs);
 
 }  // namespace monotile::conformance

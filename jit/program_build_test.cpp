@@ -1,0 +1,72 @@
+// make_build: the lowering's output in the Build's fields, and its errors with the program's name.
+#include "jit/program_build.h"
+
+#include <string>
+
+#include "dsl/dsl.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace monotile::jit {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+dsl::Program vector_add() {
+  using namespace monotile::dsl;  // NOLINT
+  Builder b("vector_add", {.num_warps = 2});
+  Value x = b.arg("x", ptr(f32)), out = b.arg("out", ptr(f32)), n = b.arg("n", i32);
+  Value offsets = program_id(0) * 256 + arange(0, 256);
+  store(out + offsets, load(x + offsets, offsets < n), offsets < n);
+  return b.finish();
+}
+
+dsl::Target target(const char* text) { return *dsl::Target::parse(text); }
+
+TEST(MakeBuild, FillsTheBuildFromTheLowering) {
+  absl::StatusOr<ProgramBuild> made = make_build(vector_add(), target("gfx90a"));
+  ASSERT_TRUE(made.ok()) << made.status();
+  const Build& build = made->build;
+  EXPECT_EQ(build.name, "vector_add");
+  EXPECT_EQ(build.kernel_name, "vector_add");
+  EXPECT_THAT(build.source, HasSubstr("vector_add("));
+  EXPECT_EQ(build.target.str(), "gfx90a");
+  EXPECT_EQ(build.generator_version, std::string(dsl::lower::kLoweringVersion));
+  EXPECT_EQ(build.launch.block_x, 2 * 64);  // num_warps wavefronts of gfx90a's 64 lanes
+  EXPECT_EQ(build.launch.block_y, 1);
+  EXPECT_EQ(build.launch.dynamic_shared_memory, 0);
+  EXPECT_FALSE(build.policy.allow_spills);
+  EXPECT_FALSE(build.policy.allow_scratch);
+  ASSERT_EQ(made->params.size(), 3u);
+  EXPECT_EQ(made->params[0].name, "x");
+  EXPECT_TRUE(made->params[0].type.pointer);
+  EXPECT_EQ(made->params[2].type.scalar, dsl::ScalarType::kI32);
+}
+
+TEST(MakeBuild, UsesTheTargetsWarpSize) {
+  absl::StatusOr<ProgramBuild> made = make_build(vector_add(), target("sm_90a"));
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(made->build.launch.block_x, 2 * 32);
+}
+
+TEST(MakeBuild, PassesOptionsAndPolicyThrough) {
+  ProgramBuildOptions options;
+  options.policy.allow_scratch = true;
+  options.options = {"-DMONOTILE_TEST=1"};
+  absl::StatusOr<ProgramBuild> made = make_build(vector_add(), target("sm_90a"), options);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_TRUE(made->build.policy.allow_scratch);
+  EXPECT_EQ(made->build.options, std::vector<std::string>{"-DMONOTILE_TEST=1"});
+}
+
+TEST(MakeBuild, ErrorNamesTheProgramAndTarget) {
+  absl::StatusOr<ProgramBuild> made = make_build(vector_add(), dsl::Target::cpu());
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(made.status().message()), StartsWith("make_build of \"vector_add\" for cpu: "));
+  EXPECT_THAT(std::string(made.status().message()), HasSubstr("the cpu target has no generated code"));
+}
+
+}  // namespace
+}  // namespace monotile::jit
