@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct Family {
   std::string name;
   std::function<std::vector<Case>()> cases;
 };
+
+// Test parameters print as their family's name (CTest's test names include this text).
+void PrintTo(const Family& family, std::ostream* out) { *out << family.name; }
 
 std::vector<Family> families() {
   return {{"elementwise", elementwise_cases}, {"math", math_cases},       {"convert", convert_cases},
