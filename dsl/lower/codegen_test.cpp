@@ -129,6 +129,14 @@ TEST(Codegen, ReducedRowsBroadcastBackWithoutSharedMemory) {
   }
 }
 
+TEST(Codegen, KdaRecurrenceNeedsNoLayoutConversion) {
+  // k and q are loaded straight into the slice of the state's layout they are broadcast against.
+  for (const char* target : kTargets) {
+    LoweredKernel kernel = lowered(dsl::testing::kda_verify(12, 4, 32), target);
+    EXPECT_THAT(kernel.source, Not(HasSubstr("// convert"))) << target;
+  }
+}
+
 TEST(Codegen, DotUsesMmaSyncOnSm90a) {
   LoweredKernel kernel = lowered(matmul(64, 64, 32, bf16), "sm_90a");
   EXPECT_THAT(kernel.source, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));

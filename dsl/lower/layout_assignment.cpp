@@ -23,7 +23,6 @@ class Assignment {
     for (int round = 0; round < kMaxRounds; ++round) {
       state_.layouts.assign(state_.program.value_types.size(), std::nullopt);
       strength_.assign(state_.program.value_types.size(), kWeak);
-      users_.clear();
       for (const Param& param : state_.program.params) set(param.value, state_.scalar_layout(), kStrong);
       block(state_.program.body);
       if (!rehome_loads()) return;
@@ -52,7 +51,6 @@ class Assignment {
   }
 
   void op(const Op& op) {
-    for (ValueId operand : op.operands) users_[operand].push_back(&op);
     switch (op.code) {
       case OpCode::kFor:
       case OpCode::kWhile: return loop(op);
@@ -183,29 +181,68 @@ class Assignment {
     }
   }
 
-  // A load all of whose users are elementwise ops in one other layout is re-issued in that layout.
+  // Demands: each elementwise op wants its operands in its own layout; through lazy operands
+  // (broadcast, expand_dims, pure ops) that demand reaches the non-lazy values they are built from.
+  // A value whose demands all agree on another layout, and that comes from loads through elementwise
+  // ops only, has its loads re-issued in that layout (the next forward pass carries it through).
   bool rehome_loads() {
+    demands_.clear();
+    collect_demands(state_.program.body);
     bool changed = false;
-    for (auto& [value, ops] : users_) {
-      if (is_scalar(value) || lazy(value)) continue;
-      const Op* producer = producer_of(value);
-      if (producer == nullptr || producer->code != OpCode::kLoad) continue;
-      std::optional<Layout> wanted;
+    for (const auto& [value, wanted] : demands_) {
       bool agree = true;
-      for (const Op* user : ops) {
-        if (!is_elementwise(user->code) || user->results.empty() || lazy(user->results[0])) {
-          agree = false;
-          break;
-        }
-        const Layout& layout = *state_.layouts[user->results[0]];
-        if (wanted && *wanted != layout) agree = false;
-        wanted = layout;
-      }
-      if (agree && wanted && *wanted != *state_.layouts[value] && !load_overrides_.contains(producer)) {
-        load_overrides_.emplace(producer, *wanted);
-        changed = true;
-      }
+      for (const Layout& layout : wanted) agree = agree && layout == wanted.front();
+      if (!agree || wanted.front() == *state_.layouts[value]) continue;
+      changed = rehome(value, wanted.front(), 0) || changed;
     }
+    return changed;
+  }
+
+  void collect_demands(const Block& block) {
+    for (const Op& op : block.ops) {
+      for (const Block& region : op.regions) collect_demands(region);
+      if (!is_elementwise(op.code) || op.results.empty() || lazy(op.results[0]) || is_scalar(op.results[0])) continue;
+      const Layout& layout = *state_.layouts[op.results[0]];
+      for (ValueId operand : op.operands) demand(operand, layout, 0);
+    }
+  }
+
+  void demand(ValueId value, const Layout& layout, int depth) {
+    if (is_scalar(value) || depth > 64) return;
+    if (!lazy(value)) {
+      if (*state_.layouts[value] != layout) demands_[value].push_back(layout);
+      return;
+    }
+    const Op* producer = producer_of(value);
+    if (producer == nullptr) return;
+    if (producer->code == OpCode::kBroadcast) {
+      ValueId in = producer->operands[0];
+      if (is_scalar(in)) return;
+      std::vector<DimLayout> dims = layout.dims();
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (type(in).shape[d] == 1) dims[d] = DimLayout{};
+      }
+      demand(in, Layout::make(dims, layout.warp_size(), layout.num_warps()), depth + 1);
+    } else if (producer->code == OpCode::kExpandDims) {
+      demand(producer->operands[0], layout.slice(producer->attrs.axis), depth + 1);
+    } else if (is_elementwise(producer->code)) {
+      for (ValueId operand : producer->operands) demand(operand, layout, depth + 1);
+    }
+  }
+
+  // Re-issues the loads `value` comes from (through weak elementwise ops) in `layout`.
+  bool rehome(ValueId value, const Layout& layout, int depth) {
+    if (is_scalar(value) || lazy(value) || depth > 64) return false;
+    const Op* producer = producer_of(value);
+    if (producer == nullptr) return false;
+    if (producer->code == OpCode::kLoad) {
+      if (load_overrides_.contains(producer)) return false;
+      load_overrides_.emplace(producer, layout);
+      return true;
+    }
+    if (!is_elementwise(producer->code) || strength_[value] != kWeak) return false;
+    bool changed = false;
+    for (ValueId operand : producer->operands) changed = rehome(operand, layout, depth + 1) || changed;
     return changed;
   }
 
@@ -224,9 +261,9 @@ class Assignment {
 
   LoweringState& state_;
   std::vector<int> strength_;
-  std::map<ValueId, std::vector<const Op*>> users_;
   std::map<ValueId, const Op*> producers_;
   std::map<const Op*, Layout> load_overrides_;
+  std::map<ValueId, std::vector<Layout>> demands_;
 };
 
 void collect_memory_widths(const LoweringState& state, const Block& block,
