@@ -15,6 +15,8 @@
 //   rounded once per op; kCast to f16/bf16 rounds to nearest even, float-to-int truncates toward
 //   zero (out-of-range is undefined), int-to-float rounds to nearest even. NaN propagates through
 //   arithmetic; kMin/kMax return NaN if either operand is NaN (like Triton's propagate_nan=all).
+//   NaN payloads and signs are not preserved through f16/bf16 values: GPUs hold them widened to
+//   f32, so a 16-bit NaN that is bitcast or stored may come back as the canonical 0x7fff.
 //   Transcendentals are accurate to a few ulps (GPU fast paths may differ from the interpreter by
 //   that much: compare with the dtype's tolerance, never bit-exactly).
 // - Accumulation: kReduce sum over f16/bf16 accumulates in f32 and rounds the result once; kDot

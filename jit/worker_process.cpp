@@ -73,17 +73,23 @@ absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
   return bytes.str();
 }
 
-// The environment with TMPDIR pointing at the private folder, and comgr's own cache off: the kernel
-// cache already keeps every code object, and a second copy under ~/.cache/comgr would only grow.
+// The environment with TMPDIR pointing at the private folder, and the vendors' own caches off: the
+// kernel cache already keeps every code object, so a second copy under ~/.cache/comgr would only
+// grow, and where libcuda is present NVRTC's CUBIN step can be served from the driver's compute
+// cache, which skips ptxas and with it the resource report every build needs.
 std::vector<std::string> worker_environment(const std::filesystem::path& temp) {
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view text(*entry);
-    if (text.starts_with("TMPDIR=") || text.starts_with("AMD_COMGR_CACHE=")) continue;
+    if (text.starts_with("TMPDIR=") || text.starts_with("AMD_COMGR_CACHE=") ||
+        text.starts_with("CUDA_CACHE_DISABLE=")) {
+      continue;
+    }
     env.emplace_back(text);
   }
   env.push_back(absl::StrCat("TMPDIR=", temp.string()));
   env.push_back("AMD_COMGR_CACHE=0");
+  env.push_back("CUDA_CACHE_DISABLE=1");
   return env;
 }
 

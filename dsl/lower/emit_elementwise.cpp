@@ -167,9 +167,9 @@ std::string OpLowering::scalar_expression(const Op& op, const std::vector<std::s
     case OpCode::kLog: return math("logf", "log");
     case OpCode::kLog2: return math("log2f", "log2");
     case OpCode::kSqrt: return math("sqrtf", "sqrt");
-    case OpCode::kRsqrt: return math("rsqrtf", "rsqrt");
-    case OpCode::kSin: return math("mt_sinf", "sin");
-    case OpCode::kCos: return math("mt_cosf", "cos");
+    case OpCode::kRsqrt: return math("rsqrtf", "mt_rsqrt64");
+    case OpCode::kSin: return math("mt_sinf", "mt_sin64");
+    case OpCode::kCos: return math("mt_cosf", "mt_cos64");
     case OpCode::kTanh: return math("tanhf", "tanh");
     case OpCode::kErf: return math("erff", "erf");
     case OpCode::kFloor: return math("floorf", "floor");

@@ -42,6 +42,27 @@ __device__ __forceinline__ float mt_sincos(float x, int shift) {
 }
 __device__ __forceinline__ float mt_sinf(float x) { return mt_sincos(x, 0); }
 __device__ __forceinline__ float mt_cosf(float x) { return mt_sincos(x, 1); }
+// f64 sin/cos, likewise without the slow path: pi/2 in two parts through fma (accurate for
+// |x| < 1e9), then Taylor series to r^17 / r^18 on |r| <= pi/4 (truncation below 1e-16).
+__device__ __forceinline__ double mt_sincos64(double x, int shift) {
+  const double k = rint(x * 0.63661977236758134);
+  double r = fma(-k, 1.5707963267948966, x);
+  r = fma(-k, 6.123233995736766e-17, r);
+  const double r2 = r * r;
+  const double s = r + r * r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 +
+                   r2 * (-1.0 / 39916800 + r2 * (1.0 / 6227020800.0 + r2 * (-1.0 / 1307674368000.0 +
+                   r2 * (1.0 / 355687428096000.0))))))));
+  const double c = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 +
+                   r2 * (-1.0 / 3628800 + r2 * (1.0 / 479001600.0 + r2 * (-1.0 / 87178291200.0 +
+                   r2 * (1.0 / 20922789888000.0 - r2 / 6402373705728000.0))))))));
+  const int quadrant = ((int)(long long)k + shift) & 3;
+  return quadrant == 0 ? s : quadrant == 1 ? c : quadrant == 2 ? -s : -c;
+}
+__device__ __forceinline__ double mt_sin64(double x) { return x != x || x - x != 0 ? x - x : mt_sincos64(x, 0); }
+__device__ __forceinline__ double mt_cos64(double x) { return x != x || x - x != 0 ? x - x : mt_sincos64(x, 1); }
+// f64 rsqrt as one division of a square root: the library's rsqrt carries a slow path that spills
+// when many elements share a thread.
+__device__ __forceinline__ double mt_rsqrt64(double x) { return 1.0 / sqrt(x); }
 // Offset along one dim of register i: k = (i / stride) % regs; k / spt repetitions of `cover` apart.
 __device__ __forceinline__ int mt_roff(int i, int stride, int spt, int regs, int cover) {
   const int k = (i / stride) % regs;
