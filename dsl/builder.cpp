@@ -24,7 +24,7 @@ constexpr size_t kRememberFinished = 64;
 
 SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
 
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
 }  // namespace
 
@@ -85,7 +85,7 @@ Builder::~Builder() {
 void Builder::check_usable(std::string_view op, const std::source_location& loc) const {
   if (finished_) {
     throw Error(at(loc), std::string(op),
-                "builder " + quoted(name_) + " was used after finish()",
+                "builder " + in_quotes(name_) + " was used after finish()",
                 "an unfinished builder", "a finished one",
                 "build every op before calling finish(), or start a new Builder");
   }
@@ -112,7 +112,7 @@ Builder& Builder::owner_of(const Value& value, std::string_view op, const std::s
   for (const auto& [serial, name] : finished_builders) {
     if (serial == value.builder_serial_) {
       throw Error(at(loc), std::string(op),
-                  "the value belongs to program " + quoted(name) + ", which finish() completed",
+                  "the value belongs to program " + in_quotes(name) + ", which finish() completed",
                   "a value of an unfinished builder", "a value of a finished one",
                   "build every op before calling finish()");
     }
@@ -132,9 +132,9 @@ void Builder::check_operand(const Value& value, std::string_view op,
   Builder& owner = owner_of(value, op, loc);
   if (&owner != this) {
     throw Error(at(loc), std::string(op),
-                "the value belongs to program " + quoted(owner.name()) + ", not to " +
-                    quoted(program_.name) + " which is being built",
-                quoted(program_.name), quoted(owner.name()),
+                "the value belongs to program " + in_quotes(owner.name()) + ", not to " +
+                    in_quotes(program_.name) + " which is being built",
+                in_quotes(program_.name), in_quotes(owner.name()),
                 "values cannot move between programs; build the value again in this one");
   }
   check_usable(op, loc);
@@ -175,7 +175,7 @@ Value Builder::new_value(Type type) {
 Value Builder::arg(std::string_view name, ElementType type, std::source_location loc) {
   check_usable("arg", loc);
   if (blocks_.size() != 1) {
-    throw Error(at(loc), "arg", "argument " + quoted(name) + " is declared inside a region",
+    throw Error(at(loc), "arg", "argument " + in_quotes(name) + " is declared inside a region",
                 "a declaration at the top of the kernel", "inside " + open_frames_.back().op,
                 "declare every argument before building ops");
   }
@@ -185,12 +185,12 @@ Value Builder::arg(std::string_view name, ElementType type, std::source_location
   }
   for (const Param& param : program_.params) {
     if (param.name == name) {
-      throw Error(at(loc), "arg", "argument " + quoted(name) + " is declared twice",
-                  "distinct names", quoted(name) + " twice", "rename one of them");
+      throw Error(at(loc), "arg", "argument " + in_quotes(name) + " is declared twice",
+                  "distinct names", in_quotes(name) + " twice", "rename one of them");
     }
   }
   if (type.scalar == ScalarType::kMxfp4 && !type.pointer) {
-    throw Error(at(loc), "arg", "argument " + quoted(name) + " is an mxfp4 scalar",
+    throw Error(at(loc), "arg", "argument " + in_quotes(name) + " is an mxfp4 scalar",
                 "a pointer to mxfp4 data", "mxfp4", "pass ptr(mxfp4) and load it");
   }
   Value value = new_value(Type{type, {}});
