@@ -1,0 +1,63 @@
+// The benchmark kernels, written plainly in the DSL: the lowering's axis analysis turns each
+// contiguous last dim into 16-byte accesses, so no kernel spells out vector widths.
+#include "kernels/bench/bench_kernels.h"
+
+#include <cmath>
+#include <string>
+
+#include "dsl/dsl.h"
+
+namespace monotile::kernels::bench {
+
+using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
+
+Program copy_program(int64_t bytes) {
+  Builder b("copy_bytes" + std::to_string(bytes), {.num_warps = 4});
+  auto src = b.arg("src", ptr(i32)), dst = b.arg("dst", ptr(i32)), n = b.arg("n", i32);
+  auto offs = program_id(0) * kCopyBlock + arange(0, kCopyBlock);
+  auto in_range = offs < n;
+  store(dst + offs, load(src + offs, in_range, {.cache = Cache::streaming}), in_range,
+        {.cache = Cache::streaming});
+  return b.finish();
+}
+
+Program rms_norm_program(int rows, int hidden) {
+  Builder b("rmsnorm_rows" + std::to_string(rows) + "_h" + std::to_string(hidden), {.num_warps = 8});
+  auto x = b.arg("x", ptr(bf16)), w = b.arg("w", ptr(bf16)), y = b.arg("y", ptr(bf16));
+  auto eps = b.arg("eps", f32);
+  auto base = program_id(0).to(i64) * hidden;
+  auto cols = arange(0, hidden);
+  auto v = load(x + base + cols).to(f32);
+  auto rstd = rsqrt(sum(v * v) / float(hidden) + eps);
+  store(y + base + cols, (v * rstd * load(w + cols).to(f32)).to(bf16));
+  return b.finish();
+}
+
+Program softmax_program(int rows, int cols) {
+  Builder b("softmax_rows" + std::to_string(rows) + "_cols" + std::to_string(cols), {.num_warps = 8});
+  auto x = b.arg("x", ptr(bf16)), y = b.arg("y", ptr(bf16)), n = b.arg("cols", i32);
+  auto base = program_id(0).to(i64) * n;
+  auto offs = arange(0, cols);
+  auto v = load(x + base + offs).to(f32);
+  auto e = exp(v - max(v));
+  store(y + base + offs, (e / sum(e)).to(bf16));
+  return b.finish();
+}
+
+BenchKernel copy_kernel(int64_t bytes) {
+  return {copy_program(bytes), {static_cast<int>(bytes / 4 / kCopyBlock), 1, 1}};
+}
+
+BenchKernel rms_norm_kernel(int rows, int hidden) { return {rms_norm_program(rows, hidden), {rows, 1, 1}}; }
+
+BenchKernel softmax_kernel(int rows, int cols) { return {softmax_program(rows, cols), {rows, 1, 1}}; }
+
+std::vector<BenchKernel> bench_kernels() {
+  std::vector<BenchKernel> kernels;
+  for (int64_t bytes : {int64_t{64} << 20, int64_t{1} << 30}) kernels.push_back(copy_kernel(bytes));
+  for (int rows : {4, 8, 16, 32, 64}) kernels.push_back(rms_norm_kernel(rows, 7168));
+  kernels.push_back(softmax_kernel(8192, 4096));
+  return kernels;
+}
+
+}  // namespace monotile::kernels::bench

@@ -1,0 +1,45 @@
+// The benchmark kernels the side-by-side harness (bench/, docs/bench.md) loads: copy, RMSNorm and
+// row softmax, each a DSL program specialized per shape, named and parameterized exactly as the
+// harness binds them (`python3 -m bench.run --list-kernels`), with the grid it must be launched on.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/ir.h"
+
+namespace monotile::kernels::bench {
+
+// Elements of the copy's element type (i32) one program instance moves.
+inline constexpr int kCopyBlock = 4096;
+
+// dst[i] = src[i] for i < n, over `bytes` bytes viewed as i32 (bytes a multiple of 4 * kCopyBlock).
+// Parameters: src, dst (ptr<i32>), n (i32, elements). Name: copy_bytes{bytes}.
+dsl::Program copy_program(int64_t bytes);
+
+// y = x rsqrt(mean(x^2) + eps) w per row, bf16 in and out, f32 math, one bf16 rounding.
+// Parameters: x, w, y (ptr<bf16>), eps (f32). One instance per row. Name: rmsnorm_rows{rows}_h{hidden}.
+dsl::Program rms_norm_program(int rows, int hidden);
+
+// y = softmax(x) per row, bf16 in and out, f32 math. Parameters: x, y (ptr<bf16>), cols (i32).
+// One instance per row; `cols` must be a power of two or a multiple of 16. Name:
+// softmax_rows{rows}_cols{cols}.
+dsl::Program softmax_program(int rows, int cols);
+
+// A benchmark kernel with the grid it is launched on.
+struct BenchKernel {
+  dsl::Program program;       // program.name is the exported name
+  std::array<int, 3> grid{};  // the launch grid for the shape it is specialized for
+};
+
+// Each program with its grid.
+BenchKernel copy_kernel(int64_t bytes);
+BenchKernel rms_norm_kernel(int rows, int hidden);
+BenchKernel softmax_kernel(int rows, int cols);
+
+// Every benchmark kernel the harness asks for that the DSL provides, in the harness's order.
+std::vector<BenchKernel> bench_kernels();
+
+}  // namespace monotile::kernels::bench
