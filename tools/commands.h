@@ -13,5 +13,6 @@ int devices_command(Args args);
 int cache_command(Args args);
 int warmup_command(Args args);
 int demo_command(Args args);
+int export_command(Args args);
 
 }  // namespace monotile::tools

@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"cache", monotile::tools::cache_command, "kernel cache: stats, list, verify, prune, clear, dir"},
     {"demo", monotile::tools::demo_command, "show the compilers and compile the sample kernels through the cache"},
     {"warmup", monotile::tools::warmup_command, "fill the kernel cache (or a bundle) for targets; no GPU needed"},
+    {"export", monotile::tools::export_command, "write the benchmark kernels' CUBINs and launch JSON for the bench harness"},
 };
 
 int usage(FILE* out) {

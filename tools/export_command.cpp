@@ -1,0 +1,177 @@
+// `monotile export`: lowers and compiles every benchmark kernel (kernels/bench) for one target and
+// writes `<name>.cubin` + `<name>.json` per kernel into a folder, in the format the side-by-side
+// harness loads (docs/bench.md, "Export format"). Exits 1 when any kernel failed, 2 on misuse.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "jit/jit.h"
+#include "jit/program_build.h"
+#include "kernels/bench/bench_kernels.h"
+#include "tools/commands.h"
+
+namespace monotile::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: monotile export --out DIR [--target sm_90a] [--only NAME,...] [--cache-dir DIR]\n"
+    "  --out        the folder to write <name>.cubin and <name>.json into (created if missing)\n"
+    "  --target     the GPU's exact target (default sm_90a)\n"
+    "  --only       export only these kernels (default: every benchmark kernel)\n"
+    "  --cache-dir  the kernel cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n";
+
+int misuse(const std::string& message) {
+  std::fprintf(stderr, "monotile export: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+// The harness's spelling of a parameter type: "ptr<bf16>", "f32", "i64"... mxfp4 data travels as
+// bytes (u8); i1 has no spelling there, so a kernel taking one cannot be exported.
+absl::StatusOr<std::string> param_type(const dsl::lower::KernelParam& param) {
+  dsl::ScalarType scalar = param.type.scalar;
+  if (scalar == dsl::ScalarType::kI1) {
+    return absl::InvalidArgumentError("parameter \"" + param.name +
+                                      "\" is i1, which the export format cannot spell; hint: pass it as i32");
+  }
+  if (scalar == dsl::ScalarType::kMxfp4) scalar = dsl::ScalarType::kU8;
+  std::string name(dsl::scalar_type_name(scalar));
+  return param.type.pointer ? "ptr<" + name + ">" : name;
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+absl::StatusOr<std::string> kernel_json(const kernels::bench::BenchKernel& kernel, const jit::ProgramBuild& made) {
+  const jit::LaunchInfo& launch = made.build.launch;
+  std::vector<std::string> params;
+  for (const dsl::lower::KernelParam& param : made.params) {
+    absl::StatusOr<std::string> type = param_type(param);
+    if (!type.ok()) return type.status();
+    params.push_back("    {\"name\": " + json_string(param.name) + ", \"type\": " + json_string(*type) + "}");
+  }
+  auto triple = [](int x, int y, int z) {
+    return "[" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "]";
+  };
+  return "{\n  \"kernel\": " + json_string(made.build.kernel_name) + ",\n  \"block\": " +
+         triple(launch.block_x, launch.block_y, launch.block_z) +
+         ",\n  \"shared_bytes\": " + std::to_string(launch.dynamic_shared_memory) +
+         ",\n  \"grid\": " + triple(kernel.grid[0], kernel.grid[1], kernel.grid[2]) + ",\n  \"params\": [\n" +
+         absl::StrJoin(params, ",\n") + "\n  ],\n  \"then\": null\n}\n";
+}
+
+absl::Status write_file(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::InternalError("cannot write \"" + path.string() + "\"; hint: check the folder's permissions");
+  return absl::OkStatus();
+}
+
+// Lowers, compiles (through the cache) and writes one kernel; returns a one-line summary.
+absl::StatusOr<std::string> export_one(jit::Jit& jit, const kernels::bench::BenchKernel& kernel,
+                                       const dsl::Target& target, const std::filesystem::path& out) {
+  absl::StatusOr<jit::ProgramBuild> made = jit::make_build(kernel.program, target);
+  if (!made.ok()) return made.status();
+  absl::StatusOr<std::string> json = kernel_json(kernel, *made);
+  if (!json.ok()) return json.status();
+  absl::StatusOr<jit::CompiledBuild> compiled = jit.compile_build(made->build);
+  if (!compiled.ok()) return compiled.status();
+  const std::string& name = kernel.program.name;
+  if (absl::Status status = write_file(out / (name + ".cubin"), compiled->code_object); !status.ok()) return status;
+  if (absl::Status status = write_file(out / (name + ".json"), *json); !status.ok()) return status;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-28s %s, %s, %.3f s", name.c_str(), compiled->report.summary().c_str(),
+                compiled->hit ? "cache hit" : "compiled", compiled->seconds);
+  return std::string(line);
+}
+
+}  // namespace
+
+int export_command(Args args) {
+  std::string target_text = "sm_90a";
+  std::string out_dir;
+  std::string only_text;
+  std::string cache_dir;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= args.size()) return misuse("unknown or incomplete option \"" + std::string(arg) + "\"");
+    std::string value(args[++i]);
+    if (arg == "--target") {
+      target_text = value;
+    } else if (arg == "--out") {
+      out_dir = value;
+    } else if (arg == "--only") {
+      only_text = value;
+    } else if (arg == "--cache-dir") {
+      cache_dir = value;
+    } else {
+      return misuse("unknown option \"" + std::string(arg) + "\"");
+    }
+  }
+  if (out_dir.empty()) return misuse("--out is required");
+  absl::StatusOr<dsl::Target> target = dsl::Target::parse(target_text);
+  if (!target.ok()) return misuse(std::string(target.status().message()));
+  if (target->vendor() != dsl::Vendor::kNvidia) {
+    return misuse("--target \"" + target_text + "\" is not an NVIDIA target; the export format holds CUBINs");
+  }
+
+  std::vector<kernels::bench::BenchKernel> all = kernels::bench::bench_kernels();
+  std::vector<kernels::bench::BenchKernel> chosen;
+  if (only_text.empty()) {
+    chosen = all;
+  } else {
+    std::set<std::string> wanted;
+    for (absl::string_view name : absl::StrSplit(only_text, ',', absl::SkipEmpty())) wanted.insert(std::string(name.data(), name.size()));
+    std::vector<std::string> known;
+    for (const kernels::bench::BenchKernel& kernel : all) {
+      known.push_back(kernel.program.name);
+      if (wanted.erase(kernel.program.name) > 0) chosen.push_back(kernel);
+    }
+    if (!wanted.empty()) {
+      return misuse("--only names no benchmark kernel \"" + *wanted.begin() + "\"; the kernels are: " +
+                    absl::StrJoin(known, ", "));
+    }
+  }
+
+  std::error_code error;
+  std::filesystem::create_directories(out_dir, error);
+  if (error) {
+    std::fprintf(stderr, "monotile export: cannot create \"%s\": %s\n", out_dir.c_str(), error.message().c_str());
+    return 1;
+  }
+  jit::JitConfig config = jit::JitConfig::from_environment();
+  if (!cache_dir.empty()) config.cache.writable_dir = cache_dir;
+  jit::Jit jit(config);
+  int failed = 0;
+  for (const kernels::bench::BenchKernel& kernel : chosen) {
+    absl::StatusOr<std::string> line = export_one(jit, kernel, *target, out_dir);
+    if (line.ok()) {
+      std::printf("%s\n", line->c_str());
+    } else {
+      std::fprintf(stderr, "monotile export: kernel \"%s\" for %s: %s\n", kernel.program.name.c_str(),
+                   target_text.c_str(), std::string(line.status().message()).c_str());
+      ++failed;
+    }
+  }
+  std::printf("exported %zu of %zu kernels for %s into %s\n", chosen.size() - failed, chosen.size(),
+              target_text.c_str(), out_dir.c_str());
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace monotile::tools

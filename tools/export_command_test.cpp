@@ -1,0 +1,104 @@
+// `monotile export` end to end: the built binary writes <name>.cubin (an ELF) and <name>.json (the
+// harness's format, checked field by field) for chosen benchmark kernels; misuse exits 2 with words.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "jit/test_support.h"
+
+namespace monotile::tools {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CommandRun {
+  int status = -1;
+  std::string output;
+};
+
+CommandRun export_run(const std::string& args, const std::filesystem::path& home) {
+  std::string command = "env MONOTILE_CACHE_DIR='" + (home / "cache").string() + "' " MONOTILE_BINARY
+                        " export " + args + " 2>&1";
+  CommandRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buffer;
+  size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), got);
+  int status = ::pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ExportCommand, WritesCubinAndJsonPerKernel) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  std::filesystem::path out = dir.path() / "export";
+  CommandRun run = export_run("--target sm_90a --out " + out.string() +
+                                  " --only rmsnorm_rows4_h7168,copy_bytes67108864,softmax_rows8192_cols4096",
+                              dir.path());
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("exported 3 of 3 kernels for sm_90a into " + out.string()));
+  for (const char* name : {"rmsnorm_rows4_h7168", "copy_bytes67108864", "softmax_rows8192_cols4096"}) {
+    std::string cubin = read(out / (std::string(name) + ".cubin"));
+    ASSERT_GT(cubin.size(), 4u) << name;
+    EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF") << name;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out / "rmsnorm_rows8_h7168.json"));  // not asked for
+  EXPECT_EQ(read(out / "rmsnorm_rows4_h7168.json"),
+            "{\n"
+            "  \"kernel\": \"rmsnorm_rows4_h7168\",\n"
+            "  \"block\": [256, 1, 1],\n"
+            "  \"shared_bytes\": 32,\n"  // the cross-warp reduction: 8 warps x one f32
+            "  \"grid\": [4, 1, 1],\n"
+            "  \"params\": [\n"
+            "    {\"name\": \"x\", \"type\": \"ptr<bf16>\"},\n"
+            "    {\"name\": \"w\", \"type\": \"ptr<bf16>\"},\n"
+            "    {\"name\": \"y\", \"type\": \"ptr<bf16>\"},\n"
+            "    {\"name\": \"eps\", \"type\": \"f32\"}\n"
+            "  ],\n"
+            "  \"then\": null\n"
+            "}\n");
+  std::string copy = read(out / "copy_bytes67108864.json");
+  EXPECT_THAT(copy, HasSubstr("\"grid\": [4096, 1, 1]"));
+  EXPECT_THAT(copy, HasSubstr("{\"name\": \"src\", \"type\": \"ptr<i32>\"},\n"
+                              "    {\"name\": \"dst\", \"type\": \"ptr<i32>\"},\n"
+                              "    {\"name\": \"n\", \"type\": \"i32\"}"));
+  std::string softmax = read(out / "softmax_rows8192_cols4096.json");
+  EXPECT_THAT(softmax, HasSubstr("\"grid\": [8192, 1, 1]"));
+  EXPECT_THAT(softmax, HasSubstr("{\"name\": \"cols\", \"type\": \"i32\"}"));
+}
+
+TEST(ExportCommand, MisuseSaysWhatIsWrong) {
+  jit::testing::TempDir dir;
+  std::string out = (dir.path() / "x").string();
+  CommandRun no_out = export_run("--target sm_90a", dir.path());
+  EXPECT_EQ(no_out.status, 2);
+  EXPECT_THAT(no_out.output, HasSubstr("monotile export: --out is required"));
+  CommandRun unknown = export_run("--out " + out + " --only rmsnorm_rows5_h7168", dir.path());
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("--only names no benchmark kernel \"rmsnorm_rows5_h7168\"; the kernels are: "
+                                        "copy_bytes67108864, copy_bytes1073741824, rmsnorm_rows4_h7168"));
+  CommandRun amd = export_run("--target gfx90a --out " + out, dir.path());
+  EXPECT_EQ(amd.status, 2);
+  EXPECT_THAT(amd.output, HasSubstr("--target \"gfx90a\" is not an NVIDIA target; the export format holds CUBINs"));
+  CommandRun bad = export_run("--out " + out + " --frobnicate 1", dir.path());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.output, HasSubstr("unknown option \"--frobnicate\""));
+}
+
+}  // namespace
+}  // namespace monotile::tools
