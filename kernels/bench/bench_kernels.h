@@ -15,16 +15,16 @@ namespace monotile::kernels::bench {
 // Elements of the copy's element type (i32) one program instance moves.
 inline constexpr int kCopyBlock = 4096;
 
-// dst[i] = src[i] for i < n, over `bytes` bytes viewed as i32 (bytes a multiple of 4 * kCopyBlock).
-// Parameters: src, dst (ptr<i32>), n (i32, elements). Name: copy_bytes{bytes}.
+// dst = src over `bytes` bytes viewed as i32 (bytes a multiple of 4 * kCopyBlock); unmasked: launch
+// exactly the returned grid. Parameters: src, dst (ptr<i32>). Name: copy_bytes{bytes}.
 dsl::Program copy_program(int64_t bytes);
 
 // y = x rsqrt(mean(x^2) + eps) w per row, bf16 in and out, f32 math, one bf16 rounding.
 // Parameters: x, w, y (ptr<bf16>), eps (f32). One instance per row. Name: rmsnorm_rows{rows}_h{hidden}.
 dsl::Program rms_norm_program(int rows, int hidden);
 
-// y = softmax(x) per row, bf16 in and out, f32 math. Parameters: x, y (ptr<bf16>), cols (i32).
-// One instance per row; `cols` must be a power of two or a multiple of 16. Name:
+// y = softmax(x) per row, bf16 in and out, f32 math. Parameters: x, y (ptr<bf16>). One instance
+// per row; `cols` must be a power of two or a multiple of 16. Name:
 // softmax_rows{rows}_cols{cols}.
 dsl::Program softmax_program(int rows, int cols);
 

@@ -1,5 +1,6 @@
 // Every benchmark kernel lowers through jit::make_build and compiles for sm_90a with no spills and
-// no stack, with the harness's parameter names in order. Skips cleanly without NVRTC.
+// no stack, with the harness's parameter names in order, and moves its data with 16-byte global
+// accesses only (the PTX's v4 loads and stores). Skips cleanly without NVRTC.
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,18 @@ std::vector<std::string> param_names(const jit::ProgramBuild& made) {
   return names;
 }
 
+// Every ld.global / st.global instruction's opcode in the PTX ("ld.global.cs.v4.u32", ...).
+std::vector<std::string> global_accesses(const std::string& ptx) {
+  std::vector<std::string> found;
+  for (const char* op : {"ld.global", "st.global"}) {
+    for (size_t at = ptx.find(op); at != std::string::npos; at = ptx.find(op, at + 1)) {
+      size_t end = ptx.find_first_of(" \t", at);
+      found.push_back(ptx.substr(at, end - at));
+    }
+  }
+  return found;
+}
+
 TEST(BenchKernelsCompile, Sm90aNoSpills) {
   dsl::Target target = *dsl::Target::parse("sm_90a");
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
@@ -30,18 +43,23 @@ TEST(BenchKernelsCompile, Sm90aNoSpills) {
     EXPECT_EQ(made->build.kernel_name, kernel.program.name);
     const std::string& name = kernel.program.name;
     if (name.starts_with("copy_")) {
-      EXPECT_EQ(param_names(*made), (std::vector<std::string>{"src", "dst", "n"}));
+      EXPECT_EQ(param_names(*made), (std::vector<std::string>{"src", "dst"}));
     } else if (name.starts_with("rmsnorm_")) {
       EXPECT_EQ(param_names(*made), (std::vector<std::string>{"x", "w", "y", "eps"}));
     } else {
-      EXPECT_EQ(param_names(*made), (std::vector<std::string>{"x", "y", "cols"}));
+      EXPECT_EQ(param_names(*made), (std::vector<std::string>{"x", "y"}));
     }
-    absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(made->build.request());
+    jit::CompileRequest request = made->build.request();
+    request.want_assembly = true;
+    absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(request);
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->report.spill_stores, 0);
     EXPECT_EQ(result->report.spill_loads, 0);
     EXPECT_EQ(result->report.stack_frame, 0);
     EXPECT_FALSE(result->code_object.empty());
+    const std::vector<std::string> accesses = global_accesses(result->assembly);
+    EXPECT_FALSE(accesses.empty());
+    for (const std::string& access : accesses) EXPECT_NE(access.find(".v4."), std::string::npos) << access;
   }
 }
 
