@@ -2,7 +2,9 @@
 // contiguous last dim into 16-byte accesses, so no kernel spells out vector widths.
 #include "kernels/bench/bench_kernels.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <string>
 
 #include "dsl/dsl.h"
@@ -46,6 +48,31 @@ Program softmax_program(int rows, int cols) {
   return b.finish();
 }
 
+Program gemv_program(int m, int n, int k) {
+  Builder b("gemv_m" + std::to_string(m) + "_k" + std::to_string(k) + "_n" + std::to_string(n), {.num_warps = 4});
+  auto x = b.arg("x", ptr(bf16)), weight = b.arg("w", ptr(bf16)), y = b.arg("y", ptr(bf16));
+  // The matrix unit's smallest M is 16: x's rows are padded with masked (zero) rows up to a
+  // multiple of 16, and only the real rows are stored.
+  const int m_tile = std::max(16, (m + 15) / 16 * 16);
+  const int block_k = m_tile >= 32 ? 128 : 256;
+  auto rows = program_id(0) * kGemvBlockN + arange(0, kGemvBlockN);
+  auto ms = arange(0, m_tile);
+  auto m_ok = col(ms) < m;
+  auto acc = range(0, k, block_k, zeros({m_tile, kGemvBlockN}, f32), [&](Value k0, Value acc) {
+    auto ks = k0 + arange(0, block_k);
+    auto w = load(weight + col(rows).to(i64) * k + row(ks));
+    auto a = m_tile == m ? load(x + col(ms) * k + row(ks)) : load(x + col(ms) * k + row(ks), m_ok);
+    return dot(a, trans(w), acc);
+  });
+  auto out = y + col(ms) * n + row(rows);
+  if (m_tile == m) {
+    store(out, acc.to(bf16));
+  } else {
+    store(out, acc.to(bf16), m_ok);
+  }
+  return b.finish();
+}
+
 BenchKernel copy_kernel(int64_t bytes) {
   return {copy_program(bytes), {static_cast<int>(bytes / 4 / kCopyBlock), 1, 1}};
 }
@@ -54,11 +81,18 @@ BenchKernel rms_norm_kernel(int rows, int hidden) { return {rms_norm_program(row
 
 BenchKernel softmax_kernel(int rows, int cols) { return {softmax_program(rows, cols), {rows, 1, 1}}; }
 
+BenchKernel gemv_kernel(int m, int n, int k) { return {gemv_program(m, n, k), {n / kGemvBlockN, 1, 1}}; }
+
 std::vector<BenchKernel> bench_kernels() {
   std::vector<BenchKernel> kernels;
   for (int64_t bytes : {int64_t{64} << 20, int64_t{1} << 30}) kernels.push_back(copy_kernel(bytes));
   for (int rows : {4, 8, 16, 32, 64}) kernels.push_back(rms_norm_kernel(rows, 7168));
   kernels.push_back(softmax_kernel(8192, 4096));
+  for (int m : {1, 4, 8, 16, 32, 64}) {
+    for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
+      kernels.push_back(gemv_kernel(m, n, k));
+    }
+  }
   return kernels;
 }
 

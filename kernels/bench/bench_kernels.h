@@ -1,6 +1,6 @@
-// The benchmark kernels the side-by-side harness (bench/, docs/bench.md) loads: copy, RMSNorm and
-// row softmax, each a DSL program specialized per shape, named and parameterized exactly as the
-// harness binds them (`python3 -m bench.run --list-kernels`), with the grid it must be launched on.
+// The benchmark kernels the side-by-side harness (bench/, docs/bench.md) loads: copy, RMSNorm, row
+// softmax and the decode GEMV, each a DSL program specialized per shape, named and parameterized
+// exactly as the harness binds them (`python3 -m bench.run --list-kernels`), with its launch grid.
 #pragma once
 
 #include <array>
@@ -28,6 +28,14 @@ dsl::Program rms_norm_program(int rows, int hidden);
 // softmax_rows{rows}_cols{cols}.
 dsl::Program softmax_program(int rows, int cols);
 
+// Rows of W (columns of y) one GEMV program instance computes; every harness N is a multiple.
+inline constexpr int kGemvBlockN = 16;
+
+// y = x W^T: x [m, k], w [n, k], y [m, n] bf16 row-major, f32 accumulation on the matrix unit, one
+// bf16 rounding. Parameters: x, w, y (ptr<bf16>). n a multiple of kGemvBlockN; k of 256 (128 when
+// m > 16). Name: gemv_m{m}_k{k}_n{n}.
+dsl::Program gemv_program(int m, int n, int k);
+
 // A benchmark kernel with the grid it is launched on.
 struct BenchKernel {
   dsl::Program program;       // program.name is the exported name
@@ -38,6 +46,7 @@ struct BenchKernel {
 BenchKernel copy_kernel(int64_t bytes);
 BenchKernel rms_norm_kernel(int rows, int hidden);
 BenchKernel softmax_kernel(int rows, int cols);
+BenchKernel gemv_kernel(int m, int n, int k);
 
 // Every benchmark kernel the harness asks for that the DSL provides, in the harness's order.
 std::vector<BenchKernel> bench_kernels();
