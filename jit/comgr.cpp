@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "jit/dynamic_library.h"
+#include "support/shared_library.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
 
@@ -52,7 +52,7 @@ struct ComgrApi {
 };
 
 absl::StatusOr<ComgrApi> load_api() {
-  MT_ASSIGN_OR_RETURN(DynamicLibrary library, DynamicLibrary::open({"libamd_comgr.so.2", "libamd_comgr.so"}));
+  MT_ASSIGN_OR_RETURN(SharedLibrary library, SharedLibrary::open({"libamd_comgr.so.2", "libamd_comgr.so"}));
   ComgrApi api{};
   MT_RETURN_IF_ERROR(library.bind("amd_comgr_get_version", api.get_version));
   MT_RETURN_IF_ERROR(library.bind("amd_comgr_create_data", api.create_data));

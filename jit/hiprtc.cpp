@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "jit/comgr.h"
-#include "jit/dynamic_library.h"
+#include "support/shared_library.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
 #include "xxhash.h"
@@ -76,7 +76,7 @@ std::string device_libs_fingerprint() {
 }
 
 absl::StatusOr<HiprtcApi> load_api() {
-  MT_ASSIGN_OR_RETURN(DynamicLibrary library, DynamicLibrary::open({"libamdhip64.so.5", "libamdhip64.so.6", "libamdhip64.so"}));
+  MT_ASSIGN_OR_RETURN(SharedLibrary library, SharedLibrary::open({"libamdhip64.so.5", "libamdhip64.so.6", "libamdhip64.so"}));
   HiprtcApi api{};
   MT_RETURN_IF_ERROR(library.bind("hiprtcGetErrorString", api.hiprtcGetErrorString));
   MT_RETURN_IF_ERROR(library.bind("hiprtcCreateProgram", api.hiprtcCreateProgram));

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "jit/dynamic_library.h"
+#include "support/shared_library.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
 
@@ -49,8 +49,8 @@ struct NvrtcApi {
 };
 
 absl::StatusOr<NvrtcApi> load_api() {
-  MT_ASSIGN_OR_RETURN(DynamicLibrary library,
-                      DynamicLibrary::open({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}));
+  MT_ASSIGN_OR_RETURN(SharedLibrary library,
+                      SharedLibrary::open({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}));
   NvrtcApi api{};
   MT_RETURN_IF_ERROR(library.bind("nvrtcGetErrorString", api.nvrtcGetErrorString));
   MT_RETURN_IF_ERROR(library.bind("nvrtcVersion", api.nvrtcVersion));

@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/driver_api_cuda.h"
-#include "runtime/shared_library.h"
+#include "support/shared_library.h"
 
 namespace monotile::runtime {
 

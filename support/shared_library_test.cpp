@@ -1,10 +1,10 @@
 // A missing library or symbol is a Status naming it and dlerror()'s reason.
-#include "runtime/shared_library.h"
+#include "support/shared_library.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace monotile::runtime {
+namespace monotile {
 namespace {
 
 using ::testing::HasSubstr;
@@ -35,8 +35,15 @@ TEST(SharedLibrary, MissingSymbolNamesSymbolAndLibrary) {
   absl::StatusOr<void*> symbol = library->symbol("monotile_no_such_symbol");
   ASSERT_FALSE(symbol.ok());
   EXPECT_THAT(std::string(symbol.status().message()),
-              HasSubstr("symbol \"monotile_no_such_symbol\" not found in libc.so.6: "));
+              HasSubstr("symbol \"monotile_no_such_symbol\" not found in " + library->path() + ": "));
+}
+
+TEST(SharedLibrary, PathIsTheResolvedFile) {
+  absl::StatusOr<SharedLibrary> library = SharedLibrary::open({"libc.so.6"});
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_TRUE(library->path().starts_with("/")) << library->path();
+  EXPECT_NE(library->path().find("libc"), std::string::npos) << library->path();
 }
 
 }  // namespace
-}  // namespace monotile::runtime
+}  // namespace monotile
