@@ -21,6 +21,7 @@ from bench.timing import DEFAULT_REPEATS, Step, Timing, l2_bytes, time_interleav
 # check(impl, after_timing) -> "ok <error>" or "FAIL ..."; it runs the step itself when needed.
 Check = Callable[[str, bool], str]
 Timer = Callable[..., dict[str, Timing]]
+VARIANT_SEPARATOR = "__"  # <kernel>__<label>: another version of <kernel>, measured beside it
 
 
 @dataclass
@@ -41,6 +42,17 @@ class Context:
         if self.l2 is None:
             self.l2 = l2_bytes()
         return self.l2
+
+    def variants(self, name: str) -> dict[str, tuple[Op | None, str]]:
+        """Our other exported versions of kernel `name` (exported as `<name>__<label>`), by the
+        implementation name they are reported under (`ours:<label>`): alternatives measured side by
+        side with ours on the same inputs, so one run compares them."""
+        lister = getattr(self.kernels, "names", None)
+        found = {}
+        for exported in (lister() if lister else []):
+            if exported.startswith(name + VARIANT_SEPARATOR):
+                found[f"{OURS}:{exported[len(name) + len(VARIANT_SEPARATOR):]}"] = self.ours(exported)
+        return found
 
     def ours(self, name: str) -> tuple[Op | None, str]:
         """Our exported kernel `name`, or None and why not ("not exported", "error: ...")."""
@@ -82,8 +94,10 @@ def measure_row(
     check: Check,
     flops: int = 0,
     ours_status: str | None = None,
+    absent: dict[str, str] | None = None,
 ) -> Row:
-    """steps maps implementation names to launchers; ours_status says why "ours" is absent."""
+    """steps maps implementation names to launchers; ours_status says why "ours" is absent, and
+    absent why other implementations (e.g. our variants that failed to load) are."""
     row = Row(table, shape, nbytes, flops)
     if ours_status is not None and OURS not in steps:
         row.results[OURS] = Result(OURS, status=ours_status)
@@ -99,6 +113,9 @@ def measure_row(
             ctx.log(f"  {table} {shape} {name}: {result.status}")
             if ctx.device.startswith("cuda"):
                 ctx.log(traceback.format_exc(limit=3))
+    for name, status in (absent or {}).items():
+        if name not in steps:
+            row.results[name] = Result(name, status=status)
     if runnable:
         for name, timing in _time(ctx, runnable, copies, row).items():
             row.results[name].timing = timing

@@ -23,7 +23,7 @@ from bench.peers.fla_kda import fla_version
 from bench.report import Row, format_table, write_results
 from bench.tables import copy as copy_table
 from bench.tables import gemm, gemv, jit, kda, rows
-from bench.timing import DEFAULT_REPEATS, copy_bandwidth
+from bench.timing import DEFAULT_REPEATS, copy_bandwidth, copy_bandwidth_methods
 
 TABLES = {"copy": copy_table, "gemv": gemv, "rows": rows, "gemm": gemm, "kda": kda, "jit": jit}
 TITLES = {
@@ -97,7 +97,10 @@ def main(argv: list[str]) -> int:
     bandwidth, bw_timing = copy_bandwidth(repeats=args.repeats)
     meta["copy_bandwidth_start"] = bandwidth
     print(f"copy bandwidth (1 GiB device-to-device, read + written): {bandwidth / 1e12:.3f} TB/s "
-          f"(spread {100 * bw_timing.spread:.1f}%)", flush=True)
+          f"(spread {100 * bw_timing.spread:.1f}%; outside a graph, as gpu_copy_bench)", flush=True)
+    methods = copy_bandwidth_methods(repeats=args.repeats)
+    meta["copy_bandwidth_methods"] = methods
+    print("the same copy by method: " + ", ".join(f"{k} {v / 1e12:.3f} TB/s" for k, v in methods.items()), flush=True)
     ctx = Context(KernelDir(args.ours), copy_bandwidth=bandwidth, repeats=args.repeats, quick=args.quick)
     all_rows: list[Row] = []
     for name in wanted:

@@ -144,14 +144,77 @@ def time_step(step: Step, copies: int, launches: int | None = None, repeats: int
     return time_interleaved({"only": step}, copies, launches, repeats)["only"]
 
 
+# The driver's device-to-device copy is recorded in a CUDA graph as a memcpy node, and a memcpy
+# node of some sizes runs at about half the bandwidth the same copy reaches outside a graph (seen
+# at 512 MiB, 1 GiB and 2 GiB, while 508 and 516 MiB run at full speed: pytorch/pytorch#191284; on
+# the H200 a 1 GiB node read 2.71 TB/s where the same cudaMemcpyAsync outside a graph reads 4.2).
+# So graph-captured copies are split into nodes of this size (a 64 MiB node ran at full speed on
+# the H200), and the floor is measured outside any graph.
+COPY_CHUNK_BYTES = 256 << 20
+
+
+def chunked_copy(src: torch.Tensor, dst: torch.Tensor, chunk_bytes: int | None = None) -> None:
+    """dst.copy_(src) as byte ranges of at most chunk_bytes (default COPY_CHUNK_BYTES) each: one
+    memcpy node each in a graph."""
+    chunk_bytes = chunk_bytes or COPY_CHUNK_BYTES
+    src_bytes, dst_bytes = src.reshape(-1).view(torch.uint8), dst.reshape(-1).view(torch.uint8)
+    if src_bytes.numel() != dst_bytes.numel():
+        raise ValueError(f"chunked_copy: src has {src_bytes.numel()} bytes, dst {dst_bytes.numel()}")
+    for start in range(0, src_bytes.numel(), chunk_bytes):
+        dst_bytes[start:start + chunk_bytes].copy_(src_bytes[start:start + chunk_bytes])
+
+
+def time_eager(step: Step, copies: int, launches: int, repeats: int = DEFAULT_REPEATS) -> Timing:
+    """Times `launches` stream-ordered calls (no graph) between two events, per launch; median of
+    repeats. For work whose launch cost is far below its run time (a 1 GiB copy: ~250 us), the
+    host enqueues ahead of the device and the events see only device time."""
+    warm_up(step, copies)
+    samples = []
+    for _ in range(repeats):
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for j in range(launches):
+            step(j % copies)
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop) * 1000.0 / launches)
+    return Timing(statistics.median(samples), min(samples), max(samples), launches=launches, copies=copies,
+                  samples_us=samples)
+
+
 def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = DEFAULT_REPEATS) -> tuple[float, Timing]:
     """Device-to-device copy bandwidth in bytes/s, counting bytes read plus bytes written.
 
     This is the HBM floor reference: a kernel that must move B bytes cannot take less than
-    B / copy_bandwidth. One 1 GiB buffer is far past the L2, so no rotation is needed.
+    B / copy_bandwidth. It is the driver's cudaMemcpyAsync of one 1 GiB buffer, stream-ordered
+    outside any graph (the method of gpu_copy_bench; see COPY_CHUNK_BYTES for why not in a graph).
+    One 1 GiB buffer is far past the L2, so no rotation is needed.
     """
+    src, dst = _copy_buffers(nbytes)
+    timing = time_eager(lambda i: dst.copy_(src), copies=1, launches=8, repeats=repeats)
+    return 2.0 * nbytes / (timing.median_us * 1e-6), timing
+
+
+def _copy_buffers(nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
     src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
     src.random_(0, 256)  # never time on zeros
-    dst = torch.empty_like(src)
-    timing = time_step(lambda i: dst.copy_(src), copies=1, launches=8, repeats=repeats)
-    return 2.0 * nbytes / (timing.median_us * 1e-6), timing
+    return src, torch.empty_like(src)
+
+
+def copy_bandwidth_methods(nbytes: int = 1 << 30, repeats: int = DEFAULT_REPEATS) -> dict[str, float]:
+    """The same copy's bandwidth (bytes/s, read + written) by several methods, for the record:
+    outside a graph, one graph memcpy node, and nodes of 256 MiB and 64 MiB. Their spread is what
+    a harness that timed its floor inside a graph got wrong."""
+    src, dst = _copy_buffers(nbytes)
+    steps = {
+        "eager": lambda i: dst.copy_(src),
+        "graph, 1 node": lambda i: dst.copy_(src),
+        "graph, 256 MiB nodes": lambda i: chunked_copy(src, dst, 256 << 20),
+        "graph, 64 MiB nodes": lambda i: chunked_copy(src, dst, 64 << 20),
+    }
+    result = {"eager": 2.0 * nbytes / (time_eager(steps["eager"], 1, 8, repeats).median_us * 1e-6)}
+    graphed = time_interleaved({k: v for k, v in steps.items() if k != "eager"}, copies=1, launches=8, repeats=repeats)
+    for name, timing in graphed.items():
+        result[name] = 2.0 * nbytes / (timing.median_us * 1e-6)
+    return result

@@ -27,12 +27,17 @@ def _measure(ctx: Context, table: str, shape: str, kernel: str, nbytes: int, inp
     """Shared by both kernels: inputs[i] holds the named input tensors of copy i."""
     copies = len(inputs)
     op, status = ctx.ours(kernel)
-    names = ([OURS] if op else []) + ["triton"]
+    ours = {OURS: op} if op else {}
+    variants = ctx.variants(kernel)
+    ours.update({name: v_op for name, (v_op, _) in variants.items() if v_op is not None})
+    absent = {name: v_status for name, (v_op, v_status) in variants.items() if v_op is None}
+    names = [*ours, "triton"]
     ys = {name: [torch.empty(out_shape, dtype=torch.bfloat16, device=ctx.device) for _ in range(copies)] for name in names}
-    steps = {"triton": lambda i: peer(inputs[i], ys["triton"][i])}
-    if op:
-        values = [dict(inputs[i], y=ys[OURS][i], **ours_extra) for i in range(copies)]
-        steps = {OURS: lambda i: op(values[i]), **steps}
+    steps = {}
+    for name, kernel_op in ours.items():
+        values = [dict(inputs[i], y=ys[name][i], **ours_extra) for i in range(copies)]
+        steps[name] = lambda i, kernel_op=kernel_op, values=values: kernel_op(values[i])
+    steps["triton"] = lambda i: peer(inputs[i], ys["triton"][i])
 
     def check(name: str, after: bool) -> str:
         if not after:
@@ -40,7 +45,8 @@ def _measure(ctx: Context, table: str, shape: str, kernel: str, nbytes: int, inp
             steps[name](0)
         return compare(ys[name][0], reference, TOLERANCE)
 
-    return measure_row(ctx, table, shape, nbytes, copies, steps, check, ours_status=None if op else status)
+    return measure_row(ctx, table, shape, nbytes, copies, steps, check, ours_status=None if op else status,
+                       absent=absent)
 
 
 def _rmsnorm_rows(ctx: Context) -> list[Row]:

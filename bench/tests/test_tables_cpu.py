@@ -150,5 +150,61 @@ def test_results_files_hold_every_row(tmp_path):
     assert float(memcpy["floor_us"]) == pytest.approx(2 * 4096 / 4e12 * 1e6, rel=1e-5)
 
 
+class VariantKernels(FakeKernels):
+    """Exports copy_bytes4096 and two variants of it, one of which fails to load."""
+
+    def names(self):
+        return ["copy_bytes4096", "copy_bytes4096__wide", "copy_bytes4096__broken", "rmsnorm_rows2_h64"]
+
+    def has(self, name):
+        return name in self.names()
+
+    def load(self, name, device):
+        if name.endswith("__broken"):
+            raise RuntimeError("CUDA_ERROR_INVALID_IMAGE")
+        return FakeOp(name)
+
+
+def test_our_variants_are_measured_and_checked_beside_ours():
+    ctx = _context(exported=())
+    ctx.kernels = VariantKernels(())
+    row = copy.run(ctx)[0]
+    assert list(row.results)[:2] == [OURS, "ours:wide"]
+    assert row.results["ours:wide"].timing is not None and row.results["ours:wide"].check == "ok"
+    assert row.results["ours:broken"].status == "error: CUDA_ERROR_INVALID_IMAGE"
+    assert row.results["ours:broken"].timing is None
+    assert "ours:broken" in format_table("copy", [row], 4e12)
+    assert ctx.variants("rmsnorm_rows2_h64") == {}
+
+
+def test_copy_beyond_the_chunk_size_also_times_the_one_node_memcpy(monkeypatch):
+    from bench import timing
+
+    monkeypatch.setattr(timing, "COPY_CHUNK_BYTES", 1024)
+    row = copy.run(_context(exported=("copy",)))[0]
+    assert row.results["memcpy"].check == "ok" and row.results[copy.ONE_NODE].check == "ok"
+    assert row.results[copy.ONE_NODE].timing is not None
+
+
+def test_a_small_copy_has_no_one_node_row():
+    row = copy.run(_context(exported=("copy",)))[0]
+    assert copy.ONE_NODE not in row.results
+
+
+def test_chunked_copy_copies_every_byte_and_refuses_a_size_mismatch():
+    from bench.timing import chunked_copy
+
+    src = torch.randint(0, 256, (10000,), dtype=torch.uint8)
+    dst = torch.full_like(src, 0xA5)
+    chunked_copy(src, dst, 4096)  # 4096 + 4096 + 1808
+    assert torch.equal(src, dst)
+    wide = torch.randn(3, 700)  # any dtype and shape: bytes are what is copied
+    out = torch.empty_like(wide)
+    chunked_copy(wide, out, 1000)
+    assert torch.equal(wide, out)
+    with pytest.raises(ValueError, match="src has 10000 bytes, dst 9999"):
+        chunked_copy(src, dst[:9999], 4096)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
