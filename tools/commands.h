@@ -14,5 +14,6 @@ int cache_command(Args args);
 int warmup_command(Args args);
 int demo_command(Args args);
 int export_command(Args args);
+int first_call_command(Args args);
 
 }  // namespace monotile::tools

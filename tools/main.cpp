@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"demo", monotile::tools::demo_command, "show the compilers and compile the sample kernels through the cache"},
     {"warmup", monotile::tools::warmup_command, "fill the kernel cache (or a bundle) for targets; no GPU needed"},
     {"export", monotile::tools::export_command, "write the benchmark kernels' CUBINs and launch JSON for the bench harness"},
+    {"first-call", monotile::tools::first_call_command, "time one benchmark kernel's first call on the GPU: lower, compile or cache hit, load, run"},
 };
 
 int usage(FILE* out) {
