@@ -173,6 +173,10 @@ Value Builder::new_value(Type type) {
 }
 
 Value Builder::arg(std::string_view name, ElementType type, std::source_location loc) {
+  return arg(name, type, ArgOptions{}, loc);
+}
+
+Value Builder::arg(std::string_view name, ElementType type, ArgOptions options, std::source_location loc) {
   check_usable("arg", loc);
   if (blocks_.size() != 1) {
     throw Error(at(loc), "arg", "argument " + in_quotes(name) + " is declared inside a region",
@@ -193,9 +197,20 @@ Value Builder::arg(std::string_view name, ElementType type, std::source_location
     throw Error(at(loc), "arg", "argument " + in_quotes(name) + " is an mxfp4 scalar",
                 "a pointer to mxfp4 data", "mxfp4", "pass ptr(mxfp4) and load it");
   }
+  if (options.multiple_of != 1 && (type.pointer || !is_integer(type.scalar) || type.scalar == ScalarType::kI1)) {
+    throw Error(at(loc), "arg", "argument " + in_quotes(name) + " is declared a multiple of " +
+                std::to_string(options.multiple_of) + " but is not an integer",
+                "an integer scalar (i32, i64, u32, ...)", Type{type, {}}.str(),
+                "drop multiple_of, or declare the argument as an integer");
+  }
+  if (options.multiple_of < 1 || (options.multiple_of & (options.multiple_of - 1)) != 0) {
+    throw Error(at(loc), "arg", "argument " + in_quotes(name) + ": multiple_of must be a power of two",
+                "1, 2, 4, 8, ...", std::to_string(options.multiple_of),
+                "promise the largest power of two that divides every value passed");
+  }
   Value value = new_value(Type{type, {}});
   program_.body.args.push_back(value.id_);
-  program_.params.push_back(Param{std::string(name), type, value.id_});
+  program_.params.push_back(Param{std::string(name), type, value.id_, options.multiple_of});
   return value;
 }
 

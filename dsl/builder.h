@@ -18,6 +18,11 @@
 
 namespace monotile::dsl {
 
+// What the kernel's author promises about a parameter's values at every launch.
+struct ArgOptions {
+  int64_t multiple_of = 1;  // integer parameters only; a power of two
+};
+
 class Builder {
  public:
   explicit Builder(std::string name, KernelOptions options = {},
@@ -32,6 +37,11 @@ class Builder {
 
   // A kernel parameter (pointer or scalar), passed at launch in declaration order.
   Value arg(std::string_view name, ElementType type,
+            std::source_location loc = std::source_location::current());
+  // An integer parameter whose every value is a multiple of `multiple_of` (a power of two), like
+  // Triton's divisibility specialization made explicit: address arithmetic with it keeps its
+  // alignment (vector accesses); the interpreter refuses a launch that breaks the promise.
+  Value arg(std::string_view name, ElementType type, ArgOptions options,
             std::source_location loc = std::source_location::current());
 
   // The finished program (verified). The builder cannot be used afterwards.

@@ -5,6 +5,7 @@
 
 #include "dsl/dsl.h"
 #include "dsl/error_matchers.h"
+#include "dsl/printer.h"
 
 namespace monotile::dsl {
 namespace {
@@ -166,6 +167,18 @@ TEST(Errors, ArgumentMisuse) {
   EXPECT_DSL_ERROR(b.arg("", f32), "an argument has an empty name");
   EXPECT_DSL_ERROR(b.arg("m", mxfp4), "argument \"m\" is an mxfp4 scalar");
   EXPECT_DSL_ERROR(Builder("w", {.num_warps = 3}), "num_warps 3 is not a positive power of two");
+}
+
+TEST(Errors, MultipleOfIsAPowerOfTwoOnIntegers) {
+  Builder b("k");
+  EXPECT_DSL_ERROR(b.arg("p", ptr(f32), {.multiple_of = 4}),
+                   "argument \"p\" is declared a multiple of 4 but is not an integer");
+  EXPECT_DSL_ERROR(b.arg("s", f32, {.multiple_of = 2}), "argument \"s\" is declared a multiple of 2 but is not an integer");
+  EXPECT_DSL_ERROR(b.arg("n", i64, {.multiple_of = 12}), "argument \"n\": multiple_of must be a power of two");
+  EXPECT_DSL_ERROR(b.arg("m", i32, {.multiple_of = 0}), "argument \"m\": multiple_of must be a power of two");
+  b.arg("stride", i64, {.multiple_of = 8});
+  b.arg("x", ptr(f32));
+  EXPECT_THAT(to_text(b.finish()), HasSubstr("i64 \"stride\" multiple_of=8"));
 }
 
 TEST(Errors, BuilderNeedsAName) {

@@ -239,6 +239,9 @@ struct Param {
   std::string name;
   ElementType type;
   ValueId value = kNoValue;  // the body's argument that stands for it
+  // Integer parameters: every launch passes a multiple of this (a contract the interpreter checks
+  // and the lowering's axis analysis relies on, e.g. for 16-byte accesses at `p + slot * stride`).
+  int64_t multiple_of = 1;
 };
 
 // Launch-shape options chosen by the kernel's author (a C++ value, part of the program).

@@ -50,6 +50,7 @@ class Printer {
       const Param& param = program_.params[i];
       if (i > 0) out_ += ", ";
       out_ += define(param.value) + ": " + Type{param.type, {}}.str() + " " + quote(param.name);
+      if (param.multiple_of != 1) out_ += " multiple_of=" + std::to_string(param.multiple_of);
     }
     out_ += ") {\n";
     block_ops(program_.body, 1);

@@ -15,7 +15,7 @@ class HandProgram {
 
   ValueId param(const std::string& name, ElementType type) {
     const ValueId value = program_.add_value(Type{type, {}});
-    program_.params.push_back(Param{name, type, value});
+    program_.params.push_back(Param{name, type, value, 1});
     program_.body.args.push_back(value);
     return value;
   }

@@ -64,6 +64,12 @@ absl::Status check_launch(const Program& program, const LaunchGrid& grid, std::s
                                                         i, param.name, program.name, args[i].int_value(),
                                                         to_absl(scalar_type_name(given.scalar))));
     }
+    if (!given.pointer && param.multiple_of > 1 && args[i].int_value() % param.multiple_of != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "argument %d \"%s\" of kernel \"%s\": value %d is not a multiple of %d, which the kernel declares; "
+          "hint: pass a multiple of %d (pad the buffer) or build the kernel without the promise",
+          i, param.name, program.name, args[i].int_value(), param.multiple_of, param.multiple_of));
+    }
   }
   return absl::OkStatus();
 }

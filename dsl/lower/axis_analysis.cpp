@@ -103,11 +103,13 @@ class Analysis {
     for (const Op& op : block.ops) this->op(op);
   }
 
-  // Parameters: pointers are assumed aligned (LowerOptions::pointer_alignment), integers unknown.
+  // Parameters: pointers are assumed aligned (LowerOptions::pointer_alignment), integers only
+  // what their declaration promises (Builder::arg's multiple_of).
   void params() {
     for (const Param& param : state_.program.params) {
       AxisInfo info = unknown(0);
       if (param.type.pointer) info.divisibility[0] = state_.options.pointer_alignment;
+      else info.divisibility[0] = std::min(kMaxDivisibility, param.multiple_of);
       set(param.value, info);
     }
   }

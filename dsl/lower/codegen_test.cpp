@@ -97,6 +97,24 @@ TEST(Codegen, OffsetsNotProvenAlignedUseElementAccesses) {
   EXPECT_THAT(kernel.source, HasSubstr("mt_w[0] = *(const unsigned*)"));
 }
 
+// A row base scaled by a run-time stride: vector accesses only when the stride is declared a
+// multiple of the vector (Builder::arg's multiple_of), as Triton's divisibility specialization.
+Program strided_rows(int64_t multiple_of) {
+  Builder b("strided_rows", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32)), stride = b.arg("stride", i64, {.multiple_of = multiple_of});
+  auto offs = program_id(0) * stride + arange(0, 512);
+  store(y + offs, load(x + offs));
+  return b.finish();
+}
+
+TEST(Codegen, StrideDeclaredAMultipleKeepsSixteenByteAccesses) {
+  for (const char* target : kTargets) {
+    EXPECT_THAT(lowered(strided_rows(4), target).source, HasSubstr("mt_u32x4 mt_t = *(const mt_u32x4*)")) << target;
+    EXPECT_THAT(lowered(strided_rows(2), target).source, HasSubstr("mt_u32x2 mt_t = *(const mt_u32x2*)")) << target;
+    EXPECT_THAT(lowered(strided_rows(1), target).source, Not(HasSubstr("mt_t = *(const mt_u32x"))) << target;
+  }
+}
+
 TEST(Codegen, AllTrueMaskIsDropped) {
   for (const char* target : kTargets) {
     LoweredKernel kernel = lowered(masked_copy(false), target);

@@ -1,0 +1,120 @@
+// The KDA spec-verify recurrence in the DSL. Latency shapes the program more than bandwidth at small
+// batch: everything a request needs that does not depend on the state (its slots, q/k/v/g/beta for
+// all q tokens, the gates and norms) is loaded and computed while the state load is in flight, the
+// read slot is selected from the already loaded column values instead of a second dependent load,
+// and per token the two reductions over K both read the decayed state, so they run side by side:
+// o_t = (S' + e k^T) q = S' q + e (k . q).
+#include "kernels/kda/kda_verify.h"
+
+#include <cmath>
+#include <vector>
+
+#include "dsl/dsl.h"
+
+namespace monotile::kernels::kda {
+
+using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
+
+namespace {
+
+bool power_of_two(int value) { return value > 0 && (value & (value - 1)) == 0; }
+
+void require(bool ok, const std::source_location& loc, const std::string& what, const std::string& expected,
+             const std::string& actual, const std::string& hint) {
+  if (!ok) throw Error(SourceLoc::from(loc), "kda_verify_program", what, expected, actual, hint);
+}
+
+// Enough instances to put several on every SM of a large GPU (132 on the H200) even at one
+// request, without making each one so thin that its per-token work (the norms, the gate) dominates.
+int choose_block_v(int heads, int requests) {
+  constexpr int kWantedInstances = 1056;
+  int block_v = 32;
+  while (block_v > 8 && int64_t{heads} * requests * (kHeadDim / block_v) < kWantedInstances) block_v /= 2;
+  return block_v;
+}
+
+Value l2_normalized(const Value& x) { return x * rsqrt(sum(x * x) + kL2NormEps); }
+
+}  // namespace
+
+KdaVerifyConfig resolve(KdaVerifyConfig config, std::source_location loc) {
+  require(config.heads >= 1, loc, "heads must be at least 1", ">= 1", std::to_string(config.heads),
+          "pass the number of KDA heads on this rank");
+  require(config.requests >= 1, loc, "requests must be at least 1", ">= 1", std::to_string(config.requests),
+          "pass the number of requests in the batch");
+  require(config.q >= 1 && config.q <= 8, loc, "q (tokens per request) must be in 1..8", "1..8",
+          std::to_string(config.q), "q is num_spec + 1");
+  if (config.block_v == 0) config.block_v = choose_block_v(config.heads, config.requests);
+  require(power_of_two(config.block_v) && config.block_v <= kHeadDim, loc,
+          "block_v must be a power of two dividing " + std::to_string(kHeadDim), "1, 2, 4, ..., 128",
+          std::to_string(config.block_v), "pass 0 to let the kernel choose");
+  if (config.num_warps == 0) config.num_warps = config.block_v >= 4 ? 4 : config.block_v;
+  require(power_of_two(config.num_warps) && config.num_warps <= 8, loc, "num_warps must be a power of two in 1..8",
+          "1, 2, 4 or 8", std::to_string(config.num_warps), "pass 0 to let the kernel choose");
+  return config;
+}
+
+std::string kda_verify_name(const KdaVerifyConfig& config) {
+  return "kda_verify_h" + std::to_string(config.heads) + "_n" + std::to_string(config.requests) + "_q" +
+         std::to_string(config.q);
+}
+
+std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config) {
+  KdaVerifyConfig c = resolve(config);
+  return {kHeadDim / c.block_v, c.heads, c.requests};
+}
+
+Program kda_verify_program(const KdaVerifyConfig& config, std::source_location loc) {
+  const KdaVerifyConfig c = resolve(config, loc);
+  constexpr int D = kHeadDim;
+  const int heads = c.heads, q = c.q;
+  Builder b(kda_verify_name(c), {.num_warps = c.num_warps}, loc);
+  auto qp = b.arg("q", ptr(bf16)), kp = b.arg("k", ptr(bf16)), vp = b.arg("v", ptr(bf16));
+  auto gp = b.arg("g", ptr(bf16)), bp = b.arg("beta", ptr(bf16));
+  auto a_log = b.arg("a_log", ptr(f32)), dt_bias = b.arg("dt_bias", ptr(f32));
+  // The slot stride is promised a multiple of 4 elements, so every state row stays 16-byte aligned.
+  auto state = b.arg("state", ptr(f32)), slot_stride = b.arg("slot_stride", i64, {.multiple_of = 4});
+  auto slots = b.arg("state_indices", ptr(i32)), accepted = b.arg("num_accepted", ptr(i32));
+  auto out = b.arg("o", ptr(bf16));
+
+  auto vb = program_id(0), h = program_id(1), n = program_id(2);
+  auto kk = arange(0, D);
+  auto vv = vb * c.block_v + arange(0, c.block_v);
+
+  // The request's slots and accepted count, all independent loads; the read slot is picked from them.
+  std::vector<Value> slot;
+  for (int t = 0; t < q; ++t) slot.push_back(load(slots + n * q + t));
+  auto n_accepted = load(accepted + n);
+  Value first = slot[0];
+  for (int t = 1; t < q; ++t) first = where(n_accepted == t + 1, slot[t], first);
+  auto has_state = first > 0;
+  auto tile = col(h * D + vv) * D + row(kk);
+  auto S = load(state + first.to(i64) * slot_stride + tile, has_state, 0.0f, {.cache = Cache::streaming});
+
+  // Per token: l2-normalized q (scaled) and k, the decay exp(gate), beta, v's rows, and k . q.
+  auto decay_scale = exp(load(a_log + h));
+  auto bias = load(dt_bias + h * D + kk);
+  std::vector<Value> qn, kn, decay, beta, vt, kq;
+  for (int t = 0; t < q; ++t) {
+    auto tok = (n * q + t) * heads + h;
+    qn.push_back(l2_normalized(load(qp + tok * D + kk).to(f32)) * (1.0f / std::sqrt(float(D))));
+    kn.push_back(l2_normalized(load(kp + tok * D + kk).to(f32)));
+    decay.push_back(exp(kLowerBound * sigmoid(decay_scale * (load(gp + tok * D + kk).to(f32) + bias))));
+    beta.push_back(sigmoid(load(bp + tok).to(f32)));
+    vt.push_back(load(vp + tok * D + vv).to(f32));
+    kq.push_back(sum(kn.back() * qn.back()));
+  }
+
+  for (int t = 0; t < q; ++t) {
+    auto tok = (n * q + t) * heads + h;
+    auto decayed = S * row(decay[t]);
+    auto e = (vt[t] - sum(decayed * row(kn[t]), 1)) * beta[t];
+    auto o = sum(decayed * row(qn[t]), 1) + e * kq[t];
+    S = decayed + col(e) * row(kn[t]);
+    store(out + tok * D + vv, where(has_state, o, 0.0f).to(bf16));
+    store(state + slot[t].to(i64) * slot_stride + tile, S, has_state & (slot[t] > 0), {.cache = Cache::streaming});
+  }
+  return b.finish(loc);
+}
+
+}  // namespace monotile::kernels::kda

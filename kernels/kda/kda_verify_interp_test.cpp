@@ -1,0 +1,131 @@
+// The KDA verify program on the CPU interpreter against the float64 reference at the real head dim
+// (128) with small H and N: fresh random inputs, o and the written slots poisoned first, padded
+// requests, skipped stores, every num_accepted, two block_v splits; and its error messages.
+#include <random>
+#include <string>
+
+#include "dsl/error.h"
+#include "dsl/interp/float16.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/kda/kda_test_support.h"
+#include "kernels/kda/kda_verify.h"
+#include "tests/conformance/interpreter_executor.h"
+
+namespace monotile::kernels::kda {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::KdaCase;
+
+uint32_t fresh_seed() { return std::random_device{}(); }
+
+void expect_matches_reference(const KdaCase& c) {
+  SCOPED_TRACE("seed " + std::to_string(c.seed));
+  testing::KdaHostInputs inputs = testing::make_inputs(c);
+  absl::StatusOr<KdaStepResult> ref = kda_verify_reference(inputs.values());
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  conformance::InterpreterExecutor executor;
+  absl::StatusOr<testing::KdaOutputs> got = testing::run_kda(executor, kda_verify_program(c.config), inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(testing::check_kda(inputs, *got, *ref), "");
+}
+
+TEST(KdaVerifyInterp, MatchesReferenceWithEveryAcceptedCount) {
+  KdaCase c;
+  c.config = {.heads = 2, .requests = 4, .q = 4, .block_v = 32};
+  c.accepted = {1, 2, 3, 4};
+  c.seed = fresh_seed();
+  expect_matches_reference(c);
+}
+
+TEST(KdaVerifyInterp, PaddedRequestsAndSkippedStores) {
+  // Request 0: slot 0 in a column other than its read column (that store skipped); request 1: slot -1
+  // in its read column (zero rows, nothing read or stored); request 3: padding (every slot 0).
+  KdaCase c;
+  c.config = {.heads = 2, .requests = 4, .q = 4, .block_v = 8};
+  c.padded = 1;
+  c.later_slot_zero = true;
+  c.negative_read = true;
+  c.seed = fresh_seed();
+  expect_matches_reference(c);
+}
+
+TEST(KdaVerifyInterp, SmallBlocksAndThreeHeads) {
+  KdaCase c;
+  c.config = {.heads = 3, .requests = 2, .q = 4, .block_v = 16, .num_warps = 2};
+  c.slot_pad = 128;
+  c.seed = fresh_seed();
+  expect_matches_reference(c);
+}
+
+TEST(KdaVerifyInterp, ReferenceSeesPoisonedOutputs) {
+  // The check itself: an output left unwritten (NaN) or a state off by more than f32 error fails.
+  KdaCase c;
+  c.config = {.heads = 1, .requests = 1, .q = 4, .block_v = 32};
+  c.accepted = {2};
+  testing::KdaHostInputs inputs = testing::make_inputs(c);
+  absl::StatusOr<KdaStepResult> ref = kda_verify_reference(inputs.values());
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  testing::KdaOutputs outputs;
+  outputs.o.resize(ref->o.size());
+  outputs.state.resize(ref->state.size());
+  for (size_t i = 0; i < ref->o.size(); ++i) outputs.o[i] = dsl::interp::bf16_bits_from_double(ref->o[i]);
+  for (size_t i = 0; i < ref->state.size(); ++i) outputs.state[i] = static_cast<float>(ref->state[i]);
+  EXPECT_EQ(testing::check_kda(inputs, outputs, *ref), "");
+  testing::KdaOutputs unwritten = outputs;
+  unwritten.o[5] = 0x7fc1;
+  EXPECT_THAT(testing::check_kda(inputs, unwritten, *ref), HasSubstr("is NaN"));
+  testing::KdaOutputs off = outputs;
+  const size_t written = size_t(inputs.state_indices[3]) * inputs.slot_stride + 77;
+  off.state[written] += 1e-3f;
+  EXPECT_THAT(testing::check_kda(inputs, off, *ref), HasSubstr("expected"));
+}
+
+TEST(KdaVerifyInterp, RefusesASlotStrideThatBreaksItsPromise) {
+  KdaCase c;
+  c.config = {.heads = 1, .requests = 1, .q = 4, .block_v = 32};
+  c.slot_pad = 2;  // H D D + 2: not a multiple of 4
+  testing::KdaHostInputs inputs = testing::make_inputs(c);
+  conformance::InterpreterExecutor executor;
+  absl::StatusOr<testing::KdaOutputs> got = testing::run_kda(executor, kda_verify_program(c.config), inputs);
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(std::string(got.status().message()),
+              HasSubstr("argument 8 \"slot_stride\" of kernel \"kda_verify_h1_n1_q4\": value 16386 is not a "
+                        "multiple of 4, which the kernel declares"));
+}
+
+TEST(KdaVerifyProgram, NameGridAndChosenSplit) {
+  KdaVerifyConfig config{.heads = 12, .requests = 4};
+  dsl::Program program = kda_verify_program(config);
+  EXPECT_EQ(program.name, "kda_verify_h12_n4_q4");
+  KdaVerifyConfig resolved = resolve(config);
+  EXPECT_EQ(kda_verify_grid(config), (std::array<int, 3>{kHeadDim / resolved.block_v, 12, 4}));
+  EXPECT_EQ(kHeadDim % resolved.block_v, 0);
+}
+
+TEST(KdaVerifyProgram, BadBlockVNamesTheCallerAndTheValue) {
+  try {
+    kda_verify_program({.heads = 12, .requests = 1, .q = 4, .block_v = 12});
+    FAIL() << "no error";
+  } catch (const dsl::Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("kda_verify_program at "));
+    EXPECT_THAT(error.what(), HasSubstr("kda_verify_interp_test.cpp"));
+    EXPECT_THAT(error.what(), HasSubstr("block_v must be a power of two dividing 128"));
+    EXPECT_EQ(error.actual(), "12");
+  }
+}
+
+TEST(KdaVerifyProgram, BadShapeArguments) {
+  EXPECT_THAT([] { kda_verify_program({.heads = 0}); },
+              ::testing::ThrowsMessage<dsl::Error>(HasSubstr("heads must be at least 1")));
+  EXPECT_THAT([] { kda_verify_program({.heads = 2, .requests = 0}); },
+              ::testing::ThrowsMessage<dsl::Error>(HasSubstr("requests must be at least 1")));
+  EXPECT_THAT([] { kda_verify_program({.heads = 2, .requests = 1, .q = 9}); },
+              ::testing::ThrowsMessage<dsl::Error>(HasSubstr("q (tokens per request) must be in 1..8")));
+  EXPECT_THAT([] { kda_verify_program({.heads = 2, .requests = 1, .q = 4, .block_v = 32, .num_warps = 3}); },
+              ::testing::ThrowsMessage<dsl::Error>(HasSubstr("num_warps must be a power of two in 1..8")));
+}
+
+}  // namespace
+}  // namespace monotile::kernels::kda
