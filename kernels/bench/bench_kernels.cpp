@@ -8,20 +8,12 @@
 #include <string>
 
 #include "dsl/dsl.h"
+#include "kernels/bench/copy.h"
+#include "kernels/bench/softmax.h"
 
 namespace monotile::kernels::bench {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
-
-Program copy_program(int64_t bytes) {
-  // Specialized per size and launched on exactly bytes / (4 kCopyBlock) instances, so no access is
-  // masked: a mask against a run-time n would hide the 16-byte alignment from the axis analysis.
-  Builder b("copy_bytes" + std::to_string(bytes), {.num_warps = 4});
-  auto src = b.arg("src", ptr(i32)), dst = b.arg("dst", ptr(i32));
-  auto offs = program_id(0) * kCopyBlock + arange(0, kCopyBlock);
-  store(dst + offs, load(src + offs, {.cache = Cache::streaming}), {.cache = Cache::streaming});
-  return b.finish();
-}
 
 Program rms_norm_program(int rows, int hidden) {
   Builder b("rmsnorm_rows" + std::to_string(rows) + "_h" + std::to_string(hidden), {.num_warps = 8});
@@ -32,19 +24,6 @@ Program rms_norm_program(int rows, int hidden) {
   auto v = load(x + base + cols).to(f32);
   auto rstd = rsqrt(sum(v * v) / float(hidden) + eps);
   store(y + base + cols, (v * rstd * load(w + cols).to(f32)).to(bf16));
-  return b.finish();
-}
-
-Program softmax_program(int rows, int cols) {
-  Builder b("softmax_rows" + std::to_string(rows) + "_cols" + std::to_string(cols), {.num_warps = 8});
-  // The row length is the C++ constant, not a run-time argument: the base stays a known multiple of
-  // 8 elements, so each lane's chunks are 16-byte accesses.
-  auto x = b.arg("x", ptr(bf16)), y = b.arg("y", ptr(bf16));
-  auto base = program_id(0).to(i64) * cols;
-  auto offs = arange(0, cols);
-  auto v = load(x + base + offs).to(f32);
-  auto e = exp(v - max(v));
-  store(y + base + offs, (e / sum(e)).to(bf16));
   return b.finish();
 }
 
@@ -73,13 +52,12 @@ Program gemv_program(int m, int n, int k) {
   return b.finish();
 }
 
-BenchKernel copy_kernel(int64_t bytes) {
-  return {copy_program(bytes), {static_cast<int>(bytes / 4 / kCopyBlock), 1, 1}};
+BenchKernel rms_norm_kernel(int rows, int hidden) {
+  BenchKernel kernel;
+  kernel.program = rms_norm_program(rows, hidden);
+  kernel.grid = {rows, 1, 1};
+  return kernel;
 }
-
-BenchKernel rms_norm_kernel(int rows, int hidden) { return {rms_norm_program(rows, hidden), {rows, 1, 1}}; }
-
-BenchKernel softmax_kernel(int rows, int cols) { return {softmax_program(rows, cols), {rows, 1, 1}}; }
 
 BenchKernel gemv_kernel(int m, int n, int k) { return {gemv_program(m, n, k), {n / kGemvBlockN, 1, 1}}; }
 
@@ -93,6 +71,11 @@ std::vector<BenchKernel> bench_kernels() {
       kernels.push_back(gemv_kernel(m, n, k));
     }
   }
+  // Other versions of the kernels above, measured beside them (exported as <name>__<label>).
+  for (int64_t bytes : {int64_t{64} << 20, int64_t{1} << 30}) {
+    for (const CopyConfig& config : copy_variants()) kernels.push_back(copy_kernel(bytes, config));
+  }
+  for (const SoftmaxConfig& config : softmax_variants()) kernels.push_back(softmax_kernel(8192, 4096, config));
   return kernels;
 }
 

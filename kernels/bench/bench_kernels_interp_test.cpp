@@ -4,12 +4,18 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "dsl/error.h"
 #include "dsl/interp/float16.h"
 #include "dsl/interp/interpreter.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/bench/bench_kernels.h"
+#include "kernels/bench/copy.h"
+#include "kernels/bench/softmax.h"
 
 namespace monotile::kernels::bench {
 namespace {
@@ -50,19 +56,39 @@ void expect_close(const std::vector<uint16_t>& y, const std::vector<double>& ref
   }
 }
 
+// Every copy shape, each on a fresh random source; the persistent ones on 3 programs, so that the
+// grid-stride loop runs an uneven number of steps per program (and the prefetch clamps at the end).
 TEST(BenchKernelsInterp, CopyMovesEveryByte) {
   std::mt19937 rng(std::random_device{}());
-  int64_t bytes = int64_t{4} * kCopyBlock * 3;
-  BenchKernel kernel = copy_kernel(bytes);
-  EXPECT_EQ(kernel.program.name, "copy_bytes" + std::to_string(bytes));
-  EXPECT_EQ(kernel.grid[0], 3);
-  std::vector<int32_t> src(bytes / 4), dst(bytes / 4);
-  for (int32_t& v : src) v = static_cast<int32_t>(rng());
-  std::memset(dst.data(), 0xA5, bytes);
-  std::vector<ArgValue> args = {ArgValue::of(src.data()), ArgValue::of(dst.data())};
-  absl::Status status = run(kernel, args, {alloc(src, "src"), alloc(dst, "dst")});
-  ASSERT_TRUE(status.ok()) << status;
-  EXPECT_EQ(std::memcmp(src.data(), dst.data(), bytes), 0);
+  const int64_t bytes = int64_t{4} * 16384 * 5;  // a multiple of every variant's block
+  std::vector<CopyConfig> configs = copy_variants();
+  configs.insert(configs.begin(), CopyConfig{});
+  for (CopyConfig config : configs) {
+    SCOPED_TRACE(config.label);
+    if (config.programs > 0) config.programs = 3;
+    BenchKernel kernel = copy_kernel(bytes, config);
+    EXPECT_EQ(kernel.program.name,
+              "copy_bytes" + std::to_string(bytes) + (config.label.empty() ? "" : "__" + config.label));
+    EXPECT_EQ(kernel.grid[0], config.programs > 0 ? 3 : bytes / 4 / config.block);
+    std::vector<int32_t> src(bytes / 4), dst(bytes / 4);
+    for (int32_t& v : src) v = static_cast<int32_t>(rng());
+    std::memset(dst.data(), 0xA5, bytes);
+    std::vector<ArgValue> args = {ArgValue::of(src.data()), ArgValue::of(dst.data())};
+    absl::Status status = run(kernel, args, {alloc(src, "src"), alloc(dst, "dst")});
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(std::memcmp(src.data(), dst.data(), bytes), 0);
+  }
+}
+
+TEST(BenchKernelsInterp, CopyRefusesASizeThatDoesNotDivide) {
+  try {
+    copy_program(int64_t{4} * kCopyBlock + 4, CopyConfig{});
+    FAIL() << "expected dsl::Error";
+  } catch (const dsl::Error& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("copy_program"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("the size does not divide into blocks: expected a positive "
+                                                   "multiple of 4 x block = 16384 bytes, got 16388 bytes"));
+  }
 }
 
 TEST(BenchKernelsInterp, CopyWritesNothingPastItsBytes) {
@@ -101,25 +127,44 @@ TEST(BenchKernelsInterp, RmsNormMatchesFloat64) {
   expect_close(y, ref, 1e-2);
 }
 
+// Every softmax shape on fresh inputs: one, two and four rows per program.
 TEST(BenchKernelsInterp, SoftmaxMatchesFloat64) {
   std::mt19937 rng(std::random_device{}());
-  const int rows = 3, cols = 4096;
-  BenchKernel kernel = softmax_kernel(rows, cols);
-  EXPECT_EQ(kernel.program.name, "softmax_rows3_cols4096");
-  std::vector<uint16_t> x = random_bf16(size_t{rows} * cols, 3.0, rng);
-  std::vector<uint16_t> y(x.size(), kBf16Nan);
-  std::vector<double> ref(x.size());
-  for (int r = 0; r < rows; ++r) {
-    double m = -INFINITY, s = 0;
-    for (int c = 0; c < cols; ++c) m = std::max(m, bf16_bits_to_double(x[r * cols + c]));
-    for (int c = 0; c < cols; ++c) s += std::exp(bf16_bits_to_double(x[r * cols + c]) - m);
-    for (int c = 0; c < cols; ++c) ref[r * cols + c] = std::exp(bf16_bits_to_double(x[r * cols + c]) - m) / s;
+  const int rows = 4, cols = 4096;
+  std::vector<SoftmaxConfig> configs = softmax_variants();
+  configs.insert(configs.begin(), SoftmaxConfig{});
+  for (const SoftmaxConfig& config : configs) {
+    SCOPED_TRACE(config.label);
+    BenchKernel kernel = softmax_kernel(rows, cols, config);
+    EXPECT_EQ(kernel.program.name, "softmax_rows4_cols4096" + (config.label.empty() ? "" : "__" + config.label));
+    EXPECT_EQ(kernel.grid[0], rows / config.rows_per_program);
+    std::vector<uint16_t> x = random_bf16(size_t{rows} * cols, 3.0, rng);
+    std::vector<uint16_t> y(x.size(), kBf16Nan);
+    std::vector<double> ref(x.size());
+    for (int r = 0; r < rows; ++r) {
+      double m = -INFINITY, s = 0;
+      for (int c = 0; c < cols; ++c) m = std::max(m, bf16_bits_to_double(x[r * cols + c]));
+      for (int c = 0; c < cols; ++c) s += std::exp(bf16_bits_to_double(x[r * cols + c]) - m);
+      for (int c = 0; c < cols; ++c) ref[r * cols + c] = std::exp(bf16_bits_to_double(x[r * cols + c]) - m) / s;
+    }
+    std::vector<ArgValue> args = {ArgValue::pointer(x.data(), ScalarType::kBf16),
+                                  ArgValue::pointer(y.data(), ScalarType::kBf16)};
+    absl::Status status = run(kernel, args, {alloc(x, "x"), alloc(y, "y")});
+    ASSERT_TRUE(status.ok()) << status;
+    expect_close(y, ref, 1e-2);
   }
-  std::vector<ArgValue> args = {ArgValue::pointer(x.data(), ScalarType::kBf16),
-                                ArgValue::pointer(y.data(), ScalarType::kBf16)};
-  absl::Status status = run(kernel, args, {alloc(x, "x"), alloc(y, "y")});
-  ASSERT_TRUE(status.ok()) << status;
-  expect_close(y, ref, 1e-2);
+}
+
+TEST(BenchKernelsInterp, SoftmaxRefusesRowsThatDoNotDivide) {
+  SoftmaxConfig config;
+  config.rows_per_program = 4;
+  try {
+    softmax_program(6, 4096, config);
+    FAIL() << "expected dsl::Error";
+  } catch (const dsl::Error& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("the rows do not divide among programs: expected rows a "
+                                                   "multiple of rows_per_program 4, got rows 6"));
+  }
 }
 
 void check_gemv(int m, int n, int k, std::mt19937& rng) {
@@ -161,8 +206,22 @@ TEST(BenchKernelsInterp, GemvMatchesFloat64) {
 TEST(BenchKernelsInterp, ExportListMatchesTheHarnessNames) {
   std::vector<std::string> names;
   for (const BenchKernel& kernel : bench_kernels()) names.push_back(kernel.program.name);
-  ASSERT_EQ(names.size(), 8u + 24u);  // the harness's copy, rows and gemv tables
-  EXPECT_EQ(names.back(), "gemv_m64_k2304_n12288");
+  // Variants (<name>__<label>) follow the kernels the harness asks for, each beside an exported name.
+  std::set<std::string> seen;
+  size_t harness = 0;
+  for (const std::string& name : names) {
+    EXPECT_TRUE(seen.insert(name).second) << "exported twice: " << name;
+    const size_t separator = name.find("__");
+    if (separator == std::string::npos) {
+      EXPECT_EQ(harness, seen.size() - 1) << "a harness kernel after a variant: " << name;
+      ++harness;
+    } else {
+      EXPECT_TRUE(seen.contains(name.substr(0, separator))) << "a variant of no exported kernel: " << name;
+    }
+  }
+  EXPECT_GE(harness, 8u + 24u);  // at least the harness's copy, rows and gemv tables
+  EXPECT_TRUE(seen.contains("copy_bytes1073741824__persist_prefetch"));
+  EXPECT_TRUE(seen.contains("softmax_rows8192_cols4096__w8_exp"));
   names.resize(12);
   EXPECT_EQ(names, (std::vector<std::string>{"copy_bytes67108864", "copy_bytes1073741824", "rmsnorm_rows4_h7168",
                                              "rmsnorm_rows8_h7168", "rmsnorm_rows16_h7168", "rmsnorm_rows32_h7168",
