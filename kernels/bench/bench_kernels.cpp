@@ -10,6 +10,7 @@
 #include "dsl/dsl.h"
 #include "kernels/bench/copy.h"
 #include "kernels/bench/softmax.h"
+#include "kernels/kda/kda_verify.h"
 
 namespace monotile::kernels::bench {
 
@@ -69,6 +70,16 @@ std::vector<BenchKernel> bench_kernels() {
   for (int m : {1, 4, 8, 16, 32, 64}) {
     for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
       kernels.push_back(gemv_kernel(m, n, k));
+    }
+  }
+  // The KDA spec-verify recurrence (kernels/kda), q = 4, at the harness's heads and requests.
+  for (int heads : {12, 32, 96}) {
+    for (int requests : {1, 2, 4, 8, 16}) {
+      const kda::KdaVerifyConfig config{.heads = heads, .requests = requests, .q = 4};
+      BenchKernel kernel;
+      kernel.program = kda::kda_verify_program(config);
+      kernel.grid = kda::kda_verify_grid(config);
+      kernels.push_back(std::move(kernel));
     }
   }
   // Other versions of the kernels above, measured beside them (exported as <name>__<label>).

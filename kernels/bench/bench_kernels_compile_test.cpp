@@ -39,6 +39,9 @@ TEST(BenchKernelsCompile, Sm90aNoSpills) {
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
   for (const BenchKernel& kernel : bench_kernels()) {
     SCOPED_TRACE(kernel.program.name);
+    // The KDA kernels mix small loads (indices, v rows, beta) with their 16-byte state traffic:
+    // kda_verify_compile_test checks their names, resources and state accesses.
+    if (kernel.program.name.starts_with("kda_verify_")) continue;
     absl::StatusOr<jit::ProgramBuild> made = jit::make_build(kernel.program, target);
     ASSERT_TRUE(made.ok()) << made.status();
     EXPECT_EQ(made->build.kernel_name, kernel.program.name);
