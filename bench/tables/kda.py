@@ -43,9 +43,14 @@ def _ours_values(inputs: KdaInputs, state: torch.Tensor, out: torch.Tensor) -> d
     }
 
 
+def _is_ours(name: str) -> bool:
+    """ours or one of its variants (ours:<label>)."""
+    return name == OURS or name.startswith(OURS + ":")
+
+
 def _launcher(name: str, op):
     """impl name -> f(inputs, state, out) running one verify step."""
-    if name == OURS:
+    if _is_ours(name):
         return lambda inputs, state, out: op(_ours_values(inputs, state, out))
     return fla_kda_verify
 
@@ -64,7 +69,7 @@ def _check_once(name: str, run, inputs: KdaInputs, reference, state_before) -> s
     state = clone_state(inputs.state)
     out = torch.full_like(inputs.v, float("nan"))
     run(inputs, state, out)
-    rules = "ours" if name == OURS else "fla"
+    rules = "ours" if _is_ours(name) else "fla"
     return check_kda(rules, inputs, out, state, reference, state_before).summary()
 
 
@@ -76,11 +81,16 @@ def run(ctx: Context) -> list[Row]:
         timing_inputs = make_kda_inputs(requests, heads, Q_LEN, device=ctx.device, head_dim=head_dim, seed=7)
         per_copy = timing_inputs.state.numel() * 4 + compulsory_bytes(requests, heads, Q_LEN, head_dim)
         copies = copies_for(per_copy, ctx.l2_bytes())
-        op, status = ctx.ours(f"kda_verify_h{heads}_n{requests}_q{Q_LEN}")
-        names = ([OURS] if op else []) + (["fla"] if have_fla else [])
+        kernel = f"kda_verify_h{heads}_n{requests}_q{Q_LEN}"
+        op, status = ctx.ours(kernel)
+        ours = {OURS: op} if op else {}
+        variants = ctx.variants(kernel)
+        ours.update({name: v_op for name, (v_op, _) in variants.items() if v_op is not None})
+        absent = {name: v_status for name, (v_op, v_status) in variants.items() if v_op is None}
+        names = [*ours] + (["fla"] if have_fla else [])
         states = {name: [clone_state(timing_inputs.state) for _ in range(copies)] for name in names}
         outs = {name: [torch.empty_like(timing_inputs.v) for _ in range(copies)] for name in names}
-        runs = {name: _launcher(name, op) for name in names}
+        runs = {name: _launcher(name, ours.get(name)) for name in names}
         steps = {name: (lambda i, name=name: runs[name](timing_inputs, states[name][i], outs[name][i])) for name in names}
         check_sets = _check_sets(ctx, requests, heads, seed=requests * 1000 + heads)
         references = [reference_for(s) for s in check_sets]
@@ -95,7 +105,7 @@ def run(ctx: Context) -> list[Row]:
 
         shape = f"H={heads} N={requests} q={Q_LEN}"
         row = measure_row(ctx, "kda", shape, compulsory_bytes(requests, heads, Q_LEN, head_dim), copies, steps, check,
-                          ours_status=None if op else status)
+                          ours_status=None if op else status, absent=absent)
         if not have_fla:
             row.results["fla"] = Result("fla", status="fla not installed")
         rows.append(row)

@@ -7,6 +7,7 @@
 #include "kernels/kda/kda_verify.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "dsl/dsl.h"
@@ -56,7 +57,23 @@ KdaVerifyConfig resolve(KdaVerifyConfig config, std::source_location loc) {
 
 std::string kda_verify_name(const KdaVerifyConfig& config) {
   return "kda_verify_h" + std::to_string(config.heads) + "_n" + std::to_string(config.requests) + "_q" +
-         std::to_string(config.q);
+         std::to_string(config.q) + (config.label.empty() ? "" : "__" + config.label);
+}
+
+std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q) {
+  const KdaVerifyConfig chosen = resolve({.heads = heads, .requests = requests, .q = q});
+  std::vector<KdaVerifyConfig> variants;
+  for (auto [block_v, num_warps] : {std::pair{4, 4}, std::pair{8, 2}, std::pair{8, 4}, std::pair{16, 4},
+                                    std::pair{32, 4}, std::pair{32, 8}, std::pair{64, 8}}) {
+    if (block_v == chosen.block_v && num_warps == chosen.num_warps) continue;
+    variants.push_back({.heads = heads, .requests = requests, .q = q, .block_v = block_v, .num_warps = num_warps,
+                        .label = "bv" + std::to_string(block_v) + "_w" + std::to_string(num_warps)});
+  }
+  KdaVerifyConfig cached = chosen;
+  cached.stream_state = false;
+  cached.label = "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps) + "_cached";
+  variants.push_back(cached);
+  return variants;
 }
 
 std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config) {
@@ -89,7 +106,8 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
   for (int t = 1; t < q; ++t) first = where(n_accepted == t + 1, slot[t], first);
   auto has_state = first > 0;
   auto tile = col(h * D + vv) * D + row(kk);
-  auto S = load(state + first.to(i64) * slot_stride + tile, has_state, 0.0f, {.cache = Cache::streaming});
+  const AccessOptions state_access{.cache = c.stream_state ? Cache::streaming : Cache::normal};
+  auto S = load(state + first.to(i64) * slot_stride + tile, has_state, 0.0f, state_access);
 
   // Per token: l2-normalized q (scaled) and k, the decay exp(gate), beta, v's rows, and k . q.
   auto decay_scale = exp(load(a_log + h));
@@ -112,7 +130,7 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
     auto o = sum(decayed * row(qn[t]), 1) + e * kq[t];
     S = decayed + col(e) * row(kn[t]);
     store(out + tok * D + vv, where(has_state, o, 0.0f).to(bf16));
-    store(state + slot[t].to(i64) * slot_stride + tile, S, has_state & (slot[t] > 0), {.cache = Cache::streaming});
+    store(state + slot[t].to(i64) * slot_stride + tile, S, has_state & (slot[t] > 0), state_access);
   }
   return b.finish(loc);
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <source_location>
 #include <string>
+#include <vector>
 
 #include "dsl/ir.h"
 
@@ -26,6 +27,8 @@ struct KdaVerifyConfig {
   int q = 4;          // tokens per request (num_spec + 1)
   int block_v = 0;    // state rows (V) per program instance: a power of two dividing 128; 0: chosen
   int num_warps = 0;  // 0: chosen from block_v
+  bool stream_state = true;  // state loads and stores carry the streaming (evict-first) hint
+  std::string label = {};  // non-empty: a variant, named kda_verify_h{H}_n{N}_q{q}__{label}
 };
 
 // The config with block_v and num_warps filled in (the choice for 0), checked: throws dsl::Error at
@@ -49,7 +52,11 @@ dsl::Program kda_verify_program(const KdaVerifyConfig& config,
 // The launch grid: (128 / block_v, H, N).
 std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config);
 
-// "kda_verify_h{H}_n{N}_q{q}".
+// "kda_verify_h{H}_n{N}_q{q}", plus "__{label}" for a variant.
 std::string kda_verify_name(const KdaVerifyConfig& config);
+
+// Other splits and hints of one shape, labelled, measured beside the chosen one by the
+// side-by-side harness (the chosen config itself is left out).
+std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q);
 
 }  // namespace monotile::kernels::kda

@@ -61,6 +61,24 @@ TEST(KdaVerifyCompile, EveryHarnessShapeOnSm90a) {
   }
 }
 
+TEST(KdaVerifyCompile, VariantsOnSm90a) {
+  dsl::Target target = *dsl::Target::parse("sm_90a");
+  absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
+  if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
+  for (const KdaVerifyConfig& config : kda_verify_variants(96, 16, 4)) {
+    SCOPED_TRACE(kda_verify_name(config));
+    EXPECT_TRUE(kda_verify_name(config).starts_with("kda_verify_h96_n16_q4__"));
+    std::vector<std::string> names;
+    absl::StatusOr<jit::CompileResult> result = compile(config, target, **compiler, &names);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(names, kHarnessNames);
+    EXPECT_EQ(result->report.spill_stores, 0);
+    EXPECT_EQ(result->report.spill_loads, 0);
+    EXPECT_EQ(result->report.stack_frame, 0);
+    EXPECT_GT(count(result->assembly, ".v4.f32") + count(result->assembly, ".v4.u32"), 0);
+  }
+}
+
 TEST(KdaVerifyCompile, Gfx90aWithoutSpillsOrScratch) {
   dsl::Target target = *dsl::Target::parse("gfx90a");
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
