@@ -73,20 +73,27 @@ std::vector<BenchKernel> bench_kernels() {
     }
   }
   // The KDA spec-verify recurrence (kernels/kda), q = 4, at the harness's heads and requests.
+  auto kda_kernel = [](const kda::KdaVerifyConfig& config) {
+    BenchKernel kernel;
+    kernel.program = kda::kda_verify_program(config);
+    kernel.grid = kda::kda_verify_grid(config);
+    return kernel;
+  };
   for (int heads : {12, 32, 96}) {
-    for (int requests : {1, 2, 4, 8, 16}) {
-      const kda::KdaVerifyConfig config{.heads = heads, .requests = requests, .q = 4};
-      BenchKernel kernel;
-      kernel.program = kda::kda_verify_program(config);
-      kernel.grid = kda::kda_verify_grid(config);
-      kernels.push_back(std::move(kernel));
-    }
+    for (int requests : {1, 2, 4, 8, 16}) kernels.push_back(kda_kernel({.heads = heads, .requests = requests, .q = 4}));
   }
   // Other versions of the kernels above, measured beside them (exported as <name>__<label>).
   for (int64_t bytes : {int64_t{64} << 20, int64_t{1} << 30}) {
     for (const CopyConfig& config : copy_variants()) kernels.push_back(copy_kernel(bytes, config));
   }
   for (const SoftmaxConfig& config : softmax_variants()) kernels.push_back(softmax_kernel(8192, 4096, config));
+  for (int heads : {12, 32, 96}) {
+    for (int requests : {1, 2, 4, 8, 16}) {
+      for (const kda::KdaVerifyConfig& config : kda::kda_verify_variants(heads, requests, 4)) {
+        kernels.push_back(kda_kernel(config));
+      }
+    }
+  }
   return kernels;
 }
 
