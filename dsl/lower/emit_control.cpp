@@ -75,6 +75,12 @@ absl::Status OpLowering::control(const Op& op) {
     }
   };
   if (is_for) {
+    const PipelinedLoop* pipelined = pipelines_.loop_of(&op);
+    LoopPipeline pipeline;
+    if (pipelined) {
+      MT_RETURN_IF_ERROR(pipeline_prologue(op, *pipelined, pipeline));
+      for (const StagedDot& dot : pipelined->dots) dot_stage_[dot.dot] = pipeline.read;
+    }
     std::string index_type = reg_type(op.operands[0]);
     std::string i = fresh("i");
     std::string lo = name(op.operands[0]) + "[0]";
@@ -83,11 +89,14 @@ absl::Status OpLowering::control(const Op& op) {
     open(absl::StrCat("for (", index_type, " ", i, " = ", lo, "; ", step, " > 0 ? ", i, " < ", hi, " : ", i, " > ", hi,
                       "; ", i, " += ", step, ")"));
     line(absl::StrCat(index_type, " ", name(carrier.args[0]), "[1] = {", i, "};"));
+    if (pipelined) MT_RETURN_IF_ERROR(pipeline_top(op, *pipelined, pipeline, i));
     push_scope();
     MT_RETURN_IF_ERROR(block(carrier));
     yield_into_carried(carrier);
     pop_scope();
+    if (pipelined) pipeline_advance(*pipelined, pipeline);
     close();
+    if (pipelined) line("mt_cp_async_wait<0>();");
   } else {
     const Block& body = op.regions.at(1);
     open("for (;;)");

@@ -71,6 +71,7 @@ OpLowering::OpLowering(const LoweringState& state)
       spelling_(spelling_for(state.target)),
       block_threads_(state.program.options.num_warps * state.target.warp_size()) {
   index_producers(state_.program.body, producers_);
+  pipelines_ = plan_pipelines(state_);
 }
 
 absl::StatusOr<LoweredBody> OpLowering::run() {
@@ -90,6 +91,11 @@ absl::StatusOr<LoweredBody> OpLowering::run() {
   }
   MT_RETURN_IF_ERROR(block(state_.program.body));
   pop_scope();
+  if (pipe_bytes_ > 0) {
+    int64_t offset = (shared_bytes_ + 127) / 128 * 128;
+    absl::StrAppend(&preamble_, "  constexpr int mt_pipe_offset = ", offset, ";\n");
+    shared_bytes_ = offset + pipe_bytes_;
+  }
   return LoweredBody{preamble_, body_, shared_bytes_};
 }
 
@@ -313,6 +319,7 @@ absl::Status OpLowering::unsupported(const Op& op, std::string_view what) const 
 }
 
 absl::Status OpLowering::op(const Op& op) {
+  if (pipelines_.is_staged(&op)) return absl::OkStatus();  // moved by its loop's pipeline
   if (state_.options.line_directives && op.loc.line > 0) {
     line(absl::StrCat("#line ", op.loc.line, " \"", escape(op.loc.file), "\""));
   }

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "dsl/lower/lowering_state.h"
 #include "dsl/lower/matrix_unit.h"
+#include "dsl/lower/pipeline.h"
 #include "dsl/lower/spelling.h"
 
 namespace monotile::dsl::lower {
@@ -98,6 +99,18 @@ class OpLowering {
   absl::Status sort(const Op& op);  // emit_sort.cpp
   absl::Status dot(const Op& op);   // emit_dot.cpp
   absl::Status dot_fma(const Op& op, const Layout& out_layout);
+  // Pipelined dots (emit_dot_staged.cpp): the shared-memory stages of one `for` loop.
+  struct LoopPipeline {
+    std::string base;   // u32 shared address of stage 0
+    std::string read;   // the stage iteration t reads
+    std::string write;  // the stage iteration t's copies fill (for t + stages - 1)
+  };
+  absl::Status pipeline_prologue(const Op& op, const PipelinedLoop& loop, LoopPipeline& state);
+  absl::Status pipeline_top(const Op& op, const PipelinedLoop& loop, const LoopPipeline& state,
+                            const std::string& index);
+  void pipeline_advance(const PipelinedLoop& loop, const LoopPipeline& state);
+  absl::Status stage_copies(const PipelinedLoop& loop, const std::string& index, const std::string& stage);
+  absl::Status dot_staged(const Op& op, const StagedDot& staged, const std::string& stage);
   absl::Status shape_op(const Op& op);  // emit_shape.cpp
   absl::Status control(const Op& op);   // emit_control.cpp
   absl::Status assert_op(const Op& op);
@@ -113,6 +126,9 @@ class OpLowering {
   std::vector<std::map<std::pair<ValueId, int>, std::string>> scopes_;
   std::map<ValueId, const Op*> producers_;
   int64_t shared_bytes_ = 0;
+  PipelinePlan pipelines_;
+  std::map<const Op*, std::string> dot_stage_;  // staged dot -> its loop's read-stage variable
+  int64_t pipe_bytes_ = 0;  // the stages, placed after every other use of shared memory
   int counter_ = 0;
   int block_threads_ = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dsl/ir.h"
 #include "dsl/lower/matrix_unit.h"
@@ -52,6 +53,15 @@ struct Spelling {
   // (unsigned short[a_elems] / [b_elems]).
   std::string (*matrix_multiply)(const MatrixUnit& unit, std::string_view a, std::string_view b,
                                  std::string_view c);
+  // Whether dot operands can be staged global -> shared by asynchronous copies and read back with
+  // matrix loads (pipeline.h). The prelude then defines mt_shared_u32(const void*) (a shared address),
+  // mt_cp_async16(unsigned dst, const void* src), mt_cp_async_commit(), mt_cp_async_wait<N>() (all
+  // but the newest N groups of this thread landed) and mt_ldmatrix_x4 / _x2(unsigned addr, unsigned&...).
+  bool (*stages_matrix_operands)(const Target& target);
+  // One matrix instruction on packed registers: a and b are 32-bit words holding two 16-bit
+  // elements each (the instruction's register order), c the float accumulator lvalues.
+  std::string (*matrix_multiply_words)(const MatrixUnit& unit, const std::vector<std::string>& a,
+                                       const std::vector<std::string>& b, const std::vector<std::string>& c);
 };
 
 // The table for `target`'s vendor (NVIDIA or AMD); MT_CHECKs that it is a GPU target.

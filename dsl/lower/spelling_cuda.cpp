@@ -37,6 +37,25 @@ __device__ __forceinline__ float mt_f16_bits_to_f32(unsigned short h) {
   return h;
 }
 )";
+    text += R"(__device__ __forceinline__ unsigned mt_shared_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void mt_cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void mt_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void mt_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+__device__ __forceinline__ void mt_ldmatrix_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void mt_ldmatrix_x2(unsigned addr, unsigned& r0, unsigned& r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+)";
   } else {
     text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
   unsigned u = __float_as_uint(f);
@@ -217,13 +236,27 @@ std::string matrix_multiply(const MatrixUnit& unit, std::string_view a, std::str
       "));");
 }
 
+// cp.async and ldmatrix arrived with sm_80.
+bool stages_matrix_operands(const Target& target) { return target.compute_capability() >= 80; }
+
+std::string matrix_multiply_words(const MatrixUnit& unit, const std::vector<std::string>& a,
+                                  const std::vector<std::string>& b, const std::vector<std::string>& c) {
+  MT_CHECK(unit.shape.m == 16 && unit.shape.n == 8 && unit.shape.k == 16 && a.size() == 4 && b.size() == 2 &&
+           c.size() == 4);
+  std::string_view type = unit.shape.operand == MatrixOperand::kBf16 ? "bf16" : "f16";
+  return absl::StrCat("asm(\"mma.sync.aligned.m16n8k16.row.col.f32.", to_absl(type), ".", to_absl(type),
+                      ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(", c[0], "), \"+f\"(",
+                      c[1], "), \"+f\"(", c[2], "), \"+f\"(", c[3], ") : \"r\"(", a[0], "), \"r\"(", a[1],
+                      "), \"r\"(", a[2], "), \"r\"(", a[3], "), \"r\"(", b[0], "), \"r\"(", b[1], "));");
+}
+
 }  // namespace
 
 const Spelling& cuda_spelling() {
   static const Spelling spelling{
       .vendor = "nvidia",
       .prelude = prelude,
-      .shared_memory_decl = "extern __shared__ __align__(16) unsigned char mt_smem[];",
+      .shared_memory_decl = "extern __shared__ __align__(128) unsigned char mt_smem[];",
       .thread_index = "(int)threadIdx.x",
       .block_index = {"(int)blockIdx.x", "(int)blockIdx.y", "(int)blockIdx.z"},
       .grid_size = {"(int)gridDim.x", "(int)gridDim.y", "(int)gridDim.z"},
@@ -238,6 +271,8 @@ const Spelling& cuda_spelling() {
       .load_hinted = load_hinted,
       .store_hinted = store_hinted,
       .matrix_multiply = matrix_multiply,
+      .stages_matrix_operands = stages_matrix_operands,
+      .matrix_multiply_words = matrix_multiply_words,
   };
   return spelling;
 }

@@ -178,6 +178,9 @@ std::string matrix_multiply(const MatrixUnit& unit, std::string_view a, std::str
   return text;
 }
 
+// MFMA operands still go through registers and shared memory by the generic path.
+bool stages_matrix_operands(const Target&) { return false; }
+
 }  // namespace
 
 const Spelling& hip_spelling() {
@@ -199,6 +202,8 @@ const Spelling& hip_spelling() {
       .load_hinted = load_hinted,
       .store_hinted = store_hinted,
       .matrix_multiply = matrix_multiply,
+      .stages_matrix_operands = stages_matrix_operands,
+      .matrix_multiply_words = nullptr,
   };
   return spelling;
 }

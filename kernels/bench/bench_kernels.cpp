@@ -9,6 +9,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/bench/copy.h"
+#include "kernels/bench/gemm.h"
 #include "kernels/bench/softmax.h"
 #include "kernels/kda/kda_verify.h"
 
@@ -67,6 +68,7 @@ std::vector<BenchKernel> bench_kernels() {
   for (int64_t bytes : {int64_t{64} << 20, int64_t{1} << 30}) kernels.push_back(copy_kernel(bytes));
   for (int rows : {4, 8, 16, 32, 64}) kernels.push_back(rms_norm_kernel(rows, 7168));
   kernels.push_back(softmax_kernel(8192, 4096));
+  kernels.push_back(gemm_kernel(4096, 4096, 4096));
   for (int m : {1, 4, 8, 16, 32, 64}) {
     for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
       kernels.push_back(gemv_kernel(m, n, k));

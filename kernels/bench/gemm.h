@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "dsl/ir.h"
 #include "kernels/bench/bench_kernels.h"
@@ -24,5 +25,9 @@ struct GemmTiles {
 // Parameters: a, b, c (ptr<bf16>). m, n, k multiples of the tiles'. Name: gemm_m{m}_n{n}_k{k}.
 dsl::Program gemm_program(int m, int n, int k, const GemmTiles& tiles = {});
 BenchKernel gemm_kernel(int m, int n, int k, const GemmTiles& tiles = {});
+
+// Tile configurations worth timing at 4096^3 (the first is the default); each compiles for sm_90a
+// with no spills (gemm_compile_test) and is timed by gemm_gpu_test.
+std::vector<GemmTiles> gemm_tile_candidates();
 
 }  // namespace monotile::kernels::bench

@@ -1,4 +1,5 @@
-// dot(a, b, acc) with f32 accumulation over dtypes and shapes, alone and inside a runtime K loop;
+// dot(a, b, acc) with f32 accumulation over dtypes and shapes, alone and inside a runtime K loop
+// (B as [K, N], and as trans of [N, K]);
 // the reference accumulates in double, the tolerance grows with K (accumulation order differs).
 #include "absl/strings/str_cat.h"
 #include "tests/conformance/cases.h"
@@ -48,6 +49,41 @@ Case dot_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t block_k
   return c;
 }
 
+// C = acc + A B^T with B given as [N, K] (both operands K-contiguous) in a runtime K loop: the shape
+// whose loads the lowering stages through shared memory and pipelines on targets that can.
+Case dot_nt_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t block_k) {
+  Case c;
+  c.name = absl::StrCat("dot_nt/", std::string(scalar_type_name(dtype)), "/", m, "x", k, "x", n, "/k_loop", block_k);
+  c.build = [=] {
+    Builder b("dot_nt");
+    Value pa = b.arg("a", ptr(ElementType{dtype})), pb = b.arg("b", ptr(ElementType{dtype}));
+    Value pacc = b.arg("acc", ptr(f32)), out = b.arg("out", ptr(f32));
+    Value acc = load(pacc + flat_offsets({m, n}));
+    acc = range(0, k, block_k, acc, [&](Value k0, Value acc) {
+      Value ks = row(k0 + arange(0, block_k));
+      Value a = load(pa + col(arange(0, m)) * k + ks);
+      Value bt = load(pb + col(arange(0, n)) * k + ks);
+      return dot(a, trans(bt), acc);
+    });
+    store(out + flat_offsets({m, n}), acc);
+    return b.finish();
+  };
+  c.tensors = {{"a", dtype, {m, k}, Role::kInput, uniform(-1, 1), std::nullopt},
+               {"b", dtype, {n, k}, Role::kInput, uniform(-1, 1), std::nullopt},
+               {"acc", kF32, {m, n}, Role::kInput, uniform(-1, 1), std::nullopt},
+               {"out", kF32, {m, n}, Role::kOutput, nullptr, Tolerance{2e-6 * static_cast<double>(k), 1e-5}}};
+  c.reference = [=](Tensors& t) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = t["acc"].get(i * n + j);
+        for (int64_t kk = 0; kk < k; ++kk) sum += t["a"].get(i * k + kk) * t["b"].get(j * k + kk);
+        t["out"].set(i * n + j, sum);
+      }
+    }
+  };
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> dot_cases() {
@@ -59,6 +95,12 @@ std::vector<Case> dot_cases() {
     cases.push_back(dot_case(dtype, 16, 256, 32, 64));
   }
   cases.push_back(dot_case(kBf16, 128, 128, 128, 32));
+  for (ScalarType dtype : {kBf16, kF16}) {
+    cases.push_back(dot_nt_case(dtype, 16, 256, 32, 64));    // one warp row, K step of 4 instructions
+    cases.push_back(dot_nt_case(dtype, 64, 64, 8, 64));      // one n-tile per warp (the x2 matrix load)
+    cases.push_back(dot_nt_case(dtype, 128, 160, 64, 32));   // K steps not a multiple of the stages
+  }
+  cases.push_back(dot_nt_case(kBf16, 64, 512, 128, 128));  // 16 units per row: the wide swizzle
   return cases;
 }
 

@@ -1,0 +1,194 @@
+// Pipeline planning: finds, in each `for` body, the dots whose two operands come straight from loads
+// that can be staged (see pipeline.h), the pure ops their pointers are computed by, and the number
+// of stages that fits in shared memory (4, else 3, else 2).
+#include "dsl/lower/pipeline.h"
+
+#include <map>
+#include <set>
+
+#include "dsl/lower/layout_assignment.h"
+#include "dsl/lower/matrix_unit.h"
+#include "dsl/lower/spelling.h"
+
+namespace monotile::dsl::lower {
+namespace {
+
+constexpr int64_t kStageAlign = 128;  // the swizzle works on 128-byte lines
+
+void count_uses(const Block& block, std::map<ValueId, int>& uses, std::map<ValueId, const Op*>& producers) {
+  for (const Op& op : block.ops) {
+    for (ValueId operand : op.operands) ++uses[operand];
+    for (ValueId result : op.results) producers[result] = &op;
+    for (const Block& region : op.regions) count_uses(region, uses, producers);
+  }
+}
+
+bool is_pure(const Op& op) {
+  switch (op.code) {
+    case OpCode::kConstant:
+    case OpCode::kArange:
+    case OpCode::kProgramId:
+    case OpCode::kNumPrograms:
+    case OpCode::kBroadcast:
+    case OpCode::kExpandDims: return true;
+    default: return is_elementwise(op.code);
+  }
+}
+
+class Planner {
+ public:
+  explicit Planner(const LoweringState& state, int64_t reserve) : state_(state), reserve_(reserve) {
+    count_uses(state.program.body, uses_, producers_);
+  }
+
+  PipelinePlan run() {
+    walk(state_.program.body);
+    return std::move(plan_);
+  }
+
+ private:
+  const Type& type(ValueId v) const { return state_.program.type_of(v); }
+
+  void walk(const Block& block) {
+    for (const Op& op : block.ops) {
+      if (op.code == OpCode::kFor) loop(op);
+      for (const Block& region : op.regions) walk(region);
+    }
+  }
+
+  void loop(const Op& for_op) {
+    const Block& body = for_op.regions.at(0);
+    std::set<const Op*> in_body;
+    for (const Op& op : body.ops) in_body.insert(&op);
+    PipelinedLoop pipelined;
+    pipelined.loop = &for_op;
+    std::set<const Op*> slice;
+    for (const Op& op : body.ops) {
+      if (op.code != OpCode::kDot) continue;
+      StagedDot dot;
+      dot.dot = &op;
+      std::set<const Op*> dot_slice = slice;
+      if (!operand(op, 0, body, in_body, dot.a, dot_slice) || !operand(op, 1, body, in_body, dot.b, dot_slice)) continue;
+      slice = std::move(dot_slice);
+      pipelined.dots.push_back(dot);
+    }
+    if (pipelined.dots.empty()) return;
+    int64_t bytes = 0;
+    for (StagedDot& dot : pipelined.dots) {
+      for (StagedOperand* staged : {&dot.a, &dot.b}) {
+        staged->offset = bytes;
+        bytes += (staged->rows * staged->cols * 2 + kStageAlign - 1) / kStageAlign * kStageAlign;
+      }
+    }
+    int64_t budget = state_.target.shared_memory_per_block() - reserve_;
+    int stages = 4;
+    while (stages >= 2 && stages * bytes > budget) --stages;
+    if (stages < 2) return;
+    pipelined.stages = stages;
+    pipelined.stage_bytes = bytes;
+    for (const Op& op : body.ops) {
+      if (slice.contains(&op)) pipelined.slice.push_back(&op);
+    }
+    plan_.loops.push_back(std::move(pipelined));
+  }
+
+  // Whether dot operand `which` can be staged; fills `staged` and adds its pointer's body ops to `slice`.
+  bool operand(const Op& dot, int which, const Block& body, const std::set<const Op*>& in_body,
+               StagedOperand& staged, std::set<const Op*>& slice) {
+    ValueId value = dot.operands[which];
+    if (uses_[value] != 1) return false;
+    const Op* producer = producers_.at(value);
+    if (!in_body.contains(producer)) return false;
+    const Type& a = type(dot.operands[0]);
+    const Type& b = type(dot.operands[1]);
+    std::optional<MatrixUnit> unit =
+        choose_matrix_unit(state_.target, a.element.scalar, b.element.scalar, a.shape[0], b.shape[1], a.shape[1]);
+    if (!unit || unit->shape.m != 16 || unit->shape.n != 8 || unit->shape.k != 16) return false;
+    if (which == 1) {
+      // B [K, N] must be trans([N, K]) so that K is contiguous in memory.
+      if (producer->code != OpCode::kTrans) return false;
+      const std::vector<int64_t>& perm = producer->attrs.ints;
+      if (!(perm.empty() || perm == std::vector<int64_t>{1, 0})) return false;
+      staged.trans = producer;
+      value = producer->operands[0];
+      if (uses_[value] != 1) return false;
+      producer = producers_.at(value);
+      if (!in_body.contains(producer)) return false;
+    }
+    if (producer->code != OpCode::kLoad) return false;
+    const Op& load = *producer;
+    if (load.attrs.has_mask || load.attrs.has_other || load.attrs.order != MemOrder::kPlain) return false;
+    const Type& tile = type(load.results[0]);
+    if (tile.shape.size() != 2 || scalar_type_bytes(tile.element.scalar) != 2) return false;
+    ValueId ptr = load.operands[0];
+    const AxisInfo& info = state_.axis[ptr];
+    if (info.contiguity.size() != 2 || info.contiguity[1] < 8 || info.divisibility[1] % 16 != 0) return false;
+    if (tile.shape[0] % 8 != 0 || tile.shape[1] % 16 != 0) return false;
+    if (!pointer_slice(ptr, body, in_body, slice)) return false;
+    staged.load = &load;
+    staged.rows = tile.shape[0];
+    staged.cols = tile.shape[1];
+    return true;
+  }
+
+  // Adds the body ops `value` depends on to `slice`; false when one is not pure or reads a carried value.
+  bool pointer_slice(ValueId value, const Block& body, const std::set<const Op*>& in_body,
+                     std::set<const Op*>& slice) {
+    for (size_t i = 1; i < body.args.size(); ++i) {
+      if (body.args[i] == value) return false;  // a carried value: unknown for iterations ahead
+    }
+    auto found = producers_.find(value);
+    if (found == producers_.end()) return true;  // a parameter or the loop index
+    const Op* producer = found->second;
+    if (!in_body.contains(producer)) return true;  // defined before the loop
+    if (!is_pure(*producer)) return false;
+    if (slice.contains(producer)) return true;
+    slice.insert(producer);
+    for (ValueId operand : producer->operands) {
+      if (!pointer_slice(operand, body, in_body, slice)) return false;
+    }
+    return true;
+  }
+
+  const LoweringState& state_;
+  int64_t reserve_;
+  std::map<ValueId, int> uses_;
+  std::map<ValueId, const Op*> producers_;
+  PipelinePlan plan_;
+};
+
+}  // namespace
+
+const PipelinedLoop* PipelinePlan::loop_of(const Op* for_op) const {
+  for (const PipelinedLoop& loop : loops) {
+    if (loop.loop == for_op) return &loop;
+  }
+  return nullptr;
+}
+
+const StagedDot* PipelinePlan::staged_dot(const Op* dot) const {
+  for (const PipelinedLoop& loop : loops) {
+    for (const StagedDot& staged : loop.dots) {
+      if (staged.dot == dot) return &staged;
+    }
+  }
+  return nullptr;
+}
+
+bool PipelinePlan::is_staged(const Op* op) const {
+  for (const PipelinedLoop& loop : loops) {
+    for (const StagedDot& staged : loop.dots) {
+      for (const StagedOperand* operand : {&staged.a, &staged.b}) {
+        if (operand->load == op || operand->trans == op) return true;
+      }
+    }
+  }
+  return false;
+}
+
+PipelinePlan plan_pipelines(const LoweringState& state, int64_t reserve_bytes) {
+  if (!spelling_for(state.target).stages_matrix_operands(state.target)) return {};
+  return Planner(state, reserve_bytes).run();
+}
+
+}  // namespace monotile::dsl::lower

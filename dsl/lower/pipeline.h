@@ -1,0 +1,54 @@
+// Software pipelining of matrix-unit operands (analysis): which loads inside a `for` body feed only a
+// dot (directly as A [M, K], or as B through a 2-D trans of a [N, K] tile), with K contiguous and
+// 16-byte aligned, so that they can be copied global -> shared asynchronously a few iterations ahead
+// instead of passing through registers. Only targets whose spelling stages operands get a plan; the
+// emission is in emit_dot_staged.cpp. The program's meaning is unchanged: the same elements are read.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dsl/ir.h"
+#include "dsl/lower/lowering_state.h"
+
+namespace monotile::dsl::lower {
+
+// One dot operand staged in shared memory as its loaded tile [rows, cols], cols = the dot's K.
+struct StagedOperand {
+  const Op* load = nullptr;
+  const Op* trans = nullptr;  // set when the dot takes trans(load)
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t offset = 0;  // bytes from the start of a stage
+};
+
+struct StagedDot {
+  const Op* dot = nullptr;
+  StagedOperand a;  // [M, K]
+  StagedOperand b;  // [N, K]
+};
+
+struct PipelinedLoop {
+  const Op* loop = nullptr;
+  std::vector<StagedDot> dots;
+  // Ops of the body the staged loads' pointers depend on, in program order: re-emitted with the
+  // loop index of an iteration ahead. Pure ops only (no memory, no carried values).
+  std::vector<const Op*> slice;
+  int stages = 0;
+  int64_t stage_bytes = 0;
+};
+
+struct PipelinePlan {
+  std::vector<PipelinedLoop> loops;
+
+  const PipelinedLoop* loop_of(const Op* for_op) const;
+  const StagedDot* staged_dot(const Op* dot) const;
+  // A load or trans whose value the pipeline moves instead (it emits nothing itself).
+  bool is_staged(const Op* op) const;
+};
+
+// The plan for the program in `state` (layouts and axis analysis done). Loops whose stages would
+// not fit beside `reserve_bytes` of other shared memory are left alone.
+PipelinePlan plan_pipelines(const LoweringState& state, int64_t reserve_bytes = 16 * 1024);
+
+}  // namespace monotile::dsl::lower
