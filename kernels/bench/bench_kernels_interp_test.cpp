@@ -222,12 +222,11 @@ TEST(BenchKernelsInterp, ExportListMatchesTheHarnessNames) {
   EXPECT_GE(harness, 8u + 24u);  // at least the harness's copy, rows and gemv tables
   EXPECT_TRUE(seen.contains("copy_bytes1073741824__persist_prefetch"));
   EXPECT_TRUE(seen.contains("softmax_rows8192_cols4096__w8_exp"));
-  names.resize(12);
+  for (const char* name : {"gemv_m1_k7168_n6288", "gemv_m64_k2304_n12288"}) EXPECT_TRUE(seen.contains(name)) << name;
+  names.resize(8);
   EXPECT_EQ(names, (std::vector<std::string>{"copy_bytes67108864", "copy_bytes1073741824", "rmsnorm_rows4_h7168",
                                              "rmsnorm_rows8_h7168", "rmsnorm_rows16_h7168", "rmsnorm_rows32_h7168",
-                                             "rmsnorm_rows64_h7168", "softmax_rows8192_cols4096",
-                                             "gemv_m1_k7168_n6288", "gemv_m1_k1536_n7168", "gemv_m1_k3584_n768",
-                                             "gemv_m1_k2304_n12288"}));
+                                             "rmsnorm_rows64_h7168", "softmax_rows8192_cols4096"}));
   EXPECT_EQ(bench_kernels()[1].grid[0], (1 << 30) / 4 / kCopyBlock);
 }
 

@@ -74,15 +74,20 @@ Program copy_program(int64_t bytes) { return copy_program(bytes, {}); }
 BenchKernel copy_kernel(int64_t bytes) { return copy_kernel(bytes, {}); }
 
 std::vector<CopyConfig> copy_variants() {
-  // 132 SMs (H200) x 8 programs of 4 warps: 2048 threads per SM, a full SM.
-  constexpr int kPersistentPrograms = 132 * 8;
+  // Persistent grids in programs of 4 warps per SM of the H200 (132 SMs): 8 fill an SM (2048
+  // threads, 256 KiB of loads in flight); 2 keep 32 KiB in flight, about what 4 TB/s at ~1 us of
+  // latency needs (Little's law), with less contention for the memory queues.
+  constexpr int kSms = 132;
   return {
       {.label = "nohint", .streaming = false},
+      {.label = "w4_b2048", .block = 2048},
       {.label = "w8_b8192", .num_warps = 8, .block = 8192},
       {.label = "w4_b16384", .block = 16384},
       {.label = "w8_b16384_nohint", .num_warps = 8, .block = 16384, .streaming = false},
-      {.label = "persist", .programs = kPersistentPrograms},
-      {.label = "persist_prefetch", .programs = kPersistentPrograms, .prefetch = true},
+      {.label = "persist", .programs = 8 * kSms},
+      {.label = "persist_prefetch", .programs = 8 * kSms, .prefetch = true},
+      {.label = "persist_p4", .programs = 4 * kSms},
+      {.label = "persist_p2_prefetch", .programs = 2 * kSms, .prefetch = true},
   };
 }
 
