@@ -1,6 +1,7 @@
 // The KDA verify program on the CPU interpreter against the float64 reference at the real head dim
 // (128) with small H and N: fresh random inputs, o and the written slots poisoned first, padded
 // requests, skipped stores, every num_accepted, two block_v splits; and its error messages.
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -93,6 +94,50 @@ TEST(KdaVerifyInterp, RefusesASlotStrideThatBreaksItsPromise) {
   EXPECT_THAT(std::string(got.status().message()),
               HasSubstr("argument 8 \"slot_stride\" of kernel \"kda_verify_h1_n1_q4\": value 16386 is not a "
                         "multiple of 4, which the kernel declares"));
+}
+
+// The reference itself: one token from a zero state is S = beta v k^T, o = beta v (k . q) with the
+// normalized k and the normalized, scaled q; and the state after it lands in column 0.
+TEST(KdaReference, OneTokenFromAZeroStateIsTheClosedForm) {
+  constexpr int D = kHeadDim;
+  std::mt19937 rng(fresh_seed());
+  std::normal_distribution<double> dist(0.0, 1.0);
+  KdaStepValues in;
+  in.heads = 1, in.requests = 1, in.q = 1;
+  for (auto* v : {&in.q_in, &in.k_in, &in.v_in, &in.g_in}) {
+    v->resize(D);
+    for (double& x : *v) x = dist(rng);
+  }
+  in.beta_raw = {0.3};
+  in.a_log = {0.1};
+  in.dt_bias.assign(D, 0.2);
+  in.slot_stride = D * D;
+  in.state.assign(3 * D * D, 0.0);
+  in.state_indices = {2};  // read slot 2 (zeros), then write the state after the token there
+  in.num_accepted = {1};
+  absl::StatusOr<KdaStepResult> ref = kda_verify_reference(in);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  double qq = 0, kk = 0, kq = 0;
+  for (int i = 0; i < D; ++i) qq += in.q_in[i] * in.q_in[i], kk += in.k_in[i] * in.k_in[i], kq += in.q_in[i] * in.k_in[i];
+  const double q_scale = 1.0 / std::sqrt(qq + 1e-6) / std::sqrt(double(D)), k_scale = 1.0 / std::sqrt(kk + 1e-6);
+  const double beta = 1.0 / (1.0 + std::exp(-0.3));
+  for (int v = 0; v < D; ++v) {
+    EXPECT_NEAR(ref->o[v], beta * in.v_in[v] * kq * q_scale * k_scale, 1e-12);
+    for (int k = 0; k < D; k += 37) {
+      EXPECT_NEAR(ref->state[2 * D * D + v * D + k], beta * in.v_in[v] * in.k_in[k] * k_scale, 1e-12);
+    }
+  }
+}
+
+TEST(KdaReference, RefusesAnAcceptedCountOutsideOneToQ) {
+  KdaCase c;
+  c.config = {.heads = 1, .requests = 2, .q = 4, .block_v = 32};
+  testing::KdaHostInputs inputs = testing::make_inputs(c);
+  KdaStepValues values = inputs.values();
+  values.num_accepted[1] = 5;
+  absl::StatusOr<KdaStepResult> ref = kda_verify_reference(values);
+  ASSERT_FALSE(ref.ok());
+  EXPECT_EQ(std::string(ref.status().message()), "kda reference: num_accepted[1] = 5, expected 1..4");
 }
 
 TEST(KdaVerifyProgram, NameGridAndChosenSplit) {
