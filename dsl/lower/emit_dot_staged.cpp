@@ -152,28 +152,45 @@ absl::Status OpLowering::dot_staged(const Op& op, const StagedDot& staged, const
   line(absl::StrCat("const int kr = i * ", unit->row_regs, " + ", to_absl(unit->row_reg), ";"));
   line(absl::StrCat("const int row = (mt_wr * ", rows.tpw, " + ", to_absl(unit->row_lane), ") * ", rows.spt, " + kr % ",
                     rows.spt, " + (kr / ", rows.spt, ") * ", rows.cover(), ";"));
-  line(absl::StrCat("mt_ldmatrix_x4(", a_base, " + ", swizzled_unit("row", "kk * 2 + (mt_q >> 1)", staged.a.cols / 8),
-                    " * 16, mt_fa[i][0], mt_fa[i][1], mt_fa[i][2], mt_fa[i][3]);"));
+  if (!staged.a.k_rows) {
+    line(absl::StrCat("mt_ldmatrix_x4(", a_base, " + ", swizzled_unit("row", "kk * 2 + (mt_q >> 1)", staged.a.cols / 8),
+                      " * 16, mt_fa[i][0], mt_fa[i][1], mt_fa[i][2], mt_fa[i][3]);"));
+  } else {
+    // A stored [K, M]: matrix q holds k rows 8 (q >> 1) + 0..7 of m rows 8 (q & 1) + 0..7, transposed.
+    line(absl::StrCat("mt_ldmatrix_x4_trans(", a_base, " + ",
+                      swizzled_unit("kk * 16 + 8 * (mt_q >> 1) + mt_r8", "(row - mt_r8) / 8", staged.a.cols / 8),
+                      " * 16, mt_fa[i][0], mt_fa[i][1], mt_fa[i][2], mt_fa[i][3]);"));
+  }
   close();
   line(absl::StrCat("unsigned mt_fb[", tiles_n, "][2];"));
   // B's registers per n-tile: (k 0-7), (k 8-15); one x4 load covers two n-tiles.
+  // Stored [N, K]: lane 8q + r gives n row r of the tile at k unit `chunk`. Stored [K, N]: k row
+  // 8 chunk + r of the tile's 8 contiguous columns, read transposed.
   auto b_address = [&](std::string_view tile, std::string_view chunk) {
+    if (staged.b.k_rows) {
+      return absl::StrCat(b_base, " + ",
+                          swizzled_unit(absl::StrCat("kk * 16 + 8 * ", to_absl(chunk), " + mt_r8"),
+                                        absl::StrCat("mt_col(", to_absl(tile), ", 0) / 8"), staged.b.cols / 8),
+                          " * 16");
+    }
     return absl::StrCat(b_base, " + ",
-                        swizzled_unit(absl::StrCat("mt_col(", to_absl(tile), ")"),
+                        swizzled_unit(absl::StrCat("mt_col(", to_absl(tile), ", mt_r8)"),
                                       absl::StrCat("kk * 2 + ", to_absl(chunk)), staged.b.cols / 8),
                         " * 16");
   };
-  line(absl::StrCat("auto mt_col = [&](int j) { const int c = mt_r8; const int kc = j * ", unit->col_regs, " + ",
+  std::string b_load = staged.b.k_rows ? "mt_ldmatrix_x4_trans(" : "mt_ldmatrix_x4(";
+  std::string b_load2 = staged.b.k_rows ? "mt_ldmatrix_x2_trans(" : "mt_ldmatrix_x2(";
+  line(absl::StrCat("auto mt_col = [&](int j, int c) { const int kc = j * ", unit->col_regs, " + ",
                     to_absl(unit->col_reg), "; return (mt_wc * ", cols.tpw, " + ", to_absl(unit->col_lane), ") * ",
                     cols.spt, " + kc % ", cols.spt, " + (kc / ", cols.spt, ") * ", cols.cover(), "; };"));
   if (tiles_n >= 2) {
     unrolled("jj", tiles_n / 2);
-    line(absl::StrCat("mt_ldmatrix_x4(", b_address("jj * 2 + (mt_q >> 1)", "(mt_q & 1)"),
+    line(absl::StrCat(b_load, b_address("jj * 2 + (mt_q >> 1)", "(mt_q & 1)"),
                       ", mt_fb[jj * 2][0], mt_fb[jj * 2][1], mt_fb[jj * 2 + 1][0], mt_fb[jj * 2 + 1][1]);"));
     close();
   }
   if (tiles_n % 2 == 1) {
-    line(absl::StrCat("mt_ldmatrix_x2(", b_address(std::to_string(tiles_n - 1), "(mt_q & 1)"), ", mt_fb[", tiles_n - 1,
+    line(absl::StrCat(b_load2, b_address(std::to_string(tiles_n - 1), "(mt_q & 1)"), ", mt_fb[", tiles_n - 1,
                       "][0], mt_fb[", tiles_n - 1, "][1]);"));
   }
   unrolled("i", tiles_m);

@@ -104,9 +104,7 @@ class Planner {
     std::optional<MatrixUnit> unit =
         choose_matrix_unit(state_.target, a.element.scalar, b.element.scalar, a.shape[0], b.shape[1], a.shape[1]);
     if (!unit || unit->shape.m != 16 || unit->shape.n != 8 || unit->shape.k != 16) return false;
-    if (which == 1) {
-      // B [K, N] must be trans([N, K]) so that K is contiguous in memory.
-      if (producer->code != OpCode::kTrans) return false;
+    if (producer->code == OpCode::kTrans) {
       const std::vector<int64_t>& perm = producer->attrs.ints;
       if (!(perm.empty() || perm == std::vector<int64_t>{1, 0})) return false;
       staged.trans = producer;
@@ -123,11 +121,13 @@ class Planner {
     ValueId ptr = load.operands[0];
     const AxisInfo& info = state_.axis[ptr];
     if (info.contiguity.size() != 2 || info.contiguity[1] < 8 || info.divisibility[1] % 16 != 0) return false;
-    if (tile.shape[0] % 8 != 0 || tile.shape[1] % 16 != 0) return false;
+    if (tile.shape[0] % 8 != 0 || tile.shape[1] % 8 != 0) return false;
     if (!pointer_slice(ptr, body, in_body, slice)) return false;
     staged.load = &load;
     staged.rows = tile.shape[0];
     staged.cols = tile.shape[1];
+    // A [M, K] and trans([N, K]) keep K along the contiguous dim; trans([K, M]) and B [K, N] do not.
+    staged.k_rows = (which == 0) == (staged.trans != nullptr);
     return true;
   }
 

@@ -1,6 +1,6 @@
 // Software pipelining of matrix-unit operands (analysis): which loads inside a `for` body feed only a
-// dot (directly as A [M, K], or as B through a 2-D trans of a [N, K] tile), with K contiguous and
-// 16-byte aligned, so that they can be copied global -> shared asynchronously a few iterations ahead
+// dot (directly, or through a 2-D trans), with the loaded tile's last dim contiguous and 16-byte
+// aligned, so that they can be copied global -> shared asynchronously a few iterations ahead
 // instead of passing through registers. Only targets whose spelling stages operands get a plan; the
 // emission is in emit_dot_staged.cpp. The program's meaning is unchanged: the same elements are read.
 #pragma once
@@ -13,12 +13,14 @@
 
 namespace monotile::dsl::lower {
 
-// One dot operand staged in shared memory as its loaded tile [rows, cols], cols = the dot's K.
+// One dot operand staged in shared memory as its loaded tile [rows, cols] (cols contiguous): A as
+// [M, K] or [K, M], B as [N, K] or [K, N]. When cols is not K (`k_rows`) fragments are read transposed.
 struct StagedOperand {
   const Op* load = nullptr;
   const Op* trans = nullptr;  // set when the dot takes trans(load)
   int64_t rows = 0;
   int64_t cols = 0;
+  bool k_rows = false;  // rows are K
   int64_t offset = 0;  // bytes from the start of a stage
 };
 

@@ -14,7 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-enum class BLayout { kNK, kKN, kNKMasked, kNKFromCarried };
+enum class BLayout { kNK, kKN, kNKMasked, kNKFromCarried, kNKWithATransposed };
 
 // acc = sum over K steps of A[m, ks] B[n, ks]^T (or B given [K, N]), stored as f32.
 Program k_loop(int64_t m, int64_t n, int64_t k, int64_t block_k, BLayout b_layout = BLayout::kNK) {
@@ -23,10 +23,13 @@ Program k_loop(int64_t m, int64_t n, int64_t k, int64_t block_k, BLayout b_layou
   Value offset0 = zeros({}, i32);
   auto [acc, offset] = range(0, k, block_k, zeros({m, n}, f32), offset0, [&](Value k0, Value acc, Value offset) {
     Value ks = row(k0 + arange(0, block_k));
-    Value a = load(pa + col(arange(0, m)) * k + ks);
+    Value a = b_layout == BLayout::kNKWithATransposed
+                  ? trans(load(pa + col(k0 + arange(0, block_k)) * m + row(arange(0, m))))
+                  : load(pa + col(arange(0, m)) * k + ks);
     Value bt;
     switch (b_layout) {
-      case BLayout::kNK: bt = trans(load(pb + col(arange(0, n)) * k + ks)); break;
+      case BLayout::kNK:
+      case BLayout::kNKWithATransposed: bt = trans(load(pb + col(arange(0, n)) * k + ks)); break;
       case BLayout::kKN: bt = load(pb + col(k0 + arange(0, block_k)) * n + row(arange(0, n))); break;
       case BLayout::kNKMasked: bt = trans(load(pb + col(arange(0, n)) * k + ks, col(arange(0, n)) < n - 1)); break;
       case BLayout::kNKFromCarried: bt = trans(load(pb + offset + col(arange(0, n)) * k + ks)); break;
@@ -46,9 +49,9 @@ LoweredKernel lowered(const Program& program, const char* target) {
 TEST(Pipeline, KContiguousOperandsAreStagedAsynchronouslyOnSm90a) {
   LoweredKernel kernel = lowered(k_loop(64, 64, 256, 32), "sm_90a");
   EXPECT_THAT(kernel.source, HasSubstr("pipelined over 4 stages of 8192 bytes"));
-  EXPECT_THAT(kernel.source, HasSubstr("mt_cp_async16("));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_cp_async16(mt_stage"));
   EXPECT_THAT(kernel.source, HasSubstr("mt_cp_async_wait<2>();"));
-  EXPECT_THAT(kernel.source, HasSubstr("mt_ldmatrix_x4("));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_ldmatrix_x4(("));
   EXPECT_THAT(kernel.source, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
   EXPECT_EQ(kernel.dynamic_shared_bytes, 4 * 8192);
 }
@@ -56,11 +59,21 @@ TEST(Pipeline, KContiguousOperandsAreStagedAsynchronouslyOnSm90a) {
 TEST(Pipeline, AmdKeepsTheRegisterPath) {
   LoweredKernel kernel = lowered(k_loop(64, 64, 256, 32), "gfx90a");
   EXPECT_THAT(kernel.source, Not(HasSubstr("pipelined over")));
-  EXPECT_THAT(kernel.source, Not(HasSubstr("mt_cp_async16(")));
+  EXPECT_THAT(kernel.source, Not(HasSubstr("mt_cp_async16(mt_stage")));
 }
 
-TEST(Pipeline, OperandsNotKContiguousMaskedOrFromCarriedValuesAreNotStaged) {
-  for (BLayout layout : {BLayout::kKN, BLayout::kNKMasked, BLayout::kNKFromCarried}) {
+TEST(Pipeline, OperandsWithMOrNContiguousAreReadTransposed) {
+  LoweredKernel b_kn = lowered(k_loop(64, 64, 256, 32, BLayout::kKN), "sm_90a");
+  EXPECT_THAT(b_kn.source, HasSubstr("pipelined over"));
+  EXPECT_THAT(b_kn.source, HasSubstr("mt_ldmatrix_x4_trans(("));
+  LoweredKernel a_km = lowered(k_loop(64, 64, 256, 32, BLayout::kNKWithATransposed), "sm_90a");
+  EXPECT_THAT(a_km.source, HasSubstr("pipelined over"));
+  EXPECT_THAT(a_km.source, HasSubstr("mt_ldmatrix_x4_trans(("));
+  EXPECT_THAT(lowered(k_loop(64, 64, 256, 32), "sm_90a").source, Not(HasSubstr("mt_ldmatrix_x4_trans((")));
+}
+
+TEST(Pipeline, MaskedOperandsOrPointersFromCarriedValuesAreNotStaged) {
+  for (BLayout layout : {BLayout::kNKMasked, BLayout::kNKFromCarried}) {
     LoweredKernel kernel = lowered(k_loop(64, 64, 256, 32, layout), "sm_90a");
     EXPECT_THAT(kernel.source, Not(HasSubstr("pipelined over"))) << static_cast<int>(layout);
     EXPECT_THAT(kernel.source, HasSubstr("mma.sync")) << static_cast<int>(layout);

@@ -55,6 +55,14 @@ __device__ __forceinline__ void mt_ldmatrix_x4(unsigned addr, unsigned& r0, unsi
 __device__ __forceinline__ void mt_ldmatrix_x2(unsigned addr, unsigned& r0, unsigned& r1) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
+__device__ __forceinline__ void mt_ldmatrix_x4_trans(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2,
+                                                     unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void mt_ldmatrix_x2_trans(unsigned addr, unsigned& r0, unsigned& r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
 )";
   } else {
     text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {

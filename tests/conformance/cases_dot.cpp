@@ -1,5 +1,5 @@
 // dot(a, b, acc) with f32 accumulation over dtypes and shapes, alone and inside a runtime K loop
-// (B as [K, N], and as trans of [N, K]);
+// (B as [K, N] or as trans of [N, K]; A as trans of [K, M]);
 // the reference accumulates in double, the tolerance grows with K (accumulation order differs).
 #include "absl/strings/str_cat.h"
 #include "tests/conformance/cases.h"
@@ -84,6 +84,40 @@ Case dot_nt_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t bloc
   return c;
 }
 
+// C = acc + A^T B with A given as [K, M] and B as [K, N] (both M/N-contiguous) in a runtime K loop.
+Case dot_tn_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t block_k) {
+  Case c;
+  c.name = absl::StrCat("dot_tn/", std::string(scalar_type_name(dtype)), "/", m, "x", k, "x", n, "/k_loop", block_k);
+  c.build = [=] {
+    Builder b("dot_tn");
+    Value pa = b.arg("a", ptr(ElementType{dtype})), pb = b.arg("b", ptr(ElementType{dtype}));
+    Value pacc = b.arg("acc", ptr(f32)), out = b.arg("out", ptr(f32));
+    Value acc = load(pacc + flat_offsets({m, n}));
+    acc = range(0, k, block_k, acc, [&](Value k0, Value acc) {
+      Value ks = col(k0 + arange(0, block_k));
+      Value at = load(pa + ks * m + row(arange(0, m)));
+      Value bk = load(pb + ks * n + row(arange(0, n)));
+      return dot(trans(at), bk, acc);
+    });
+    store(out + flat_offsets({m, n}), acc);
+    return b.finish();
+  };
+  c.tensors = {{"a", dtype, {k, m}, Role::kInput, uniform(-1, 1), std::nullopt},
+               {"b", dtype, {k, n}, Role::kInput, uniform(-1, 1), std::nullopt},
+               {"acc", kF32, {m, n}, Role::kInput, uniform(-1, 1), std::nullopt},
+               {"out", kF32, {m, n}, Role::kOutput, nullptr, Tolerance{2e-6 * static_cast<double>(k), 1e-5}}};
+  c.reference = [=](Tensors& t) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = t["acc"].get(i * n + j);
+        for (int64_t kk = 0; kk < k; ++kk) sum += t["a"].get(kk * m + i) * t["b"].get(kk * n + j);
+        t["out"].set(i * n + j, sum);
+      }
+    }
+  };
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> dot_cases() {
@@ -101,6 +135,8 @@ std::vector<Case> dot_cases() {
     cases.push_back(dot_nt_case(dtype, 128, 160, 64, 32));   // K steps not a multiple of the stages
   }
   cases.push_back(dot_nt_case(kBf16, 64, 512, 128, 128));  // 16 units per row: the wide swizzle
+  cases.push_back(dot_tn_case(kBf16, 64, 128, 32, 32));    // A given [K, M]: transposed fragments
+  cases.push_back(dot_tn_case(kF16, 32, 64, 8, 16));       // ... with an odd n-tile and 2 units per row
   return cases;
 }
 
