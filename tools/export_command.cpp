@@ -64,11 +64,21 @@ absl::StatusOr<std::string> kernel_json(const kernels::bench::BenchKernel& kerne
   auto triple = [](int x, int y, int z) {
     return "[" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "]";
   };
+  std::vector<std::string> workspaces;
+  for (const kernels::bench::BenchWorkspace& workspace : kernel.workspaces) {
+    const char* zero = workspace.zero == kernels::bench::WorkspaceZero::kOnce         ? "once"
+                       : workspace.zero == kernels::bench::WorkspaceZero::kEachLaunch ? "each_launch"
+                                                                                      : "never";
+    workspaces.push_back("{\"name\": " + json_string(workspace.name) + ", \"bytes\": " +
+                         std::to_string(workspace.bytes) + ", \"zero\": \"" + zero + "\"}");
+  }
   return "{\n  \"kernel\": " + json_string(made.build.kernel_name) + ",\n  \"block\": " +
          triple(launch.block_x, launch.block_y, launch.block_z) +
          ",\n  \"shared_bytes\": " + std::to_string(launch.dynamic_shared_memory) +
          ",\n  \"grid\": " + triple(kernel.grid[0], kernel.grid[1], kernel.grid[2]) + ",\n  \"params\": [\n" +
-         absl::StrJoin(params, ",\n") + "\n  ],\n  \"then\": null\n}\n";
+         absl::StrJoin(params, ",\n") + "\n  ],\n" +
+         (workspaces.empty() ? "" : "  \"workspace\": [" + absl::StrJoin(workspaces, ", ") + "],\n") +
+         "  \"then\": null\n}\n";
 }
 
 absl::Status write_file(const std::filesystem::path& path, const std::string& bytes) {

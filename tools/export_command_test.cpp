@@ -81,6 +81,27 @@ TEST(ExportCommand, WritesCubinAndJsonPerKernel) {
   EXPECT_THAT(softmax, HasSubstr("{\"name\": \"y\", \"type\": \"ptr<bf16>\"}\n  ]"));
 }
 
+TEST(ExportCommand, SplitKGemvDeclaresItsWorkspaces) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  std::filesystem::path out = dir.path() / "export";
+  CommandRun run = export_run("--target sm_90a --out " + out.string() + " --only gemv_m1_k3584_n768", dir.path());
+  ASSERT_EQ(run.status, 0) << run.output;
+  std::string json = read(out / "gemv_m1_k3584_n768.json");
+  EXPECT_THAT(json, HasSubstr("{\"name\": \"gemv_partials\", \"type\": \"ptr<f32>\"},\n"
+                              "    {\"name\": \"gemv_counters\", \"type\": \"ptr<i32>\"}\n  ],\n"));
+  // N = 768 in 48 row blocks, K split over the grid's second axis: one f32 partial per split, row
+  // of x (M = 1) and column of y; one counter per row block.
+  const std::string grid = "\"grid\": [48, ";
+  ASSERT_THAT(json, HasSubstr(grid));
+  const int splits = std::stoi(json.substr(json.find(grid) + grid.size()));
+  EXPECT_GT(splits, 1);
+  EXPECT_THAT(json, HasSubstr("\"workspace\": [{\"name\": \"gemv_partials\", \"bytes\": " +
+                              std::to_string(splits * 768 * 4) + ", \"zero\": \"never\"}, "
+                              "{\"name\": \"gemv_counters\", \"bytes\": 192, \"zero\": \"once\"}],\n"
+                              "  \"then\": null\n}\n"));
+}
+
 TEST(ExportCommand, MisuseSaysWhatIsWrong) {
   jit::testing::TempDir dir;
   std::string out = (dir.path() / "x").string();

@@ -50,17 +50,21 @@ def run(ctx: Context) -> list[Row]:
         copies = copies_for(nbytes, ctx.l2_bytes())
         xs = [torch.randn(m, k, device=ctx.device).to(torch.bfloat16) for _ in range(copies)]
         ws = [(torch.randn(n, k, device=ctx.device) * k ** -0.5).to(torch.bfloat16) for _ in range(copies)]
-        op, status = ctx.ours(f"gemv_m{m}_k{k}_n{n}")
-        names = ([OURS] if op else []) + ["cublas", "triton"]
+        kernel = f"gemv_m{m}_k{k}_n{n}"
+        op, status = ctx.ours(kernel)
+        ours = {OURS: op} if op else {}
+        variants = ctx.variants(kernel)
+        ours.update({name: v_op for name, (v_op, _) in variants.items() if v_op is not None})
+        absent = {name: v_status for name, (v_op, v_status) in variants.items() if v_op is None}
+        names = [*ours, "cublas", "triton"]
         ys = {name: [torch.empty(m, n, dtype=torch.bfloat16, device=ctx.device) for _ in range(copies)] for name in names}
         triton_linear = _tuned_or_error(ctx, xs[0], ws[0], ys["triton"][0])
-        steps = {
-            "cublas": lambda i: torch_peers.cublas_linear(xs[i], ws[i], ys["cublas"][i]),
-            "triton": lambda i: triton_linear(xs[i], ws[i], ys["triton"][i]),
-        }
-        if op:
-            values = [{"x": xs[i], "w": ws[i], "y": ys[OURS][i], "M": m, "N": n, "K": k} for i in range(copies)]
-            steps = {OURS: lambda i: op(values[i]), **steps}
+        steps = {}
+        for name, kernel_op in ours.items():
+            values = [{"x": xs[i], "w": ws[i], "y": ys[name][i], "M": m, "N": n, "K": k} for i in range(copies)]
+            steps[name] = lambda i, kernel_op=kernel_op, values=values: kernel_op(values[i])
+        steps["cublas"] = lambda i: torch_peers.cublas_linear(xs[i], ws[i], ys["cublas"][i])
+        steps["triton"] = lambda i: triton_linear(xs[i], ws[i], ys["triton"][i])
         expected = torch_peers.reference_linear(xs[0], ws[0])
 
         def check(name: str, after: bool) -> str:
@@ -75,7 +79,7 @@ def run(ctx: Context) -> list[Row]:
             ctx.log(f"  {shape}: triton config block_n={c.block_n} block_k={c.block_k} split_k={c.split_k} "
                     f"warps={c.num_warps} stages={c.num_stages}")
         rows.append(measure_row(ctx, "gemv", shape, nbytes, copies, steps, check, flops=2 * m * n * k,
-                                ours_status=None if op else status))
+                                ours_status=None if op else status, absent=absent))
         if ctx.device.startswith("cuda"):
             torch.cuda.empty_cache()
     return rows

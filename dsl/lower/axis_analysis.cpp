@@ -324,6 +324,19 @@ class Analysis {
         info.range = range_op(op.code, a.range, b.range);
       }
     }
+    // min, max and where pick one of two integers per element: a multiple of what divides every
+    // element of both (a clamped offset keeps its alignment, so its accesses stay vectors). Only
+    // runs of one element say that of every element.
+    bool picks = op.code == OpCode::kMin || op.code == OpCode::kMax || op.code == OpCode::kSelect;
+    if (picks && is_int(op.results[0])) {
+      const AxisInfo& a = get(op.operands[op.code == OpCode::kSelect ? 1 : 0]);
+      const AxisInfo& b = get(op.operands[op.code == OpCode::kSelect ? 2 : 1]);
+      for (size_t d = 0; d < info.divisibility.size(); ++d) {
+        int64_t each_a = a.contiguity[d] == 1 ? a.divisibility[d] : 1;
+        int64_t each_b = b.contiguity[d] == 1 ? b.divisibility[d] : 1;
+        info.divisibility[d] = std::min(each_a, each_b);
+      }
+    }
     return info;
   }
 

@@ -115,6 +115,26 @@ TEST(Codegen, StrideDeclaredAMultipleKeepsSixteenByteAccesses) {
   }
 }
 
+// A base clamped with minimum or where (a prefetch that must not run past its range) keeps the
+// alignment both choices share, and only that.
+Program clamped_rows(int64_t bound, bool select) {
+  Builder b("clamped_rows", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+  auto start = program_id(0) * 512;
+  auto base = select ? where(start < bound, start, bound) : minimum(start, bound);
+  auto offs = base + arange(0, 512);
+  store(y + offs, load(x + offs));
+  return b.finish();
+}
+
+TEST(Codegen, ClampedBaseKeepsTheAlignmentBothChoicesShare) {
+  for (bool select : {false, true}) {
+    EXPECT_THAT(lowered(clamped_rows(4 * 1000, select), "sm_90a").source, HasSubstr("mt_u32x4 mt_t = *(const mt_u32x4*)"));
+    EXPECT_THAT(lowered(clamped_rows(2 * 1001, select), "sm_90a").source, HasSubstr("mt_u32x2 mt_t = *(const mt_u32x2*)"));
+    EXPECT_THAT(lowered(clamped_rows(1001, select), "sm_90a").source, Not(HasSubstr("mt_t = *(const mt_u32x")));
+  }
+}
+
 TEST(Codegen, AllTrueMaskIsDropped) {
   for (const char* target : kTargets) {
     LoweredKernel kernel = lowered(masked_copy(false), target);

@@ -9,6 +9,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/bench/copy.h"
+#include "kernels/bench/gemv.h"
 #include "kernels/bench/gemm.h"
 #include "kernels/bench/softmax.h"
 #include "kernels/kda/kda_verify.h"
@@ -29,39 +30,12 @@ Program rms_norm_program(int rows, int hidden) {
   return b.finish();
 }
 
-Program gemv_program(int m, int n, int k) {
-  Builder b("gemv_m" + std::to_string(m) + "_k" + std::to_string(k) + "_n" + std::to_string(n), {.num_warps = 4});
-  auto x = b.arg("x", ptr(bf16)), weight = b.arg("w", ptr(bf16)), y = b.arg("y", ptr(bf16));
-  // The matrix unit's smallest M is 16: x's rows are padded with masked (zero) rows up to a
-  // multiple of 16, and only the real rows are stored.
-  const int m_tile = std::max(16, (m + 15) / 16 * 16);
-  const int block_k = m_tile >= 32 ? 128 : 256;
-  auto rows = program_id(0) * kGemvBlockN + arange(0, kGemvBlockN);
-  auto ms = arange(0, m_tile);
-  auto m_ok = col(ms) < m;
-  auto acc = range(0, k, block_k, zeros({m_tile, kGemvBlockN}, f32), [&](Value k0, Value acc) {
-    auto ks = k0 + arange(0, block_k);
-    auto w = load(weight + col(rows).to(i64) * k + row(ks));
-    auto a = m_tile == m ? load(x + col(ms) * k + row(ks)) : load(x + col(ms) * k + row(ks), m_ok);
-    return dot(a, trans(w), acc);
-  });
-  auto out = y + col(ms) * n + row(rows);
-  if (m_tile == m) {
-    store(out, acc.to(bf16));
-  } else {
-    store(out, acc.to(bf16), m_ok);
-  }
-  return b.finish();
-}
-
 BenchKernel rms_norm_kernel(int rows, int hidden) {
   BenchKernel kernel;
   kernel.program = rms_norm_program(rows, hidden);
   kernel.grid = {rows, 1, 1};
   return kernel;
 }
-
-BenchKernel gemv_kernel(int m, int n, int k) { return {gemv_program(m, n, k), {n / kGemvBlockN, 1, 1}}; }
 
 std::vector<BenchKernel> bench_kernels() {
   std::vector<BenchKernel> kernels;
@@ -96,6 +70,7 @@ std::vector<BenchKernel> bench_kernels() {
       }
     }
   }
+  for (BenchKernel& kernel : gemv_variant_kernels()) kernels.push_back(std::move(kernel));
   return kernels;
 }
 

@@ -28,18 +28,27 @@ dsl::Program rms_norm_program(int rows, int hidden);
 // softmax_rows{rows}_cols{cols}.
 dsl::Program softmax_program(int rows, int cols);
 
-// Rows of W (columns of y) one GEMV program instance computes; every harness N is a multiple.
-inline constexpr int kGemvBlockN = 16;
-
-// y = x W^T: x [m, k], w [n, k], y [m, n] bf16 row-major, f32 accumulation on the matrix unit, one
-// bf16 rounding. Parameters: x, w, y (ptr<bf16>). n a multiple of kGemvBlockN; k of 256 (128 when
-// m > 16). Name: gemv_m{m}_k{k}_n{n}.
+// y = x W^T: x [m, k], w [n, k], y [m, n] bf16 row-major, f32 accumulation, one bf16 rounding,
+// in the configuration gemv_config(m, n, k) chooses (kernels/bench/gemv.h). Parameters: x, w, y
+// (ptr<bf16>) and, when K is split, the workspaces. Name: gemv_m{m}_k{k}_n{n}.
 dsl::Program gemv_program(int m, int n, int k);
+
+// When the harness zeroes a workspace (docs/bench.md): at load (the kernel leaves it as it found
+// it), before every launch, or never.
+enum class WorkspaceZero { kOnce, kEachLaunch, kNever };
+
+// Scratch memory a kernel takes as a pointer parameter of the same name.
+struct BenchWorkspace {
+  std::string name;
+  int64_t bytes = 0;
+  WorkspaceZero zero = WorkspaceZero::kOnce;
+};
 
 // A benchmark kernel with the grid it is launched on.
 struct BenchKernel {
   dsl::Program program;       // program.name is the exported name
   std::array<int, 3> grid{};  // the launch grid for the shape it is specialized for
+  std::vector<BenchWorkspace> workspaces{};  // allocated by the launcher, passed by name
 };
 
 // Each program with its grid.

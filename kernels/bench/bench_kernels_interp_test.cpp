@@ -167,42 +167,6 @@ TEST(BenchKernelsInterp, SoftmaxRefusesRowsThatDoNotDivide) {
   }
 }
 
-void check_gemv(int m, int n, int k, std::mt19937& rng) {
-  SCOPED_TRACE("m " + std::to_string(m));
-  BenchKernel kernel = gemv_kernel(m, n, k);
-  EXPECT_EQ(kernel.grid[0], n / kGemvBlockN);
-  std::vector<uint16_t> x = random_bf16(size_t(m) * k, 1.0, rng), w = random_bf16(size_t(n) * k, 1.0, rng);
-  std::vector<uint16_t> y(size_t(m) * n, kBf16Nan);
-  std::vector<double> ref(y.size()), magnitude(y.size());
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      for (int l = 0; l < k; ++l) {
-        double p = bf16_bits_to_double(x[size_t(i) * k + l]) * bf16_bits_to_double(w[size_t(j) * k + l]);
-        ref[size_t(i) * n + j] += p;
-        magnitude[size_t(i) * n + j] += std::abs(p);
-      }
-    }
-  }
-  std::vector<ArgValue> args = {ArgValue::pointer(x.data(), ScalarType::kBf16),
-                                ArgValue::pointer(w.data(), ScalarType::kBf16),
-                                ArgValue::pointer(y.data(), ScalarType::kBf16)};
-  absl::Status status = run(kernel, args, {alloc(x, "x"), alloc(w, "w"), alloc(y, "y")});
-  ASSERT_TRUE(status.ok()) << status;
-  for (size_t i = 0; i < y.size(); ++i) {
-    double got = bf16_bits_to_double(y[i]);
-    ASSERT_FALSE(std::isnan(got)) << "element " << i << " not written";
-    // One bf16 rounding of the result plus f32 accumulation error.
-    ASSERT_NEAR(got, ref[i], std::abs(ref[i]) / 128 + 1e-6 * magnitude[i]) << "element " << i;
-  }
-}
-
-TEST(BenchKernelsInterp, GemvMatchesFloat64) {
-  std::mt19937 rng(std::random_device{}());
-  check_gemv(1, 48, 512, rng);   // padded to 16 rows, masked
-  check_gemv(5, 32, 768, rng);   // a row count that is not a power of two
-  check_gemv(32, 16, 256, rng);  // unmasked, block_k 128
-}
-
 TEST(BenchKernelsInterp, ExportListMatchesTheHarnessNames) {
   std::vector<std::string> names;
   for (const BenchKernel& kernel : bench_kernels()) names.push_back(kernel.program.name);

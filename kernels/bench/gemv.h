@@ -1,0 +1,56 @@
+// The decode GEMV y = x W^T (bf16 x [m, k], W [n, k], y [m, n], f32 accumulation, one bf16
+// rounding) for the side-by-side harness, and the configuration that shapes it. Small m streams W
+// through FMA units with 16-byte loads; larger m goes through the matrix unit. Split-K programs
+// hand their f32 partials to the last program to arrive on a row block, which sums them in a fixed
+// order (deterministic), writes y and resets its counter: one graph-safe launch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/ir.h"
+#include "kernels/bench/bench_kernels.h"
+
+namespace monotile::kernels::bench {
+
+struct GemvConfig {
+  bool matrix_unit = false;  // dot on the matrix unit (m padded to 16) instead of FMA per row of x
+  int block_n = 16;          // rows of W per program (power of two)
+  int block_k = 256;         // columns of W per loop step (power of two, a multiple of 8)
+  int splits = 1;            // programs along K per row block (grid axis 1); k / splits % block_k == 0
+  int num_warps = 4;
+  bool prefetch = true;   // FMA path: load the next step's W before this step's FMAs
+  bool streaming = true;  // W loads carry the streaming (evict-first) cache hint
+  bool swap_operands = false;  // matrix unit: y^T = W x^T (W's rows as the unit's M, x's as N)
+};
+
+// The configuration the exported kernels use for this shape. The rows m <= kGemvFmaMaxRows use
+// FMA. Splits: the fewest that give kGemvTargetPrograms programs, whose W tiles in flight (8 KB,
+// twice with prefetch) then cover HBM's bandwidth x latency (~4 TB/s x ~0.8 us) twice over, as
+// long as the partials (written and read: 8 splits m n bytes) stay under an eighth of W's bytes.
+inline constexpr int kGemvFmaMaxRows = 16;
+inline constexpr int kGemvTargetPrograms = 768;
+GemvConfig gemv_config(int m, int n, int k);
+
+// Requirements on (m, n, k, config); throws dsl::Error naming what does not divide.
+// Parameters: x, w, y (ptr<bf16>), and with splits > 1 the workspaces kGemvPartials (ptr<f32>,
+// splits x m x n) and kGemvCounters (ptr<i32>, n / block_n; zero before the first launch, left
+// zero by every launch). Name: gemv_m{m}_k{k}_n{n}, or with `suffix` appended.
+inline constexpr const char* kGemvPartials = "gemv_partials";
+inline constexpr const char* kGemvCounters = "gemv_counters";
+dsl::Program gemv_program(int m, int n, int k, const GemvConfig& config, const std::string& suffix = "");
+
+// The bytes each workspace needs (0 when the configuration has no split).
+int64_t gemv_partials_bytes(int m, int n, const GemvConfig& config);
+int64_t gemv_counters_bytes(int n, const GemvConfig& config);
+
+// The program with its grid (n / block_n, splits) and workspaces.
+BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std::string& suffix = "");
+
+// Other configurations of every harness shape, exported as gemv_m{m}_k{k}_n{n}__{label} so that
+// the harness measures them beside the chosen one (prefetch off, other splits, a wider step, the
+// other path).
+std::vector<BenchKernel> gemv_variant_kernels();
+
+}  // namespace monotile::kernels::bench
