@@ -73,6 +73,10 @@ std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q)
   cached.stream_state = false;
   cached.label = "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps) + "_cached";
   variants.push_back(cached);
+  KdaVerifyConfig chunked = chosen;
+  chunked.chunked = true;
+  chunked.label = "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps) + "_chunk";
+  variants.push_back(chunked);
   return variants;
 }
 
@@ -123,13 +127,42 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
     kq.push_back(sum(kn.back() * qn.back()));
   }
 
+  std::vector<Value> o_rows, e_rows;
+  if (c.chunked) {
+    // Every reduction over K against the initial state S0, all independent of each other: with
+    // P_t = decay_0 ... decay_t and span(j, t) = decay_{j+1} ... decay_t (per key channel),
+    //   S_{t-1} decayed . k_t = S0 . (P_t k_t) + sum_{j<t} e_j (k_j span(j, t) . k_t)
+    //   o_t = S0 . (P_t q_t) + sum_{j<t} e_j (k_j span(j, t) . q_t) + e_t (k_t . q_t)
+    // The per-head dot products need no state; only the short recurrence in e stays serial.
+    std::vector<Value> cumulative = {decay[0]};
+    for (int t = 1; t < q; ++t) cumulative.push_back(cumulative.back() * decay[t]);
+    std::vector<Value> s0_k, s0_q;
+    for (int t = 0; t < q; ++t) {
+      s0_k.push_back(sum(S * row(cumulative[t] * kn[t]), 1));
+      s0_q.push_back(sum(S * row(cumulative[t] * qn[t]), 1));
+    }
+    for (int t = 0; t < q; ++t) {
+      Value kv = s0_k[t], ov = s0_q[t];
+      for (int j = 0; j < t; ++j) {
+        Value span = decay[j + 1];
+        for (int i = j + 2; i <= t; ++i) span = span * decay[i];
+        auto carried = kn[j] * span;
+        kv = kv + e_rows[j] * sum(carried * kn[t]);
+        ov = ov + e_rows[j] * sum(carried * qn[t]);
+      }
+      e_rows.push_back((vt[t] - kv) * beta[t]);
+      o_rows.push_back(ov + e_rows.back() * kq[t]);
+    }
+  }
   for (int t = 0; t < q; ++t) {
     auto tok = (n * q + t) * heads + h;
     auto decayed = S * row(decay[t]);
-    auto e = (vt[t] - sum(decayed * row(kn[t]), 1)) * beta[t];
-    auto o = sum(decayed * row(qn[t]), 1) + e * kq[t];
-    S = decayed + col(e) * row(kn[t]);
-    store(out + tok * D + vv, where(has_state, o, 0.0f).to(bf16));
+    if (!c.chunked) {
+      e_rows.push_back((vt[t] - sum(decayed * row(kn[t]), 1)) * beta[t]);
+      o_rows.push_back(sum(decayed * row(qn[t]), 1) + e_rows.back() * kq[t]);
+    }
+    S = decayed + col(e_rows[t]) * row(kn[t]);
+    store(out + tok * D + vv, where(has_state, o_rows[t], 0.0f).to(bf16));
     store(state + slot[t].to(i64) * slot_stride + tile, S, has_state & (slot[t] > 0), state_access);
   }
   return b.finish(loc);

@@ -28,6 +28,9 @@ struct KdaVerifyConfig {
   int block_v = 0;    // state rows (V) per program instance: a power of two dividing 128; 0: chosen
   int num_warps = 0;  // 0: chosen from block_v
   bool stream_state = true;  // state loads and stores carry the streaming (evict-first) hint
+  // Every reduction over K reads the initial state (the chunked form: shorter dependent chains,
+  // more per-head dot products); false: token by token.
+  bool chunked = false;
   std::string label = {};  // non-empty: a variant, named kda_verify_h{H}_n{N}_q{q}__{label}
 };
 

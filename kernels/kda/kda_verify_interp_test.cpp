@@ -60,6 +60,16 @@ TEST(KdaVerifyInterp, SmallBlocksAndThreeHeads) {
   expect_matches_reference(c);
 }
 
+TEST(KdaVerifyInterp, ChunkedFormMatchesReference) {
+  KdaCase c;
+  c.config = {.heads = 2, .requests = 4, .q = 4, .block_v = 16, .chunked = true};
+  c.accepted = {4, 3, 2, 1};
+  c.padded = 1;
+  c.later_slot_zero = true;
+  c.seed = fresh_seed();
+  expect_matches_reference(c);
+}
+
 TEST(KdaVerifyInterp, ReferenceSeesPoisonedOutputs) {
   // The check itself: an output left unwritten (NaN) or a state off by more than f32 error fails.
   KdaCase c;
