@@ -54,13 +54,17 @@ absl::Status OpLowering::stage_copies(const PipelinedLoop& loop, const std::stri
       Layout layout = Layout::blocked({operand->rows, operand->cols}, 8, state_.target.warp_size(),
                                       state_.program.options.num_warps);
       std::string ptrs = get(operand->load->operands[0], layout);
+      std::string mask = operand->mask == kNoValue ? "" : get(operand->mask, layout);
       std::string guard = owner(layout);
       unrolled("g", layout.num_regs() / 8);
       line(absl::StrCat("const int r = ", coord(layout, 0, "g * 8"), ";"));
       line(absl::StrCat("const int c = ", coord(layout, 1, "g * 8"), " / 8;"));
-      line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "), "mt_cp_async16(", stage, " + ",
-                        operand->offset, " + ", swizzled_unit("r", "c", operand->cols / 8), " * 16, ", ptrs,
-                        "[g * 8]);"));
+      std::string dst = absl::StrCat(stage, " + ", operand->offset, " + ", swizzled_unit("r", "c", operand->cols / 8),
+                                     " * 16");
+      line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "),
+                        mask.empty() ? absl::StrCat("mt_cp_async16(", dst, ", ", ptrs, "[g * 8]);")
+                                     : absl::StrCat("mt_cp_async16_zfill(", dst, ", ", ptrs, "[g * 8], ", mask,
+                                                    "[g * 8]);")));
       close();
     }
   }

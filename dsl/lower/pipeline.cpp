@@ -115,7 +115,13 @@ class Planner {
     }
     if (producer->code != OpCode::kLoad) return false;
     const Op& load = *producer;
-    if (load.attrs.has_mask || load.attrs.has_other || load.attrs.order != MemOrder::kPlain) return false;
+    if (load.attrs.has_other || load.attrs.order != MemOrder::kPlain) return false;
+    if (load.attrs.has_mask && !state_.axis[load.operands[1]].known_true()) {
+      const AxisInfo& mask = state_.axis[load.operands[1]];
+      if (mask.constancy.size() != 2 || mask.constancy[1] < 8) return false;
+      if (!pointer_slice(load.operands[1], body, in_body, slice)) return false;
+      staged.mask = load.operands[1];
+    }
     const Type& tile = type(load.results[0]);
     if (tile.shape.size() != 2 || scalar_type_bytes(tile.element.scalar) != 2) return false;
     ValueId ptr = load.operands[0];

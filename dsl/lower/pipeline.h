@@ -1,6 +1,6 @@
 // Software pipelining of matrix-unit operands (analysis): which loads inside a `for` body feed only a
 // dot (directly, or through a 2-D trans), with the loaded tile's last dim contiguous and 16-byte
-// aligned, so that they can be copied global -> shared asynchronously a few iterations ahead
+// aligned (a mask constant over 16 bytes, no `other`), so that they can be copied global -> shared asynchronously a few iterations ahead
 // instead of passing through registers. Only targets whose spelling stages operands get a plan; the
 // emission is in emit_dot_staged.cpp. The program's meaning is unchanged: the same elements are read.
 #pragma once
@@ -21,6 +21,9 @@ struct StagedOperand {
   int64_t rows = 0;
   int64_t cols = 0;
   bool k_rows = false;  // rows are K
+  // The load's mask when it is not known true: constant over each 16-byte unit, so a unit is copied
+  // whole or zero-filled (the load has no `other`: masked lanes read as zero).
+  ValueId mask = kNoValue;
   int64_t offset = 0;  // bytes from the start of a stage
 };
 

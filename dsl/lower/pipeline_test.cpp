@@ -14,7 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-enum class BLayout { kNK, kKN, kNKMasked, kNKFromCarried, kNKWithATransposed };
+enum class BLayout { kNK, kKN, kNKMasked, kNKMaskedAlongK, kNKFromCarried, kNKWithATransposed };
 
 // acc = sum over K steps of A[m, ks] B[n, ks]^T (or B given [K, N]), stored as f32.
 Program k_loop(int64_t m, int64_t n, int64_t k, int64_t block_k, BLayout b_layout = BLayout::kNK) {
@@ -32,6 +32,9 @@ Program k_loop(int64_t m, int64_t n, int64_t k, int64_t block_k, BLayout b_layou
       case BLayout::kNKWithATransposed: bt = trans(load(pb + col(arange(0, n)) * k + ks)); break;
       case BLayout::kKN: bt = load(pb + col(k0 + arange(0, block_k)) * n + row(arange(0, n))); break;
       case BLayout::kNKMasked: bt = trans(load(pb + col(arange(0, n)) * k + ks, col(arange(0, n)) < n - 1)); break;
+      case BLayout::kNKMaskedAlongK:
+        bt = trans(load(pb + col(arange(0, n)) * k + ks, ks < int(k - 3)));
+        break;
       case BLayout::kNKFromCarried: bt = trans(load(pb + offset + col(arange(0, n)) * k + ks)); break;
     }
     return std::make_tuple(dot(a, bt, acc), offset + int(block_k));
@@ -72,8 +75,14 @@ TEST(Pipeline, OperandsWithMOrNContiguousAreReadTransposed) {
   EXPECT_THAT(lowered(k_loop(64, 64, 256, 32), "sm_90a").source, Not(HasSubstr("mt_ldmatrix_x4_trans((")));
 }
 
-TEST(Pipeline, MaskedOperandsOrPointersFromCarriedValuesAreNotStaged) {
-  for (BLayout layout : {BLayout::kNKMasked, BLayout::kNKFromCarried}) {
+TEST(Pipeline, RowMasksZeroFillWholeUnits) {
+  LoweredKernel kernel = lowered(k_loop(64, 64, 256, 32, BLayout::kNKMasked), "sm_90a");
+  EXPECT_THAT(kernel.source, HasSubstr("pipelined over"));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_cp_async16_zfill(mt_stage"));
+}
+
+TEST(Pipeline, MasksAlongKOrPointersFromCarriedValuesAreNotStaged) {
+  for (BLayout layout : {BLayout::kNKMaskedAlongK, BLayout::kNKFromCarried}) {
     LoweredKernel kernel = lowered(k_loop(64, 64, 256, 32, layout), "sm_90a");
     EXPECT_THAT(kernel.source, Not(HasSubstr("pipelined over"))) << static_cast<int>(layout);
     EXPECT_THAT(kernel.source, HasSubstr("mma.sync")) << static_cast<int>(layout);

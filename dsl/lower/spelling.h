@@ -55,7 +55,8 @@ struct Spelling {
                                  std::string_view c);
   // Whether dot operands can be staged global -> shared by asynchronous copies and read back with
   // matrix loads (pipeline.h). The prelude then defines mt_shared_u32(const void*) (a shared address),
-  // mt_cp_async16(unsigned dst, const void* src), mt_cp_async_commit(), mt_cp_async_wait<N>() (all
+  // mt_cp_async16(unsigned dst, const void* src), mt_cp_async16_zfill(dst, src, bool full) (zeros
+  // when not full, reading nothing), mt_cp_async_commit(), mt_cp_async_wait<N>() (all
   // but the newest N groups of this thread landed) and mt_ldmatrix_x4 / _x2 and their _trans forms
   // (unsigned addr, unsigned&...).
   bool (*stages_matrix_operands)(const Target& target);

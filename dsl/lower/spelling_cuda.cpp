@@ -45,6 +45,10 @@ __device__ __forceinline__ float mt_f16_bits_to_f32(unsigned short h) {
 __device__ __forceinline__ void mt_cp_async16(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
+// Copies 16 bytes when `full`; without it reads nothing and writes 16 zero bytes (src-size 0).
+__device__ __forceinline__ void mt_cp_async16_zfill(unsigned dst, const void* src, bool full) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(full ? 16 : 0) : "memory");
+}
 __device__ __forceinline__ void mt_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void mt_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }

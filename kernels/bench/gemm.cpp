@@ -44,7 +44,7 @@ BenchKernel gemm_kernel(int m, int n, int k, const GemmTiles& tiles) {
 std::vector<GemmTiles> gemm_tile_candidates() {
   return {
       {},
-      {.block_m = 128, .block_n = 256, .block_k = 64, .group_m = 8, .num_warps = 8},
+      {.block_m = 128, .block_n = 256, .block_k = 32, .group_m = 8, .num_warps = 8},
       {.block_m = 256, .block_n = 128, .block_k = 32, .group_m = 8, .num_warps = 8},
       {.block_m = 128, .block_n = 128, .block_k = 32, .group_m = 8, .num_warps = 4},
       {.block_m = 128, .block_n = 128, .block_k = 64, .group_m = 8, .num_warps = 4},

@@ -12,11 +12,13 @@
 namespace monotile::kernels::bench {
 
 // One program instance computes a block_m x block_n tile of C, stepping K by block_k; instances
-// are ordered in groups of `group_m` tile rows so that neighbours share A and B tiles in L2.
+// are ordered in groups of `group_m` tile rows so that neighbours share A and B tiles in L2. The
+// default: 8 warps of 64 x 64 accumulators, 48 KiB per pipeline stage (four stages), and L2 -> SM
+// traffic of (1/128 + 1/256) x 2 bytes per multiply-add, the least of the tilings that fit.
 struct GemmTiles {
   int block_m = 128;
   int block_n = 256;
-  int block_k = 32;
+  int block_k = 64;
   int group_m = 8;
   int num_warps = 8;
 };

@@ -51,9 +51,12 @@ Case dot_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t block_k
 
 // C = acc + A B^T with B given as [N, K] (both operands K-contiguous) in a runtime K loop: the shape
 // whose loads the lowering stages through shared memory and pipelines on targets that can.
-Case dot_nt_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t block_k) {
+// With `rows` < m, A holds only `rows` rows and the load masks the others (they read as zero).
+Case dot_nt_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t block_k, int64_t rows = 0) {
   Case c;
-  c.name = absl::StrCat("dot_nt/", std::string(scalar_type_name(dtype)), "/", m, "x", k, "x", n, "/k_loop", block_k);
+  c.name = absl::StrCat("dot_nt/", std::string(scalar_type_name(dtype)), "/", m, "x", k, "x", n, "/k_loop", block_k,
+                        rows > 0 ? absl::StrCat("/rows", rows) : "");
+  const int64_t a_rows = rows > 0 ? rows : m;
   c.build = [=] {
     Builder b("dot_nt");
     Value pa = b.arg("a", ptr(ElementType{dtype})), pb = b.arg("b", ptr(ElementType{dtype}));
@@ -61,14 +64,15 @@ Case dot_nt_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t bloc
     Value acc = load(pacc + flat_offsets({m, n}));
     acc = range(0, k, block_k, acc, [&](Value k0, Value acc) {
       Value ks = row(k0 + arange(0, block_k));
-      Value a = load(pa + col(arange(0, m)) * k + ks);
+      Value a_ptr = pa + col(arange(0, m)) * k + ks;
+      Value a = a_rows < m ? load(a_ptr, col(arange(0, m)) < int(a_rows)) : load(a_ptr);
       Value bt = load(pb + col(arange(0, n)) * k + ks);
       return dot(a, trans(bt), acc);
     });
     store(out + flat_offsets({m, n}), acc);
     return b.finish();
   };
-  c.tensors = {{"a", dtype, {m, k}, Role::kInput, uniform(-1, 1), std::nullopt},
+  c.tensors = {{"a", dtype, {a_rows, k}, Role::kInput, uniform(-1, 1), std::nullopt},
                {"b", dtype, {n, k}, Role::kInput, uniform(-1, 1), std::nullopt},
                {"acc", kF32, {m, n}, Role::kInput, uniform(-1, 1), std::nullopt},
                {"out", kF32, {m, n}, Role::kOutput, nullptr, Tolerance{2e-6 * static_cast<double>(k), 1e-5}}};
@@ -76,7 +80,7 @@ Case dot_nt_case(ScalarType dtype, int64_t m, int64_t k, int64_t n, int64_t bloc
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         double sum = t["acc"].get(i * n + j);
-        for (int64_t kk = 0; kk < k; ++kk) sum += t["a"].get(i * k + kk) * t["b"].get(j * k + kk);
+        for (int64_t kk = 0; i < a_rows && kk < k; ++kk) sum += t["a"].get(i * k + kk) * t["b"].get(j * k + kk);
         t["out"].set(i * n + j, sum);
       }
     }
@@ -135,6 +139,7 @@ std::vector<Case> dot_cases() {
     cases.push_back(dot_nt_case(dtype, 128, 160, 64, 32));   // K steps not a multiple of the stages
   }
   cases.push_back(dot_nt_case(kBf16, 64, 512, 128, 128));  // 16 units per row: the wide swizzle
+  cases.push_back(dot_nt_case(kBf16, 16, 256, 32, 64, 5));  // masked A rows: zero-filled copies
   cases.push_back(dot_tn_case(kBf16, 64, 128, 32, 32));    // A given [K, M]: transposed fragments
   cases.push_back(dot_tn_case(kF16, 32, 64, 8, 16));       // ... with an odd n-tile and 2 units per row
   return cases;
