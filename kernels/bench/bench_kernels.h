@@ -12,8 +12,8 @@
 
 namespace monotile::kernels::bench {
 
-// Elements of the copy's element type (i32) one program instance moves.
-inline constexpr int kCopyBlock = 4096;
+// Elements of the copy's element type (i32) one program instance moves (kernels/bench/copy.h).
+inline constexpr int kCopyBlock = 16384;
 
 // dst = src over `bytes` bytes viewed as i32 (bytes a multiple of 4 * kCopyBlock); unmasked: launch
 // exactly the returned grid. Parameters: src, dst (ptr<i32>). Name: copy_bytes{bytes}.

@@ -56,20 +56,18 @@ void expect_close(const std::vector<uint16_t>& y, const std::vector<double>& ref
   }
 }
 
-// Every copy shape, each on a fresh random source; the persistent ones on 3 programs, so that the
-// grid-stride loop runs an uneven number of steps per program (and the prefetch clamps at the end).
+// Every copy shape, each on a fresh random source.
 TEST(BenchKernelsInterp, CopyMovesEveryByte) {
   std::mt19937 rng(std::random_device{}());
-  const int64_t bytes = int64_t{4} * 16384 * 5;  // a multiple of every variant's block
+  const int64_t bytes = int64_t{4} * 32768 * 3;  // a multiple of every variant's block
   std::vector<CopyConfig> configs = copy_variants();
   configs.insert(configs.begin(), CopyConfig{});
-  for (CopyConfig config : configs) {
+  for (const CopyConfig& config : configs) {
     SCOPED_TRACE(config.label);
-    if (config.programs > 0) config.programs = 3;
     BenchKernel kernel = copy_kernel(bytes, config);
     EXPECT_EQ(kernel.program.name,
               "copy_bytes" + std::to_string(bytes) + (config.label.empty() ? "" : "__" + config.label));
-    EXPECT_EQ(kernel.grid[0], config.programs > 0 ? 3 : bytes / 4 / config.block);
+    EXPECT_EQ(kernel.grid[0], bytes / 4 / config.block);
     std::vector<int32_t> src(bytes / 4), dst(bytes / 4);
     for (int32_t& v : src) v = static_cast<int32_t>(rng());
     std::memset(dst.data(), 0xA5, bytes);
@@ -87,7 +85,7 @@ TEST(BenchKernelsInterp, CopyRefusesASizeThatDoesNotDivide) {
   } catch (const dsl::Error& error) {
     EXPECT_THAT(error.what(), ::testing::HasSubstr("copy_program"));
     EXPECT_THAT(error.what(), ::testing::HasSubstr("the size does not divide into blocks: expected a positive "
-                                                   "multiple of 4 x block = 16384 bytes, got 16388 bytes"));
+                                                   "multiple of 4 x block = 65536 bytes, got 65540 bytes"));
   }
 }
 
@@ -127,12 +125,16 @@ TEST(BenchKernelsInterp, RmsNormMatchesFloat64) {
   expect_close(y, ref, 1e-2);
 }
 
-// Every softmax shape on fresh inputs: one, two and four rows per program.
+// Every softmax shape on fresh inputs, and two rows per program (not exported: the lowering does not
+// yet make its stores 16 bytes wide).
 TEST(BenchKernelsInterp, SoftmaxMatchesFloat64) {
   std::mt19937 rng(std::random_device{}());
   const int rows = 4, cols = 4096;
   std::vector<SoftmaxConfig> configs = softmax_variants();
   configs.insert(configs.begin(), SoftmaxConfig{});
+  configs.push_back(SoftmaxConfig{});
+  configs.back().label = "r2";
+  configs.back().rows_per_program = 2;
   for (const SoftmaxConfig& config : configs) {
     SCOPED_TRACE(config.label);
     BenchKernel kernel = softmax_kernel(rows, cols, config);
@@ -184,7 +186,7 @@ TEST(BenchKernelsInterp, ExportListMatchesTheHarnessNames) {
     }
   }
   EXPECT_GE(harness, 8u + 24u);  // at least the harness's copy, rows and gemv tables
-  EXPECT_TRUE(seen.contains("copy_bytes1073741824__persist_prefetch"));
+  EXPECT_TRUE(seen.contains("copy_bytes1073741824__w4_b4096_cs"));
   EXPECT_TRUE(seen.contains("softmax_rows8192_cols4096__w8_exp"));
   for (const char* name : {"gemv_m1_k7168_n6288", "gemv_m64_k2304_n12288"}) EXPECT_TRUE(seen.contains(name)) << name;
   names.resize(8);

@@ -1,11 +1,13 @@
 // The copy kernel and its variants. Each program moves `block` i32 with one load op and one store
-// op: the lowering issues all of a thread's 16-byte loads before its first store. The persistent
-// version walks blocks program_id, program_id + programs, ...; with `prefetch` the loop carries
-// the next block's data, loaded before the current one is stored (the last step reloads its own
-// block instead of reading past the end, so nothing needs a mask).
+// op: the lowering issues all of a thread's 16-byte loads before its first store.
+//
+// Measured on the H200 (docs/perf.md, GPU run of 2026-12-02), 64 MiB / 1 GiB against the driver's
+// copy at 33.5 / 513.5 us: the default cache policy beats evict-first (.cs) loads and stores by 4%
+// (36.6 -> 35.3 / 552 -> 529 us at 4 warps x 16 KiB); 8 warps x 64 KiB blocks gain another 1% at
+// 1 GiB (524.5 us); persistent grid-stride versions (2, 4 or 8 programs per SM, with or without the
+// next block loaded before the current one is stored) were 3-16% slower than one program per block.
 #include "kernels/bench/copy.h"
 
-#include <algorithm>
 #include <source_location>
 #include <string>
 
@@ -15,18 +17,7 @@ namespace monotile::kernels::bench {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
 
-namespace {
-
-std::string copy_name(int64_t bytes, const CopyConfig& config) {
-  return "copy_bytes" + std::to_string(bytes) + (config.label.empty() ? "" : "__" + config.label);
-}
-
-int64_t block_count(int64_t bytes, const CopyConfig& config) { return bytes / 4 / config.block; }
-
-}  // namespace
-
 Program copy_program(int64_t bytes, const CopyConfig& config) {
-  const int64_t blocks = block_count(bytes, config);
   if (bytes <= 0 || bytes % (int64_t{4} * config.block) != 0) {
     const std::string expected = "a positive multiple of 4 x block = " + std::to_string(4 * config.block) + " bytes";
     const std::string actual = std::to_string(bytes) + " bytes";
@@ -34,38 +25,19 @@ Program copy_program(int64_t bytes, const CopyConfig& config) {
                 "the size does not divide into blocks: expected " + expected + ", got " + actual, expected, actual,
                 "pick a block that divides the size");
   }
-  Builder b(copy_name(bytes, config), {.num_warps = config.num_warps});
+  Builder b("copy_bytes" + std::to_string(bytes) + (config.label.empty() ? "" : "__" + config.label),
+            {.num_warps = config.num_warps});
   auto src = b.arg("src", ptr(i32)), dst = b.arg("dst", ptr(i32));
-  const AccessOptions load_options{.cache = config.streaming ? Cache::streaming : Cache::normal};
-  const AccessOptions store_options{.cache = config.streaming ? Cache::streaming : Cache::normal};
-  auto lanes = arange(0, config.block);
-  // Offsets in i64: a persistent program's block index times the block can pass 2^31 elements.
-  auto offsets = [&](Value block) { return block.to(i64) * config.block + lanes; };
-  if (config.programs == 0) {
-    auto offs = offsets(program_id(0));
-    store(dst + offs, load(src + offs, load_options), store_options);
-  } else if (!config.prefetch) {
-    range(program_id(0), int(blocks), num_programs(0), [&](Value block) {
-      auto offs = offsets(block);
-      store(dst + offs, load(src + offs, load_options), store_options);
-    });
-  } else {
-    auto first = load(src + offsets(program_id(0)), load_options);
-    range(program_id(0), int(blocks), num_programs(0), first, [&](Value block, Value data) {
-      auto next = minimum(block + num_programs(0), int(blocks - 1));
-      auto ahead = load(src + offsets(next), load_options);
-      store(dst + offsets(block), data, store_options);
-      return ahead;
-    });
-  }
+  // i64 offsets: a 1 GiB copy has 2^28 elements, and the product must not wrap for larger ones.
+  auto offs = program_id(0).to(i64) * config.block + arange(0, config.block);
+  store(dst + offs, load(src + offs, {.cache = config.load_cache}), {.cache = config.store_cache});
   return b.finish();
 }
 
 BenchKernel copy_kernel(int64_t bytes, const CopyConfig& config) {
-  const int64_t blocks = block_count(bytes, config);
   BenchKernel kernel;
   kernel.program = copy_program(bytes, config);
-  kernel.grid = {static_cast<int>(config.programs == 0 ? blocks : std::min<int64_t>(config.programs, blocks)), 1, 1};
+  kernel.grid = {static_cast<int>(bytes / 4 / config.block), 1, 1};
   return kernel;
 }
 
@@ -74,20 +46,15 @@ Program copy_program(int64_t bytes) { return copy_program(bytes, {}); }
 BenchKernel copy_kernel(int64_t bytes) { return copy_kernel(bytes, {}); }
 
 std::vector<CopyConfig> copy_variants() {
-  // Persistent grids in programs of 4 warps per SM of the H200 (132 SMs): 8 fill an SM (2048
-  // threads, 256 KiB of loads in flight); 2 keep 32 KiB in flight, about what 4 TB/s at ~1 us of
-  // latency needs (Little's law), with less contention for the memory queues.
-  constexpr int kSms = 132;
+  constexpr CacheHint kStreaming = CacheHint::kStreaming;
   return {
-      {.label = "nohint", .streaming = false},
-      {.label = "w4_b2048", .block = 2048},
-      {.label = "w8_b8192", .num_warps = 8, .block = 8192},
-      {.label = "w4_b16384", .block = 16384},
-      {.label = "w8_b16384_nohint", .num_warps = 8, .block = 16384, .streaming = false},
-      {.label = "persist", .programs = 8 * kSms},
-      {.label = "persist_prefetch", .programs = 8 * kSms, .prefetch = true},
-      {.label = "persist_p4", .programs = 4 * kSms},
-      {.label = "persist_p2_prefetch", .programs = 2 * kSms, .prefetch = true},
+      {.label = "w4_b4096_cs", .num_warps = 4, .block = 4096, .load_cache = kStreaming, .store_cache = kStreaming},
+      {.label = "w4_b4096", .num_warps = 4, .block = 4096},
+      {.label = "w8_b32768", .block = 32768},
+      {.label = "w16_b32768", .num_warps = 16, .block = 32768},
+      {.label = "ld_cs", .load_cache = kStreaming},
+      {.label = "st_cs", .store_cache = kStreaming},
+      {.label = "ld_cg", .load_cache = CacheHint::kCacheGlobal},
   };
 }
 
