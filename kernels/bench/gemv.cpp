@@ -38,6 +38,11 @@ Value load_masked(const Value& ptr, const std::optional<Value>& mask, AccessOpti
   return mask ? load(ptr, *mask, options) : load(ptr, options);
 }
 
+std::optional<Value> both(const std::optional<Value>& a, const std::optional<Value>& b) {
+  if (a && b) return *a & *b;
+  return a ? a : b;
+}
+
 // Writes y, or with splits > 1 this program's partials; the last program to arrive on the row block
 // (an acq_rel counter) sums the partials in split order, writes y and sets the counter back to 0.
 void write_result(const std::vector<ResultPiece>& pieces, const Value& y, const std::optional<Value>& partials,
@@ -114,7 +119,8 @@ std::vector<ResultPiece> gemv_fma(const Value& x, const Value& weight, int m, in
 // Matrix-unit path: x's rows padded with masked (zero) rows to a multiple of 16, the unit's
 // smallest M; only the real rows are written.
 std::vector<ResultPiece> gemv_dot(const Value& x, const Value& weight, int m, int n, int k, const GemvConfig& config,
-                                  const Value& rows, const Value& k_begin, int64_t k_split) {
+                                  const Value& rows, const std::optional<Value>& row_ok, const Value& k_begin,
+                                  int64_t k_split) {
   const int m_tile = std::max(16, (m + 15) / 16 * 16);
   auto ms = arange(0, m_tile);
   std::optional<Value> m_ok;
@@ -122,18 +128,22 @@ std::vector<ResultPiece> gemv_dot(const Value& x, const Value& weight, int m, in
   auto acc = range(k_begin, k_begin + k_split, config.block_k, zeros({m_tile, config.block_n}, f32),
                    [&](Value k0, Value acc) {
                      auto ks = k0 + arange(0, config.block_k);
-                     auto w = load(weight + col(rows).to(i64) * k + row(ks));
+                     std::optional<Value> w_ok;
+                     if (row_ok) w_ok = col(*row_ok);
+                     auto w = load_masked(weight + col(rows).to(i64) * k + row(ks), w_ok);
                      auto a = load_masked(x + col(ms) * k + row(ks), m_ok);
                      return dot(a, trans(w), acc);
                    });
-  return {ResultPiece{acc, col(ms) * n + row(rows), m_ok}};
+  std::optional<Value> out_ok;
+  if (row_ok) out_ok = row(*row_ok);
+  return {ResultPiece{acc, col(ms) * n + row(rows), both(m_ok, out_ok)}};
 }
 
 // Matrix-unit path with the operands swapped: y^T = W x^T, so W's rows fill the unit's M (16)
 // and x's rows, padded to 8, its N; a warp per 16 rows of W. Only the real rows are written.
 std::vector<ResultPiece> gemv_dot_swapped(const Value& x, const Value& weight, int m, int n, int k,
-                                          const GemvConfig& config, const Value& rows, const Value& k_begin,
-                                          int64_t k_split) {
+                                          const GemvConfig& config, const Value& rows,
+                                          const std::optional<Value>& row_ok, const Value& k_begin, int64_t k_split) {
   const int m_pad = std::max(8, (m + 7) / 8 * 8);
   auto ms = arange(0, m_pad);
   std::optional<Value> m_ok;
@@ -141,31 +151,64 @@ std::vector<ResultPiece> gemv_dot_swapped(const Value& x, const Value& weight, i
   auto acc = range(k_begin, k_begin + k_split, config.block_k, zeros({config.block_n, m_pad}, f32),
                    [&](Value k0, Value acc) {
                      auto ks = k0 + arange(0, config.block_k);
-                     auto w = load(weight + col(rows).to(i64) * k + row(ks));
+                     std::optional<Value> w_ok;
+                     if (row_ok) w_ok = col(*row_ok);
+                     auto w = load_masked(weight + col(rows).to(i64) * k + row(ks), w_ok);
                      auto xs = load_masked(x + col(ms) * k + row(ks), m_ok);
                      return dot(w, trans(xs), acc);
                    });
-  std::optional<Value> out_ok;
+  std::optional<Value> out_ok, rows_out_ok;
   if (m_ok) out_ok = row(ms) < m;
-  return {ResultPiece{acc, row(ms) * n + col(rows), out_ok}};
+  if (row_ok) rows_out_ok = col(*row_ok);
+  return {ResultPiece{acc, row(ms) * n + col(rows), both(out_ok, rows_out_ok)}};
+}
+
+}  // namespace
+
+namespace {
+
+// The fewest splits (a divisor of the steps) that give the GPU `target` programs, with the
+// partials' traffic (8 s m n bytes) at most an eighth of W's (2 n k bytes).
+int choose_splits(int m, int n, int k, int block_n, int block_k, int target) {
+  const int row_blocks = (n + block_n - 1) / block_n;
+  const int steps = k / block_k;
+  int splits = 1;
+  for (int s = 2; s <= steps; ++s) {
+    if (row_blocks * splits >= target || int64_t{32} * s * m > k) break;
+    if (steps % s == 0) splits = s;
+  }
+  return splits;
 }
 
 }  // namespace
 
 GemvConfig gemv_config(int m, int n, int k) {
+  // Chosen by the side-by-side measurements on the H200 (docs/perf.md): FMA rows up to m = 4,
+  // W as the matrix unit's A operand (a warp per 16 rows) for m = 8, and m = 16 except on narrow
+  // W (n <= 1024), x as the A operand above.
   GemvConfig config;
-  config.matrix_unit = m > kGemvFmaMaxRows;
   config.block_n = 16;
-  config.block_k = config.matrix_unit ? (m > 16 ? 128 : 256) : 256;
-  const int row_blocks = n / config.block_n;
-  const int steps = k / config.block_k;
-  // The fewest splits (a divisor of the steps) that give the GPU kGemvTargetPrograms programs,
-  // with the partials' traffic (8 s m n bytes) at most an eighth of W's (2 n k bytes).
-  config.splits = 1;
-  for (int s = 2; s <= steps; ++s) {
-    if (row_blocks * config.splits >= kGemvTargetPrograms || int64_t{32} * s * m > k) break;
-    if (steps % s == 0) config.splits = s;
+  if (m <= kGemvFmaMaxRows) {
+    // A 512-wide step (16 KB of W per program in flight) with the next one prefetched, where
+    // each program then still makes a few steps; else 256 without prefetch.
+    const bool wide = k % 512 == 0 && (m == 1 || k >= 3584);
+    config.block_k = wide ? 512 : 256;
+    config.prefetch = wide;
+    config.splits = choose_splits(m, n, k, config.block_n, config.block_k, kGemvTargetPrograms);
+    return config;
   }
+  config.matrix_unit = true;
+  config.prefetch = false;
+  if (m <= 8 || (m <= 16 && n > 1024)) {
+    config.swap_operands = true;
+    config.num_warps = 1;
+    config.block_k = 256;
+    config.splits = choose_splits(std::min(m, 8), n, k, config.block_n, config.block_k, kGemvMatrixTargetPrograms);
+    return config;
+  }
+  // x as the A operand: every split re-reads x for its rows of W, so fewer, longer programs.
+  config.block_k = m > 16 ? 128 : 256;
+  config.splits = choose_splits(m, n, k, config.block_n, config.block_k, kGemvTargetPrograms);
   return config;
 }
 
@@ -174,12 +217,13 @@ int64_t gemv_partials_bytes(int m, int n, const GemvConfig& config) {
 }
 
 int64_t gemv_counters_bytes(int n, const GemvConfig& config) {
-  return config.splits > 1 ? int64_t{n / config.block_n} * 4 : 0;
+  return config.splits > 1 ? int64_t{(n + config.block_n - 1) / config.block_n} * 4 : 0;
 }
 
 Program gemv_program(int m, int n, int k, const GemvConfig& config, const std::string& suffix) {
   std::string name = "gemv_m" + std::to_string(m) + "_k" + std::to_string(k) + "_n" + std::to_string(n) + suffix;
-  if (m < 1 || n % config.block_n != 0 || k % (int64_t{config.block_k} * config.splits) != 0 || config.block_k % 8 != 0) {
+  const bool rows_divide = n % config.block_n == 0 || config.matrix_unit;  // matrix paths mask rows
+  if (m < 1 || !rows_divide || k % (int64_t{config.block_k} * config.splits) != 0 || config.block_k % 8 != 0) {
     std::string expected = "m >= 1, n a multiple of block_n " + std::to_string(config.block_n) +
                            ", k a multiple of block_k x splits " + std::to_string(config.block_k) + " x " +
                            std::to_string(config.splits) + " and block_k of 8";
@@ -197,17 +241,19 @@ Program gemv_program(int m, int n, int k, const GemvConfig& config, const std::s
   }
   const int64_t k_split = k / config.splits;
   auto rows = program_id(0) * config.block_n + arange(0, config.block_n);
+  std::optional<Value> row_ok;
+  if (n % config.block_n != 0) row_ok = rows < n;
   auto k_begin = program_id(1) * static_cast<int>(k_split);
   std::vector<ResultPiece> pieces =
       !config.matrix_unit ? gemv_fma(x, weight, m, n, k, config, rows, k_begin, k_split)
-      : config.swap_operands ? gemv_dot_swapped(x, weight, m, n, k, config, rows, k_begin, k_split)
-                             : gemv_dot(x, weight, m, n, k, config, rows, k_begin, k_split);
+      : config.swap_operands ? gemv_dot_swapped(x, weight, m, n, k, config, rows, row_ok, k_begin, k_split)
+                             : gemv_dot(x, weight, m, n, k, config, rows, row_ok, k_begin, k_split);
   write_result(pieces, y, partials, counters, m, n, config.splits);
   return b.finish();
 }
 
 BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std::string& suffix) {
-  BenchKernel kernel{gemv_program(m, n, k, config, suffix), {n / config.block_n, config.splits, 1}, {}};
+  BenchKernel kernel{gemv_program(m, n, k, config, suffix), {(n + config.block_n - 1) / config.block_n, config.splits, 1}, {}};
   if (config.splits > 1) {
     kernel.workspaces.push_back({kGemvPartials, gemv_partials_bytes(m, n, config), WorkspaceZero::kNever});
     kernel.workspaces.push_back({kGemvCounters, gemv_counters_bytes(n, config), WorkspaceZero::kOnce});
@@ -217,42 +263,36 @@ BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std
 
 std::vector<BenchKernel> gemv_variant_kernels() {
   std::vector<BenchKernel> kernels;
-  for (int m : {1, 4, 8, 16, 32, 64}) {
+  for (int m : {8, 16, 32, 64}) {
     for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
       const GemvConfig base = gemv_config(m, n, k);
       auto add = [&](GemvConfig config, const std::string& label) {
-        if (n % config.block_n == 0 && k % (config.block_k * config.splits) == 0) {
-          kernels.push_back(gemv_kernel(m, n, k, config, "__" + label));
-        }
+        if (k % (config.block_k * config.splits) == 0) kernels.push_back(gemv_kernel(m, n, k, config, "__" + label));
       };
-      if (!base.matrix_unit) {
-        GemvConfig no_prefetch = base;
-        no_prefetch.prefetch = false;
-        add(no_prefetch, "noprefetch");
-        // Half (or, unsplit, two) the splits.
-        GemvConfig other = base;
-        other.splits = base.splits > 1 ? base.splits / 2 : 2;
-        if (other.splits != base.splits) add(other, "s" + std::to_string(other.splits));
-        if (m <= 4) {
+      if (base.swap_operands) {
+        // 64 rows of W per program, a warp per 16: x is read a quarter as often.
+        GemvConfig wide = base;
+        wide.block_n = 64;
+        wide.num_warps = 4;
+        wide.splits = choose_splits(std::min(m, 8), n, k, 64, base.block_k, kGemvTargetPrograms);
+        add(wide, "bn64");
+        GemvConfig unsplit = base;
+        unsplit.splits = 1;
+        if (base.splits > 1) add(unsplit, "s1");
+        GemvConfig narrow = base;
+        narrow.block_k = 128;
+        add(narrow, "bk128");
+      } else {
+        for (int block_n : {32, 64}) {
           GemvConfig wide = base;
-          wide.block_k = 512;
-          wide.splits = std::max(1, base.splits / 2);
-          add(wide, "bk512");
+          wide.block_n = block_n;
+          wide.splits = choose_splits(m, n, k, block_n, base.block_k, kGemvTargetPrograms);
+          add(wide, "bn" + std::to_string(block_n));
         }
-      }
-      if (m == 16) {
-        GemvConfig dot = base;
-        dot.matrix_unit = true;
-        add(dot, "mma");
-      }
-      if (m >= 4 && m <= 32) {
-        // W as the unit's A operand, a warp per 16 rows, K split as for the FMA path.
-        GemvConfig swapped = gemv_config(std::min(m, 8), n, k);
-        swapped.matrix_unit = true;
-        swapped.swap_operands = true;
-        swapped.num_warps = 1;
-        if (m > 16) swapped.splits = base.splits;
-        add(swapped, "swap");
+        GemvConfig deep = base;
+        deep.block_k = 2 * base.block_k;
+        deep.splits = choose_splits(m, n, k, base.block_n, deep.block_k, kGemvTargetPrograms);
+        add(deep, "bk" + std::to_string(deep.block_k));
       }
     }
   }

@@ -16,7 +16,8 @@ namespace monotile::kernels::bench {
 
 struct GemvConfig {
   bool matrix_unit = false;  // dot on the matrix unit (m padded to 16) instead of FMA per row of x
-  int block_n = 16;          // rows of W per program (power of two)
+  int block_n = 16;          // rows of W per program (power of two; the FMA path needs n % block_n == 0,
+                             // the matrix-unit paths mask the last block's rows)
   int block_k = 256;         // columns of W per loop step (power of two, a multiple of 8)
   int splits = 1;            // programs along K per row block (grid axis 1); k / splits % block_k == 0
   int num_warps = 4;
@@ -25,12 +26,14 @@ struct GemvConfig {
   bool swap_operands = false;  // matrix unit: y^T = W x^T (W's rows as the unit's M, x's as N)
 };
 
-// The configuration the exported kernels use for this shape. The rows m <= kGemvFmaMaxRows use
-// FMA. Splits: the fewest that give kGemvTargetPrograms programs, whose W tiles in flight (8 KB,
-// twice with prefetch) then cover HBM's bandwidth x latency (~4 TB/s x ~0.8 us) twice over, as
-// long as the partials (written and read: 8 splits m n bytes) stay under an eighth of W's bytes.
-inline constexpr int kGemvFmaMaxRows = 16;
-inline constexpr int kGemvTargetPrograms = 768;
+// The configuration the exported kernels use for this shape (rules from the H200 measurements:
+// gemv.cpp). Splits: the fewest that give the target programs (two per SM, whose W tiles in
+// flight, 8-16 KB each, cover HBM's bandwidth x latency; with W as the matrix unit's A operand,
+// one-warp programs, more of them), as long as the partials (written and read: 8 splits m n
+// bytes) stay under an eighth of W's bytes.
+inline constexpr int kGemvFmaMaxRows = 4;
+inline constexpr int kGemvTargetPrograms = 264;
+inline constexpr int kGemvMatrixTargetPrograms = 768;
 GemvConfig gemv_config(int m, int n, int k);
 
 // Requirements on (m, n, k, config); throws dsl::Error naming what does not divide.
@@ -48,9 +51,9 @@ int64_t gemv_counters_bytes(int n, const GemvConfig& config);
 // The program with its grid (n / block_n, splits) and workspaces.
 BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std::string& suffix = "");
 
-// Other configurations of every harness shape, exported as gemv_m{m}_k{k}_n{n}__{label} so that
-// the harness measures them beside the chosen one (prefetch off, other splits, a wider step, the
-// other path).
+// Other configurations of the matrix-unit shapes, exported as gemv_m{m}_k{k}_n{n}__{label} so
+// that the harness measures them beside the chosen one (more rows of W per program, other splits
+// and steps).
 std::vector<BenchKernel> gemv_variant_kernels();
 
 }  // namespace monotile::kernels::bench

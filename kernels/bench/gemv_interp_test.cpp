@@ -86,7 +86,7 @@ void check(int m, int n, int k, const GemvConfig& config) {
                std::to_string(config.splits) + (config.matrix_unit ? " matrix unit" : " fma"));
   std::mt19937 rng(std::random_device{}());
   BenchKernel kernel = gemv_kernel(m, n, k, config);
-  EXPECT_EQ(kernel.grid[0], n / config.block_n);
+  EXPECT_EQ(kernel.grid[0], (n + config.block_n - 1) / config.block_n);
   EXPECT_EQ(kernel.grid[1], config.splits);
   std::vector<float> partials(gemv_partials_bytes(m, n, config) / 4, NAN);
   std::vector<int32_t> counters(gemv_counters_bytes(n, config) / 4, 0);
@@ -133,12 +133,21 @@ TEST(GemvInterp, SwappedMatrixUnitUnpaddedRows) {
                                 .swap_operands = true});
 }
 
+TEST(GemvInterp, SwappedMatrixUnitMasksTheLastRowBlock) {
+  check(5, 80, 512, GemvConfig{.matrix_unit = true, .block_n = 64, .block_k = 128, .splits = 2, .num_warps = 4,
+                               .swap_operands = true});
+}
+
+TEST(GemvInterp, MatrixUnitMasksTheLastRowBlock) {
+  check(20, 48, 256, GemvConfig{.matrix_unit = true, .block_n = 32, .block_k = 128, .splits = 2, .num_warps = 4});
+}
+
 TEST(GemvInterp, ConfigFillsTheGpuOnEveryHarnessShape) {
   for (int m : {1, 4, 8, 16, 32, 64}) {
     for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
       GemvConfig config = gemv_config(m, n, k);
       SCOPED_TRACE("m " + std::to_string(m) + " k " + std::to_string(k) + " n " + std::to_string(n));
-      EXPECT_EQ(n % config.block_n, 0);
+      EXPECT_TRUE(n % config.block_n == 0 || config.matrix_unit);
       EXPECT_EQ(k % (config.block_k * config.splits), 0);
       EXPECT_EQ(config.matrix_unit, m > kGemvFmaMaxRows);
       const int programs = n / config.block_n * config.splits;
