@@ -58,8 +58,8 @@ std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config);
 // "kda_verify_h{H}_n{N}_q{q}", plus "__{label}" for a variant.
 std::string kda_verify_name(const KdaVerifyConfig& config);
 
-// Other splits and hints of one shape, labelled, measured beside the chosen one by the
-// side-by-side harness (the chosen config itself is left out).
+// Alternatives to the chosen config of one shape, labelled, measured beside it by the side-by-side
+// harness: the other measured split, and the chunked form of the chosen split.
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q);
 
 }  // namespace monotile::kernels::kda

@@ -1,10 +1,12 @@
 // The KDA verify kernel on the first GPU found (through make_build, the JIT and runtime::Kernel)
 // against the float64 reference: H = 12, N = 4 and H = 96, N = 16 with the split each shape is
-// exported with, padded requests and skipped stores included; o and written slots poisoned first.
+// exported with, padded requests and skipped stores included, and both measured splits with and
+// without the chunked form; o and written slots poisoned first.
 // Without a GPU every test skips with discovery's reason.
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "kernels/kda/kda_test_support.h"
@@ -67,12 +69,15 @@ TEST_F(KdaVerifyGpu, Heads96Requests16) {
   expect_matches_reference(c);
 }
 
-TEST_F(KdaVerifyGpu, EverySplitAtOneRequest) {
-  for (int block_v : {4, 8, 16, 32, 64}) {
-    KdaCase c;
-    c.config = {.heads = 12, .requests = 1, .q = 4, .block_v = block_v};
-    c.seed = std::random_device{}();
-    expect_matches_reference(c);
+TEST_F(KdaVerifyGpu, BothSplitsAndTheChunkedFormAtTwoRequests) {
+  for (auto [block_v, num_warps] : {std::pair{8, 2}, std::pair{32, 4}}) {
+    for (bool chunked : {false, true}) {
+      KdaCase c;
+      c.config = {.heads = 12, .requests = 2, .q = 4, .block_v = block_v, .num_warps = num_warps, .chunked = chunked};
+      c.accepted = {3, 2};
+      c.seed = std::random_device{}();
+      expect_matches_reference(c);
+    }
   }
 }
 
