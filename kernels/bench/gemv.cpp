@@ -263,6 +263,14 @@ BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std
 
 std::vector<BenchKernel> gemv_variant_kernels() {
   std::vector<BenchKernel> kernels;
+  for (int m : {1, 4}) {
+    for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
+      // The prefetch toggled (at 512-wide steps it costs registers, hence occupancy).
+      GemvConfig other = gemv_config(m, n, k);
+      other.prefetch = !other.prefetch;
+      kernels.push_back(gemv_kernel(m, n, k, other, other.prefetch ? "__prefetch" : "__noprefetch"));
+    }
+  }
   for (int m : {8, 16, 32, 64}) {
     for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
       const GemvConfig base = gemv_config(m, n, k);

@@ -51,9 +51,9 @@ int64_t gemv_counters_bytes(int n, const GemvConfig& config);
 // The program with its grid (n / block_n, splits) and workspaces.
 BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std::string& suffix = "");
 
-// Other configurations of the matrix-unit shapes, exported as gemv_m{m}_k{k}_n{n}__{label} so
-// that the harness measures them beside the chosen one (more rows of W per program, other splits
-// and steps).
+// Other configurations of every harness shape, exported as gemv_m{m}_k{k}_n{n}__{label} so that
+// the harness measures them beside the chosen one (FMA: the prefetch toggled; matrix unit: more
+// rows of W per program, other splits and steps).
 std::vector<BenchKernel> gemv_variant_kernels();
 
 }  // namespace monotile::kernels::bench
