@@ -38,6 +38,15 @@ std::vector<float> random_f32(size_t count, double stddev, std::mt19937& rng) {
   return out;
 }
 
+// Uniform in [-a, a] with a = sqrt(3) stddev: the state's many values, drawn quickly.
+std::vector<float> random_uniform_f32(size_t count, double stddev, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(static_cast<float>(-std::sqrt(3.0) * stddev),
+                                             static_cast<float>(std::sqrt(3.0) * stddev));
+  std::vector<float> out(count);
+  for (float& v : out) v = dist(rng);
+  return out;
+}
+
 std::vector<double> widen(const std::vector<uint16_t>& bf16) {
   std::vector<double> out(bf16.size());
   for (size_t i = 0; i < bf16.size(); ++i) out[i] = bf16_bits_to_double(bf16[i]);
@@ -100,7 +109,7 @@ KdaHostInputs make_inputs(const KdaCase& c) {
   in.dt_bias = random_f32(size_t(H) * D, 0.5, rng);
   in.slot_stride = int64_t{H} * D * D + c.slot_pad;
   const int slots = 1 + real * Q;
-  in.state = random_f32(size_t(slots) * in.slot_stride, 0.1, rng);
+  in.state = random_uniform_f32(size_t(slots) * in.slot_stride, 0.1, rng);
   std::vector<int32_t> order(size_t(real) * Q);
   std::iota(order.begin(), order.end(), 1);
   std::shuffle(order.begin(), order.end(), rng);
@@ -177,13 +186,13 @@ std::string check_kda(const KdaHostInputs& in, const KdaOutputs& got, const KdaS
         for (int d = 0; d < D; ++d) row_max = std::max(row_max, std::abs(ref.o[row + d]));
         for (int d = 0; d < D; ++d) {
           const double value = bf16_bits_to_double(got.o[row + d]), want = ref.o[row + d];
-          const std::string where = absl::StrCat("o[token ", n * Q + t, ", head ", h, ", ", d, "] (request ", n, ")");
-          if (std::isnan(value)) return where + " is NaN (not written?)";
-          if (read <= 0 && value != 0.0) return absl::StrCat(where, " = ", value, ", expected exactly 0 (no state)");
+          auto where = [&] { return absl::StrCat("o[token ", n * Q + t, ", head ", h, ", ", d, "] (request ", n, ")"); };
+          if (std::isnan(value)) return where() + " is NaN (not written?)";
+          if (read <= 0 && value != 0.0) return absl::StrCat(where(), " = ", value, ", expected exactly 0 (no state)");
           // One bf16 rounding (2^-9 relative) plus f32 accumulation error relative to the row.
           const double tolerance = std::abs(want) / 256 + 1e-5 * row_max;
           if (!(std::abs(value - want) <= tolerance)) {
-            return absl::StrCat(where, " = ", value, ", expected ", want, " (tolerance ", tolerance, ")");
+            return absl::StrCat(where(), " = ", value, ", expected ", want, " (tolerance ", tolerance, ")");
           }
         }
       }
@@ -196,17 +205,17 @@ std::string check_kda(const KdaHostInputs& in, const KdaOutputs& got, const KdaS
       for (size_t i = 0; i < size_t(D) * D; ++i) tile_max = std::max(tile_max, std::abs(ref.state[base + i]));
       for (size_t i = 0; i < size_t(D) * D; ++i) {
         const float value = got.state[base + i];
-        const std::string where = absl::StrCat("state[slot ", slot, ", head ", h, ", v ", i / D, ", k ", i % D, "]");
+        auto where = [&] { return absl::StrCat("state[slot ", slot, ", head ", h, ", v ", i / D, ", k ", i % D, "]"); };
         if (!written[slot]) {
           if (bits_of(value) != bits_of(in.state[base + i])) {
-            return absl::StrCat(where, " = ", value, " changed from ", in.state[base + i], " (no store expected)");
+            return absl::StrCat(where(), " = ", value, " changed from ", in.state[base + i], " (no store expected)");
           }
           continue;
         }
-        if (std::isnan(value)) return where + " is NaN (not written?)";
+        if (std::isnan(value)) return where() + " is NaN (not written?)";
         const double tolerance = 1e-5 * (std::abs(ref.state[base + i]) + tile_max);
         if (!(std::abs(value - ref.state[base + i]) <= tolerance)) {
-          return absl::StrCat(where, " = ", value, ", expected ", ref.state[base + i], " (tolerance ", tolerance, ")");
+          return absl::StrCat(where(), " = ", value, ", expected ", ref.state[base + i], " (tolerance ", tolerance, ")");
         }
       }
     }
