@@ -18,8 +18,6 @@ constexpr std::string_view kSharedHelpers = R"(__device__ __forceinline__ float 
   return __uint_as_float((unsigned)mt_f32_to_bf16_bits(x) << 16);
 }
 __device__ __forceinline__ float mt_round_f16(float x) { return mt_f16_bits_to_f32(mt_f32_to_f16_bits(x)); }
-__device__ __forceinline__ float mt_fmin(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
-__device__ __forceinline__ float mt_fmax(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 __device__ __forceinline__ double mt_fmin(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
 __device__ __forceinline__ double mt_fmax(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
 __device__ __forceinline__ float mt_sigmoid(float x) { return mt_rcp(1.0f + expf(-x)); }

@@ -31,10 +31,22 @@ __device__ __forceinline__ float mt_f16_bits_to_f32(unsigned short h) {
 }
 )";
   if (target.compute_capability() >= 80) {
+    // min/max.NaN: one instruction where the portable form needs a NaN test, a select and an add
+    // (3 per element of a max reduction). NaN in, canonical NaN out (payloads are not kept: ir.h).
     text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
   unsigned short h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
+}
+__device__ __forceinline__ float mt_fmin(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float mt_fmax(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
 }
 )";
     text += R"(__device__ __forceinline__ unsigned mt_shared_u32(const void* p) {
@@ -75,6 +87,8 @@ __device__ __forceinline__ void mt_ldmatrix_x2_trans(unsigned addr, unsigned& r0
   u += 0x7fffu + ((u >> 16) & 1u);
   return (unsigned short)(u >> 16);
 }
+__device__ __forceinline__ float mt_fmin(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+__device__ __forceinline__ float mt_fmax(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 )";
   }
   return text;
