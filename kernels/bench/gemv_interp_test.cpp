@@ -152,7 +152,7 @@ TEST(GemvInterp, ConfigFillsTheGpuOnEveryHarnessShape) {
       EXPECT_EQ(config.matrix_unit, m > kGemvFmaMaxRows);
       const int programs = n / config.block_n * config.splits;
       EXPECT_TRUE(programs >= kGemvTargetPrograms / 2 || int64_t{32} * config.splits * m * 2 > k) << programs;
-      EXPECT_TRUE(config.splits == 1 || int64_t{32} * config.splits * m <= k);  // partials: under W / 8
+      EXPECT_TRUE(config.splits == 1 || int64_t{8} * config.splits * m <= k);  // partials: under W / 2
     }
   }
 }
