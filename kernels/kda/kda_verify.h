@@ -26,7 +26,7 @@ struct KdaVerifyConfig {
   int requests = 1;   // N: requests of q tokens each (only the grid and the name depend on it)
   int q = 4;          // tokens per request (num_spec + 1)
   int block_v = 0;    // state rows (V) per program instance: a power of two dividing 128; 0: chosen
-  int num_warps = 0;  // 0: chosen from block_v
+  int num_warps = 0;  // 0: chosen with block_v (4 when block_v is given)
   bool stream_state = true;  // state loads and stores carry the streaming (evict-first) hint
   // Every reduction over K reads the initial state (the chunked form: shorter dependent chains,
   // more per-head dot products); false: token by token.
