@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,7 +62,7 @@ def _triton(trials: int) -> tuple[Timing, Timing]:
 
 def find_monotile(environ: dict | None = None, root: Path = REPO_ROOT) -> tuple[Path | None, dict]:
     """The `monotile` binary and the environment to run it in: MONOTILE_BIN, else the first of
-    BUILD_DIRS that holds tools/monotile. A GPU-check build keeps the Debian libraries it links in
+    BUILD_DIRS that holds tools/monotile, else `monotile` on PATH. A GPU-check build keeps the Debian libraries it links in
     <build>/device-deps and its compile worker in <build>/jit: both are added to the environment."""
     env = dict(os.environ if environ is None else environ)
     if env.get("MONOTILE_BIN"):
@@ -70,6 +71,10 @@ def find_monotile(environ: dict | None = None, root: Path = REPO_ROOT) -> tuple[
     else:
         build = next((root / d for d in BUILD_DIRS if (root / d / "tools" / "monotile").is_file()), None)
         binary = build / "tools" / "monotile" if build else None
+        on_path = shutil.which("monotile", path=env.get("PATH")) if binary is None else None
+        if on_path:
+            binary = Path(on_path)
+            build = binary.resolve().parent.parent
     if binary is None or not binary.is_file():
         return None, env
     libs = build / "device-deps" / "usr" / "lib" / "x86_64-linux-gnu"
@@ -113,7 +118,7 @@ def ours_cold_warm(binary: Path, env: dict, kernel: str, trials: int,
 
 def _ours_rows(ctx: Context, binary: Path | None, env: dict, cold_row: Row, warm_row: Row) -> list[Row]:
     if binary is None:
-        why = f"no monotile binary (set MONOTILE_BIN or build one of {', '.join(BUILD_DIRS)})"
+        why = f"no monotile binary (set MONOTILE_BIN, build one of {', '.join(BUILD_DIRS)} or put it on PATH)"
         cold_row.results[OURS] = Result(OURS, status=why)
         warm_row.results[OURS] = Result(OURS, status=why)
         return []

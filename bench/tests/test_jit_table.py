@@ -54,11 +54,13 @@ def test_finds_the_gpu_check_build_and_its_libraries_and_worker(tmp_path):
     assert env["MONOTILE_JIT_WORKER"] == str(worker)
 
 
-def test_monotile_bin_wins_and_no_binary_is_none(tmp_path):
+def test_monotile_bin_wins_then_path_and_no_binary_is_none(tmp_path):
     binary = _fake_monotile(tmp_path)
     found, _ = jit.find_monotile({"MONOTILE_BIN": str(binary)}, root=tmp_path / "elsewhere")
     assert found == binary
-    assert jit.find_monotile({}, root=tmp_path / "elsewhere")[0] is None
+    found, _ = jit.find_monotile({"PATH": str(binary.parent)}, root=tmp_path / "elsewhere")
+    assert found == binary
+    assert jit.find_monotile({"PATH": str(tmp_path)}, root=tmp_path / "elsewhere")[0] is None
 
 
 def test_cold_compiles_and_warm_hits_on_one_fresh_cache_per_trial(tmp_path):
