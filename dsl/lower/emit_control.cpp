@@ -83,6 +83,9 @@ absl::Status OpLowering::control(const Op& op) {
     }
     std::string index_type = reg_type(op.operands[0]);
     std::string i = fresh("i");
+    // A pipelined body is already wide (copies ahead, whole K steps of mma): unrolling a short
+    // constant trip count only multiplies its live registers until they spill.
+    if (pipelined) line("#pragma unroll 1");
     std::string lo = name(op.operands[0]) + "[0]";
     std::string hi = name(op.operands[1]) + "[0]";
     std::string step = name(op.operands[2]) + "[0]";

@@ -59,6 +59,12 @@ TEST(GemmCompile, EveryCandidateTilingPipelinedNoSpills) {
   }
 }
 
+// A short K (three steps, a constant trip count) must not be unrolled into spills (it was: 255
+// registers and 80 bytes of spills for this shape before the pipelined loop kept `unroll 1`).
+TEST(GemmCompile, ShortConstantKDoesNotSpill) {
+  check_compiles(gemm_kernel(384, 256, 96, {.block_m = 128, .block_n = 128, .block_k = 32, .group_m = 2, .num_warps = 4}));
+}
+
 TEST(GemmCompile, SmallTilesPipelined) {
   check_compiles(gemm_kernel(64, 96, 48, {.block_m = 32, .block_n = 32, .block_k = 16, .group_m = 2, .num_warps = 4}));
 }
