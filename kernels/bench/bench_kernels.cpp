@@ -9,8 +9,8 @@
 
 #include "dsl/dsl.h"
 #include "kernels/bench/copy.h"
-#include "kernels/bench/gemv.h"
 #include "kernels/bench/gemm.h"
+#include "kernels/bench/gemv.h"
 #include "kernels/bench/softmax.h"
 #include "kernels/kda/kda_verify.h"
 
