@@ -29,8 +29,8 @@ void require(bool ok, const std::source_location& loc, const std::string& what, 
 // blocks an SM). Every warp redoes its head's per-token work (norms, gate) for all 128 channels, so
 // fewer rows a warp costs issue slots, while more rows a warp means fewer, fatter blocks and a
 // ragged last wave. The choice: the split whose last wave is fuller (ties to 32 rows), which picked
-// the faster of the two at 13 of the 15 shapes on the H200 at commit f294ab5 (docs/perf.md, "run 1";
-// the other two within 1.3%).
+// the faster of the two at 13 of the 15 shapes on the H200 at commit f294ab5 (docs/perf.md,
+// "run 1"; the other two within 1.3%).
 struct Split {
   int block_v, num_warps, blocks_per_sm;
 };
