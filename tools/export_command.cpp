@@ -9,22 +9,25 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/bench/bench_kernels.h"
+#include "tools/build_report.h"
 #include "tools/commands.h"
 
 namespace monotile::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: monotile export --out DIR [--target sm_90a] [--only NAME,...] [--cache-dir DIR]\n"
+    "usage: monotile export --out DIR [--target sm_90a] [--only NAME,...] [--cache-dir DIR] [--jobs N]\n"
     "  --out        the folder to write <name>.cubin and <name>.json into (created if missing)\n"
     "  --target     the GPU's exact target (default sm_90a)\n"
     "  --only       export only these kernels (default: every benchmark kernel)\n"
-    "  --cache-dir  the kernel cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n";
+    "  --cache-dir  the kernel cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
+    "  --jobs       parallel compiles (default: one per core)\n";
 
 int misuse(const std::string& message) {
   std::fprintf(stderr, "monotile export: %s\n%s", message.c_str(), kUsage);
@@ -89,21 +92,14 @@ absl::Status write_file(const std::filesystem::path& path, const std::string& by
   return absl::OkStatus();
 }
 
-// Lowers, compiles (through the cache) and writes one kernel; returns a one-line summary.
-absl::StatusOr<std::string> export_one(jit::Jit& jit, const kernels::bench::BenchKernel& kernel,
-                                       const dsl::Target& target, const std::filesystem::path& out) {
-  absl::StatusOr<jit::ProgramBuild> made = jit::make_build(kernel.program, target);
-  if (!made.ok()) return made.status();
-  absl::StatusOr<std::string> json = kernel_json(kernel, *made);
-  if (!json.ok()) return json.status();
-  absl::StatusOr<jit::CompiledBuild> compiled = jit.compile_build(made->build);
-  if (!compiled.ok()) return compiled.status();
-  const std::string& name = kernel.program.name;
-  if (absl::Status status = write_file(out / (name + ".cubin"), compiled->code_object); !status.ok()) return status;
-  if (absl::Status status = write_file(out / (name + ".json"), *json); !status.ok()) return status;
+// Writes one compiled kernel's CUBIN and JSON; returns its one-line summary.
+absl::StatusOr<std::string> write_kernel(const std::string& name, const std::string& json,
+                                         const jit::CompiledBuild& compiled, const std::filesystem::path& out) {
+  if (absl::Status status = write_file(out / (name + ".cubin"), compiled.code_object); !status.ok()) return status;
+  if (absl::Status status = write_file(out / (name + ".json"), json); !status.ok()) return status;
   char line[256];
-  std::snprintf(line, sizeof line, "%-28s %s, %s, %.3f s", name.c_str(), compiled->report.summary().c_str(),
-                compiled->hit ? "cache hit" : "compiled", compiled->seconds);
+  std::snprintf(line, sizeof line, "%-28s %s, %s, %.3f s", name.c_str(), compiled.report.summary().c_str(),
+                compiled.hit ? "cache hit" : "compiled", compiled.seconds);
   return std::string(line);
 }
 
@@ -114,6 +110,7 @@ int export_command(Args args) {
   std::string out_dir;
   std::string only_text;
   std::string cache_dir;
+  int jobs = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     if (arg == "--help" || arg == "-h") {
@@ -130,6 +127,8 @@ int export_command(Args args) {
       only_text = value;
     } else if (arg == "--cache-dir") {
       cache_dir = value;
+    } else if (arg == "--jobs") {
+      if (!absl::SimpleAtoi(value, &jobs) || jobs < 1) return misuse("--jobs takes a positive integer, got \"" + value + "\"");
     } else {
       return misuse("unknown option \"" + std::string(arg) + "\"");
     }
@@ -168,15 +167,36 @@ int export_command(Args args) {
   jit::JitConfig config = jit::JitConfig::from_environment();
   if (!cache_dir.empty()) config.cache.writable_dir = cache_dir;
   jit::Jit jit(config);
+  // Lower every kernel first (milliseconds each), then compile them all at once: the compiles are
+  // what takes time, and each runs in its own worker process.
   int failed = 0;
+  auto report_failure = [&](const std::string& name, const absl::Status& status) {
+    std::fprintf(stderr, "monotile export: kernel \"%s\" for %s: %s\n", name.c_str(), target_text.c_str(),
+                 std::string(status.message()).c_str());
+    ++failed;
+  };
+  std::vector<std::string> names, jsons;
+  std::vector<jit::Build> builds;
   for (const kernels::bench::BenchKernel& kernel : chosen) {
-    absl::StatusOr<std::string> line = export_one(jit, kernel, *target, out_dir);
+    absl::StatusOr<jit::ProgramBuild> made = jit::make_build(kernel.program, *target);
+    absl::StatusOr<std::string> json = made.ok() ? kernel_json(kernel, *made) : made.status();
+    if (!json.ok()) {
+      report_failure(kernel.program.name, json.status());
+      continue;
+    }
+    names.push_back(kernel.program.name);
+    jsons.push_back(*std::move(json));
+    builds.push_back(std::move(made->build));
+  }
+  jit::CompileAllResult compiled = compile_with_progress(jit, builds, jobs, stderr);
+  for (size_t i = 0; i < builds.size(); ++i) {
+    absl::StatusOr<std::string> line =
+        compiled.results[i].ok() ? write_kernel(names[i], jsons[i], *compiled.results[i], out_dir)
+                                 : absl::StatusOr<std::string>(compiled.results[i].status());
     if (line.ok()) {
       std::printf("%s\n", line->c_str());
     } else {
-      std::fprintf(stderr, "monotile export: kernel \"%s\" for %s: %s\n", kernel.program.name.c_str(),
-                   target_text.c_str(), std::string(line.status().message()).c_str());
-      ++failed;
+      report_failure(names[i], line.status());
     }
   }
   std::printf("exported %zu of %zu kernels for %s into %s\n", chosen.size() - failed, chosen.size(),

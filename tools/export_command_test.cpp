@@ -47,7 +47,7 @@ TEST(ExportCommand, WritesCubinAndJsonPerKernel) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   jit::testing::TempDir dir;
   std::filesystem::path out = dir.path() / "export";
-  CommandRun run = export_run("--target sm_90a --out " + out.string() +
+  CommandRun run = export_run("--target sm_90a --jobs 2 --out " + out.string() +
                                   " --only rmsnorm_rows4_h7168,copy_bytes67108864,softmax_rows8192_cols4096",
                               dir.path());
   ASSERT_EQ(run.status, 0) << run.output;
@@ -118,6 +118,9 @@ TEST(ExportCommand, MisuseSaysWhatIsWrong) {
   CommandRun bad = export_run("--out " + out + " --frobnicate 1", dir.path());
   EXPECT_EQ(bad.status, 2);
   EXPECT_THAT(bad.output, HasSubstr("unknown option \"--frobnicate\""));
+  CommandRun no_jobs = export_run("--out " + out + " --jobs 0", dir.path());
+  EXPECT_EQ(no_jobs.status, 2);
+  EXPECT_THAT(no_jobs.output, HasSubstr("--jobs takes a positive integer, got \"0\""));
 }
 
 }  // namespace

@@ -52,6 +52,10 @@ std::vector<CopyConfig> copy_variants() {
       {.label = "w4_b4096", .num_warps = 4, .block = 4096},
       {.label = "w8_b32768", .block = 32768},
       {.label = "w16_b32768", .num_warps = 16, .block = 32768},
+      // 8 x 16 bytes per thread, as w4_b4096: twice the default's programs (a smaller last wave at
+      // 64 MiB), or as many with twice the threads.
+      {.label = "w8_b8192", .num_warps = 8, .block = 8192},
+      {.label = "w16_b16384", .num_warps = 16, .block = 16384},
       {.label = "ld_cs", .load_cache = kStreaming},
       {.label = "st_cs", .store_cache = kStreaming},
       {.label = "ld_cg", .load_cache = CacheHint::kCacheGlobal},
