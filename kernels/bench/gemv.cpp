@@ -180,13 +180,60 @@ int choose_splits(int m, int n, int k, int block_n, int block_k, int target) {
   return splits;
 }
 
+// The H200 as the matrix paths see it: 132 SMs of 228 KiB shared memory, 1 KiB of it taken per
+// resident block; the pipeline gives a loop 4 stages, else 3, else 2, within 227 - 16 KiB
+// (dsl/lower/pipeline.cpp), each stage one tile of W and one of x, rounded to 128 bytes, after a
+// 128-byte line of other shared memory (the split-K counter's broadcast).
+constexpr int kSms = 132;
+constexpr int64_t kSharedPerSm = 228 * 1024;
+constexpr int64_t kSharedPerBlockReserved = 1024;
+constexpr int64_t kPipelineBudget = (227 - 16) * 1024;
+constexpr int64_t kOtherShared = 128;
+constexpr int kMaxWarpsPerSm = 64;
+
+int64_t round_to_line(int64_t bytes) { return (bytes + 127) / 128 * 128; }
+
+// Rows of x the unit sees: padded to its N (8) with W as A, to its M (16) with x as A.
+int x_tile_rows(int m, const GemvConfig& config) {
+  return config.swap_operands ? std::max(8, (m + 7) / 8 * 8) : std::max(16, (m + 15) / 16 * 16);
+}
+
+// Shared memory of the pipelined K loop of a matrix-unit configuration.
+int64_t pipeline_bytes(int m, const GemvConfig& config) {
+  const int64_t stage = round_to_line(int64_t{config.block_n} * config.block_k * 2) +
+                        round_to_line(int64_t{x_tile_rows(m, config)} * config.block_k * 2);
+  int stages = 4;
+  while (stages > 2 && stages * stage > kPipelineBudget) --stages;
+  return kOtherShared + stages * stage;
+}
+
+// How many programs of a matrix-unit configuration the GPU holds at once (shared memory and
+// warps; registers stay under both limits for every configuration here, the compile test checks).
+int resident_programs(int m, const GemvConfig& config) {
+  const int64_t by_shared = kSharedPerSm / (pipeline_bytes(m, config) + kSharedPerBlockReserved);
+  const int64_t by_warps = kMaxWarpsPerSm / config.num_warps;
+  return static_cast<int>(std::min(by_shared, by_warps)) * kSms;
+}
+
+int programs(int n, const GemvConfig& config) {
+  return (n + config.block_n - 1) / config.block_n * config.splits;
+}
+
 }  // namespace
 
+std::string gemv_label(const GemvConfig& config) {
+  std::string label = !config.matrix_unit ? "fma" : config.swap_operands ? "wa" : "xa";
+  label += "_bn" + std::to_string(config.block_n) + "_w" + std::to_string(config.num_warps) + "_bk" +
+           std::to_string(config.block_k) + "_s" + std::to_string(config.splits);
+  if (!config.matrix_unit && config.prefetch) label += "_pf";
+  return label;
+}
+
 GemvConfig gemv_config(int m, int n, int k) {
-  // Chosen by the side-by-side measurements on the H200 (docs/perf.md): FMA rows up to m = 4,
-  // W as the matrix unit's A operand (a warp per 16 rows) for m = 8 and 16 except on narrow W
-  // (n <= 1024: there x as the A operand, padded to 16 rows, measured 6.4 us against 8.5 at
-  // m = 16), and x as the A operand above.
+  // Chosen by the side-by-side measurements on the H200 (docs/perf.md, commit f3fe6b4): FMA rows
+  // up to m = 4, W as the matrix unit's A operand (a warp per 16 rows) for m = 8 and 16 except on
+  // narrow W (n <= 1024: there x as the A operand, padded to 16 rows, measured 6.4 us against 8.5
+  // at m = 16), and x as the A operand above.
   GemvConfig config;
   config.block_n = 16;
   if (m <= kGemvFmaMaxRows) {
@@ -201,19 +248,34 @@ GemvConfig gemv_config(int m, int n, int k) {
   config.matrix_unit = true;
   config.prefetch = false;
   if (m <= 16 && n > 1024) {
+    // One warp per 16 rows of W, unsplit: every program resident at once measured fastest. The
+    // widest step that still lets the GPU hold all of them (the pipeline's 4 stages of W and x
+    // set how many fit on an SM): unsplit 256-wide steps against 2 splits, all resident against
+    // 1.5-2 waves, 23.46 / 24.16 us against 27.08 / 29.10 (K = 7168, m = 8 / 16) and 8.01
+    // against 11.30 (K = 1536, m = 8); at K = 2304 (768 programs) 128-wide steps, resident
+    // where 256 are not, 15.72 / 16.40 against 16.46 / 16.87 us (m = 8 / 16).
     config.swap_operands = true;
     config.num_warps = 1;
+    config.splits = 1;
     config.block_k = 256;
-    config.splits = choose_splits(std::min(m, 8), n, k, config.block_n, config.block_k, kGemvMatrixTargetPrograms);
+    while (config.block_k > 64 && programs(n, config) > resident_programs(m, config)) config.block_k /= 2;
     return config;
   }
-  // x as the A operand: every split re-reads x for its rows of W, so fewer, longer programs; at
-  // m = 64 a program's x stages (16 KB each) leave room for two programs per SM, and the splits
-  // that fill whole waves of those measured fastest (K = 7168: 2 splits, 49.8 us against 59.1
-  // unsplit; N = 768: 4 splits, 9.1 us against 13.2).
+  // x as the A operand: every program reads all of x's rows for its rows of W, so the L2 -> SM
+  // traffic for x is m / block_n times W's; 32 rows of W per program at m = 32 (K = 7168: 26.85
+  // against 28.54 us; K = 1536: 8.55 against 9.85; K = 2304: 17.09 against 22.03) and 64 at
+  // m = 64 (K = 1536: 10.16 against 14.83; K = 2304: 25.33 against 30.69) except at K = 7168,
+  // where 64 rows leave 198 single-resident programs (1.5 waves) and 32 measured faster (44.12
+  // against 48.54). Narrow W keeps 16 rows and more splits (latency-bound: 48 row blocks).
   config.block_k = m > 16 ? 128 : 256;
+  if (n > 1024) config.block_n = m > 32 && k < 4096 ? 64 : 32;
   config.splits = choose_splits(m, n, k, config.block_n, config.block_k, kGemvTargetPrograms);
-  if (m > 32) config.splits = k >= 7168 ? 2 : n <= 1024 ? 4 : 1;
+  if (m > 32 && n <= 1024) config.splits = 4;
+  // N = 768 at m = 32: 256-wide steps, 7.39 against 7.92 us.
+  if (m > 16 && m <= 32 && n <= 1024) {
+    config.block_k = 256;
+    config.splits = choose_splits(m, n, k, config.block_n, config.block_k, kGemvTargetPrograms);
+  }
   return config;
 }
 
@@ -266,46 +328,79 @@ BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std
   return kernel;
 }
 
+namespace {
+
+// Matrix-unit alternatives: W as the unit's A operand (wa) or x (xa).
+GemvConfig wa(int block_n, int num_warps, int block_k, int splits) {
+  return GemvConfig{.matrix_unit = true, .block_n = block_n, .block_k = block_k, .splits = splits,
+                    .num_warps = num_warps, .prefetch = false, .swap_operands = true};
+}
+
+GemvConfig xa(int block_n, int num_warps, int block_k, int splits) {
+  GemvConfig config = wa(block_n, num_warps, block_k, splits);
+  config.swap_operands = false;
+  return config;
+}
+
+GemvConfig fma(int block_n, int block_k, bool prefetch) {
+  return GemvConfig{.block_n = block_n, .block_k = block_k, .splits = 1, .prefetch = prefetch};
+}
+
+// The sweep for one harness shape. Counting bytes picks the families: a program reads x's m rows
+// for its block_n rows of W, so x's L2 -> SM traffic is m / block_n of W's (m = 64, block_n = 16:
+// 4x W); wider row blocks cut it, and splits bring the programs back to about three per SM, all
+// resident at once (N = 6288: 393 x 16, 197 x 32 rows; N = 12288: 384 of 128 x 4 splits), with the
+// steps narrowed (32-64 columns) until a stage of W and x leaves room for that many per SM.
+// N = 768 is latency-bound (48 row blocks of 16): more splits, fewer steps per program.
+std::vector<GemvConfig> candidates(int m, int n, int k) {
+  const bool narrow = n <= 1024;
+  if (m == 1) {
+    // 74% of the floor at K = 1536 (3 steps of 512): 6 prefetched steps of 256. 89% at K = 2304
+    // (9 steps of 16 x 256): 32 rows per program, or 18 prefetched steps.
+    if (k == 1536) return {fma(16, 256, true)};
+    if (k == 2304) return {fma(32, 256, false), fma(16, 128, true)};
+    return {};
+  }
+  if (m == 4) {
+    // W as the matrix unit's A operand, x padded to 8 rows: the FMA path issues about 1.6
+    // instructions per multiply-add, the unit moves the same bytes.
+    if (narrow) return {wa(16, 1, 128, 7)};
+    if (k == 2304) return {wa(16, 1, 128, 1)};
+    return {wa(16, 1, 256, 1), wa(16, 1, 128, 1)};
+  }
+  if (m <= 16) {
+    if (narrow) return {wa(16, 1, 128, 7), wa(32, 2, 128, 7), wa(64, 4, 128, 7)};
+    if (k >= 7168) return {wa(16, 1, 128, 1), wa(32, 2, 128, 2), wa(64, 4, 64, 4), wa(128, 8, 64, 8)};
+    if (k == 1536) return {wa(16, 1, 128, 1), wa(16, 1, 256, 1), wa(32, 2, 128, 1), wa(32, 2, 64, 2), wa(64, 4, 64, 2)};
+    return {wa(32, 2, 128, 1), wa(16, 1, 64, 1), wa(64, 4, 64, 2)};
+  }
+  if (m <= 32) {
+    if (narrow) return {wa(32, 2, 64, 7), wa(64, 4, 128, 7)};
+    if (k >= 7168) return {wa(64, 4, 64, 4), wa(128, 8, 32, 8), wa(32, 2, 64, 2)};
+    if (k == 1536) return {wa(32, 2, 64, 1), wa(64, 4, 64, 2), wa(64, 4, 32, 4), wa(32, 2, 128, 1)};
+    return {wa(64, 4, 64, 2), wa(32, 2, 64, 1), wa(128, 8, 32, 4), wa(32, 2, 128, 1)};
+  }
+  if (narrow) return {wa(64, 4, 64, 7), wa(32, 2, 64, 7), wa(64, 4, 128, 7), wa(32, 2, 32, 8)};
+  // (256 rows on 8 warps need 128-178 registers a thread: one or two programs per SM.)
+  if (k >= 7168) {
+    return {wa(128, 8, 32, 8), wa(128, 8, 64, 4), wa(64, 4, 32, 4),
+            wa(64, 4, 64, 4),  wa(128, 4, 32, 8), xa(64, 4, 32, 4)};
+  }
+  if (k == 1536) return {wa(64, 4, 32, 2), wa(64, 4, 64, 1), wa(128, 8, 32, 4), wa(32, 2, 64, 1), xa(64, 4, 32, 2)};
+  return {wa(128, 8, 32, 4), wa(64, 4, 32, 2), wa(64, 4, 32, 4)};
+}
+
+}  // namespace
+
 std::vector<BenchKernel> gemv_variant_kernels() {
   std::vector<BenchKernel> kernels;
-  for (int m : {1, 4}) {
+  for (int m : {1, 4, 8, 16, 32, 64}) {
     for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
-      // The prefetch toggled (at 512-wide steps it costs registers, hence occupancy).
-      GemvConfig other = gemv_config(m, n, k);
-      other.prefetch = !other.prefetch;
-      kernels.push_back(gemv_kernel(m, n, k, other, other.prefetch ? "__prefetch" : "__noprefetch"));
-    }
-  }
-  for (int m : {8, 16, 32, 64}) {
-    for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
-      const GemvConfig base = gemv_config(m, n, k);
-      auto add = [&](GemvConfig config, const std::string& label) {
-        if (k % (config.block_k * config.splits) == 0) kernels.push_back(gemv_kernel(m, n, k, config, "__" + label));
-      };
-      if (base.swap_operands) {
-        // 64 rows of W per program, a warp per 16: x is read a quarter as often.
-        GemvConfig wide = base;
-        wide.block_n = 64;
-        wide.num_warps = 4;
-        wide.splits = choose_splits(std::min(m, 8), n, k, 64, base.block_k, kGemvTargetPrograms);
-        add(wide, "bn64");
-        GemvConfig unsplit = base;
-        unsplit.splits = 1;
-        if (base.splits > 1) add(unsplit, "s1");
-        GemvConfig narrow = base;
-        narrow.block_k = 128;
-        add(narrow, "bk128");
-      } else {
-        for (int block_n : {32, 64}) {
-          GemvConfig wide = base;
-          wide.block_n = block_n;
-          wide.splits = choose_splits(m, n, k, block_n, base.block_k, kGemvTargetPrograms);
-          add(wide, "bn" + std::to_string(block_n));
-        }
-        GemvConfig deep = base;
-        deep.block_k = 2 * base.block_k;
-        deep.splits = choose_splits(m, n, k, base.block_n, deep.block_k, kGemvTargetPrograms);
-        add(deep, "bk" + std::to_string(deep.block_k));
+      const std::string chosen = gemv_label(gemv_config(m, n, k));
+      for (const GemvConfig& config : candidates(m, n, k)) {
+        const std::string label = gemv_label(config);
+        if (label == chosen || k % (config.block_k * config.splits) != 0) continue;
+        kernels.push_back(gemv_kernel(m, n, k, config, "__" + label));
       }
     }
   }

@@ -27,14 +27,19 @@ struct GemvConfig {
 };
 
 // The configuration the exported kernels use for this shape (rules from the H200 measurements:
-// gemv.cpp). Splits: the fewest that give the target programs (two per SM, whose W tiles in
-// flight, 8-16 KB each, cover HBM's bandwidth x latency; with W as the matrix unit's A operand,
-// one-warp programs, more of them), as long as the partials (written and read: 8 splits m n
-// bytes) stay under an eighth of W's bytes.
+// gemv.cpp). FMA path, splits: the fewest that give the target programs (two per SM, whose W
+// tiles in flight, 8-16 KB each, cover HBM's bandwidth x latency), as long as the partials
+// (written and read: 8 splits m n bytes) stay under an eighth of W's bytes. Matrix-unit paths:
+// at m = 8 and 16 sized so that every program is resident at once (the pipeline's shared memory
+// per SM decides).
 inline constexpr int kGemvFmaMaxRows = 4;
 inline constexpr int kGemvTargetPrograms = 264;
-inline constexpr int kGemvMatrixTargetPrograms = 768;
 GemvConfig gemv_config(int m, int n, int k);
+
+// A short name of the configuration, the label of its variant: path (fma, wa: W as the matrix
+// unit's A operand, xa: x as A), rows of W per program, warps, step, splits, "_pf" for prefetch
+// (e.g. "wa_bn64_w4_bk32_s4").
+std::string gemv_label(const GemvConfig& config);
 
 // Requirements on (m, n, k, config); throws dsl::Error naming what does not divide.
 // Parameters: x, w, y (ptr<bf16>), and with splits > 1 the workspaces kGemvPartials (ptr<f32>,
@@ -51,9 +56,8 @@ int64_t gemv_counters_bytes(int n, const GemvConfig& config);
 // The program with its grid (n / block_n, splits) and workspaces.
 BenchKernel gemv_kernel(int m, int n, int k, const GemvConfig& config, const std::string& suffix = "");
 
-// Other configurations of every harness shape, exported as gemv_m{m}_k{k}_n{n}__{label} so that
-// the harness measures them beside the chosen one (FMA: the prefetch toggled; matrix unit: more
-// rows of W per program, other splits and steps).
+// Other configurations of the harness shapes, exported as gemv_m{m}_k{k}_n{n}__{gemv_label} so
+// that the harness measures them beside the chosen one (none equals the chosen configuration).
 std::vector<BenchKernel> gemv_variant_kernels();
 
 }  // namespace monotile::kernels::bench

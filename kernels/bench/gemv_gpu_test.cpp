@@ -222,6 +222,20 @@ TEST_F(GemvOnGpu, SwappedMatrixUnitMatchesFloat64) {
   check(5, 6288, 7168, config);
 }
 
+// The sweep's wider families on the real matrix unit: 128 rows of W on 8 warps with 32-wide
+// steps and 8 splits (784 = 6 x 128 + 16: the last block masks 112 rows), 64 rows on 4 warps with
+// 7 splits, x as A on 4 warps, and 4 rows of x padded to the unit's 8.
+TEST_F(GemvOnGpu, WideMatrixUnitBlocksMatchFloat64) {
+  auto matrix = [](int block_n, int num_warps, int block_k, int splits, bool swap) {
+    return GemvConfig{.matrix_unit = true, .block_n = block_n, .block_k = block_k, .splits = splits,
+                      .num_warps = num_warps, .prefetch = false, .swap_operands = swap};
+  };
+  check(64, 784, 1536, matrix(128, 8, 32, 8, true));
+  check(32, 768, 3584, matrix(64, 4, 64, 7, true));
+  check(64, 768, 3584, matrix(64, 4, 32, 4, false));
+  check(4, 7168, 1536, matrix(16, 1, 256, 1, true));
+}
+
 // The configurations around the exported one, for one m.
 std::vector<GemvConfig> sweep_variants(int m, int n, int k) {
   GemvConfig base = gemv_config(m, n, k);
@@ -242,6 +256,11 @@ std::vector<GemvConfig> sweep_variants(int m, int n, int k) {
   GemvConfig other_path = base;
   other_path.matrix_unit = !base.matrix_unit;
   other_path.block_k = other_path.matrix_unit && m > 16 ? 128 : 256;
+  if (!other_path.matrix_unit) {
+    // The FMA path keeps m accumulators of [block_n, block_k / 8] per program: 16 rows, 4 warps.
+    other_path.block_n = 16;
+    other_path.num_warps = 4;
+  }
   if (m <= 32) add(other_path);
   return variants;
 }

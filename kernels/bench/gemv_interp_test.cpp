@@ -142,6 +142,38 @@ TEST(GemvInterp, MatrixUnitMasksTheLastRowBlock) {
   check(20, 48, 256, GemvConfig{.matrix_unit = true, .block_n = 32, .block_k = 128, .splits = 2, .num_warps = 4});
 }
 
+GemvConfig matrix(int block_n, int num_warps, int block_k, int splits, bool swap) {
+  return GemvConfig{.matrix_unit = true, .block_n = block_n, .block_k = block_k, .splits = splits,
+                    .num_warps = num_warps, .prefetch = false, .swap_operands = swap};
+}
+
+// The sweep's families at reduced shapes: W as A with 32-128 rows per program on 2-8 warps,
+// 32-wide steps and several splits, m up to 64 (x as a 64-wide B), the last row block masked.
+TEST(GemvInterp, SwappedFourRowsPaddedToEight) { check(4, 32, 512, matrix(16, 1, 128, 1, true)); }
+
+TEST(GemvInterp, SwappedThirtyTwoRowsOnTwoWarps) { check(8, 64, 256, matrix(32, 2, 64, 2, true)); }
+
+TEST(GemvInterp, SwappedSixtyFourRowsNarrowStepsSplit) { check(32, 128, 512, matrix(64, 4, 32, 4, true)); }
+
+TEST(GemvInterp, SwappedEightWarpsMaskTheLastRowBlock) { check(64, 160, 256, matrix(128, 8, 32, 2, true)); }
+
+TEST(GemvInterp, SwappedFourWarpsOnAHundredTwentyEightRows) { check(64, 128, 128, matrix(128, 4, 32, 2, true)); }
+
+TEST(GemvInterp, SwappedSevenSplits) { check(16, 64, 448, matrix(64, 4, 64, 7, true)); }
+
+TEST(GemvInterp, MatrixUnitEightWarpsMaskTheLastRowBlock) { check(64, 160, 256, matrix(128, 8, 32, 2, false)); }
+
+TEST(GemvInterp, FmaThirtyTwoRowsPerProgram) {
+  check(1, 64, 512, GemvConfig{.matrix_unit = false, .block_n = 32, .block_k = 256, .splits = 1, .num_warps = 4,
+                               .prefetch = false});
+}
+
+TEST(GemvInterp, LabelNamesPathBlocksAndSplits) {
+  EXPECT_EQ(gemv_label(matrix(64, 4, 32, 4, true)), "wa_bn64_w4_bk32_s4");
+  EXPECT_EQ(gemv_label(matrix(32, 4, 128, 1, false)), "xa_bn32_w4_bk128_s1");
+  EXPECT_EQ(gemv_label(fma(2, 512)), "fma_bn16_w4_bk512_s2_pf");
+}
+
 TEST(GemvInterp, ConfigFillsTheGpuOnEveryHarnessShape) {
   for (int m : {1, 4, 8, 16, 32, 64}) {
     for (auto [k, n] : {std::pair{7168, 6288}, std::pair{1536, 7168}, std::pair{3584, 768}, std::pair{2304, 12288}}) {
