@@ -111,6 +111,7 @@ class OpLowering {
   void pipeline_advance(const PipelinedLoop& loop, const LoopPipeline& state);
   absl::Status stage_copies(const PipelinedLoop& loop, const std::string& index, const std::string& stage);
   absl::Status dot_staged(const Op& op, const StagedDot& staged, const std::string& stage);
+  absl::Status dot_warpgroup(const Op& op, const StagedDot& staged, const std::string& stage);
   absl::Status shape_op(const Op& op);  // emit_shape.cpp
   absl::Status control(const Op& op);   // emit_control.cpp
   absl::Status assert_op(const Op& op);

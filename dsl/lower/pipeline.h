@@ -31,6 +31,10 @@ struct StagedDot {
   const Op* dot = nullptr;
   StagedOperand a;  // [M, K]
   StagedOperand b;  // [N, K]
+  // On the warpgroup MMA (matrix_unit.h warpgroup_mma_fits, both operands K-contiguous in 128-byte
+  // rows): the unit reads the stage itself through matrix descriptors, so A's rows are stored in
+  // the order its instructions take them (emit_dot_staged.cpp) and the stage is 1024-byte aligned.
+  bool warpgroup = false;
 };
 
 struct PipelinedLoop {
@@ -41,6 +45,10 @@ struct PipelinedLoop {
   std::vector<const Op*> slice;
   int stages = 0;
   int64_t stage_bytes = 0;
+  // Every stage and operand starts at a multiple of this; above 128 (a warpgroup dot's 128-byte
+  // swizzle atoms, which the hardware swizzles by absolute address) the stages' base is rounded up
+  // at run time inside `align` extra bytes.
+  int64_t align = 128;
 };
 
 struct PipelinePlan {
