@@ -246,8 +246,10 @@ struct Param {
 
 // Which matrix instructions a pipelined dot uses where the target offers more than one (sm_90a):
 // the lowering's choice, mma.sync per warp, or wgmma per warpgroup of 4 warps (operands read from
-// shared memory by the unit itself; taken only where the dot fits it, else mma.sync).
-enum class MmaKind : uint8_t { kAuto, kWarp, kWarpgroup };
+// shared memory by the unit itself; taken only where the dot fits it, else mma.sync). kWarpgroup
+// lets an iteration's MMAs run on into the next where it can (docs/lowering.md); kWarpgroupSerial
+// waits for them in their own iteration.
+enum class MmaKind : uint8_t { kAuto, kWarp, kWarpgroup, kWarpgroupSerial };
 
 // Launch-shape options chosen by the kernel's author (a C++ value, part of the program).
 struct KernelOptions {

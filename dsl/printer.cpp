@@ -50,6 +50,7 @@ class Printer {
     if (program_.options.num_stages != 0) out_ += " num_stages=" + std::to_string(program_.options.num_stages);
     if (program_.options.mma == MmaKind::kWarp) out_ += " mma=warp";
     if (program_.options.mma == MmaKind::kWarpgroup) out_ += " mma=warpgroup";
+    if (program_.options.mma == MmaKind::kWarpgroupSerial) out_ += " mma=warpgroup_serial";
     out_ += " (";
     for (size_t i = 0; i < program_.params.size(); ++i) {
       const Param& param = program_.params[i];

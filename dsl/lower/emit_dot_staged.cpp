@@ -1,8 +1,9 @@
 // Pipelined dots (plan in pipeline.h): the staged loads of a `for` body are issued as asynchronous
-// 16-byte global -> shared copies `stages - 1` iterations ahead (a prologue fills the first stages),
-// and the dot reads its fragments from the stage with matrix loads. Invariant: at the top of
-// iteration t, after the wait and the barrier, stage t % stages holds iteration t's tiles and no
-// thread still reads stage (t - 1) % stages, which the copies for iteration t + stages - 1 refill.
+// 16-byte global -> shared copies `ahead` iterations ahead (a prologue fills the first stages), and
+// the dot reads its fragments from the stage with matrix loads. Invariant: at the top of iteration
+// t, after the wait and the barrier, stage t % stages holds iteration t's tiles and no thread or
+// MMA still reads stage (t + ahead) % stages, which the copies for iteration t + ahead refill
+// (ahead = stages - 1; stages - 2 when iteration t - 1's MMAs may still run).
 // Tiles are XOR-swizzled in 16-byte units so that the 8 rows a matrix load reads hit distinct banks.
 // A warpgroup dot (sm_90a wgmma) instead hands the stage to the unit through matrix descriptors: its
 // 128-byte rows are the unit's 128-byte swizzle when the stage is 1024-byte aligned, and A's rows
@@ -109,7 +110,7 @@ absl::Status OpLowering::pipeline_prologue(const Op& op, const PipelinedLoop& lo
     line(absl::StrCat("const unsigned ", state.base, " = mt_shared_u32(mt_smem + mt_pipe_offset);"));
   }
   barrier();  // an earlier run of this loop may still read the stages
-  for (int s = 0; s + 1 < loop.stages; ++s) {
+  for (int s = 0; s < loop.ahead; ++s) {
     std::string index = absl::StrCat("(", lo, " + ", s, " * ", step, ")");
     open(absl::StrCat("if ", in_range(index, hi, step)));
     MT_RETURN_IF_ERROR(stage_copies(loop, index, absl::StrCat(state.base, " + ", s * loop.stage_bytes)));
@@ -117,7 +118,7 @@ absl::Status OpLowering::pipeline_prologue(const Op& op, const PipelinedLoop& lo
     line("mt_cp_async_commit();");
   }
   line(absl::StrCat("unsigned ", state.read, " = ", state.base, ";"));
-  line(absl::StrCat("unsigned ", state.write, " = ", state.base, " + ", (loop.stages - 1) * loop.stage_bytes, ";"));
+  line(absl::StrCat("unsigned ", state.write, " = ", state.base, " + ", loop.ahead * loop.stage_bytes, ";"));
   return absl::OkStatus();
 }
 
@@ -125,19 +126,34 @@ absl::Status OpLowering::pipeline_top(const Op& op, const PipelinedLoop& loop, c
                                       const std::string& index) {
   std::string hi = name(op.operands[1]) + "[0]";
   std::string step = name(op.operands[2]) + "[0]";
-  line(absl::StrCat("mt_cp_async_wait<", loop.stages - 2, ">();"));
+  line(absl::StrCat("mt_cp_async_wait<", loop.ahead - 1, ">();"));
   // The warpgroup MMA reads shared memory through the async proxy: this thread's landed copies are
   // ordered before those reads here, and the barrier orders every thread's.
   bool warpgroup = false;
   for (const StagedDot& dot : loop.dots) warpgroup = warpgroup || dot.warpgroup;
   if (warpgroup) line("mt_fence_proxy_async();");
   barrier();
-  std::string ahead = absl::StrCat("(", index, " + ", loop.stages - 1, " * ", step, ")");
+  std::string ahead = absl::StrCat("(", index, " + ", loop.ahead, " * ", step, ")");
   open(absl::StrCat("if ", in_range(ahead, hi, step)));
   MT_RETURN_IF_ERROR(stage_copies(loop, ahead, state.write));
   close();
   line("mt_cp_async_commit();");
   return absl::OkStatus();
+}
+
+// After the loop: no copy is left in flight (their stages may be reused), nor any MMA, and the
+// accumulators are read only after that wait.
+void OpLowering::pipeline_epilogue(const Op& op, const PipelinedLoop& loop) {
+  line("mt_cp_async_wait<0>();");
+  if (!loop.mma_in_flight) return;
+  line("mt_wgmma_wait<0>();");
+  const Block& body = op.regions.at(0);
+  for (size_t i = 1; i < body.args.size(); ++i) {
+    if (is_scalar(body.args[i]) || type(body.args[i]).element.scalar != ScalarType::kF32) continue;
+    unrolled("i", layout_or_default(body.args[i]).num_regs());
+    line(absl::StrCat("mt_wgmma_hold(", name(body.args[i]), "[i]);"));
+    close();
+  }
 }
 
 void OpLowering::pipeline_advance(const PipelinedLoop& loop, const LoopPipeline& state) {
@@ -244,8 +260,7 @@ absl::Status OpLowering::dot_staged(const Op& op, const StagedDot& staged, const
 }
 
 // Per 16-wide K step, each warpgroup issues one m64 n k16 instruction per 64 of its rows, then waits
-// for all of them: the stage is free for the copies of the next iteration once every warp has passed
-// the next barrier.
+// for all of them, or (mma_in_flight) for the previous iteration's.
 absl::Status OpLowering::dot_warpgroup(const Op& op, const StagedDot& staged, const std::string& stage) {
   const Type& a_type = type(op.operands[0]);
   const Type& b_type = type(op.operands[1]);
@@ -274,6 +289,14 @@ absl::Status OpLowering::dot_warpgroup(const Op& op, const StagedDot& staged, co
   line(absl::StrCat("const unsigned mt_wa = ", stage, " + ", staged.a.offset, " + (unsigned)(mt_warp >> 2) * ", 64 * 128,
                     ";"));
   line(absl::StrCat("const unsigned mt_wb = ", stage, " + ", staged.b.offset, ";"));
+  // The empty asm statements keep the compiler from moving accumulator accesses across the fence
+  // and the wait (they emit nothing).
+  auto hold = [&] {
+    unrolled("i", out_layout.num_regs());
+    line(absl::StrCat("mt_wgmma_hold(", out, "[i]);"));
+    close();
+  };
+  hold();
   line("mt_wgmma_fence();");
   for (int64_t kk = 0; kk < k / 16; ++kk) {
     for (int64_t t = 0; t < rounds; ++t) {
@@ -288,10 +311,17 @@ absl::Status OpLowering::dot_warpgroup(const Op& op, const StagedDot& staged, co
     }
   }
   line("mt_wgmma_commit();");
-  line("mt_wgmma_wait<0>();");
-  unrolled("i", out_layout.num_regs());
-  line(absl::StrCat("mt_wgmma_hold(", out, "[i]);"));
-  close();
+  const PipelinedLoop* loop = nullptr;
+  for (const PipelinedLoop& candidate : pipelines_.loops) {
+    for (const StagedDot& dot : candidate.dots) {
+      if (dot.dot == &op) loop = &candidate;
+    }
+  }
+  MT_CHECK(loop != nullptr);
+  // In flight, this iteration's MMAs run on: the previous iteration's are done once every warp passes
+  // the next barrier, before the copies refill their stage, and the epilogue waits for the last.
+  line(loop->mma_in_flight ? "mt_wgmma_wait<1>();" : "mt_wgmma_wait<0>();");
+  hold();
   close();
   return absl::OkStatus();
 }

@@ -91,6 +91,10 @@ class Planner {
     if (stages < 2) return;
     pipelined.stages = stages;
     pipelined.stage_bytes = bytes;
+    pipelined.mma_in_flight = stages >= 3 && state_.program.options.mma == MmaKind::kWarpgroup &&
+                              pipelined.dots.size() == 1 && pipelined.dots[0].warpgroup &&
+                              accumulates_across_iterations(*pipelined.dots[0].dot, body);
+    pipelined.ahead = stages - (pipelined.mma_in_flight ? 2 : 1);
     for (const Op& op : body.ops) {
       if (slice.contains(&op)) pipelined.slice.push_back(&op);
     }
@@ -107,6 +111,17 @@ class Planner {
       return false;
     }
     return !dot.a.k_rows && !dot.b.k_rows && dot.a.cols * 2 == 128 && dot.b.cols * 2 == 128;
+  }
+
+  // Whether the dot's accumulator is a carried value that only it reads and its result only goes
+  // back into that carried value: nothing in the body then touches the accumulator while its MMAs run.
+  bool accumulates_across_iterations(const Op& dot, const Block& body) {
+    const Op& yield = body.ops.back();
+    for (size_t i = 1; i < body.args.size(); ++i) {
+      if (body.args[i] != dot.operands[2]) continue;
+      return uses_[body.args[i]] == 1 && uses_[dot.results[0]] == 1 && yield.operands.at(i - 1) == dot.results[0];
+    }
+    return false;
   }
 
   // Whether dot operand `which` can be staged; fills `staged` and adds its pointer's body ops to `slice`.

@@ -123,6 +123,25 @@ TEST(Pipeline, WarpgroupDotsReadTheStageThroughDescriptorsOnSm90a) {
   EXPECT_THAT(kernel.source, Not(HasSubstr("mma.sync.aligned")));
 }
 
+TEST(Pipeline, WarpgroupMmasRunIntoTheNextIterationUnlessSerial) {
+  LoweredKernel in_flight =
+      lowered(k_loop(128, 64, 512, 64, BLayout::kNK, {.num_warps = 4, .mma = MmaKind::kWarpgroup}), "sm_90a");
+  // Four stages: copies two iterations ahead, the previous iteration's MMAs waited for in the loop.
+  EXPECT_THAT(in_flight.source, HasSubstr("mt_cp_async_wait<1>();"));
+  EXPECT_THAT(in_flight.source, HasSubstr("mt_wgmma_wait<1>();"));
+  EXPECT_THAT(in_flight.source, HasSubstr("mt_cp_async_wait<0>();\n  mt_wgmma_wait<0>();"));
+  LoweredKernel serial =
+      lowered(k_loop(128, 64, 512, 64, BLayout::kNK, {.num_warps = 4, .mma = MmaKind::kWarpgroupSerial}), "sm_90a");
+  EXPECT_THAT(serial.source, HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(serial.source, HasSubstr("mt_cp_async_wait<2>();"));
+  EXPECT_THAT(serial.source, Not(HasSubstr("mt_wgmma_wait<1>();")));
+  // A carried value besides the accumulator is fine; two stages leave no room to run on.
+  LoweredKernel two = lowered(
+      k_loop(128, 64, 512, 64, BLayout::kNK, {.num_warps = 4, .num_stages = 2, .mma = MmaKind::kWarpgroup}),
+      "sm_90a");
+  EXPECT_THAT(two.source, Not(HasSubstr("mt_wgmma_wait<1>();")));
+}
+
 TEST(Pipeline, WarpgroupDotsNeedTheTargetTheOptionAnd128ByteRows) {
   KernelOptions warpgroup{.num_warps = 4, .mma = MmaKind::kWarpgroup};
   // The default, another target, 64-byte rows (block_k 32): mma.sync.

@@ -70,18 +70,30 @@ std::vector<GemmConfig> gemm_variants() {
   cached.c_cache = CacheHint::kDefault;
   variants.push_back(cached);
   // The warpgroup MMA (sm_90a wgmma; elsewhere the same programs take mma.sync): the default tiling
-  // (two warpgroups of 64 x 256), with three stages, and 256 x 128 (two instructions per warpgroup).
+  // (two warpgroups of 64 x 256) with one iteration's MMAs left running into the next, with three
+  // stages, and waiting for them in their own iteration; 256 x 128 (two instructions per warpgroup);
+  // 128 x 128 on one warpgroup with three stages (two programs fit on an SM).
   GemmConfig warpgroup;
   warpgroup.label = "wgmma";
   warpgroup.mma = MmaKind::kWarpgroup;
   variants.push_back(warpgroup);
-  warpgroup.label = "wgmma_stages3";
-  warpgroup.num_stages = 3;
-  variants.push_back(warpgroup);
-  GemmConfig tall = tiles(256, 128, 64, 8);
-  tall.label = "wgmma_" + tall.label;
-  tall.mma = MmaKind::kWarpgroup;
-  variants.push_back(tall);
+  GemmConfig three = warpgroup;
+  three.label = "wgmma_stages3";
+  three.num_stages = 3;
+  variants.push_back(three);
+  GemmConfig serial = warpgroup;
+  serial.label = "wgmma_serial";
+  serial.mma = MmaKind::kWarpgroupSerial;
+  variants.push_back(serial);
+  for (GemmConfig config : {tiles(256, 128, 64, 8), tiles(128, 128, 64, 4)}) {
+    config.label = "wgmma_" + config.label;
+    config.mma = MmaKind::kWarpgroup;
+    if (config.num_warps == 4) {
+      config.label += "_stages3";
+      config.num_stages = 3;
+    }
+    variants.push_back(config);
+  }
   return variants;
 }
 

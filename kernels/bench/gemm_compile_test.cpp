@@ -24,7 +24,9 @@ int count(const std::string& text, const std::string& what) {
 }
 
 // The matrix path a configuration must take on sm_90a.
-bool takes_warpgroup_mma(const GemmConfig& config) { return config.mma == dsl::MmaKind::kWarpgroup; }
+bool takes_warpgroup_mma(const GemmConfig& config) {
+  return config.mma == dsl::MmaKind::kWarpgroup || config.mma == dsl::MmaKind::kWarpgroupSerial;
+}
 
 void check_compiles(const BenchKernel& kernel, bool warpgroup = false) {
   dsl::Target target = *dsl::Target::parse("sm_90a");

@@ -177,6 +177,8 @@ TEST_F(GemmOnGpu, WarpgroupMmaMatchesFloat64) {
   check(512, 256, 128, {.block_m = 256, .block_n = 128, .block_k = 64, .group_m = 2, .num_warps = 8,
                         .mma = dsl::MmaKind::kWarpgroup}, 0);
   check(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarpgroup}, 4096);
+  check(256, 512, 128, {.mma = dsl::MmaKind::kWarpgroupSerial}, 0);
+  check(256, 512, 512, {.num_stages = 3, .mma = dsl::MmaKind::kWarpgroup}, 0);
 }
 
 // Prints time and TFLOP/s per configuration at 4096^3: the exported one, then each variant.
