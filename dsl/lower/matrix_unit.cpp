@@ -110,7 +110,7 @@ bool warpgroup_mma_fits(const Target& target, const KernelOptions& options, Scal
   if (!target.has_wgmma()) return false;
   if (options.mma != MmaKind::kWarpgroup && options.mma != MmaKind::kWarpgroupSerial) return false;
   if (a != b || (a != ScalarType::kBf16 && a != ScalarType::kF16)) return false;
-  return options.num_warps % 4 == 0 && m % (16 * options.num_warps) == 0 && n % 8 == 0 && n <= 256 && k % 16 == 0;
+  return options.num_warps % 4 == 0 && m % (16 * options.num_warps) == 0 && n % 8 == 0 && n <= 256 && k == 64;
 }
 
 Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps,
