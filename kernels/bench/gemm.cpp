@@ -71,8 +71,9 @@ std::vector<GemmConfig> gemm_variants() {
   variants.push_back(cached);
   // The warpgroup MMA (sm_90a wgmma; elsewhere the same programs take mma.sync): the default tiling
   // (two warpgroups of 64 x 256) with one iteration's MMAs left running into the next, with three
-  // stages, and waiting for them in their own iteration; 256 x 128 (two instructions per warpgroup);
-  // 128 x 128 on one warpgroup with three stages (two programs fit on an SM).
+  // stages, waiting for them in their own iteration, and with C through the normal cache policy;
+  // 256 x 128 (two instructions per warpgroup); 128 x 128 on one or two warpgroups with three
+  // stages (two programs fit on an SM).
   GemmConfig warpgroup;
   warpgroup.label = "wgmma";
   warpgroup.mma = MmaKind::kWarpgroup;
@@ -85,10 +86,14 @@ std::vector<GemmConfig> gemm_variants() {
   serial.label = "wgmma_serial";
   serial.mma = MmaKind::kWarpgroupSerial;
   variants.push_back(serial);
-  for (GemmConfig config : {tiles(256, 128, 64, 8), tiles(128, 128, 64, 4)}) {
+  GemmConfig cached_c = warpgroup;
+  cached_c.label = "wgmma_c_normal";
+  cached_c.c_cache = CacheHint::kDefault;
+  variants.push_back(cached_c);
+  for (GemmConfig config : {tiles(256, 128, 64, 8), tiles(128, 128, 64, 4), tiles(128, 128, 64, 8)}) {
     config.label = "wgmma_" + config.label;
     config.mma = MmaKind::kWarpgroup;
-    if (config.num_warps == 4) {
+    if (config.block_n == 128 && config.block_m == 128) {
       config.label += "_stages3";
       config.num_stages = 3;
     }
