@@ -61,6 +61,11 @@ Builder::Builder(std::string name, KernelOptions options, std::source_location l
                 "1, 2, 4, 8 or 16", std::to_string(options.num_warps),
                 "use {.num_warps = 4} for most kernels");
   }
+  if (options.num_stages != 0 && (options.num_stages < 2 || options.num_stages > 8)) {
+    throw Error(at(loc), "builder", "num_stages " + std::to_string(options.num_stages) + " is out of range",
+                "0 (the lowering chooses) or 2 to 8", std::to_string(options.num_stages),
+                "leave num_stages at 0 unless a measurement says otherwise");
+  }
   name_ = name;
   program_.name = std::move(name);
   program_.options = options;

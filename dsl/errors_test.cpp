@@ -169,6 +169,11 @@ TEST(Errors, ArgumentMisuse) {
   EXPECT_DSL_ERROR(Builder("w", {.num_warps = 3}), "num_warps 3 is not a positive power of two");
 }
 
+TEST(Errors, NumStagesOutOfRange) {
+  EXPECT_DSL_ERROR(Builder("s", {.num_stages = 1}), "num_stages 1 is out of range");
+  EXPECT_DSL_ERROR(Builder("s", {.num_stages = 9}), "num_stages 9 is out of range");
+}
+
 TEST(Errors, MultipleOfIsAPowerOfTwoOnIntegers) {
   Builder b("k");
   EXPECT_DSL_ERROR(b.arg("p", ptr(f32), {.multiple_of = 4}),

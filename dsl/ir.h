@@ -244,9 +244,20 @@ struct Param {
   int64_t multiple_of = 1;
 };
 
+// Which matrix instructions a pipelined dot uses where the target offers more than one (sm_90a):
+// the lowering's choice, mma.sync per warp, or wgmma per warpgroup of 4 warps (operands read from
+// shared memory by the unit itself; taken only where the dot fits it, else mma.sync). kWarpgroup
+// lets an iteration's MMAs run on into the next where it can (docs/lowering.md); kWarpgroupSerial
+// waits for them in their own iteration.
+enum class MmaKind : uint8_t { kAuto, kWarp, kWarpgroup, kWarpgroupSerial };
+
 // Launch-shape options chosen by the kernel's author (a C++ value, part of the program).
 struct KernelOptions {
   int num_warps = 4;  // warps of Target::warp_size threads per program instance
+  // Shared-memory stages of a pipelined loop (docs/lowering.md): 0 lets the lowering take the most
+  // that fit (up to 4); else this many (2 or more), fewer where they do not fit.
+  int num_stages = 0;
+  MmaKind mma = MmaKind::kAuto;
   friend bool operator==(const KernelOptions&, const KernelOptions&) = default;
 };
 

@@ -45,7 +45,13 @@ class Printer {
       : program_(program), with_locations_(with_locations) {}
 
   std::string print() {
-    out_ = "kernel " + program_.name + " num_warps=" + std::to_string(program_.options.num_warps) + " (";
+    out_ = "kernel " + program_.name + " num_warps=" + std::to_string(program_.options.num_warps);
+    // Options left at their defaults are not printed, so the text of older programs is unchanged.
+    if (program_.options.num_stages != 0) out_ += " num_stages=" + std::to_string(program_.options.num_stages);
+    if (program_.options.mma == MmaKind::kWarp) out_ += " mma=warp";
+    if (program_.options.mma == MmaKind::kWarpgroup) out_ += " mma=warpgroup";
+    if (program_.options.mma == MmaKind::kWarpgroupSerial) out_ += " mma=warpgroup_serial";
+    out_ += " (";
     for (size_t i = 0; i < program_.params.size(); ++i) {
       const Param& param = program_.params[i];
       if (i > 0) out_ += ", ";

@@ -193,5 +193,12 @@ TEST(Printer, RenumbersAfterPassesRemoveValues) {
   EXPECT_THAT(text, HasSubstr("  %1 = arange start=0 end=32 : i32[32]\n"));
 }
 
+TEST(Printer, OptionsAwayFromTheirDefaults) {
+  Builder b("staged", {.num_warps = 8, .num_stages = 3, .mma = MmaKind::kWarpgroup});
+  auto p = b.arg("p", ptr(i32));
+  store(p + arange(0, 16), 0);
+  EXPECT_THAT(to_text(b.finish()), HasSubstr("kernel staged num_warps=8 num_stages=3 mma=warpgroup ("));
+}
+
 }  // namespace
 }  // namespace monotile::dsl

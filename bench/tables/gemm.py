@@ -24,8 +24,15 @@ def run(ctx: Context) -> list[Row]:
     copies = copies_for(nbytes, ctx.l2_bytes())
     a = [torch.randn(m, k, device=ctx.device).to(torch.bfloat16) for _ in range(copies)]
     w = [(torch.randn(n, k, device=ctx.device) * k ** -0.5).to(torch.bfloat16) for _ in range(copies)]
-    op, status = ctx.ours(f"gemm_m{m}_n{n}_k{k}")
-    names = ([OURS] if op else []) + ["cublas", "triton"]
+    kernel = f"gemm_m{m}_n{n}_k{k}"
+    op, status = ctx.ours(kernel)
+    # Our other configurations (tilings, stage counts, C's cache policy, the matrix instruction),
+    # exported as <kernel>__<label> and timed on the same inputs beside ours.
+    ours = {OURS: op} if op else {}
+    variants = ctx.variants(kernel)
+    ours.update({name: v_op for name, (v_op, _) in variants.items() if v_op is not None})
+    absent = {name: v_status for name, (v_op, v_status) in variants.items() if v_op is None}
+    names = [*ours, "cublas", "triton"]
     c = {name: [torch.empty(m, n, dtype=torch.bfloat16, device=ctx.device) for _ in range(copies)] for name in names}
     try:
         config = tuned_matmul_config(a[0], w[0], c["triton"][0], quick=ctx.quick)
@@ -41,9 +48,11 @@ def run(ctx: Context) -> list[Row]:
         "cublas": lambda i: torch_peers.cublas_linear(a[i], w[i], c["cublas"][i]),
         "triton": triton_step,
     }
-    if op:
-        values = [{"a": a[i], "b": w[i], "c": c[OURS][i], "M": m, "N": n, "K": k} for i in range(copies)]
-        steps = {OURS: lambda i: op(values[i]), **steps}
+    ours_steps = {}
+    for name, kernel_op in ours.items():
+        values = [{"a": a[i], "b": w[i], "c": c[name][i], "M": m, "N": n, "K": k} for i in range(copies)]
+        ours_steps[name] = lambda i, kernel_op=kernel_op, values=values: kernel_op(values[i])
+    steps = {**ours_steps, **steps}
     expected = torch_peers.reference_linear(a[0], w[0])
 
     def check(name: str, after: bool) -> str:
@@ -53,7 +62,7 @@ def run(ctx: Context) -> list[Row]:
         return compare(c[name][0], expected, TOLERANCE)
 
     row = measure_row(ctx, "gemm", f"M={m} N={n} K={k}", nbytes, copies, steps, check, flops=2 * m * n * k,
-                      ours_status=None if op else status)
+                      ours_status=None if op else status, absent=absent)
     if ctx.device.startswith("cuda"):
         torch.cuda.empty_cache()
     return [row]

@@ -177,6 +177,21 @@ def test_our_variants_are_measured_and_checked_beside_ours():
     assert ctx.variants("rmsnorm_rows2_h64") == {}
 
 
+def test_gemm_variants_are_measured_and_checked_beside_ours():
+    class GemmVariants(FakeKernels):
+        def names(self):
+            return ["gemm_m32_n48_k64", "gemm_m32_n48_k64__stages3"]
+
+        def has(self, name):
+            return name in self.names()
+
+    ctx = _context(exported=())
+    ctx.kernels = GemmVariants(())
+    row = gemm.run(ctx)[0]
+    assert list(row.results)[:2] == [OURS, "ours:stages3"]
+    assert row.results["ours:stages3"].timing is not None and row.results["ours:stages3"].check.startswith("ok")
+
+
 def test_copy_beyond_the_chunk_size_also_times_the_one_node_memcpy(monkeypatch):
     from bench import timing
 

@@ -99,7 +99,7 @@ absl::Status OpLowering::control(const Op& op) {
     pop_scope();
     if (pipelined) pipeline_advance(*pipelined, pipeline);
     close();
-    if (pipelined) line("mt_cp_async_wait<0>();");
+    if (pipelined) pipeline_epilogue(op, *pipelined);
   } else {
     const Block& body = op.regions.at(1);
     open("for (;;)");

@@ -1,9 +1,14 @@
 // Pipelined dots (plan in pipeline.h): the staged loads of a `for` body are issued as asynchronous
-// 16-byte global -> shared copies `stages - 1` iterations ahead (a prologue fills the first stages),
-// and the dot reads its fragments from the stage with matrix loads. Invariant: at the top of
-// iteration t, after the wait and the barrier, stage t % stages holds iteration t's tiles and no
-// thread still reads stage (t - 1) % stages, which the copies for iteration t + stages - 1 refill.
+// 16-byte global -> shared copies `ahead` iterations ahead (a prologue fills the first stages), and
+// the dot reads its fragments from the stage with matrix loads. Invariant: at the top of iteration
+// t, after the wait and the barrier, stage t % stages holds iteration t's tiles and no thread or
+// MMA still reads stage (t + ahead) % stages, which the copies for iteration t + ahead refill
+// (ahead = stages - 1; stages - 2 when iteration t - 1's MMAs may still run).
 // Tiles are XOR-swizzled in 16-byte units so that the 8 rows a matrix load reads hit distinct banks.
+// A warpgroup dot (sm_90a wgmma) instead hands the stage to the unit through matrix descriptors: its
+// 128-byte rows are the unit's 128-byte swizzle when the stage is 1024-byte aligned, and A's rows
+// are stored in the order the instructions take them, so each warp's accumulator rows are the ones
+// its layout (all warps along M) says.
 #include "absl/strings/str_cat.h"
 #include "dsl/lower/op_lowering.h"
 #include "support/check.h"
@@ -25,6 +30,18 @@ std::string swizzled_unit(const std::string& r, const std::string& c, int64_t un
                         " + (", c, ")) ^ (((", r, ") / ", rows_per_line, ") & 7)))");
   }
   return absl::StrCat("((", r, ") * ", units, " + (", c, "))");
+}
+
+// The stored row of A's row `r` in a warpgroup dot. The accumulator layout gives warp v = 4 g + w
+// (warpgroup g of `groups`, w its warp) rows 8 v + j + 8 num_warps rep (j < 8); instruction t of
+// warpgroup g takes stored rows 64 (groups t + g) + 16 w + 8 h + j into its warp w's fragment rows
+// j and 8 + j. So row r = 64 groups t + 32 groups h + 32 g + 8 w + j is stored at
+// 64 groups t + 64 g + 16 w + 8 h + j (rep = 2 t + h): eight-row groups move whole, keeping the swizzle.
+std::string warpgroup_row(const std::string& r, int groups) {
+  const int group_rows = 32 * groups;
+  return absl::StrCat("(((", r, ") & 7) | (((", r, ") >> 3) & 3) << 4 | ((((", r, ") / 32) % ", groups,
+                      ") << 6) | ((((", r, ") / ", group_rows, ") & 1) << 3) | (((", r, ") / ", 2 * group_rows,
+                      ") * ", 2 * group_rows, "))");
 }
 
 std::string in_range(const std::string& index, const std::string& hi, const std::string& step) {
@@ -57,7 +74,9 @@ absl::Status OpLowering::stage_copies(const PipelinedLoop& loop, const std::stri
       std::string mask = operand->mask == kNoValue ? "" : get(operand->mask, layout);
       std::string guard = owner(layout);
       unrolled("g", layout.num_regs() / 8);
-      line(absl::StrCat("const int r = ", coord(layout, 0, "g * 8"), ";"));
+      std::string row = coord(layout, 0, "g * 8");
+      if (dot.warpgroup && operand == &dot.a) row = warpgroup_row(row, state_.program.options.num_warps / 4);
+      line(absl::StrCat("const int r = ", row, ";"));
       line(absl::StrCat("const int c = ", coord(layout, 1, "g * 8"), " / 8;"));
       std::string dst = absl::StrCat(stage, " + ", operand->offset, " + ", swizzled_unit("r", "c", operand->cols / 8),
                                      " * 16");
@@ -74,7 +93,8 @@ absl::Status OpLowering::stage_copies(const PipelinedLoop& loop, const std::stri
 }
 
 absl::Status OpLowering::pipeline_prologue(const Op& op, const PipelinedLoop& loop, LoopPipeline& state) {
-  pipe_bytes_ = std::max<int64_t>(pipe_bytes_, loop.stages * loop.stage_bytes);
+  const bool realign = loop.align > 128;  // the stages' base is rounded up within `align` extra bytes
+  pipe_bytes_ = std::max<int64_t>(pipe_bytes_, loop.stages * loop.stage_bytes + (realign ? loop.align : 0));
   std::string lo = name(op.operands[0]) + "[0]";
   std::string hi = name(op.operands[1]) + "[0]";
   std::string step = name(op.operands[2]) + "[0]";
@@ -83,9 +103,14 @@ absl::Status OpLowering::pipeline_prologue(const Op& op, const PipelinedLoop& lo
   state.write = fresh("stage_write");
   line(absl::StrCat("// ", loop.dots.size(), " dot(s) pipelined over ", loop.stages, " stages of ", loop.stage_bytes,
                     " bytes"));
-  line(absl::StrCat("const unsigned ", state.base, " = mt_shared_u32(mt_smem + mt_pipe_offset);"));
+  if (realign) {
+    line(absl::StrCat("const unsigned ", state.base, " = (mt_shared_u32(mt_smem + mt_pipe_offset) + ", loop.align - 1,
+                      "u) & ~", loop.align - 1, "u;"));
+  } else {
+    line(absl::StrCat("const unsigned ", state.base, " = mt_shared_u32(mt_smem + mt_pipe_offset);"));
+  }
   barrier();  // an earlier run of this loop may still read the stages
-  for (int s = 0; s + 1 < loop.stages; ++s) {
+  for (int s = 0; s < loop.ahead; ++s) {
     std::string index = absl::StrCat("(", lo, " + ", s, " * ", step, ")");
     open(absl::StrCat("if ", in_range(index, hi, step)));
     MT_RETURN_IF_ERROR(stage_copies(loop, index, absl::StrCat(state.base, " + ", s * loop.stage_bytes)));
@@ -93,7 +118,7 @@ absl::Status OpLowering::pipeline_prologue(const Op& op, const PipelinedLoop& lo
     line("mt_cp_async_commit();");
   }
   line(absl::StrCat("unsigned ", state.read, " = ", state.base, ";"));
-  line(absl::StrCat("unsigned ", state.write, " = ", state.base, " + ", (loop.stages - 1) * loop.stage_bytes, ";"));
+  line(absl::StrCat("unsigned ", state.write, " = ", state.base, " + ", loop.ahead * loop.stage_bytes, ";"));
   return absl::OkStatus();
 }
 
@@ -101,14 +126,34 @@ absl::Status OpLowering::pipeline_top(const Op& op, const PipelinedLoop& loop, c
                                       const std::string& index) {
   std::string hi = name(op.operands[1]) + "[0]";
   std::string step = name(op.operands[2]) + "[0]";
-  line(absl::StrCat("mt_cp_async_wait<", loop.stages - 2, ">();"));
+  line(absl::StrCat("mt_cp_async_wait<", loop.ahead - 1, ">();"));
+  // The warpgroup MMA reads shared memory through the async proxy: this thread's landed copies are
+  // ordered before those reads here, and the barrier orders every thread's.
+  bool warpgroup = false;
+  for (const StagedDot& dot : loop.dots) warpgroup = warpgroup || dot.warpgroup;
+  if (warpgroup) line("mt_fence_proxy_async();");
   barrier();
-  std::string ahead = absl::StrCat("(", index, " + ", loop.stages - 1, " * ", step, ")");
+  std::string ahead = absl::StrCat("(", index, " + ", loop.ahead, " * ", step, ")");
   open(absl::StrCat("if ", in_range(ahead, hi, step)));
   MT_RETURN_IF_ERROR(stage_copies(loop, ahead, state.write));
   close();
   line("mt_cp_async_commit();");
   return absl::OkStatus();
+}
+
+// After the loop: no copy is left in flight (their stages may be reused), nor any MMA, and the
+// accumulators are read only after that wait.
+void OpLowering::pipeline_epilogue(const Op& op, const PipelinedLoop& loop) {
+  line("mt_cp_async_wait<0>();");
+  if (!loop.mma_in_flight) return;
+  line("mt_wgmma_wait<0>();");
+  const Block& body = op.regions.at(0);
+  for (size_t i = 1; i < body.args.size(); ++i) {
+    if (is_scalar(body.args[i]) || type(body.args[i]).element.scalar != ScalarType::kF32) continue;
+    unrolled("i", layout_or_default(body.args[i]).num_regs());
+    line(absl::StrCat("mt_wgmma_hold(", name(body.args[i]), "[i]);"));
+    close();
+  }
 }
 
 void OpLowering::pipeline_advance(const PipelinedLoop& loop, const LoopPipeline& state) {
@@ -119,6 +164,7 @@ void OpLowering::pipeline_advance(const PipelinedLoop& loop, const LoopPipeline&
 }
 
 absl::Status OpLowering::dot_staged(const Op& op, const StagedDot& staged, const std::string& stage) {
+  if (staged.warpgroup) return dot_warpgroup(op, staged, stage);
   const Type& a_type = type(op.operands[0]);
   const Type& b_type = type(op.operands[1]);
   int64_t m = a_type.shape[0];
@@ -209,6 +255,73 @@ absl::Status OpLowering::dot_staged(const Op& op, const StagedDot& staged, const
   close();
   close();
   close();
+  close();
+  return absl::OkStatus();
+}
+
+// Per 16-wide K step, each warpgroup issues one m64 n k16 instruction per 64 of its rows, then waits
+// for all of them, or (mma_in_flight) for the previous iteration's.
+absl::Status OpLowering::dot_warpgroup(const Op& op, const StagedDot& staged, const std::string& stage) {
+  const Type& a_type = type(op.operands[0]);
+  const Type& b_type = type(op.operands[1]);
+  int64_t m = a_type.shape[0];
+  int64_t k = a_type.shape[1];
+  int64_t n = b_type.shape[1];
+  const int num_warps = state_.program.options.num_warps;
+  const int groups = num_warps / 4;
+  ValueId result = op.results[0];
+  Layout out_layout = layout_or_default(result);
+  MT_CHECK(spelling_.warpgroup_multiply != nullptr, "planned without a warpgroup MMA");
+  MT_CHECK(out_layout.dim(0).wpb == num_warps && out_layout.dim(1).wpb == 1 && out_layout.dim(0).spt == 1 &&
+               out_layout.dim(0).tpw == 8 && out_layout.dim(1).spt == 2 && out_layout.dim(1).tpw == 4,
+           "a warpgroup dot's accumulator has every warp along M in m16n8k16 fragment order");
+  const int64_t rounds = m / (64 * groups);  // instructions along M per warpgroup and K step
+  const int64_t row_stride = out_layout.reg_stride(0);
+  MatrixOperand operand = a_type.element.scalar == ScalarType::kBf16 ? MatrixOperand::kBf16 : MatrixOperand::kF16;
+  std::string acc = get(op.operands[2], out_layout);
+  std::string out = name(result);
+  declare(result, out_layout.num_regs());
+  copy_into(out, acc, out_layout.num_regs());
+  line(absl::StrCat("// dot [", m, ", ", k, "] x [", k, ", ", n, "] on wgmma.m64n", n, "k16 (", groups,
+                    " warpgroup(s), ", rounds, " instruction(s) each per K step), operands from the pipeline's stage"));
+  open("");
+  // Warpgroup g's instructions start at A's stored row 64 g (64 groups t further for the t-th).
+  line(absl::StrCat("const unsigned mt_wa = ", stage, " + ", staged.a.offset, " + (unsigned)(mt_warp >> 2) * ", 64 * 128,
+                    ";"));
+  line(absl::StrCat("const unsigned mt_wb = ", stage, " + ", staged.b.offset, ";"));
+  // The empty asm statements keep the compiler from moving accumulator accesses across the fence
+  // and the wait (they emit nothing).
+  auto hold = [&] {
+    unrolled("i", out_layout.num_regs());
+    line(absl::StrCat("mt_wgmma_hold(", out, "[i]);"));
+    close();
+  };
+  hold();
+  line("mt_wgmma_fence();");
+  for (int64_t kk = 0; kk < k / 16; ++kk) {
+    for (int64_t t = 0; t < rounds; ++t) {
+      // Register i of the instruction: row half (i >> 1) & 1, column 8 (i >> 2) + 2 (lane & 3) + (i & 1).
+      std::vector<std::string> c;
+      for (int64_t i = 0; i < n / 2; ++i) {
+        c.push_back(absl::StrCat(out, "[", (2 * t + ((i >> 1) & 1)) * row_stride + (i >> 2) * 2 + (i & 1), "]"));
+      }
+      std::string a_desc = absl::StrCat("mt_wgmma_desc(mt_wa + ", t * groups * 64 * 128 + kk * 32, ")");
+      std::string b_desc = absl::StrCat("mt_wgmma_desc(mt_wb + ", kk * 32, ")");
+      line(spelling_.warpgroup_multiply(operand, static_cast<int>(n), a_desc, b_desc, c));
+    }
+  }
+  line("mt_wgmma_commit();");
+  const PipelinedLoop* loop = nullptr;
+  for (const PipelinedLoop& candidate : pipelines_.loops) {
+    for (const StagedDot& dot : candidate.dots) {
+      if (dot.dot == &op) loop = &candidate;
+    }
+  }
+  MT_CHECK(loop != nullptr);
+  // In flight, this iteration's MMAs run on: the previous iteration's are done once every warp passes
+  // the next barrier, before the copies refill their stage, and the epilogue waits for the last.
+  line(loop->mma_in_flight ? "mt_wgmma_wait<1>();" : "mt_wgmma_wait<0>();");
+  hold();
   close();
   return absl::OkStatus();
 }

@@ -96,8 +96,10 @@ class Assignment {
         std::optional<MatrixUnit> unit = choose_matrix_unit(state_.target, a.element.scalar, b.element.scalar,
                                                             a.shape[0], b.shape[1], a.shape[1]);
         if (unit) {
+          bool warpgroup = warpgroup_mma_fits(state_.target, state_.program.options, a.element.scalar,
+                                              b.element.scalar, a.shape[0], b.shape[1], a.shape[1]);
           set(out, accumulator_layout(*unit, a.shape[0], b.shape[1], state_.target.warp_size(),
-                                      state_.program.options.num_warps), kStrong);
+                                      state_.program.options.num_warps, warpgroup), kStrong);
         } else {
           set(out, layout_or_default(op.operands[2]), kDerived);
         }

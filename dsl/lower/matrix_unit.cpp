@@ -1,5 +1,6 @@
 // Fragment maps of mma.sync m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16") and of CDNA2/3
-// MFMA 32x32x8 / 16x16x16 (AMD matrix instruction calculator), written as data.
+// MFMA 32x32x8 / 16x16x16 (AMD matrix instruction calculator), written as data; the warpgroup MMA's
+// accumulator is m16n8k16's per warp, so it takes the same unit with every warp along M.
 #include "dsl/lower/matrix_unit.h"
 
 #include <vector>
@@ -104,11 +105,24 @@ std::optional<MatrixUnit> choose_matrix_unit(const Target& target, ScalarType a,
   return std::nullopt;
 }
 
-Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps) {
+bool warpgroup_mma_fits(const Target& target, const KernelOptions& options, ScalarType a, ScalarType b, int64_t m,
+                        int64_t n, int64_t k) {
+  if (!target.has_wgmma()) return false;
+  if (options.mma != MmaKind::kWarpgroup && options.mma != MmaKind::kWarpgroupSerial) return false;
+  if (a != b || (a != ScalarType::kBf16 && a != ScalarType::kF16)) return false;
+  return options.num_warps % 4 == 0 && m % (16 * options.num_warps) == 0 && n % 8 == 0 && n <= 256 && k == 64;
+}
+
+Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps,
+                          bool warps_along_m) {
   int64_t m_tiles = m / unit.shape.m;
   int64_t n_tiles = n / unit.shape.n;
   int warps_m = 1;
   int warps_n = 1;
+  if (warps_along_m) {
+    MT_CHECK(m % (int64_t{unit.shape.m} * num_warps) == 0, "every warp needs its own rows");
+    warps_m = num_warps;
+  }
   while (warps_m * warps_n < num_warps) {
     int64_t left_m = m_tiles / warps_m;
     int64_t left_n = n_tiles / warps_n;

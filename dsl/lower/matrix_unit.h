@@ -36,7 +36,19 @@ struct MatrixUnit {
 std::optional<MatrixUnit> choose_matrix_unit(const Target& target, ScalarType a, ScalarType b,
                                              int64_t m, int64_t n, int64_t k);
 
-// The accumulator layout of `unit` for an [m, n] result spread over `num_warps` warps.
-Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps);
+// The accumulator layout of `unit` for an [m, n] result spread over `num_warps` warps; with
+// `warps_along_m` every warp takes its own rows (the warpgroup MMA's split: warp w of a warpgroup
+// holds rows 16 w .. 16 w + 15 of each 64-row instruction, in mma m16n8k16's fragment order).
+Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps,
+                          bool warps_along_m = false);
+
+// Whether a dot of a [M, K] x b [K, N] in a program with `options` runs on sm_90a's warpgroup MMA
+// (wgmma) when both operands are staged K-contiguous (pipeline.h): the target has it, the program
+// asks for it, num_warps is a multiple of 4, M a multiple of 16 num_warps (each warp owns 16 rows
+// of every 64-row instruction), N a multiple of 8 up to 256, K 64 (rows of 128 bytes, the unit's
+// 128-byte swizzle), bf16 or f16 operands.
+// Its accumulator then takes accumulator_layout(..., warps_along_m = true) whether staged or not.
+bool warpgroup_mma_fits(const Target& target, const KernelOptions& options, ScalarType a, ScalarType b, int64_t m,
+                        int64_t n, int64_t k);
 
 }  // namespace monotile::dsl::lower

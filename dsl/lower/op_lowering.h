@@ -109,8 +109,10 @@ class OpLowering {
   absl::Status pipeline_top(const Op& op, const PipelinedLoop& loop, const LoopPipeline& state,
                             const std::string& index);
   void pipeline_advance(const PipelinedLoop& loop, const LoopPipeline& state);
+  void pipeline_epilogue(const Op& op, const PipelinedLoop& loop);
   absl::Status stage_copies(const PipelinedLoop& loop, const std::string& index, const std::string& stage);
   absl::Status dot_staged(const Op& op, const StagedDot& staged, const std::string& stage);
+  absl::Status dot_warpgroup(const Op& op, const StagedDot& staged, const std::string& stage);
   absl::Status shape_op(const Op& op);  // emit_shape.cpp
   absl::Status control(const Op& op);   // emit_control.cpp
   absl::Status assert_op(const Op& op);

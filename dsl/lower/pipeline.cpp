@@ -1,6 +1,6 @@
 // Pipeline planning: finds, in each `for` body, the dots whose two operands come straight from loads
 // that can be staged (see pipeline.h), the pure ops their pointers are computed by, and the number
-// of stages that fits in shared memory (4, else 3, else 2).
+// of stages: the program's num_stages, else 4; fewer while they do not fit in shared memory.
 #include "dsl/lower/pipeline.h"
 
 #include <map>
@@ -14,6 +14,7 @@ namespace monotile::dsl::lower {
 namespace {
 
 constexpr int64_t kStageAlign = 128;  // the swizzle works on 128-byte lines
+constexpr int64_t kWarpgroupAlign = 1024;  // eight 128-byte rows: one swizzle atom of the warpgroup MMA
 
 void count_uses(const Block& block, std::map<ValueId, int>& uses, std::map<ValueId, const Op*>& producers) {
   for (const Op& op : block.ops) {
@@ -70,26 +71,57 @@ class Planner {
       std::set<const Op*> dot_slice = slice;
       if (!operand(op, 0, body, in_body, dot.a, dot_slice) || !operand(op, 1, body, in_body, dot.b, dot_slice)) continue;
       slice = std::move(dot_slice);
+      dot.warpgroup = warpgroup(dot);
+      if (dot.warpgroup) pipelined.align = kWarpgroupAlign;
       pipelined.dots.push_back(dot);
     }
     if (pipelined.dots.empty()) return;
+    const int64_t align = pipelined.align;
     int64_t bytes = 0;
     for (StagedDot& dot : pipelined.dots) {
       for (StagedOperand* staged : {&dot.a, &dot.b}) {
         staged->offset = bytes;
-        bytes += (staged->rows * staged->cols * 2 + kStageAlign - 1) / kStageAlign * kStageAlign;
+        bytes += (staged->rows * staged->cols * 2 + align - 1) / align * align;
       }
     }
-    int64_t budget = state_.target.shared_memory_per_block() - reserve_;
-    int stages = 4;
+    int64_t budget = state_.target.shared_memory_per_block() - reserve_ - (align > kStageAlign ? align : 0);
+    const int asked = state_.program.options.num_stages;
+    int stages = asked != 0 ? asked : 4;
     while (stages >= 2 && stages * bytes > budget) --stages;
     if (stages < 2) return;
     pipelined.stages = stages;
     pipelined.stage_bytes = bytes;
+    pipelined.mma_in_flight = stages >= 3 && state_.program.options.mma == MmaKind::kWarpgroup &&
+                              pipelined.dots.size() == 1 && pipelined.dots[0].warpgroup &&
+                              accumulates_across_iterations(*pipelined.dots[0].dot, body);
+    pipelined.ahead = stages - (pipelined.mma_in_flight ? 2 : 1);
     for (const Op& op : body.ops) {
       if (slice.contains(&op)) pipelined.slice.push_back(&op);
     }
     plan_.loops.push_back(std::move(pipelined));
+  }
+
+  // Whether a staged dot runs on the warpgroup MMA: it fits (matrix_unit.h) and both operands are
+  // K-contiguous rows of 128 bytes, the layout of the unit's 128-byte swizzle.
+  bool warpgroup(const StagedDot& dot) const {
+    const Type& a = type(dot.dot->operands[0]);
+    const Type& b = type(dot.dot->operands[1]);
+    if (!warpgroup_mma_fits(state_.target, state_.program.options, a.element.scalar, b.element.scalar, a.shape[0],
+                            b.shape[1], a.shape[1])) {
+      return false;
+    }
+    return !dot.a.k_rows && !dot.b.k_rows && dot.a.cols * 2 == 128 && dot.b.cols * 2 == 128;
+  }
+
+  // Whether the dot's accumulator is a carried value that only it reads and its result only goes
+  // back into that carried value: nothing in the body then touches the accumulator while its MMAs run.
+  bool accumulates_across_iterations(const Op& dot, const Block& body) {
+    const Op& yield = body.ops.back();
+    for (size_t i = 1; i < body.args.size(); ++i) {
+      if (body.args[i] != dot.operands[2]) continue;
+      return uses_[body.args[i]] == 1 && uses_[dot.results[0]] == 1 && yield.operands.at(i - 1) == dot.results[0];
+    }
+    return false;
   }
 
   // Whether dot operand `which` can be staged; fills `staged` and adds its pointer's body ops to `slice`.

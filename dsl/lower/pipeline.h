@@ -31,6 +31,10 @@ struct StagedDot {
   const Op* dot = nullptr;
   StagedOperand a;  // [M, K]
   StagedOperand b;  // [N, K]
+  // On the warpgroup MMA (matrix_unit.h warpgroup_mma_fits, both operands K-contiguous in 128-byte
+  // rows): the unit reads the stage itself through matrix descriptors, so A's rows are stored in
+  // the order its instructions take them (emit_dot_staged.cpp) and the stage is 1024-byte aligned.
+  bool warpgroup = false;
 };
 
 struct PipelinedLoop {
@@ -41,6 +45,17 @@ struct PipelinedLoop {
   std::vector<const Op*> slice;
   int stages = 0;
   int64_t stage_bytes = 0;
+  // The iterations whose copies are in flight at the top of an iteration: stages - 1, or stages - 2
+  // when the loop's warpgroup MMAs run on into the next iteration (`mma_in_flight`: one dot, on the
+  // warpgroup MMA, the program did not ask for kWarpgroupSerial, three stages or more, its
+  // accumulator carried from one iteration to the next and used by nothing else), whose copies then
+  // must not refill the stage those MMAs still read.
+  int ahead = 0;
+  bool mma_in_flight = false;
+  // Every stage and operand starts at a multiple of this; above 128 (a warpgroup dot's 128-byte
+  // swizzle atoms, which the hardware swizzles by absolute address) the stages' base is rounded up
+  // at run time inside `align` extra bytes.
+  int64_t align = 128;
 };
 
 struct PipelinePlan {

@@ -1,6 +1,7 @@
 // Pipeline planning and the staged dot's generated code: which K loops are pipelined (both operands
 // K-contiguous loads used only by the dot), how many stages fit, and that AMD keeps the register path.
 #include <string>
+#include <utility>
 
 #include "dsl/dsl.h"
 #include "dsl/lower/lower.h"
@@ -17,8 +18,9 @@ using ::testing::Not;
 enum class BLayout { kNK, kKN, kNKMasked, kNKMaskedAlongK, kNKFromCarried, kNKWithATransposed };
 
 // acc = sum over K steps of A[m, ks] B[n, ks]^T (or B given [K, N]), stored as f32.
-Program k_loop(int64_t m, int64_t n, int64_t k, int64_t block_k, BLayout b_layout = BLayout::kNK) {
-  Builder b("k_loop", {.num_warps = 4});
+Program k_loop(int64_t m, int64_t n, int64_t k, int64_t block_k, BLayout b_layout = BLayout::kNK,
+               KernelOptions options = {.num_warps = 4}) {
+  Builder b("k_loop", options);
   Value pa = b.arg("a", ptr(bf16)), pb = b.arg("b", ptr(bf16)), out = b.arg("out", ptr(f32));
   Value offset0 = zeros({}, i32);
   auto [acc, offset] = range(0, k, block_k, zeros({m, n}, f32), offset0, [&](Value k0, Value acc, Value offset) {
@@ -94,6 +96,62 @@ TEST(Pipeline, StagesShrinkToFitSharedMemory) {
   // pipeline; 128 x 128 x 128: 64 KiB per stage, three stages.
   EXPECT_THAT(lowered(k_loop(128, 128, 512, 128), "sm_90a").source, HasSubstr("over 3 stages of 65536 bytes"));
   EXPECT_THAT(lowered(k_loop(256, 256, 512, 128), "sm_90a").source, Not(HasSubstr("pipelined over")));
+}
+
+TEST(Pipeline, TheProgramsStageCountIsKeptWhereItFits) {
+  auto with_stages = [](int stages, int64_t block_k) {
+    return k_loop(64, 64, 512, block_k, BLayout::kNK, {.num_warps = 4, .num_stages = stages});
+  };
+  LoweredKernel two = lowered(with_stages(2, 32), "sm_90a");
+  EXPECT_THAT(two.source, HasSubstr("pipelined over 2 stages of 8192 bytes"));
+  EXPECT_THAT(two.source, HasSubstr("mt_cp_async_wait<0>();"));
+  EXPECT_THAT(lowered(with_stages(6, 32), "sm_90a").source, HasSubstr("pipelined over 6 stages of 8192 bytes"));
+  // 64 KiB per stage: eight asked, three fit.
+  EXPECT_THAT(lowered(k_loop(128, 128, 512, 128, BLayout::kNK, {.num_warps = 4, .num_stages = 8}), "sm_90a").source,
+              HasSubstr("over 3 stages of 65536 bytes"));
+}
+
+TEST(Pipeline, WarpgroupDotsReadTheStageThroughDescriptorsOnSm90a) {
+  KernelOptions options{.num_warps = 4, .mma = MmaKind::kWarpgroup};
+  LoweredKernel kernel = lowered(k_loop(128, 64, 512, 64, BLayout::kNK, options), "sm_90a");
+  EXPECT_THAT(kernel.source, HasSubstr("on wgmma.m64n64k16 (1 warpgroup(s), 2 instruction(s) each per K step)"));
+  EXPECT_THAT(kernel.source, HasSubstr("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_fence_proxy_async();"));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_wgmma_wait<0>();"));
+  EXPECT_THAT(kernel.source, HasSubstr("+ 1023u) & ~1023u;"));
+  EXPECT_THAT(kernel.source, Not(HasSubstr("mt_ldmatrix_x4((")));
+  EXPECT_THAT(kernel.source, Not(HasSubstr("mma.sync.aligned")));
+}
+
+TEST(Pipeline, WarpgroupMmasRunIntoTheNextIterationUnlessSerial) {
+  LoweredKernel in_flight =
+      lowered(k_loop(128, 64, 512, 64, BLayout::kNK, {.num_warps = 4, .mma = MmaKind::kWarpgroup}), "sm_90a");
+  // Four stages: copies two iterations ahead, the previous iteration's MMAs waited for in the loop.
+  EXPECT_THAT(in_flight.source, HasSubstr("mt_cp_async_wait<1>();"));
+  EXPECT_THAT(in_flight.source, HasSubstr("mt_wgmma_wait<1>();"));
+  EXPECT_THAT(in_flight.source, HasSubstr("mt_cp_async_wait<0>();\n  mt_wgmma_wait<0>();"));
+  LoweredKernel serial =
+      lowered(k_loop(128, 64, 512, 64, BLayout::kNK, {.num_warps = 4, .mma = MmaKind::kWarpgroupSerial}), "sm_90a");
+  EXPECT_THAT(serial.source, HasSubstr("wgmma.mma_async"));
+  EXPECT_THAT(serial.source, HasSubstr("mt_cp_async_wait<2>();"));
+  EXPECT_THAT(serial.source, Not(HasSubstr("mt_wgmma_wait<1>();")));
+  // A carried value besides the accumulator is fine; two stages leave no room to run on.
+  LoweredKernel two = lowered(
+      k_loop(128, 64, 512, 64, BLayout::kNK, {.num_warps = 4, .num_stages = 2, .mma = MmaKind::kWarpgroup}),
+      "sm_90a");
+  EXPECT_THAT(two.source, Not(HasSubstr("mt_wgmma_wait<1>();")));
+}
+
+TEST(Pipeline, WarpgroupDotsNeedTheTargetTheOptionAnd128ByteRows) {
+  KernelOptions warpgroup{.num_warps = 4, .mma = MmaKind::kWarpgroup};
+  // The default, another target, 64-byte rows (block_k 32): mma.sync.
+  for (const auto& [program, target] :
+       {std::pair{k_loop(128, 64, 512, 64), "sm_90a"}, std::pair{k_loop(128, 64, 512, 64, BLayout::kNK, warpgroup), "sm_80"},
+        std::pair{k_loop(128, 64, 512, 32, BLayout::kNK, warpgroup), "sm_90a"}}) {
+    LoweredKernel kernel = lowered(program, target);
+    EXPECT_THAT(kernel.source, HasSubstr("mma.sync.aligned")) << target;
+    EXPECT_THAT(kernel.source, Not(HasSubstr("wgmma.mma_async"))) << target;
+  }
 }
 
 }  // namespace

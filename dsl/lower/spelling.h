@@ -65,6 +65,15 @@ struct Spelling {
   // elements each (the instruction's register order), c the float accumulator lvalues.
   std::string (*matrix_multiply_words)(const MatrixUnit& unit, const std::vector<std::string>& a,
                                        const std::vector<std::string>& b, const std::vector<std::string>& c);
+  // One warpgroup MMA (m64 n `n` k16, c += a b), or null where the vendor has none: a and b are
+  // matrix descriptor expressions (unsigned long long) of K-major tiles in shared memory, c the
+  // n / 2 float accumulator lvalues in the instruction's register order. Where the target has it
+  // (Target::has_wgmma) the prelude defines mt_wgmma_desc(unsigned addr) (a 128-byte-swizzled tile
+  // of 128-byte rows at a shared address), mt_wgmma_fence(), mt_wgmma_commit(), mt_wgmma_wait<N>(),
+  // mt_wgmma_hold(float&) (keeps the compiler from touching an accumulator before the wait) and
+  // mt_fence_proxy_async() (orders this thread's shared-memory writes before the unit's reads).
+  std::string (*warpgroup_multiply)(MatrixOperand operand, int n, std::string_view a, std::string_view b,
+                                    const std::vector<std::string>& c);
 };
 
 // The table for `target`'s vendor (NVIDIA or AMD); MT_CHECKs that it is a GPU target.

@@ -80,6 +80,21 @@ __device__ __forceinline__ void mt_ldmatrix_x2_trans(unsigned addr, unsigned& r0
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
 )";
+    if (target.has_wgmma()) {
+      // Descriptor (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in bits 0-13, leading
+      // byte offset >> 4 in 16-29 (unused for swizzled K-major tiles), stride byte offset >> 4 in
+      // 32-45 (1024: from one 8-row group to the next), swizzle mode in 62-63 (1: 128-byte).
+      text += R"(__device__ __forceinline__ unsigned long long mt_wgmma_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void mt_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void mt_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void mt_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+__device__ __forceinline__ void mt_wgmma_hold(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
+__device__ __forceinline__ void mt_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+)";
+    }
   } else {
     text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
   unsigned u = __float_as_uint(f);
@@ -276,6 +291,22 @@ std::string matrix_multiply_words(const MatrixUnit& unit, const std::vector<std:
                       "), \"r\"(", a[2], "), \"r\"(", a[3], "), \"r\"(", b[0], "), \"r\"(", b[1], "));");
 }
 
+// scale-d is a predicate set true (accumulate); A and B unscaled and K-major (no transpose).
+std::string warpgroup_multiply(MatrixOperand operand, int n, std::string_view a, std::string_view b,
+                               const std::vector<std::string>& c) {
+  MT_CHECK(n % 8 == 0 && n >= 8 && n <= 256 && c.size() == static_cast<size_t>(n / 2));
+  std::string_view type = operand == MatrixOperand::kBf16 ? "bf16" : "f16";
+  const int regs = n / 2;
+  std::string list;
+  for (int i = 0; i < regs; ++i) absl::StrAppend(&list, i == 0 ? "" : ",", "%", i);
+  std::string text = absl::StrCat("asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n,
+                                  "k16.f32.", to_absl(type), ".", to_absl(type), " {", list, "}, %", regs, ", %",
+                                  regs + 1, ", p, 1, 1, 0, 0; }\" : ");
+  for (int i = 0; i < regs; ++i) absl::StrAppend(&text, i == 0 ? "" : ", ", "\"+f\"(", c[i], ")");
+  absl::StrAppend(&text, " : \"l\"(", to_absl(a), "), \"l\"(", to_absl(b), ") : \"memory\");");
+  return text;
+}
+
 }  // namespace
 
 const Spelling& cuda_spelling() {
@@ -299,6 +330,7 @@ const Spelling& cuda_spelling() {
       .matrix_multiply = matrix_multiply,
       .stages_matrix_operands = stages_matrix_operands,
       .matrix_multiply_words = matrix_multiply_words,
+      .warpgroup_multiply = warpgroup_multiply,
   };
   return spelling;
 }

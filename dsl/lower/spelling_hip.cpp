@@ -206,6 +206,7 @@ const Spelling& hip_spelling() {
       .matrix_multiply = matrix_multiply,
       .stages_matrix_operands = stages_matrix_operands,
       .matrix_multiply_words = nullptr,
+      .warpgroup_multiply = nullptr,
   };
   return spelling;
 }

@@ -70,6 +70,7 @@ std::vector<BenchKernel> bench_kernels() {
       }
     }
   }
+  for (const GemmConfig& config : gemm_variants()) kernels.push_back(gemm_kernel(4096, 4096, 4096, config));
   for (BenchKernel& kernel : gemv_variant_kernels()) kernels.push_back(std::move(kernel));
   return kernels;
 }

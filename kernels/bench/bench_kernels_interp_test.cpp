@@ -188,6 +188,7 @@ TEST(BenchKernelsInterp, ExportListMatchesTheHarnessNames) {
   EXPECT_GE(harness, 8u + 24u);  // at least the harness's copy, rows and gemv tables
   EXPECT_TRUE(seen.contains("copy_bytes1073741824__w4_b4096_cs"));
   EXPECT_TRUE(seen.contains("softmax_rows8192_cols4096__w8_exp"));
+  EXPECT_TRUE(seen.contains("gemm_m4096_n4096_k4096__stages3"));
   for (const char* name : {"gemv_m1_k7168_n6288", "gemv_m64_k2304_n12288"}) EXPECT_TRUE(seen.contains(name)) << name;
   names.resize(8);
   EXPECT_EQ(names, (std::vector<std::string>{"copy_bytes67108864", "copy_bytes1073741824", "rmsnorm_rows4_h7168",

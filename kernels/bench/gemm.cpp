@@ -1,6 +1,6 @@
 // The square GEMM in the DSL, as a Triton user writes it: tile-row groups for L2 reuse, a range
 // over K loading one A and one B tile per step into dot. Nothing here names a vendor or a stage
-// count: the lowering decides how the loads reach the matrix unit.
+// count: the lowering decides how the loads reach the matrix unit (a variant may ask for a count).
 #include "kernels/bench/gemm.h"
 
 #include <string>
@@ -12,45 +12,94 @@ namespace monotile::kernels::bench {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
 
-Program gemm_program(int m, int n, int k, const GemmTiles& tiles) {
-  MT_CHECK(m % tiles.block_m == 0 && n % tiles.block_n == 0 && k % tiles.block_k == 0,
+Program gemm_program(int m, int n, int k, const GemmConfig& config) {
+  MT_CHECK(m % config.block_m == 0 && n % config.block_n == 0 && k % config.block_k == 0,
            "gemm tiles must divide the shape");
-  Builder b("gemm_m" + std::to_string(m) + "_n" + std::to_string(n) + "_k" + std::to_string(k),
-            {.num_warps = tiles.num_warps});
+  std::string name = "gemm_m" + std::to_string(m) + "_n" + std::to_string(n) + "_k" + std::to_string(k);
+  if (!config.label.empty()) name += "__" + config.label;
+  Builder b(name, {.num_warps = config.num_warps, .num_stages = config.num_stages, .mma = config.mma});
   auto a = b.arg("a", ptr(bf16)), w = b.arg("b", ptr(bf16)), c = b.arg("c", ptr(bf16));
-  const int tiles_m = m / tiles.block_m, tiles_n = n / tiles.block_n;
-  const int in_group = tiles.group_m * tiles_n;
+  const int tiles_m = m / config.block_m, tiles_n = n / config.block_n;
+  const int in_group = config.group_m * tiles_n;
   auto pid = program_id(0);
-  auto first_m = (pid / in_group) * tiles.group_m;
-  auto group_size = minimum(tiles_m - first_m, tiles.group_m);
+  auto first_m = (pid / in_group) * config.group_m;
+  auto group_size = minimum(tiles_m - first_m, config.group_m);
   auto pid_m = first_m + pid % group_size;
   auto pid_n = (pid % in_group) / group_size;
-  auto rows = pid_m * tiles.block_m + arange(0, tiles.block_m);
-  auto cols = pid_n * tiles.block_n + arange(0, tiles.block_n);
+  auto rows = pid_m * config.block_m + arange(0, config.block_m);
+  auto cols = pid_n * config.block_n + arange(0, config.block_n);
   auto a_rows = a + col(rows).to(i64) * k;
   auto b_rows = w + col(cols).to(i64) * k;
-  auto acc = range(0, k, tiles.block_k, zeros({tiles.block_m, tiles.block_n}, f32), [&](Value k0, Value acc) {
-    auto ks = row(k0 + arange(0, tiles.block_k));
+  auto acc = range(0, k, config.block_k, zeros({config.block_m, config.block_n}, f32), [&](Value k0, Value acc) {
+    auto ks = row(k0 + arange(0, config.block_k));
     return dot(load(a_rows + ks), trans(load(b_rows + ks)), acc);
   });
-  // C is written once and never read here: streaming stores keep L2 for the A and B panels.
-  store(c + col(rows).to(i64) * n + row(cols), acc.to(bf16), {.cache = Cache::streaming});
+  store(c + col(rows).to(i64) * n + row(cols), acc.to(bf16), {.cache = config.c_cache});
   return b.finish();
 }
 
-BenchKernel gemm_kernel(int m, int n, int k, const GemmTiles& tiles) {
-  return {gemm_program(m, n, k, tiles), {(m / tiles.block_m) * (n / tiles.block_n), 1, 1}};
+BenchKernel gemm_kernel(int m, int n, int k, const GemmConfig& config) {
+  return {gemm_program(m, n, k, config), {(m / config.block_m) * (n / config.block_n), 1, 1}};
 }
 
-std::vector<GemmTiles> gemm_tile_candidates() {
-  return {
-      {},
-      {.block_m = 128, .block_n = 256, .block_k = 32, .group_m = 8, .num_warps = 8},
-      {.block_m = 256, .block_n = 128, .block_k = 32, .group_m = 8, .num_warps = 8},
-      {.block_m = 128, .block_n = 128, .block_k = 32, .group_m = 8, .num_warps = 4},
-      {.block_m = 128, .block_n = 128, .block_k = 64, .group_m = 8, .num_warps = 4},
-      {.block_m = 128, .block_n = 128, .block_k = 32, .group_m = 8, .num_warps = 8},
+std::vector<GemmConfig> gemm_variants() {
+  auto tiles = [](int block_m, int block_n, int block_k, int num_warps) {
+    GemmConfig config;
+    config.label = "t" + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k) +
+                   "_w" + std::to_string(num_warps);
+    config.block_m = block_m;
+    config.block_n = block_n;
+    config.block_k = block_k;
+    config.num_warps = num_warps;
+    return config;
   };
+  std::vector<GemmConfig> variants = {
+      tiles(128, 256, 32, 8), tiles(256, 128, 32, 8), tiles(128, 128, 32, 4),
+      tiles(128, 128, 64, 4), tiles(128, 128, 32, 8),
+  };
+  // The default tiling with fewer stages (three is what Triton's tuning picks at this shape) and
+  // with C through the normal cache policy.
+  for (int stages : {2, 3}) {
+    GemmConfig config;
+    config.label = "stages" + std::to_string(stages);
+    config.num_stages = stages;
+    variants.push_back(config);
+  }
+  GemmConfig cached;
+  cached.label = "c_normal";
+  cached.c_cache = CacheHint::kDefault;
+  variants.push_back(cached);
+  // The warpgroup MMA (sm_90a wgmma; elsewhere the same programs take mma.sync): the default tiling
+  // (two warpgroups of 64 x 256) with one iteration's MMAs left running into the next, with three
+  // stages, waiting for them in their own iteration, and with C through the normal cache policy;
+  // 256 x 128 (two instructions per warpgroup); 128 x 128 on one or two warpgroups with three
+  // stages (two programs fit on an SM).
+  GemmConfig warpgroup;
+  warpgroup.label = "wgmma";
+  warpgroup.mma = MmaKind::kWarpgroup;
+  variants.push_back(warpgroup);
+  GemmConfig three = warpgroup;
+  three.label = "wgmma_stages3";
+  three.num_stages = 3;
+  variants.push_back(three);
+  GemmConfig serial = warpgroup;
+  serial.label = "wgmma_serial";
+  serial.mma = MmaKind::kWarpgroupSerial;
+  variants.push_back(serial);
+  GemmConfig cached_c = warpgroup;
+  cached_c.label = "wgmma_c_normal";
+  cached_c.c_cache = CacheHint::kDefault;
+  variants.push_back(cached_c);
+  for (GemmConfig config : {tiles(256, 128, 64, 8), tiles(128, 128, 64, 4), tiles(128, 128, 64, 8)}) {
+    config.label = "wgmma_" + config.label;
+    config.mma = MmaKind::kWarpgroup;
+    if (config.block_n == 128 && config.block_m == 128) {
+      config.label += "_stages3";
+      config.num_stages = 3;
+    }
+    variants.push_back(config);
+  }
+  return variants;
 }
 
 }  // namespace monotile::kernels::bench

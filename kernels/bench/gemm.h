@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "dsl/ir.h"
@@ -15,21 +16,28 @@ namespace monotile::kernels::bench {
 // are ordered in groups of `group_m` tile rows so that neighbours share A and B tiles in L2. The
 // default: 8 warps of 64 x 64 accumulators, 48 KiB per pipeline stage (four stages), and L2 -> SM
 // traffic of (1/128 + 1/256) x 2 bytes per multiply-add, the least of the tilings that fit.
-struct GemmTiles {
+struct GemmConfig {
+  std::string label{};  // "" for the exported gemm_m{m}_n{n}_k{k}, else the variant's `__label`
   int block_m = 128;
   int block_n = 256;
   int block_k = 64;
   int group_m = 8;
   int num_warps = 8;
+  int num_stages = 0;                     // 0: the lowering's choice (dsl/ir.h KernelOptions)
+  dsl::MmaKind mma = dsl::MmaKind::kAuto;  // the matrix instruction where the target has a choice
+  // C is written once and never read here: streaming stores keep L2 for the A and B panels.
+  dsl::CacheHint c_cache = dsl::CacheHint::kStreaming;
 };
 
 // C = A B^T: a [m, k], b [n, k], c [m, n], bf16 row-major, f32 accumulation, one bf16 rounding.
-// Parameters: a, b, c (ptr<bf16>). m, n, k multiples of the tiles'. Name: gemm_m{m}_n{n}_k{k}.
-dsl::Program gemm_program(int m, int n, int k, const GemmTiles& tiles = {});
-BenchKernel gemm_kernel(int m, int n, int k, const GemmTiles& tiles = {});
+// Parameters: a, b, c (ptr<bf16>). m, n, k multiples of the tiles'. Name: gemm_m{m}_n{n}_k{k},
+// with `__{label}` appended for a labelled configuration.
+dsl::Program gemm_program(int m, int n, int k, const GemmConfig& config = {});
+BenchKernel gemm_kernel(int m, int n, int k, const GemmConfig& config = {});
 
-// Tile configurations worth timing at 4096^3 (the first is the default); each compiles for sm_90a
-// with no spills (gemm_compile_test) and is timed by gemm_gpu_test.
-std::vector<GemmTiles> gemm_tile_candidates();
+// The configurations exported beside the default at 4096^3 as gemm_m4096_n4096_k4096__{label}
+// (other tilings, stage counts, C's cache policy, the matrix instruction); each compiles for
+// sm_90a with no spills (gemm_compile_test) and is checked and timed by gemm_gpu_test.
+std::vector<GemmConfig> gemm_variants();
 
 }  // namespace monotile::kernels::bench

@@ -23,7 +23,12 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
-void check_compiles(const BenchKernel& kernel) {
+// The matrix path a configuration must take on sm_90a.
+bool takes_warpgroup_mma(const GemmConfig& config) {
+  return config.mma == dsl::MmaKind::kWarpgroup || config.mma == dsl::MmaKind::kWarpgroupSerial;
+}
+
+void check_compiles(const BenchKernel& kernel, bool warpgroup = false) {
   dsl::Target target = *dsl::Target::parse("sm_90a");
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
@@ -41,8 +46,17 @@ void check_compiles(const BenchKernel& kernel) {
   EXPECT_EQ(result->report.stack_frame, 0);
   const std::string& ptx = result->assembly;
   EXPECT_GT(count(ptx, "cp.async.cg.shared.global"), 0);
-  EXPECT_GT(count(ptx, "ldmatrix.sync.aligned.m8n8.x4"), 0);
-  EXPECT_GT(count(ptx, "mma.sync.aligned.m16n8k16"), 0);
+  if (warpgroup) {
+    EXPECT_GT(count(ptx, "wgmma.mma_async.sync.aligned.m64n"), 0);
+    EXPECT_GT(count(ptx, "fence.proxy.async.shared::cta"), 0);
+    EXPECT_EQ(count(ptx, "ldmatrix"), 0);
+    EXPECT_EQ(count(ptx, "mma.sync"), 0);
+    // ptxas says so when it has to wait for each wgmma before the next (accumulators touched between).
+    EXPECT_EQ(count(result->log, "serialized"), 0) << result->log;
+  } else {
+    EXPECT_GT(count(ptx, "ldmatrix.sync.aligned.m8n8.x4"), 0);
+    EXPECT_GT(count(ptx, "mma.sync.aligned.m16n8k16"), 0);
+  }
   EXPECT_EQ(count(ptx, "ld.global"), 0) << "operands must not pass through registers";
   if (std::getenv("MONOTILE_GEMM_PTX")) std::fprintf(stderr, "%s\n%s\n", result->log.c_str(), ptx.c_str());
   std::printf("%s: %d registers, %lld bytes of shared memory\n", kernel.program.name.c_str(), result->report.registers,
@@ -51,12 +65,19 @@ void check_compiles(const BenchKernel& kernel) {
 
 TEST(GemmCompile, Sm90aPipelinedNoSpills) { check_compiles(gemm_kernel(4096, 4096, 4096)); }
 
-TEST(GemmCompile, EveryCandidateTilingPipelinedNoSpills) {
-  for (const GemmTiles& tiles : gemm_tile_candidates()) {
-    SCOPED_TRACE(std::to_string(tiles.block_m) + "x" + std::to_string(tiles.block_n) + "x" +
-                 std::to_string(tiles.block_k) + " warps " + std::to_string(tiles.num_warps));
-    check_compiles(gemm_kernel(4096, 4096, 4096, tiles));
+TEST(GemmCompile, EveryVariantPipelinedNoSpills) {
+  for (const GemmConfig& config : gemm_variants()) {
+    SCOPED_TRACE(config.label);
+    check_compiles(gemm_kernel(4096, 4096, 4096, config), takes_warpgroup_mma(config));
   }
+}
+
+// Two warpgroups along M with one instruction each per K step, and one warpgroup with two.
+TEST(GemmCompile, WarpgroupMmaNoSpills) {
+  check_compiles(gemm_kernel(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarpgroup}), true);
+  check_compiles(gemm_kernel(256, 256, 256, {.block_m = 128, .block_n = 128, .block_k = 64, .group_m = 2,
+                                             .num_warps = 4, .mma = dsl::MmaKind::kWarpgroup}),
+                 true);
 }
 
 // A short K (three steps, a constant trip count) must not be unrolled into spills (it was: 255

@@ -79,8 +79,9 @@ class GemmOnGpu : public ::testing::Test {
 
   // Runs C = A B^T once on fresh inputs and checks `samples` outputs (every output when 0) and the
   // first and last tiles whole.
-  void check(int m, int n, int k, const GemmTiles& tiles, int samples) {
-    SCOPED_TRACE("gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " tiles " +
+  void check(int m, int n, int k, const GemmConfig& tiles, int samples) {
+    SCOPED_TRACE("gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " +
+                 (tiles.label.empty() ? "default" : tiles.label) + " tiles " +
                  std::to_string(tiles.block_m) + "x" + std::to_string(tiles.block_n) + "x" +
                  std::to_string(tiles.block_k) + " warps " + std::to_string(tiles.num_warps));
     BenchKernel kernel = gemm_kernel(m, n, k, tiles);
@@ -126,7 +127,7 @@ class GemmOnGpu : public ::testing::Test {
 
   // Median time per launch over a few timed batches (inputs fixed; they stay mostly in L2 only at
   // small shapes, which this is not used for).
-  double time_us(int m, int n, int k, const GemmTiles& tiles) {
+  double time_us(int m, int n, int k, const GemmConfig& tiles) {
     BenchKernel kernel = gemm_kernel(m, n, k, tiles);
     std::unique_ptr<runtime::Kernel> loaded = load(kernel);
     if (loaded == nullptr) return -1;
@@ -167,14 +168,30 @@ TEST_F(GemmOnGpu, SmallShapesMatchFloat64Everywhere) {
 
 TEST_F(GemmOnGpu, Gemm4096MatchesFloat64OnSamples) { check(4096, 4096, 4096, {}, 4096); }
 
-// Prints time and TFLOP/s per tile configuration at 4096^3 (the exported one is GemmTiles{}).
-TEST_F(GemmOnGpu, TileSweep4096) {
+// wgmma: two warpgroups of one instruction per K step, one warpgroup of two, each output checked;
+// then the exported-size variant on samples.
+TEST_F(GemmOnGpu, WarpgroupMmaMatchesFloat64) {
+  check(256, 512, 128, {.mma = dsl::MmaKind::kWarpgroup}, 0);
+  check(384, 256, 192, {.block_m = 128, .block_n = 128, .block_k = 64, .group_m = 2, .num_warps = 4,
+                        .mma = dsl::MmaKind::kWarpgroup}, 0);
+  check(512, 256, 128, {.block_m = 256, .block_n = 128, .block_k = 64, .group_m = 2, .num_warps = 8,
+                        .mma = dsl::MmaKind::kWarpgroup}, 0);
+  check(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarpgroup}, 4096);
+  check(256, 512, 128, {.mma = dsl::MmaKind::kWarpgroupSerial}, 0);
+  check(256, 512, 512, {.num_stages = 3, .mma = dsl::MmaKind::kWarpgroup}, 0);
+}
+
+// Prints time and TFLOP/s per configuration at 4096^3: the exported one, then each variant.
+TEST_F(GemmOnGpu, VariantSweep4096) {
   const int size = 4096;
-  for (const GemmTiles& tiles : gemm_tile_candidates()) {
-    check(size, size, size, tiles, 256);
-    double us = time_us(size, size, size, tiles);
-    std::printf("gemm 4096^3 tiles %dx%dx%d warps %d: %.1f us, %.1f TFLOP/s\n", tiles.block_m, tiles.block_n,
-                tiles.block_k, tiles.num_warps, us, 2.0 * size * size * size / (us * 1e-6) / 1e12);
+  std::vector<GemmConfig> configs = {GemmConfig{}};
+  for (const GemmConfig& config : gemm_variants()) configs.push_back(config);
+  for (const GemmConfig& config : configs) {
+    check(size, size, size, config, 256);
+    double us = time_us(size, size, size, config);
+    std::printf("gemm 4096^3 %s (tiles %dx%dx%d warps %d): %.1f us, %.1f TFLOP/s\n",
+                config.label.empty() ? "default" : config.label.c_str(), config.block_m, config.block_n,
+                config.block_k, config.num_warps, us, 2.0 * size * size * size / (us * 1e-6) / 1e12);
   }
 }
 

@@ -24,7 +24,7 @@ std::vector<uint16_t> random_bf16(size_t count, std::mt19937& rng) {
   return out;
 }
 
-void check_gemm(int m, int n, int k, const GemmTiles& tiles) {
+void check_gemm(int m, int n, int k, const GemmConfig& tiles) {
   std::mt19937 rng(std::random_device{}());
   std::vector<uint16_t> a = random_bf16(size_t(m) * k, rng), b = random_bf16(size_t(n) * k, rng);
   std::vector<uint16_t> c(size_t(m) * n, 0x7fc1);
