@@ -247,6 +247,9 @@ struct Param {
 // Launch-shape options chosen by the kernel's author (a C++ value, part of the program).
 struct KernelOptions {
   int num_warps = 4;  // warps of Target::warp_size threads per program instance
+  // Reductions whose lanes hold several result values exchange half of them per shuffle level
+  // (fewer shuffles, a longer dependent chain); false: every value runs its own butterfly.
+  bool multi_row_reductions = true;
   friend bool operator==(const KernelOptions&, const KernelOptions&) = default;
 };
 

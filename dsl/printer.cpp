@@ -45,7 +45,9 @@ class Printer {
       : program_(program), with_locations_(with_locations) {}
 
   std::string print() {
-    out_ = "kernel " + program_.name + " num_warps=" + std::to_string(program_.options.num_warps) + " (";
+    out_ = "kernel " + program_.name + " num_warps=" + std::to_string(program_.options.num_warps);
+    if (!program_.options.multi_row_reductions) out_ += " multi_row_reductions=false";
+    out_ += " (";
     for (size_t i = 0; i < program_.params.size(); ++i) {
       const Param& param = program_.params[i];
       if (i > 0) out_ += ", ";

@@ -7,6 +7,8 @@
 #include "kernels/kda/kda_verify.h"
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "dsl/dsl.h"
@@ -88,6 +90,24 @@ std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q)
   chunked.chunked = true;
   chunked.label = "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps) + "_chunk";
   variants.push_back(chunked);
+  KdaVerifyConfig butterfly = chosen;
+  butterfly.multi_row_reductions = false;
+  butterfly.label = "bv" + std::to_string(chosen.block_v) + "_w" +
+                    std::to_string(chosen.num_warps) + "_butterfly";
+  variants.push_back(butterfly);
+  // Few (request, head) pairs leave most of the 528 warp schedulers idle: other rows per warp trade
+  // the per-warp head work against the reductions' length.
+  if (int64_t{heads} * requests <= 192) {
+    for (auto [block_v, num_warps] : {std::pair{16, 4}, std::pair{64, 8}, std::pair{8, 4}}) {
+      variants.push_back(
+          {.heads = heads,
+           .requests = requests,
+           .q = q,
+           .block_v = block_v,
+           .num_warps = num_warps,
+           .label = "bv" + std::to_string(block_v) + "_w" + std::to_string(num_warps)});
+    }
+  }
   return variants;
 }
 
@@ -100,7 +120,8 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
   const KdaVerifyConfig c = resolve(config, loc);
   constexpr int D = kHeadDim;
   const int heads = c.heads, q = c.q;
-  Builder b(kda_verify_name(c), {.num_warps = c.num_warps}, loc);
+  Builder b(kda_verify_name(c),
+            {.num_warps = c.num_warps, .multi_row_reductions = c.multi_row_reductions}, loc);
   auto qp = b.arg("q", ptr(bf16)), kp = b.arg("k", ptr(bf16)), vp = b.arg("v", ptr(bf16));
   auto gp = b.arg("g", ptr(bf16)), bp = b.arg("beta", ptr(bf16));
   auto a_log = b.arg("a_log", ptr(f32)), dt_bias = b.arg("dt_bias", ptr(f32));
