@@ -95,6 +95,11 @@ std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q)
   butterfly.label = "bv" + std::to_string(chosen.block_v) + "_w" +
                     std::to_string(chosen.num_warps) + "_butterfly";
   variants.push_back(butterfly);
+  KdaVerifyConfig inputs_after = chosen;
+  inputs_after.inputs_before_state = false;
+  inputs_after.label = "bv" + std::to_string(chosen.block_v) + "_w" +
+                       std::to_string(chosen.num_warps) + "_late_inputs";
+  variants.push_back(inputs_after);
   // Few (request, head) pairs leave most of the 528 warp schedulers idle: other rows per warp trade
   // the per-warp head work against the reductions' length.
   if (int64_t{heads} * requests <= 192) {
@@ -134,28 +139,47 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
   auto kk = arange(0, D);
   auto vv = vb * c.block_v + arange(0, c.block_v);
 
-  // The request's slots and accepted count, all independent loads; the read slot is picked from them.
+  // Every load that does not need the state's slot comes first: the request's slots and accepted
+  // count, the gate parameters and the q tokens' q, k, v, g and beta. The state load waits for the
+  // slots, and a load with a cache hint is an ordered access in the generated code (an asm with a
+  // memory clobber on CUDA), so a load written after it would be issued only once the slots arrive.
   std::vector<Value> slot;
   for (int t = 0; t < q; ++t) slot.push_back(load(slots + n * q + t));
   auto n_accepted = load(accepted + n);
+  Value a_log_h, bias;
+  std::vector<Value> q_in, k_in, v_in, g_in, beta_in;
+  auto load_inputs = [&] {
+    a_log_h = load(a_log + h);
+    bias = load(dt_bias + h * D + kk);
+    for (int t = 0; t < q; ++t) {
+      auto tok = (n * q + t) * heads + h;
+      q_in.push_back(load(qp + tok * D + kk));
+      k_in.push_back(load(kp + tok * D + kk));
+      v_in.push_back(load(vp + tok * D + vv));
+      g_in.push_back(load(gp + tok * D + kk));
+      beta_in.push_back(load(bp + tok));
+    }
+  };
+  if (c.inputs_before_state) load_inputs();
+  // The read slot is picked from the already loaded column values.
   Value first = slot[0];
   for (int t = 1; t < q; ++t) first = where(n_accepted == t + 1, slot[t], first);
   auto has_state = first > 0;
   auto tile = col(h * D + vv) * D + row(kk);
   const AccessOptions state_access{.cache = c.stream_state ? Cache::streaming : Cache::normal};
   auto S = load(state + first.to(i64) * slot_stride + tile, has_state, 0.0f, state_access);
+  if (!c.inputs_before_state) load_inputs();
 
-  // Per token: l2-normalized q (scaled) and k, the decay exp(gate), beta, v's rows, and k . q.
-  auto decay_scale = exp(load(a_log + h));
-  auto bias = load(dt_bias + h * D + kk);
+  // Per token, while the state load is in flight: l2-normalized q (scaled) and k, the decay
+  // exp(gate), beta, v's rows, and k . q.
+  auto decay_scale = exp(a_log_h);
   std::vector<Value> qn, kn, decay, beta, vt, kq;
   for (int t = 0; t < q; ++t) {
-    auto tok = (n * q + t) * heads + h;
-    qn.push_back(l2_normalized(load(qp + tok * D + kk).to(f32)) * (1.0f / std::sqrt(float(D))));
-    kn.push_back(l2_normalized(load(kp + tok * D + kk).to(f32)));
-    decay.push_back(exp(kLowerBound * sigmoid(decay_scale * (load(gp + tok * D + kk).to(f32) + bias))));
-    beta.push_back(sigmoid(load(bp + tok).to(f32)));
-    vt.push_back(load(vp + tok * D + vv).to(f32));
+    qn.push_back(l2_normalized(q_in[t].to(f32)) * (1.0f / std::sqrt(float(D))));
+    kn.push_back(l2_normalized(k_in[t].to(f32)));
+    decay.push_back(exp(kLowerBound * sigmoid(decay_scale * (g_in[t].to(f32) + bias))));
+    beta.push_back(sigmoid(beta_in[t].to(f32)));
+    vt.push_back(v_in[t].to(f32));
     kq.push_back(sum(kn.back() * qn.back()));
   }
 

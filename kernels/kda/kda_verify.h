@@ -34,6 +34,9 @@ struct KdaVerifyConfig {
   // Reductions over K exchange half of a lane's rows per shuffle level (KernelOptions); false: a
   // butterfly per row.
   bool multi_row_reductions = true;
+  // q, k, v, g, beta and the gate parameters are loaded before the state (issued while the slots
+  // are in flight); false: after it, once the slots have arrived.
+  bool inputs_before_state = true;
   std::string label = {};  // non-empty: a variant, named kda_verify_h{H}_n{N}_q{q}__{label}
 };
 
@@ -63,8 +66,8 @@ std::string kda_verify_name(const KdaVerifyConfig& config);
 
 // Alternatives to the chosen config of one shape, labelled, measured beside it by the side-by-side
 // harness: the other measured split, the chunked form of the chosen split, the chosen split with a
-// butterfly per row, and at the latency-bound shapes (H N <= 192) other rows per warp: 16 rows on 4
-// warps, 64 on 8 and 8 on 4.
+// butterfly per row and with its inputs loaded after the state, and at the latency-bound shapes
+// (H N <= 192) other rows per warp: 16 rows on 4 warps, 64 on 8 and 8 on 4.
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q);
 
 }  // namespace monotile::kernels::kda
