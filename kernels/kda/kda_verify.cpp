@@ -81,28 +81,29 @@ std::string kda_verify_name(const KdaVerifyConfig& config) {
 
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q) {
   const KdaVerifyConfig chosen = resolve({.heads = heads, .requests = requests, .q = q});
+  const std::string split =
+      "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps);
   std::vector<KdaVerifyConfig> variants;
   const Split other = chosen.block_v == kWideSplit.block_v ? kNarrowSplit : kWideSplit;
-  variants.push_back({.heads = heads, .requests = requests, .q = q, .block_v = other.block_v,
-                      .num_warps = other.num_warps,
-                      .label = "bv" + std::to_string(other.block_v) + "_w" + std::to_string(other.num_warps)});
-  KdaVerifyConfig chunked = chosen;
-  chunked.chunked = true;
-  chunked.label = "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps) + "_chunk";
-  variants.push_back(chunked);
+  variants.push_back(
+      {.heads = heads,
+       .requests = requests,
+       .q = q,
+       .block_v = other.block_v,
+       .num_warps = other.num_warps,
+       .label = "bv" + std::to_string(other.block_v) + "_w" + std::to_string(other.num_warps)});
   KdaVerifyConfig butterfly = chosen;
   butterfly.multi_row_reductions = false;
-  butterfly.label = "bv" + std::to_string(chosen.block_v) + "_w" +
-                    std::to_string(chosen.num_warps) + "_butterfly";
+  butterfly.label = split + "_butterfly";
   variants.push_back(butterfly);
-  KdaVerifyConfig inputs_after = chosen;
-  inputs_after.inputs_before_state = false;
-  inputs_after.label = "bv" + std::to_string(chosen.block_v) + "_w" +
-                       std::to_string(chosen.num_warps) + "_late_inputs";
-  variants.push_back(inputs_after);
-  // Few (request, head) pairs leave most of the 528 warp schedulers idle: other rows per warp trade
-  // the per-warp head work against the reductions' length.
+  // Few (request, head) pairs leave most of the 528 warp schedulers idle and the time is latency:
+  // the old load order, and other rows per warp (the per-warp head work against the reductions'
+  // length). The chunked form lost to the token-by-token one at every shape at commit f3fe6b4.
   if (int64_t{heads} * requests <= 192) {
+    KdaVerifyConfig inputs_after = chosen;
+    inputs_after.inputs_before_state = false;
+    inputs_after.label = split + "_late_inputs";
+    variants.push_back(inputs_after);
     for (auto [block_v, num_warps] : {std::pair{16, 4}, std::pair{64, 8}, std::pair{8, 4}}) {
       variants.push_back(
           {.heads = heads,

@@ -65,9 +65,9 @@ std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config);
 std::string kda_verify_name(const KdaVerifyConfig& config);
 
 // Alternatives to the chosen config of one shape, labelled, measured beside it by the side-by-side
-// harness: the other measured split, the chunked form of the chosen split, the chosen split with a
-// butterfly per row and with its inputs loaded after the state, and at the latency-bound shapes
-// (H N <= 192) other rows per warp: 16 rows on 4 warps, 64 on 8 and 8 on 4.
+// harness: the other measured split and the chosen split with a butterfly per row; at the
+// latency-bound shapes (H N <= 192) also the chosen split with its inputs loaded after the state
+// and other rows per warp: 16 rows on 4 warps, 64 on 8 and 8 on 4.
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q);
 
 }  // namespace monotile::kernels::kda
