@@ -258,6 +258,9 @@ struct KernelOptions {
   // that fit (up to 4); else this many (2 or more), fewer where they do not fit.
   int num_stages = 0;
   MmaKind mma = MmaKind::kAuto;
+  // Reductions whose lanes hold several result values exchange half of them per shuffle level
+  // (fewer shuffles, a longer dependent chain); false: every value runs its own butterfly.
+  bool multi_row_reductions = true;
   friend bool operator==(const KernelOptions&, const KernelOptions&) = default;
 };
 

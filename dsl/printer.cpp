@@ -51,6 +51,7 @@ class Printer {
     if (program_.options.mma == MmaKind::kWarp) out_ += " mma=warp";
     if (program_.options.mma == MmaKind::kWarpgroup) out_ += " mma=warpgroup";
     if (program_.options.mma == MmaKind::kWarpgroupSerial) out_ += " mma=warpgroup_serial";
+    if (!program_.options.multi_row_reductions) out_ += " multi_row_reductions=false";
     out_ += " (";
     for (size_t i = 0; i < program_.params.size(); ++i) {
       const Param& param = program_.params[i];

@@ -182,6 +182,13 @@ TEST(Printer, LocationsOnlyWhenAsked) {
   EXPECT_THAT(located, HasSubstr("store mask %23, %21, %11 loc(printer_test.cpp:"));
 }
 
+TEST(Printer, KernelOptionsOffTheirDefaultArePrinted) {
+  Program program = axpy();
+  EXPECT_THAT(to_text(program), ::testing::Not(HasSubstr("multi_row_reductions")));
+  program.options.multi_row_reductions = false;
+  EXPECT_THAT(to_text(program), HasSubstr("kernel axpy num_warps=2 multi_row_reductions=false ("));
+}
+
 TEST(Printer, RenumbersAfterPassesRemoveValues) {
   Builder b("dead");
   auto p = b.arg("p", ptr(i32));

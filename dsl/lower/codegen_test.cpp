@@ -167,6 +167,43 @@ TEST(Codegen, ReducedRowsBroadcastBackWithoutSharedMemory) {
   }
 }
 
+Program row_sums(int rows, bool multi_row) {
+  Builder b("row_sums", {.num_warps = 4, .multi_row_reductions = multi_row});
+  auto x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+  auto r = arange(0, rows);
+  store(y + r, sum(load(x + col(r) * 128 + row(arange(0, 128))), 1));
+  return b.finish();
+}
+
+TEST(Codegen, LanesHoldingSeveralRowsSplitThemAtTheFirstLevels) {
+  // [32, 128] on 4 warps: 8 rows a thread on sm_90a, 3 halving levels (4 + 2 + 1 shuffles), the
+  // other 2 levels on one row, 7 shuffles to gather: 16 shuffles against 40.
+  LoweredKernel nvidia = lowered(row_sums(32, true), "sm_90a");
+  EXPECT_THAT(nvidia.source,
+              HasSubstr("reduce over 32 lanes, 8 results a lane: 3 levels each keep half"));
+  EXPECT_THAT(nvidia.source, HasSubstr("for (int m = 8; m < 32; m <<= 1)"));
+  EXPECT_EQ(count(nvidia.source, "__shfl_xor_sync"),
+            3 + 1 + 3);  // halving, plain, gather (loops unrolled later)
+  // 4 rows a thread on gfx90a's 64 lanes: 2 halving levels.
+  LoweredKernel amd = lowered(row_sums(32, true), "gfx90a");
+  EXPECT_THAT(amd.source,
+              HasSubstr("reduce over 32 lanes, 4 results a lane: 2 levels each keep half"));
+}
+
+TEST(Codegen, MultiRowReductionsOffKeepAButterflyPerRow) {
+  for (const char* target : kTargets) {
+    LoweredKernel kernel = lowered(row_sums(32, false), target);
+    EXPECT_THAT(kernel.source, Not(HasSubstr("keep half"))) << target;
+    EXPECT_THAT(kernel.source, HasSubstr("for (int m = 1; m < 32; m <<= 1)")) << target;
+  }
+}
+
+TEST(Codegen, OneRowALaneKeepsThePlainButterfly) {
+  LoweredKernel kernel = lowered(row_sums(4, true), "sm_90a");
+  EXPECT_THAT(kernel.source, Not(HasSubstr("keep half")));
+  EXPECT_THAT(kernel.source, HasSubstr("for (int m = 1; m < 32; m <<= 1)"));
+}
+
 TEST(Codegen, KdaRecurrenceNeedsNoLayoutConversion) {
   // k and q are loaded straight into the slice of the state's layout they are broadcast against.
   for (const char* target : kTargets) {

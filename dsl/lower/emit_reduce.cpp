@@ -1,8 +1,12 @@
-// Reductions and scans along an axis. A reduction combines a thread's registers along the axis, then
-// the lanes along it with xor shuffles, then the warps along it through shared memory; the result is
-// in the slice layout (replicated over the reduced lanes and warps), so broadcasting it back over the
-// parent tile costs nothing. f16/bf16 sums accumulate in f32 and round once. Scans run Hillis-Steele
-// steps through shared memory (log2(n) steps), keeping the combine's left-to-right order.
+// Reductions and scans along an axis. A reduction combines a thread's registers along the axis,
+// then the lanes along it with xor shuffles, then the warps along it through shared memory; the
+// result is in the slice layout (replicated over the reduced lanes and warps), so broadcasting it
+// back over the parent tile costs nothing. Every lane-level combine takes the lower lane's partial
+// first, so each result is the same bits in every lane and whether or not lanes share the work of
+// several results. f16/bf16 sums accumulate in f32 and round once. Scans run Hillis-Steele steps
+// through shared memory (log2(n) steps), keeping the combine's left-to-right order.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "dsl/lower/op_lowering.h"
 #include "support/check.h"
@@ -15,6 +19,36 @@ namespace {
 bool narrow(const std::string& type) {
   return type == "bool" || type == "signed char" || type == "unsigned char" || type == "short" ||
          type == "unsigned short";
+}
+
+int log2_of(int64_t power_of_two) {
+  int bits = 0;
+  while ((int64_t{1} << bits) < power_of_two) ++bits;
+  return bits;
+}
+
+// How many of the lane levels of a reduction with `regs` results a lane and `lanes` lanes along the
+// axis split the results between the two lanes of a pair (0: every result runs its own butterfly).
+// With h such levels, each lane sends half of what it holds at each of them and keeps the other
+// half, runs the remaining levels on regs / 2^h results, then gathers them back level by level. In
+// instructions (a shuffle and a combine per plain step; a shuffle, two selects and a combine per
+// halving step; a shuffle and two selects per gather step) that is 7 (R - R/2^h) + 2 (L - h) R/2^h
+// against 2 R L: the h with the fewest, when it is fewer than the plain butterfly's.
+int halving_levels(int64_t regs, int lanes) {
+  const int levels = log2_of(lanes);
+  const int most = std::min(log2_of(pow2_part(regs)), levels);
+  const int64_t plain = 2 * regs * levels;
+  int best = 0;
+  int64_t best_cost = plain;
+  for (int h = 1; h <= most; ++h) {
+    const int64_t kept = regs >> h;
+    const int64_t cost = 7 * (regs - kept) + 2 * (levels - h) * kept;
+    if (cost < best_cost) {
+      best = h;
+      best_cost = cost;
+    }
+  }
+  return best;
 }
 
 std::string round_result(ScalarType type, const std::string& value) {
@@ -110,11 +144,53 @@ absl::Status OpLowering::reduce(const Op& op) {
     if (narrow(type)) return absl::StrCat("(", type, ")", spelling_.shuffle_xor(absl::StrCat("(int)", value), mask));
     return spelling_.shuffle_xor(value, mask);
   };
-  if (along.tpw > 1) {
-    line(absl::StrCat("// reduce over ", along.tpw, " lanes"));
+  const int halvings = along.tpw > 1 && state_.program.options.multi_row_reductions
+                           ? halving_levels(regs, along.tpw)
+                           : 0;
+  // Registers [0, kept) hold the results this lane still reduces; after the halving levels,
+  // register p of a lane holds result p + (sum over level i of bit i of the lane's axis position) *
+  // regs / 2^(i+1).
+  const int64_t kept = regs >> halvings;
+  if (halvings > 0) {
+    line(absl::StrCat("// reduce over ", along.tpw, " lanes, ", regs, " results a lane: ", halvings,
+                      " levels each keep half of them and send the other half"));
+  }
+  for (int level = 0; level < halvings; ++level) {
+    const int64_t half = regs >> (level + 1);
+    const int mask = along.lane_stride << level;
+    open("");
+    line(absl::StrCat("const bool mt_hi = (mt_lane & ", mask, ") != 0;"));
+    unrolled("j", half);
+    // Both registers are read into values before the selects: a select between two array elements
+    // can become a load through a selected address, which puts the array in scratch (seen on
+    // gfx90a).
+    line(absl::StrCat(t, " mt_low = ", acc, "[j], mt_high = ", acc, "[j + ", half, "];"));
+    line(absl::StrCat(t,
+                      " mt_keep = mt_hi ? mt_high : mt_low, mt_send = mt_hi ? mt_low : mt_high;"));
+    line(absl::StrCat(t, " mt_v = ", shuffled("mt_send", t, std::to_string(mask)), ";"));
+    if (arg) {
+      line(absl::StrCat("int mt_low_i = ", idx, "[j], mt_high_i = ", idx, "[j + ", half, "];"));
+      line(
+          "int mt_keep_i = mt_hi ? mt_high_i : mt_low_i, mt_send_i = mt_hi ? mt_low_i : "
+          "mt_high_i;");
+      line(absl::StrCat("int mt_i = ", spelling_.shuffle_xor("mt_send_i", std::to_string(mask)),
+                        ";"));
+      line(absl::StrCat(acc, "[j] = mt_keep; ", idx, "[j] = mt_keep_i;"));
+      line(absl::StrCat("if (mt_arg_better(", is_max, ", mt_v, mt_i, ", acc, "[j], ", idx,
+                        "[j])) { ", acc, "[j] = mt_v; ", idx, "[j] = mt_i; }"));
+    } else {
+      line(absl::StrCat(acc, "[j] = mt_hi ? ", f, "(mt_v, mt_keep) : ", f, "(mt_keep, mt_v);"));
+    }
+    close();
+    close();
+  }
+  if (along.tpw >> halvings > 1) {
+    const int first = along.lane_stride << halvings;
+    line(absl::StrCat("// reduce over ", along.tpw >> halvings, " lanes"));
     line("#pragma unroll");
-    open(absl::StrCat("for (int m = ", along.lane_stride, "; m < ", along.lane_stride * along.tpw, "; m <<= 1)"));
-    unrolled("j", regs);
+    open(absl::StrCat("for (int m = ", first, "; m < ", along.lane_stride * along.tpw,
+                      "; m <<= 1)"));
+    unrolled("j", kept);
     if (arg) {
       line(absl::StrCat(t, " mt_v = ", shuffled(absl::StrCat(acc, "[j]"), t, "m"), ";"));
       line(absl::StrCat("int mt_i = ", spelling_.shuffle_xor(absl::StrCat(idx, "[j]"), "m"), ";"));
@@ -123,6 +199,27 @@ absl::Status OpLowering::reduce(const Op& op) {
     } else {
       line(absl::StrCat(t, " mt_v = ", shuffled(absl::StrCat(acc, "[j]"), t, "m"), ";"));
       line(absl::StrCat(acc, "[j] = (mt_lane & m) ? ", f, "(mt_v, ", acc, "[j]) : ", f, "(", acc, "[j], mt_v);"));
+    }
+    close();
+    close();
+  }
+  // Gather: undo the halving levels in reverse, so every lane holds every result again.
+  for (int level = halvings - 1; level >= 0; --level) {
+    const int64_t half = regs >> (level + 1);
+    const int mask = along.lane_stride << level;
+    open("");
+    line(absl::StrCat("const bool mt_hi = (mt_lane & ", mask, ") != 0;"));
+    unrolled("j", half);
+    line(absl::StrCat(t, " mt_mine = ", acc, "[j];"));
+    line(absl::StrCat(t, " mt_v = ", shuffled("mt_mine", t, std::to_string(mask)), ";"));
+    line(absl::StrCat(acc, "[j] = mt_hi ? mt_v : mt_mine;"));
+    line(absl::StrCat(acc, "[j + ", half, "] = mt_hi ? mt_mine : mt_v;"));
+    if (arg) {
+      line(absl::StrCat("int mt_mine_i = ", idx, "[j];"));
+      line(absl::StrCat("int mt_i = ", spelling_.shuffle_xor("mt_mine_i", std::to_string(mask)),
+                        ";"));
+      line(absl::StrCat(idx, "[j] = mt_hi ? mt_i : mt_mine_i;"));
+      line(absl::StrCat(idx, "[j + ", half, "] = mt_hi ? mt_mine_i : mt_i;"));
     }
     close();
     close();

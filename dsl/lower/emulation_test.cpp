@@ -35,6 +35,7 @@ struct Case {
   std::vector<Buffer> buffers;  // one per pointer parameter, in order
   std::vector<double> scalars;  // one per scalar parameter, in order
   int grid = 1;
+  std::string source_has = {};  // the generated source must contain this (the path under test)
 };
 
 double element(ScalarType type, const uint8_t* p) {
@@ -75,6 +76,9 @@ void run_case(const Case& test) {
   Program program = test.build();
   absl::StatusOr<LoweredKernel> kernel = lower(program, target);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
+  if (!test.source_has.empty()) {
+    ASSERT_NE(kernel->source.find(test.source_has), std::string::npos) << test.source_has;
+  }
 
   std::string source = "#include \"" MONOTILE_HOST_EMULATION "\"\n" + for_host(kernel->source);
   source += "extern \"C\" void emu_run_thread(void** a) { " + kernel->kernel_name + "(";
@@ -206,6 +210,34 @@ Program matmul(int m) {
   return b.finish();
 }
 
+// Every reduce kind over the 128 columns of a [64, 128] tile, several rows a lane (2 of u8 to 8 of
+// f32): lanes split the rows between them at the first shuffle levels and gather them back.
+Program reduce_rows(ScalarType dtype) {
+  constexpr int kRows = 64, kCols = 128;
+  Builder b(std::string("reduce_rows_") + std::string(scalar_type_name(dtype)), {.num_warps = 4});
+  const bool fp = is_float(dtype);
+  const ElementType element{dtype};
+  auto x = b.arg("x", ptr(element));
+  // Sums of integers narrower than 32 bits accumulate and return i32.
+  auto sums = b.arg(
+      "sums", ptr(fp || scalar_type_bytes(dtype) >= 4 ? element : ElementType{ScalarType::kI32}));
+  auto maxima = b.arg("maxima", ptr(element)), minima = b.arg("minima", ptr(element));
+  auto customs = b.arg("customs", ptr(element)), args = b.arg("args", ptr(i32));
+  auto rows = arange(0, kRows);
+  auto v = load(x + col(rows) * kCols + row(arange(0, kCols)));
+  store(sums + rows, sum(v, 1));
+  store(maxima + rows, max(v, 1));
+  store(minima + rows, min(v, 1));
+  if (fp) {
+    store(customs + rows, reduce(v, 1, [](Value p, Value q) { return maximum(abs(p), abs(q)); }));
+  } else {
+    store(customs + rows, xor_sum(v, 1));
+  }
+  store(args + rows, argmax(v, 1));
+  store(args + kRows + rows, argmin(v, 1));
+  return b.finish();
+}
+
 std::vector<Case> cases() {
   using enum ScalarType;
   return {
@@ -222,6 +254,15 @@ std::vector<Case> cases() {
        {{kBf16, 1024}, {kBf16, 1024}, {kBf16, 1024}, {kBf16, 1024}, {kBf16, 8}, {kF32, 2}, {kF32, 256},
         {kF32, 3 * 32768}, {kI32, 4, 0, 3}, {kI32, 1, 1, 5}, {kBf16, 1024}},
        {32768}, 8},
+      {"reduce_rows_f32", [] { return reduce_rows(kF32); },
+       {{kF32, 64 * 128}, {kF32, 64}, {kF32, 64}, {kF32, 64}, {kF32, 64}, {kI32, 128}}, {}, 1, "keep half"},
+      {"reduce_rows_bf16", [] { return reduce_rows(kBf16); },
+       {{kBf16, 64 * 128}, {kBf16, 64}, {kBf16, 64}, {kBf16, 64}, {kBf16, 64}, {kI32, 128}}, {}, 1, "keep half"},
+      {"reduce_rows_i32", [] { return reduce_rows(kI32); },
+       {{kI32, 64 * 128, -1000, 1000}, {kI32, 64}, {kI32, 64}, {kI32, 64}, {kI32, 64}, {kI32, 128}}, {}, 1,
+       "keep half"},
+      {"reduce_rows_u8", [] { return reduce_rows(kU8); },
+       {{kU8, 64 * 128}, {kI32, 64}, {kU8, 64}, {kU8, 64}, {kU8, 64}, {kI32, 128}}, {}, 1, "keep half"},
       {"persistent", [] { return sample("persistent"); },
        {{kI32, 1, 0, 1}, {kI32, 6, 0, 1}, {kF32, 6 * 64}, {kU32, 1, 0, 1}}, {1, 6}, 3},
   };

@@ -7,6 +7,8 @@
 #include "kernels/kda/kda_verify.h"
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "dsl/dsl.h"
@@ -79,15 +81,39 @@ std::string kda_verify_name(const KdaVerifyConfig& config) {
 
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q) {
   const KdaVerifyConfig chosen = resolve({.heads = heads, .requests = requests, .q = q});
+  const std::string split =
+      "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps);
   std::vector<KdaVerifyConfig> variants;
   const Split other = chosen.block_v == kWideSplit.block_v ? kNarrowSplit : kWideSplit;
-  variants.push_back({.heads = heads, .requests = requests, .q = q, .block_v = other.block_v,
-                      .num_warps = other.num_warps,
-                      .label = "bv" + std::to_string(other.block_v) + "_w" + std::to_string(other.num_warps)});
-  KdaVerifyConfig chunked = chosen;
-  chunked.chunked = true;
-  chunked.label = "bv" + std::to_string(chosen.block_v) + "_w" + std::to_string(chosen.num_warps) + "_chunk";
-  variants.push_back(chunked);
+  variants.push_back(
+      {.heads = heads,
+       .requests = requests,
+       .q = q,
+       .block_v = other.block_v,
+       .num_warps = other.num_warps,
+       .label = "bv" + std::to_string(other.block_v) + "_w" + std::to_string(other.num_warps)});
+  KdaVerifyConfig butterfly = chosen;
+  butterfly.multi_row_reductions = false;
+  butterfly.label = split + "_butterfly";
+  variants.push_back(butterfly);
+  // Few (request, head) pairs leave most of the 528 warp schedulers idle and the time is latency:
+  // the old load order, and other rows per warp (the per-warp head work against the reductions'
+  // length). The chunked form lost to the token-by-token one at every shape at commit f3fe6b4.
+  if (int64_t{heads} * requests <= 192) {
+    KdaVerifyConfig inputs_after = chosen;
+    inputs_after.inputs_before_state = false;
+    inputs_after.label = split + "_late_inputs";
+    variants.push_back(inputs_after);
+    for (auto [block_v, num_warps] : {std::pair{16, 4}, std::pair{64, 8}, std::pair{8, 4}}) {
+      variants.push_back(
+          {.heads = heads,
+           .requests = requests,
+           .q = q,
+           .block_v = block_v,
+           .num_warps = num_warps,
+           .label = "bv" + std::to_string(block_v) + "_w" + std::to_string(num_warps)});
+    }
+  }
   return variants;
 }
 
@@ -100,7 +126,8 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
   const KdaVerifyConfig c = resolve(config, loc);
   constexpr int D = kHeadDim;
   const int heads = c.heads, q = c.q;
-  Builder b(kda_verify_name(c), {.num_warps = c.num_warps}, loc);
+  Builder b(kda_verify_name(c),
+            {.num_warps = c.num_warps, .multi_row_reductions = c.multi_row_reductions}, loc);
   auto qp = b.arg("q", ptr(bf16)), kp = b.arg("k", ptr(bf16)), vp = b.arg("v", ptr(bf16));
   auto gp = b.arg("g", ptr(bf16)), bp = b.arg("beta", ptr(bf16));
   auto a_log = b.arg("a_log", ptr(f32)), dt_bias = b.arg("dt_bias", ptr(f32));
@@ -113,28 +140,47 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
   auto kk = arange(0, D);
   auto vv = vb * c.block_v + arange(0, c.block_v);
 
-  // The request's slots and accepted count, all independent loads; the read slot is picked from them.
+  // Every load that does not need the state's slot comes first: the request's slots and accepted
+  // count, the gate parameters and the q tokens' q, k, v, g and beta. The state load waits for the
+  // slots, and a load with a cache hint is an ordered access in the generated code (an asm with a
+  // memory clobber on CUDA), so a load written after it would be issued only once the slots arrive.
   std::vector<Value> slot;
   for (int t = 0; t < q; ++t) slot.push_back(load(slots + n * q + t));
   auto n_accepted = load(accepted + n);
+  Value a_log_h, bias;
+  std::vector<Value> q_in, k_in, v_in, g_in, beta_in;
+  auto load_inputs = [&] {
+    a_log_h = load(a_log + h);
+    bias = load(dt_bias + h * D + kk);
+    for (int t = 0; t < q; ++t) {
+      auto tok = (n * q + t) * heads + h;
+      q_in.push_back(load(qp + tok * D + kk));
+      k_in.push_back(load(kp + tok * D + kk));
+      v_in.push_back(load(vp + tok * D + vv));
+      g_in.push_back(load(gp + tok * D + kk));
+      beta_in.push_back(load(bp + tok));
+    }
+  };
+  if (c.inputs_before_state) load_inputs();
+  // The read slot is picked from the already loaded column values.
   Value first = slot[0];
   for (int t = 1; t < q; ++t) first = where(n_accepted == t + 1, slot[t], first);
   auto has_state = first > 0;
   auto tile = col(h * D + vv) * D + row(kk);
   const AccessOptions state_access{.cache = c.stream_state ? Cache::streaming : Cache::normal};
   auto S = load(state + first.to(i64) * slot_stride + tile, has_state, 0.0f, state_access);
+  if (!c.inputs_before_state) load_inputs();
 
-  // Per token: l2-normalized q (scaled) and k, the decay exp(gate), beta, v's rows, and k . q.
-  auto decay_scale = exp(load(a_log + h));
-  auto bias = load(dt_bias + h * D + kk);
+  // Per token, while the state load is in flight: l2-normalized q (scaled) and k, the decay
+  // exp(gate), beta, v's rows, and k . q.
+  auto decay_scale = exp(a_log_h);
   std::vector<Value> qn, kn, decay, beta, vt, kq;
   for (int t = 0; t < q; ++t) {
-    auto tok = (n * q + t) * heads + h;
-    qn.push_back(l2_normalized(load(qp + tok * D + kk).to(f32)) * (1.0f / std::sqrt(float(D))));
-    kn.push_back(l2_normalized(load(kp + tok * D + kk).to(f32)));
-    decay.push_back(exp(kLowerBound * sigmoid(decay_scale * (load(gp + tok * D + kk).to(f32) + bias))));
-    beta.push_back(sigmoid(load(bp + tok).to(f32)));
-    vt.push_back(load(vp + tok * D + vv).to(f32));
+    qn.push_back(l2_normalized(q_in[t].to(f32)) * (1.0f / std::sqrt(float(D))));
+    kn.push_back(l2_normalized(k_in[t].to(f32)));
+    decay.push_back(exp(kLowerBound * sigmoid(decay_scale * (g_in[t].to(f32) + bias))));
+    beta.push_back(sigmoid(beta_in[t].to(f32)));
+    vt.push_back(v_in[t].to(f32));
     kq.push_back(sum(kn.back() * qn.back()));
   }
 

@@ -31,6 +31,12 @@ struct KdaVerifyConfig {
   // Every reduction over K reads the initial state (the chunked form: shorter dependent chains,
   // more per-head dot products); false: token by token.
   bool chunked = false;
+  // Reductions over K exchange half of a lane's rows per shuffle level (KernelOptions); false: a
+  // butterfly per row.
+  bool multi_row_reductions = true;
+  // q, k, v, g, beta and the gate parameters are loaded before the state (issued while the slots
+  // are in flight); false: after it, once the slots have arrived.
+  bool inputs_before_state = true;
   std::string label = {};  // non-empty: a variant, named kda_verify_h{H}_n{N}_q{q}__{label}
 };
 
@@ -59,7 +65,9 @@ std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config);
 std::string kda_verify_name(const KdaVerifyConfig& config);
 
 // Alternatives to the chosen config of one shape, labelled, measured beside it by the side-by-side
-// harness: the other measured split, and the chunked form of the chosen split.
+// harness: the other measured split and the chosen split with a butterfly per row; at the
+// latency-bound shapes (H N <= 192) also the chosen split with its inputs loaded after the state
+// and other rows per warp: 16 rows on 4 warps, 64 on 8 and 8 on 4.
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q);
 
 }  // namespace monotile::kernels::kda

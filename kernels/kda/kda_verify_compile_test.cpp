@@ -3,6 +3,7 @@
 // accesses (PTX v4 f32 loads and streaming stores). Skips cleanly without a compiler.
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dsl/target.h"
@@ -65,9 +66,13 @@ TEST(KdaVerifyCompile, VariantsOnSm90a) {
   dsl::Target target = *dsl::Target::parse("sm_90a");
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
-  for (const KdaVerifyConfig& config : kda_verify_variants(96, 16, 4)) {
+  std::vector<KdaVerifyConfig> variants = kda_verify_variants(96, 16, 4);
+  for (const KdaVerifyConfig& config : kda_verify_variants(12, 1, 4)) variants.push_back(config);
+  for (const KdaVerifyConfig& config : variants) {
     SCOPED_TRACE(kda_verify_name(config));
-    EXPECT_TRUE(kda_verify_name(config).starts_with("kda_verify_h96_n16_q4__"));
+    EXPECT_TRUE(kda_verify_name(config).starts_with("kda_verify_h" + std::to_string(config.heads) +
+                                                    "_n" + std::to_string(config.requests) +
+                                                    "_q4__"));
     std::vector<std::string> names;
     absl::StatusOr<jit::CompileResult> result = compile(config, target, **compiler, &names);
     ASSERT_TRUE(result.ok()) << result.status();
@@ -76,6 +81,29 @@ TEST(KdaVerifyCompile, VariantsOnSm90a) {
     EXPECT_EQ(result->report.spill_loads, 0);
     EXPECT_EQ(result->report.stack_frame, 0);
     EXPECT_GT(count(result->assembly, ".v4.f32") + count(result->assembly, ".v4.u32"), 0);
+  }
+}
+
+TEST(KdaVerifyCompile, MultiRowReductionsTakeFewerShufflesOnSm90a) {
+  // Per token two reductions over K of the state slice: R rows a lane over 32 lanes take 9 shuffles
+  // (R = 4: 2 + 1 halving, 3 plain, 1 + 2 gather) or 16 (R = 8) instead of 5 R; the 1-row
+  // reductions (norms, k . q) are the same in both.
+  dsl::Target target = *dsl::Target::parse("sm_90a");
+  absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
+  if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
+  for (auto [block_v, num_warps, saved] :
+       {std::tuple{8, 2, 4 * 2 * (20 - 9)}, std::tuple{32, 4, 4 * 2 * (40 - 16)}}) {
+    KdaVerifyConfig config{
+        .heads = 12, .requests = 1, .q = 4, .block_v = block_v, .num_warps = num_warps};
+    SCOPED_TRACE(block_v);
+    std::vector<std::string> names;
+    absl::StatusOr<jit::CompileResult> multi = compile(config, target, **compiler, &names);
+    config.multi_row_reductions = false;
+    absl::StatusOr<jit::CompileResult> butterfly = compile(config, target, **compiler, &names);
+    ASSERT_TRUE(multi.ok() && butterfly.ok());
+    EXPECT_EQ(
+        count(butterfly->assembly, "shfl.sync.bfly") - count(multi->assembly, "shfl.sync.bfly"),
+        saved);
   }
 }
 

@@ -1,7 +1,8 @@
 // The KDA verify kernel on the first GPU found (through make_build, the JIT and runtime::Kernel)
 // against the float64 reference: H = 12, N = 4 and H = 96, N = 16 with the split each shape is
-// exported with, padded requests and skipped stores included, and both measured splits with and
-// without the chunked form; o and written slots poisoned first.
+// exported with, padded requests and skipped stores included, both measured splits with and
+// without the chunked form, and every variant the harness times at H = 12, N = 1; o and written
+// slots poisoned first.
 // Without a GPU every test skips with discovery's reason.
 #include <memory>
 #include <random>
@@ -78,6 +79,16 @@ TEST_F(KdaVerifyGpu, BothSplitsAndTheChunkedFormAtTwoRequests) {
       c.seed = std::random_device{}();
       expect_matches_reference(c);
     }
+  }
+}
+
+TEST_F(KdaVerifyGpu, EveryVariantOfOneRequest) {
+  for (const KdaVerifyConfig& config : kda_verify_variants(12, 1, 4)) {
+    SCOPED_TRACE(config.label);
+    KdaCase c;
+    c.config = config;
+    c.seed = std::random_device{}();
+    expect_matches_reference(c);
   }
 }
 

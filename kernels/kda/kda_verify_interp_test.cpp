@@ -52,6 +52,15 @@ TEST(KdaVerifyInterp, PaddedRequestsAndSkippedStores) {
   expect_matches_reference(c);
 }
 
+TEST(KdaVerifyInterp, InputsLoadedAfterTheStateAndAButterflyPerRow) {
+  KdaCase c;
+  c.config = {.heads = 2, .requests = 3, .q = 4, .block_v = 32, .multi_row_reductions = false,
+              .inputs_before_state = false};
+  c.accepted = {4, 1, 3};
+  c.seed = fresh_seed();
+  expect_matches_reference(c);
+}
+
 TEST(KdaVerifyInterp, SmallBlocksAndThreeHeads) {
   KdaCase c;
   c.config = {.heads = 3, .requests = 2, .q = 4, .block_v = 16, .num_warps = 2};

@@ -140,6 +140,40 @@ void add_reductions(std::vector<Case>& cases) {
           })));
     }
   }
+  // Rows of 128: every thread holds several rows (8 of f32 on 64-lane warps, 16 of i64), so the
+  // lanes split the rows between them at the first shuffle levels and gather them back. Their own
+  // op names ("sum_rows", ...) so that runs taking one case per op and dtype take them too.
+  constexpr int64_t kManyRows = 64, kLongRow = 128;
+  for (ScalarType dtype : {kF32, kBf16, kF16}) {
+    cases.push_back(reduction_case(
+        "sum_rows", dtype, dtype, kManyRows, kLongRow, 1, [](Value x, int a) { return sum(x, a); },
+        uniform(-1, 1), float_fold([](double a, double b) { return a + b; }),
+        sum_tolerance(dtype, kLongRow)));
+    cases.push_back(reduction_case(
+        "max_rows", dtype, dtype, kManyRows, kLongRow, 1, [](Value x, int a) { return max(x, a); },
+        with_specials(uniform(-100, 100), 0.002), float_fold(nan_max), Tolerance::exact()));
+    cases.push_back(reduction_case(
+        "argmin_rows", dtype, kI32, kManyRows, kLongRow, 1,
+        [](Value x, int a) { return argmin(x, a); }, with_specials(integers(-4, 4), 0.01),
+        arg_fold(false)));
+  }
+  for (ScalarType dtype : {kI32, kI64}) {
+    cases.push_back(reduction_case(
+        "xor_sum_rows", dtype, dtype, kManyRows, kLongRow, 1,
+        [](Value x, int a) { return xor_sum(x, a); }, integers(0, 1 << 30),
+        int_fold([](int64_t a, int64_t b) { return a ^ b; })));
+    cases.push_back(reduction_case(
+        "argmax_rows", dtype, kI32, kManyRows, kLongRow, 1,
+        [](Value x, int a) { return argmax(x, a); }, integers(-5, 5), arg_fold(true)));
+  }
+  cases.push_back(reduction_case(
+      "reduce_max_abs_rows", kF32, kF32, kManyRows, kLongRow, 1,
+      [](Value x, int a) {
+        return reduce(x, a, [](Value p, Value q) { return maximum(abs(p), abs(q)); });
+      },
+      uniform(-100, 100),
+      float_fold([](double a, double b) { return std::max(std::fabs(a), std::fabs(b)); }),
+      Tolerance::exact()));
   // Whole-tile reductions to a scalar.
   Case whole;
   whole.name = "sum_all_max_all/f32/[32, 64]";
