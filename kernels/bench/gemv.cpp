@@ -230,15 +230,17 @@ std::string gemv_label(const GemvConfig& config) {
 }
 
 GemvConfig gemv_config(int m, int n, int k) {
-  // Chosen by the side-by-side measurements on the H200 (docs/perf.md, commit f3fe6b4): FMA rows
-  // up to m = 4, W as the matrix unit's A operand (a warp per 16 rows) for m = 8 and 16 except on
-  // narrow W (n <= 1024: there x as the A operand, padded to 16 rows, measured 6.4 us against 8.5
-  // at m = 16), and x as the A operand above.
+  // Rules from the H200 runs (docs/perf.md; run A at 901d6b3, the labelled variants beside each
+  // row). What decides: W's bytes per row per step (long contiguous runs stream best: at m = 8,
+  // K = 7168 a 256-wide step 23.60 us, 128 24.41, 64 25.88 with 4 splits), every program
+  // resident at once (a second wave costs 15-40%), and x's L2 -> SM traffic, m / block_n of W's.
   GemvConfig config;
-  config.block_n = 16;
   if (m <= kGemvFmaMaxRows) {
-    // A 512-wide step (16 KB of W per program in flight) with the next one prefetched, where
-    // each program then still makes a few steps; else 256 without prefetch.
+    // FMA rows (m = 1: 93% of the floor at K = 7168 in f3fe6b4's run; m = 2 unmeasured, half
+    // of m = 4's FMA work per byte of W). m = 4 left them: W as the matrix unit's A operand
+    // measured faster on every shape (23.22 / 7.69 / 5.49 / 15.77 us against 24.32 / 8.73 /
+    // 6.92 / 17.38). A 512-wide step (16 KB of W per program in flight) with the next one
+    // prefetched, where each program then still makes a few steps; else 256 without prefetch.
     const bool wide = k % 512 == 0 && (m == 1 || k >= 3584);
     config.block_k = wide ? 512 : 256;
     config.prefetch = wide;
@@ -247,35 +249,67 @@ GemvConfig gemv_config(int m, int n, int k) {
   }
   config.matrix_unit = true;
   config.prefetch = false;
-  if (m <= 16 && n > 1024) {
-    // One warp per 16 rows of W, unsplit: every program resident at once measured fastest. The
-    // widest step that still lets the GPU hold all of them (the pipeline's 4 stages of W and x
-    // set how many fit on an SM): unsplit 256-wide steps against 2 splits, all resident against
-    // 1.5-2 waves, 23.46 / 24.16 us against 27.08 / 29.10 (K = 7168, m = 8 / 16) and 8.01
-    // against 11.30 (K = 1536, m = 8); at K = 2304 (768 programs) 128-wide steps, resident
-    // where 256 are not, 15.72 / 16.40 against 16.46 / 16.87 us (m = 8 / 16).
+  const bool long_rows = k >= 4096;
+  if (n <= 1024) {
+    // Narrow W (48 row blocks of 16) is latency-bound: W as A, a warp per 16 rows, 128-wide
+    // steps split so that each program makes 4 (336 programs): 5.49 / 5.49 / 5.88 us at m = 4 /
+    // 8 / 16 against 6.92 (FMA) / 6.63 / 6.40 (x as A). Above m = 16 x as A, padded to the
+    // unit's 16 rows, stays: m = 32 with 256-wide steps 7.37 us, m = 64 with 4 splits 7.90 (the
+    // W-as-A versions 7.98 and 12.74).
+    if (m <= 16) {
+      config.swap_operands = true;
+      config.num_warps = 1;
+      config.block_k = 128;
+      config.splits = std::max(1, k / config.block_k / 4);
+      while (k % (config.block_k * config.splits) != 0) --config.splits;
+      return config;
+    }
+    config.block_k = m <= 32 ? 256 : 128;
+    config.splits = m <= 32 ? choose_splits(m, n, k, config.block_n, config.block_k, kGemvTargetPrograms) : 4;
+    return config;
+  }
+  if (m <= 16 || (m <= 32 && !long_rows)) {
+    // W as A. Long rows: a warp per 16 rows, unsplit, the widest step that leaves every program
+    // resident (m = 4 / 8 / 16, K = 7168: 23.22 / 23.60 / 23.94 us, 0.90 of the floor; 128-wide
+    // steps 24.32 / 24.41 / 25.25, 2 splits of 32 rows 25.10 / 25.64). Short rows (a few steps
+    // per program): 32 rows on 2 warps, 128-wide steps, unsplit, which all fit (224 and 384
+    // programs): K = 1536 7.67 / 8.11 / 8.49 us at m = 8 / 16 / 32 against 7.78 / 8.25 / 8.58
+    // with 16 rows; K = 2304 15.69 / 16.34 / 17.14 against 15.74 / 16.54 / 17.15.
     config.swap_operands = true;
-    config.num_warps = 1;
     config.splits = 1;
+    if (!long_rows) {
+      config.block_n = 32;
+      config.num_warps = 2;
+      config.block_k = 128;
+      return config;
+    }
+    config.num_warps = 1;
     config.block_k = 256;
     while (config.block_k > 64 && programs(n, config) > resident_programs(m, config)) config.block_k /= 2;
     return config;
   }
-  // x as the A operand: every program reads all of x's rows for its rows of W, so the L2 -> SM
-  // traffic for x is m / block_n times W's; 32 rows of W per program at m = 32 (K = 7168: 26.85
-  // against 28.54 us; K = 1536: 8.55 against 9.85; K = 2304: 17.09 against 22.03) and 64 at
-  // m = 64 (K = 1536: 10.16 against 14.83; K = 2304: 25.33 against 30.69) except at K = 7168,
-  // where 64 rows leave 198 single-resident programs (1.5 waves) and 32 measured faster (44.12
-  // against 48.54). Narrow W keeps 16 rows and more splits (latency-bound: 48 row blocks).
-  config.block_k = m > 16 ? 128 : 256;
-  if (n > 1024) config.block_n = m > 32 && k < 4096 ? 64 : 32;
-  config.splits = choose_splits(m, n, k, config.block_n, config.block_k, kGemvTargetPrograms);
-  if (m > 32 && n <= 1024) config.splits = 4;
-  // N = 768 at m = 32: 256-wide steps, 7.39 against 7.92 us.
-  if (m > 16 && m <= 32 && n <= 1024) {
-    config.block_k = 256;
-    config.splits = choose_splits(m, n, k, config.block_n, config.block_k, kGemvTargetPrograms);
+  if (m <= 32) {
+    // m = 32 on long rows: x as A with 32 rows of W on 4 warps and 2 splits (394 programs,
+    // resident): 26.97 us against 29.23 for W as A with 64-wide steps, 28.54 with 16 rows.
+    config.block_n = 32;
+    config.block_k = 128;
+    config.splits = 2;
+    return config;
   }
+  // m = 64: x's re-reads need 64 rows of W per program. Long rows: W as A on 4 warps, 64-wide
+  // steps and 4 splits, the three programs per SM resident (40.48 us against 44.27 for x as A
+  // with 32 rows; 128-wide steps do not fit three per SM; 32-wide ones 54.10). Short rows: x as
+  // A, 128-wide steps, unsplit (K = 1536 / 2304: 10.18 / 25.43 us; every split or narrower
+  // step measured slower, 11.89-55.66).
+  config.block_n = 64;
+  if (long_rows) {
+    config.swap_operands = true;
+    config.block_k = 64;
+    config.splits = 4;
+    return config;
+  }
+  config.block_k = 128;
+  config.splits = 1;
   return config;
 }
 
@@ -342,52 +376,33 @@ GemvConfig xa(int block_n, int num_warps, int block_k, int splits) {
   return config;
 }
 
-GemvConfig fma(int block_n, int block_k, bool prefetch) {
-  return GemvConfig{.block_n = block_n, .block_k = block_k, .splits = 1, .prefetch = prefetch};
-}
-
-// The sweep for one harness shape. Counting bytes picks the families: a program reads x's m rows
-// for its block_n rows of W, so x's L2 -> SM traffic is m / block_n of W's (m = 64, block_n = 16:
-// 4x W); wider row blocks cut it, and splits bring the programs back to about three per SM, all
-// resident at once (N = 6288: 393 x 16, 197 x 32 rows; N = 12288: 384 of 128 x 4 splits), with the
-// steps narrowed (32-64 columns) until a stage of W and x leaves room for that many per SM.
-// N = 768 is latency-bound (48 row blocks of 16): more splits, fewer steps per program.
+// The sweep for one harness shape, beside the chosen configuration: the runner-up of run A where
+// it was close, and what run A left open (W as A at m = 1, 32 rows with 256-wide steps at m = 8
+// and 16, the orientation of the m = 32 and m = 64 tiles). Run A's 32-wide steps, splits of 8
+// and 128-row blocks lost 30-200% (W streams best in long runs per row) and are gone.
 std::vector<GemvConfig> candidates(int m, int n, int k) {
   const bool narrow = n <= 1024;
-  if (m == 1) {
-    // 74% of the floor at K = 1536 (3 steps of 512): 6 prefetched steps of 256. 89% at K = 2304
-    // (9 steps of 16 x 256): 32 rows per program, or 18 prefetched steps.
-    if (k == 1536) return {fma(16, 256, true)};
-    if (k == 2304) return {fma(32, 256, false), fma(16, 128, true)};
-    return {};
-  }
-  if (m == 4) {
-    // W as the matrix unit's A operand, x padded to 8 rows: the FMA path issues about 1.6
-    // instructions per multiply-add, the unit moves the same bytes.
+  const bool long_rows = k >= 4096;
+  if (m <= 4) {
+    // m = 1: x padded to the unit's 8 rows moves the same bytes as the FMA rows (m = 4 with W as
+    // A: 23.22 us at K = 7168, FMA m = 1: 25.67 in run A, 22.97 in f3fe6b4's). m = 4: 16 rows.
     if (narrow) return {wa(16, 1, 128, 7)};
-    if (k == 2304) return {wa(16, 1, 128, 1)};
-    return {wa(16, 1, 256, 1), wa(16, 1, 128, 1)};
+    if (long_rows) return {wa(16, 1, 256, 1)};
+    return {wa(32, 2, 128, 1), wa(16, 1, 128, 1)};
   }
   if (m <= 16) {
-    if (narrow) return {wa(16, 1, 128, 7), wa(32, 2, 128, 7), wa(64, 4, 128, 7)};
-    if (k >= 7168) return {wa(16, 1, 128, 1), wa(32, 2, 128, 2), wa(64, 4, 64, 4), wa(128, 8, 64, 8)};
-    if (k == 1536) return {wa(16, 1, 128, 1), wa(16, 1, 256, 1), wa(32, 2, 128, 1), wa(32, 2, 64, 2), wa(64, 4, 64, 2)};
-    return {wa(32, 2, 128, 1), wa(16, 1, 64, 1), wa(64, 4, 64, 2)};
+    if (narrow) return {wa(64, 4, 128, 7)};
+    if (long_rows) return {wa(32, 2, 256, 1)};
+    return {wa(16, 1, 128, 1)};
   }
   if (m <= 32) {
-    if (narrow) return {wa(32, 2, 64, 7), wa(64, 4, 128, 7)};
-    if (k >= 7168) return {wa(64, 4, 64, 4), wa(128, 8, 32, 8), wa(32, 2, 64, 2)};
-    if (k == 1536) return {wa(32, 2, 64, 1), wa(64, 4, 64, 2), wa(64, 4, 32, 4), wa(32, 2, 128, 1)};
-    return {wa(64, 4, 64, 2), wa(32, 2, 64, 1), wa(128, 8, 32, 4), wa(32, 2, 128, 1)};
+    if (narrow) return {};
+    if (long_rows) return {wa(32, 2, 128, 2)};
+    return {xa(32, 4, 128, 1)};
   }
-  if (narrow) return {wa(64, 4, 64, 7), wa(32, 2, 64, 7), wa(64, 4, 128, 7), wa(32, 2, 32, 8)};
-  // (256 rows on 8 warps need 128-178 registers a thread: one or two programs per SM.)
-  if (k >= 7168) {
-    return {wa(128, 8, 32, 8), wa(128, 8, 64, 4), wa(64, 4, 32, 4),
-            wa(64, 4, 64, 4),  wa(128, 4, 32, 8), xa(64, 4, 32, 4)};
-  }
-  if (k == 1536) return {wa(64, 4, 32, 2), wa(64, 4, 64, 1), wa(128, 8, 32, 4), wa(32, 2, 64, 1), xa(64, 4, 32, 2)};
-  return {wa(128, 8, 32, 4), wa(64, 4, 32, 2), wa(64, 4, 32, 4)};
+  if (narrow) return {};
+  if (long_rows) return {xa(64, 4, 64, 4), wa(64, 4, 64, 2), xa(32, 4, 128, 2)};
+  return {wa(64, 4, 128, 1)};
 }
 
 }  // namespace

@@ -29,10 +29,10 @@ struct GemvConfig {
 // The configuration the exported kernels use for this shape (rules from the H200 measurements:
 // gemv.cpp). FMA path, splits: the fewest that give the target programs (two per SM, whose W
 // tiles in flight, 8-16 KB each, cover HBM's bandwidth x latency), as long as the partials
-// (written and read: 8 splits m n bytes) stay under an eighth of W's bytes. Matrix-unit paths:
-// at m = 8 and 16 sized so that every program is resident at once (the pipeline's shared memory
-// per SM decides).
-inline constexpr int kGemvFmaMaxRows = 4;
+// (written and read: 8 splits m n bytes) stay under an eighth of W's bytes. Matrix-unit paths
+// (m > 2): long contiguous runs of W per step, every program resident at once (the pipeline's
+// shared memory per SM decides), and x's L2 -> SM traffic (m / block_n of W's) kept down.
+inline constexpr int kGemvFmaMaxRows = 2;
 inline constexpr int kGemvTargetPrograms = 264;
 GemvConfig gemv_config(int m, int n, int k);
 

@@ -93,7 +93,8 @@ TEST_F(GemvCompile, VariantsCompileWithoutSpills) {
 TEST_F(GemvCompile, FmaPathHasNoSharedMemoryInItsLoop) {
   // m = 4 on the largest shape: the reductions over each thread's 8 products stay in registers;
   // only the final cross-warp exchange (none here: warps own rows) may use shared memory.
-  GemvConfig config = gemv_config(4, 6288, 7168);
+  GemvConfig config = gemv_config(kGemvFmaMaxRows, 6288, 7168);
+  ASSERT_FALSE(config.matrix_unit);
   config.splits = 1;
   BenchKernel kernel = gemv_kernel(4, 6288, 7168, config);
   std::string ptx = compile(kernel);

@@ -197,18 +197,23 @@ class GemvOnGpu : public ::testing::Test {
   static inline jit::Jit* jit_ = nullptr;
 };
 
-TEST_F(GemvOnGpu, FmaRowsMatchFloat64) { check(4, 6288, 7168, gemv_config(4, 6288, 7168)); }
+TEST_F(GemvOnGpu, FmaRowsMatchFloat64) {
+  check(kGemvFmaMaxRows, 6288, 7168, gemv_config(kGemvFmaMaxRows, 6288, 7168));
+  check(4, 6288, 7168, GemvConfig{.block_n = 16, .block_k = 512, .splits = 1, .prefetch = true});
+}
 
 TEST_F(GemvOnGpu, FmaSplitKMatchesFloat64TwiceOnOneWorkspace) {
   GemvConfig config = gemv_config(1, 768, 3584);
   ASSERT_GT(config.splits, 1);
   check(1, 768, 3584, config);
-  check(4, 768, 3584, gemv_config(4, 768, 3584));
+  check(kGemvFmaMaxRows, 768, 3584, gemv_config(kGemvFmaMaxRows, 768, 3584));
 }
 
 TEST_F(GemvOnGpu, MatrixUnitMatchesFloat64) {
   check(32, 768, 3584, gemv_config(32, 768, 3584));
-  check(8, 768, 3584, gemv_config(8, 768, 3584));  // 8 rows of x padded to the unit's 16, K split
+  check(64, 768, 3584, gemv_config(64, 768, 3584));
+  // 8 rows of x padded to the unit's 16, K split.
+  check(8, 768, 3584, GemvConfig{.matrix_unit = true, .block_n = 16, .block_k = 256, .splits = 2, .num_warps = 4});
   check(16, 7168, 1536, GemvConfig{.matrix_unit = true, .block_n = 16, .block_k = 256, .splits = 1, .num_warps = 4});
 }
 
