@@ -73,7 +73,7 @@ TEST(ExportCommand, WritesCubinAndJsonPerKernel) {
             "  \"then\": null\n"
             "}\n");
   std::string copy = read(out / "copy_bytes67108864.json");
-  EXPECT_THAT(copy, HasSubstr("\"grid\": [1024, 1, 1]"));  // 64 MiB in 64 KiB blocks
+  EXPECT_THAT(copy, HasSubstr("\"grid\": [512, 1, 1]"));  // 64 MiB in 128 KiB blocks
   EXPECT_THAT(copy, HasSubstr("{\"name\": \"src\", \"type\": \"ptr<i32>\"},\n"
                               "    {\"name\": \"dst\", \"type\": \"ptr<i32>\"}\n  ]"));
   std::string softmax = read(out / "softmax_rows8192_cols4096.json");

@@ -13,7 +13,7 @@
 namespace monotile::kernels::bench {
 
 // Elements of the copy's element type (i32) one program instance moves (kernels/bench/copy.h).
-inline constexpr int kCopyBlock = 16384;
+inline constexpr int kCopyBlock = 32768;
 
 // dst = src over `bytes` bytes viewed as i32 (bytes a multiple of 4 * kCopyBlock); unmasked: launch
 // exactly the returned grid. Parameters: src, dst (ptr<i32>). Name: copy_bytes{bytes}.

@@ -85,7 +85,7 @@ TEST(BenchKernelsInterp, CopyRefusesASizeThatDoesNotDivide) {
   } catch (const dsl::Error& error) {
     EXPECT_THAT(error.what(), ::testing::HasSubstr("copy_program"));
     EXPECT_THAT(error.what(), ::testing::HasSubstr("the size does not divide into blocks: expected a positive "
-                                                   "multiple of 4 x block = 65536 bytes, got 65540 bytes"));
+                                                   "multiple of 4 x block = 131072 bytes, got 131076 bytes"));
   }
 }
 

@@ -4,7 +4,8 @@
 // Measured on the H200 (docs/perf.md, GPU run of 2026-12-02), 64 MiB / 1 GiB against the driver's
 // copy at 33.5 / 513.5 us: the default cache policy beats evict-first (.cs) loads and stores by 4%
 // (36.6 -> 35.3 / 552 -> 529 us at 4 warps x 16 KiB); 8 warps x 64 KiB blocks gain another 1% at
-// 1 GiB (524.5 us); persistent grid-stride versions (2, 4 or 8 programs per SM, with or without the
+// 1 GiB (524.5 us), 16 warps x 128 KiB 1% more (517.5 against 522.7 us; 35.07 against 35.33 at
+// 64 MiB, where every block shape measured 35.1-35.4 us); persistent grid-stride versions (2, 4 or 8 programs per SM, with or without the
 // next block loaded before the current one is stored) were 3-16% slower than one program per block.
 #include "kernels/bench/copy.h"
 
@@ -51,7 +52,7 @@ std::vector<CopyConfig> copy_variants() {
       {.label = "w4_b4096_cs", .num_warps = 4, .block = 4096, .load_cache = kStreaming, .store_cache = kStreaming},
       {.label = "w4_b4096", .num_warps = 4, .block = 4096},
       {.label = "w8_b32768", .block = 32768},
-      {.label = "w16_b32768", .num_warps = 16, .block = 32768},
+      {.label = "w8_b16384", .num_warps = 8, .block = 16384},
       // 8 x 16 bytes per thread, as w4_b4096: twice the default's programs (a smaller last wave at
       // 64 MiB), or as many with twice the threads.
       {.label = "w8_b8192", .num_warps = 8, .block = 8192},

@@ -15,8 +15,8 @@ namespace monotile::kernels::bench {
 // The defaults are the exported copy: the fastest shape measured on the H200 (docs/perf.md).
 struct CopyConfig {
   std::string label;  // "" for the exported `copy_bytes{n}`, else the variant's `__label`
-  int num_warps = 8;
-  int block = kCopyBlock;  // i32 elements one program moves: 16 x 16 bytes per thread at 8 warps
+  int num_warps = 16;
+  int block = kCopyBlock;  // i32 elements one program moves: 16 x 16 bytes per thread at 16 warps
   dsl::CacheHint load_cache = dsl::CacheHint::kDefault;
   dsl::CacheHint store_cache = dsl::CacheHint::kDefault;
 };
