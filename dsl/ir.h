@@ -245,10 +245,11 @@ struct Param {
 };
 
 // Which matrix instructions a pipelined dot uses where the target offers more than one (sm_90a):
-// the lowering's choice, mma.sync per warp, or wgmma per warpgroup of 4 warps (operands read from
-// shared memory by the unit itself; taken only where the dot fits it, else mma.sync). kWarpgroup
-// lets an iteration's MMAs run on into the next where it can (docs/lowering.md); kWarpgroupSerial
-// waits for them in their own iteration.
+// the lowering's choice (wgmma where the dot fits it with N >= 128, else mma.sync), mma.sync per
+// warp, or wgmma per warpgroup of 4 warps (operands read from shared memory by the unit itself;
+// taken only where the dot fits it, else mma.sync). kAuto and kWarpgroup let an iteration's MMAs
+// run on into the next where they can (docs/lowering.md); kWarpgroupSerial waits for them in their
+// own iteration.
 enum class MmaKind : uint8_t { kAuto, kWarp, kWarpgroup, kWarpgroupSerial };
 
 // Launch-shape options chosen by the kernel's author (a C++ value, part of the program).

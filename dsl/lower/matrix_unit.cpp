@@ -107,8 +107,10 @@ std::optional<MatrixUnit> choose_matrix_unit(const Target& target, ScalarType a,
 
 bool warpgroup_mma_fits(const Target& target, const KernelOptions& options, ScalarType a, ScalarType b, int64_t m,
                         int64_t n, int64_t k) {
-  if (!target.has_wgmma()) return false;
-  if (options.mma != MmaKind::kWarpgroup && options.mma != MmaKind::kWarpgroupSerial) return false;
+  if (!target.has_wgmma() || options.mma == MmaKind::kWarp) return false;
+  // By default only where measured faster (the 4096^3 GEMM's 128- and 256-wide tiles, docs/perf.md):
+  // narrower dots (the GEMV's, N = 8..64) keep mma.sync until measured.
+  if (options.mma == MmaKind::kAuto && n < 128) return false;
   if (a != b || (a != ScalarType::kBf16 && a != ScalarType::kF16)) return false;
   return options.num_warps % 4 == 0 && m % (16 * options.num_warps) == 0 && n % 8 == 0 && n <= 256 && k == 64;
 }

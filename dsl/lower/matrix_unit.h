@@ -44,7 +44,7 @@ Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp
 
 // Whether a dot of a [M, K] x b [K, N] in a program with `options` runs on sm_90a's warpgroup MMA
 // (wgmma) when both operands are staged K-contiguous (pipeline.h): the target has it, the program
-// asks for it, num_warps is a multiple of 4, M a multiple of 16 num_warps (each warp owns 16 rows
+// asks for it (or leaves the choice to the lowering and N >= 128), num_warps is a multiple of 4, M a multiple of 16 num_warps (each warp owns 16 rows
 // of every 64-row instruction), N a multiple of 8 up to 256, K 64 (rows of 128 bytes, the unit's
 // 128-byte swizzle), bf16 or f16 operands.
 // Its accumulator then takes accumulator_layout(..., warps_along_m = true) whether staged or not.

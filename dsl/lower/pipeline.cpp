@@ -91,7 +91,7 @@ class Planner {
     if (stages < 2) return;
     pipelined.stages = stages;
     pipelined.stage_bytes = bytes;
-    pipelined.mma_in_flight = stages >= 3 && state_.program.options.mma == MmaKind::kWarpgroup &&
+    pipelined.mma_in_flight = stages >= 3 && state_.program.options.mma != MmaKind::kWarpgroupSerial &&
                               pipelined.dots.size() == 1 && pipelined.dots[0].warpgroup &&
                               accumulates_across_iterations(*pipelined.dots[0].dot, body);
     pipelined.ahead = stages - (pipelined.mma_in_flight ? 2 : 1);

@@ -142,11 +142,24 @@ TEST(Pipeline, WarpgroupMmasRunIntoTheNextIterationUnlessSerial) {
   EXPECT_THAT(two.source, Not(HasSubstr("mt_wgmma_wait<1>();")));
 }
 
+TEST(Pipeline, TheDefaultTakesWarpgroupMmaFor128WideDotsOnSm90a) {
+  LoweredKernel wide = lowered(k_loop(128, 128, 512, 64), "sm_90a");
+  EXPECT_THAT(wide.source, HasSubstr("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  EXPECT_THAT(wide.source, HasSubstr("mt_wgmma_wait<1>();"));
+  for (const auto& [program, target] :
+       {std::pair{k_loop(128, 128, 512, 64, BLayout::kNK, {.num_warps = 4, .mma = MmaKind::kWarp}), "sm_90a"},
+        std::pair{k_loop(128, 64, 512, 64), "sm_90a"}, std::pair{k_loop(128, 128, 512, 64), "sm_80"}}) {
+    LoweredKernel kernel = lowered(program, target);
+    EXPECT_THAT(kernel.source, HasSubstr("mma.sync.aligned")) << target;
+    EXPECT_THAT(kernel.source, Not(HasSubstr("wgmma.mma_async"))) << target;
+  }
+}
+
 TEST(Pipeline, WarpgroupDotsNeedTheTargetTheOptionAnd128ByteRows) {
   KernelOptions warpgroup{.num_warps = 4, .mma = MmaKind::kWarpgroup};
-  // The default, another target, 64-byte rows (block_k 32): mma.sync.
+  // mma.sync asked for, another target, 64-byte rows (block_k 32): mma.sync.
   for (const auto& [program, target] :
-       {std::pair{k_loop(128, 64, 512, 64), "sm_90a"}, std::pair{k_loop(128, 64, 512, 64, BLayout::kNK, warpgroup), "sm_80"},
+       {std::pair{k_loop(128, 64, 512, 64, BLayout::kNK, {.num_warps = 4, .mma = MmaKind::kWarp}), "sm_90a"}, std::pair{k_loop(128, 64, 512, 64, BLayout::kNK, warpgroup), "sm_80"},
         std::pair{k_loop(128, 64, 512, 32, BLayout::kNK, warpgroup), "sm_90a"}}) {
     LoweredKernel kernel = lowered(program, target);
     EXPECT_THAT(kernel.source, HasSubstr("mma.sync.aligned")) << target;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsl/lower/lower.h"
+#include "dsl/lower/matrix_unit.h"
 #include "dsl/target.h"
 #include "gtest/gtest.h"
 #include "jit/compiler.h"
@@ -25,7 +26,9 @@ int count(const std::string& text, const std::string& what) {
 
 // The matrix path a configuration must take on sm_90a.
 bool takes_warpgroup_mma(const GemmConfig& config) {
-  return config.mma == dsl::MmaKind::kWarpgroup || config.mma == dsl::MmaKind::kWarpgroupSerial;
+  dsl::KernelOptions options{.num_warps = config.num_warps, .num_stages = config.num_stages, .mma = config.mma};
+  return dsl::lower::warpgroup_mma_fits(*dsl::Target::parse("sm_90a"), options, dsl::ScalarType::kBf16,
+                                        dsl::ScalarType::kBf16, config.block_m, config.block_n, config.block_k);
 }
 
 void check_compiles(const BenchKernel& kernel, bool warpgroup = false) {
@@ -63,7 +66,12 @@ void check_compiles(const BenchKernel& kernel, bool warpgroup = false) {
               static_cast<long long>(made->build.launch.dynamic_shared_memory));
 }
 
-TEST(GemmCompile, Sm90aPipelinedNoSpills) { check_compiles(gemm_kernel(4096, 4096, 4096)); }
+// The exported GEMM takes wgmma; mma.sync at the same tiling stays a variant.
+TEST(GemmCompile, Sm90aPipelinedNoSpills) {
+  ASSERT_TRUE(takes_warpgroup_mma({}));
+  check_compiles(gemm_kernel(4096, 4096, 4096), true);
+  check_compiles(gemm_kernel(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarp}), false);
+}
 
 TEST(GemmCompile, EveryVariantPipelinedNoSpills) {
   for (const GemmConfig& config : gemm_variants()) {
@@ -74,7 +82,7 @@ TEST(GemmCompile, EveryVariantPipelinedNoSpills) {
 
 // Two warpgroups along M with one instruction each per K step, and one warpgroup with two.
 TEST(GemmCompile, WarpgroupMmaNoSpills) {
-  check_compiles(gemm_kernel(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarpgroup}), true);
+  check_compiles(gemm_kernel(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarpgroupSerial}), true);
   check_compiles(gemm_kernel(256, 256, 256, {.block_m = 128, .block_n = 128, .block_k = 64, .group_m = 2,
                                              .num_warps = 4, .mma = dsl::MmaKind::kWarpgroup}),
                  true);

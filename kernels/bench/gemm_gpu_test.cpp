@@ -163,20 +163,21 @@ jit::Jit* GemmOnGpu::jit_ = nullptr;
 TEST_F(GemmOnGpu, SmallShapesMatchFloat64Everywhere) {
   check(64, 96, 48, {.block_m = 32, .block_n = 32, .block_k = 16, .group_m = 2, .num_warps = 4}, 0);
   check(256, 512, 128, {}, 0);
+  check(256, 512, 128, {.mma = dsl::MmaKind::kWarp}, 0);
   check(384, 256, 96, {.block_m = 128, .block_n = 128, .block_k = 32, .group_m = 2, .num_warps = 4}, 0);
 }
 
 TEST_F(GemmOnGpu, Gemm4096MatchesFloat64OnSamples) { check(4096, 4096, 4096, {}, 4096); }
 
-// wgmma: two warpgroups of one instruction per K step, one warpgroup of two, each output checked;
-// then the exported-size variant on samples.
+// wgmma: two warpgroups of one instruction per K step, one warpgroup of two, two warpgroups of two,
+// each output checked; waiting in each iteration (the exported size on samples); three stages.
 TEST_F(GemmOnGpu, WarpgroupMmaMatchesFloat64) {
   check(256, 512, 128, {.mma = dsl::MmaKind::kWarpgroup}, 0);
   check(384, 256, 192, {.block_m = 128, .block_n = 128, .block_k = 64, .group_m = 2, .num_warps = 4,
                         .mma = dsl::MmaKind::kWarpgroup}, 0);
   check(512, 256, 128, {.block_m = 256, .block_n = 128, .block_k = 64, .group_m = 2, .num_warps = 8,
                         .mma = dsl::MmaKind::kWarpgroup}, 0);
-  check(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarpgroup}, 4096);
+  check(4096, 4096, 4096, {.mma = dsl::MmaKind::kWarpgroupSerial}, 4096);
   check(256, 512, 128, {.mma = dsl::MmaKind::kWarpgroupSerial}, 0);
   check(256, 512, 512, {.num_stages = 3, .mma = dsl::MmaKind::kWarpgroup}, 0);
 }
