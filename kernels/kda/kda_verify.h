@@ -67,8 +67,9 @@ std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config);
 std::string kda_verify_name(const KdaVerifyConfig& config);
 
 // Alternatives to the chosen config of one shape, labelled, measured beside it by the side-by-side
-// harness: the other measured split, the chosen split with the other reduction form, and at the
-// latency-bound shapes (H N <= 192) the chosen split with its inputs loaded before the state.
+// harness: the other measured split, the chosen split with the other reduction form, at the
+// latency-bound shapes (H N <= 192) the chosen split with its inputs loaded before the state, and
+// from H N = 96 the chosen split without the streaming hint on the state.
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q);
 
 }  // namespace monotile::kernels::kda
