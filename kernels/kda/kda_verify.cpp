@@ -1,9 +1,9 @@
-// The KDA spec-verify recurrence in the DSL. Latency shapes the program more than bandwidth at small
-// batch: everything a request needs that does not depend on the state (its slots, q/k/v/g/beta for
-// all q tokens, the gates and norms) is loaded and computed while the state load is in flight, the
-// read slot is selected from the already loaded column values instead of a second dependent load,
-// and per token the two reductions over K both read the decayed state, so they run side by side:
-// o_t = (S' + e k^T) q = S' q + e (k . q).
+// The KDA spec-verify recurrence in the DSL. Latency shapes the program more than bandwidth at
+// small batch: the state load is issued as soon as the slots arrive, everything else a request
+// needs (q/k/v/g/beta for all q tokens, the gates and norms) is loaded and computed while it is in
+// flight, the read slot is selected from the already loaded column values instead of a second
+// dependent load, and per token the two reductions over K both read the decayed state, so they run
+// side by side: o_t = (S' + e k^T) q = S' q + e (k . q).
 #include "kernels/kda/kda_verify.h"
 
 #include <cmath>
@@ -27,26 +27,40 @@ void require(bool ok, const std::source_location& loc, const std::string& what, 
 }
 
 // Two splits, measured on the H200 (132 SMs) at every harness shape: 32 rows on 4 warps (8 rows a
-// warp, 168 registers: 3 blocks an SM) and 8 rows on 2 warps (4 rows a warp, 115 registers: 8
+// warp, 160 registers: 3 blocks an SM) and 8 rows on 2 warps (4 rows a warp, 118 registers: 8
 // blocks an SM). Every warp redoes its head's per-token work (norms, gate) for all 128 channels, so
 // fewer rows a warp costs issue slots, while more rows a warp means fewer, fatter blocks and a
-// ragged last wave. The choice: the split whose last wave is fuller (ties to 32 rows), which picked
-// the faster of the two at 13 of the 15 shapes on the H200 at commit f294ab5 (docs/perf.md,
-// "run 1"; the other two within 1.3%).
+// ragged last wave. The choice: 32 rows from more than two of its waves, below that the split
+// whose last wave is fuller (ties to 32 rows). At commit 4b7fd9b (run A) that picks the faster of
+// the two at 13 of the 15 shapes and is within 1.3% at the other two (H=32, N=2 and 4); the fuller
+// last wave alone had picked 8 rows at H=32, N=8 and 16, 5-6% slower. 16 rows on 4 warps, 64 on 8
+// and 8 on 4 were never faster than the chosen split (1-50% slower).
 struct Split {
   int block_v, num_warps, blocks_per_sm;
 };
 constexpr Split kWideSplit{32, 4, 3}, kNarrowSplit{8, 2, 8};
 constexpr int kTunedSms = 132;
 
+double waves(const Split& split, int64_t pairs) {
+  return double(pairs * (kHeadDim / split.block_v)) / (kTunedSms * split.blocks_per_sm);
+}
+
 double wave_fill(const Split& split, int64_t pairs) {
-  const double waves = double(pairs * (kHeadDim / split.block_v)) / (kTunedSms * split.blocks_per_sm);
-  return waves / std::ceil(waves);
+  const double count = waves(split, pairs);
+  return count / std::ceil(count);
 }
 
 Split choose_split(int heads, int requests) {
   const int64_t pairs = int64_t{heads} * requests;
+  if (waves(kWideSplit, pairs) > 2) return kWideSplit;
   return wave_fill(kWideSplit, pairs) >= wave_fill(kNarrowSplit, pairs) - 0.01 ? kWideSplit : kNarrowSplit;
+}
+
+// Multi-row reductions take fewer instructions and two more dependent shuffle levels per reduction:
+// at 8 rows a warp (16 shuffles instead of 40) they were 1-2.5% faster at commit 4b7fd9b, at 4 rows
+// (9 instead of 20) a butterfly per row was 1-3% faster.
+bool multi_row_pays(int block_v, int num_warps) {
+  return block_v / num_warps >= 8;
 }
 
 Value l2_normalized(const Value& x) { return x * rsqrt(sum(x * x) + kL2NormEps); }
@@ -71,6 +85,8 @@ KdaVerifyConfig resolve(KdaVerifyConfig config, std::source_location loc) {
   if (config.num_warps == 0) config.num_warps = config.block_v >= 4 ? 4 : config.block_v;
   require(power_of_two(config.num_warps) && config.num_warps <= 8, loc, "num_warps must be a power of two in 1..8",
           "1, 2, 4 or 8", std::to_string(config.num_warps), "pass 0 to let the kernel choose");
+  if (!config.multi_row_reductions)
+    config.multi_row_reductions = multi_row_pays(config.block_v, config.num_warps);
   return config;
 }
 
@@ -92,27 +108,26 @@ std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q)
        .block_v = other.block_v,
        .num_warps = other.num_warps,
        .label = "bv" + std::to_string(other.block_v) + "_w" + std::to_string(other.num_warps)});
-  KdaVerifyConfig butterfly = chosen;
-  butterfly.multi_row_reductions = false;
-  butterfly.label = split + "_butterfly";
-  variants.push_back(butterfly);
-  // Few (request, head) pairs leave most of the 528 warp schedulers idle and the time is latency:
-  // the old load order, and other rows per warp (the per-warp head work against the reductions'
-  // length). The chunked form lost to the token-by-token one at every shape at commit f3fe6b4.
+  KdaVerifyConfig reduction = chosen;
+  reduction.multi_row_reductions = !*chosen.multi_row_reductions;
+  reduction.label = split + (*reduction.multi_row_reductions ? "_multi_row" : "_butterfly");
+  variants.push_back(reduction);
+  // Many pairs: bandwidth. The copy kernel was 4% faster without the evict-first hint.
+  if (int64_t{heads} * requests >= 96) {
+    KdaVerifyConfig cached = chosen;
+    cached.stream_state = false;
+    cached.label = split + "_cached";
+    variants.push_back(cached);
+  }
+  // Few (request, head) pairs: latency. Loading the inputs first was 5-10% slower at every shape at
+  // commit 4b7fd9b; in its SASS the state loads come after the first of the per-head math (a square
+  // of a loaded k), so they wait for an input to arrive, and the last one for the first norm
+  // shuffle.
   if (int64_t{heads} * requests <= 192) {
-    KdaVerifyConfig inputs_after = chosen;
-    inputs_after.inputs_before_state = false;
-    inputs_after.label = split + "_late_inputs";
-    variants.push_back(inputs_after);
-    for (auto [block_v, num_warps] : {std::pair{16, 4}, std::pair{64, 8}, std::pair{8, 4}}) {
-      variants.push_back(
-          {.heads = heads,
-           .requests = requests,
-           .q = q,
-           .block_v = block_v,
-           .num_warps = num_warps,
-           .label = "bv" + std::to_string(block_v) + "_w" + std::to_string(num_warps)});
-    }
+    KdaVerifyConfig inputs_first = chosen;
+    inputs_first.inputs_before_state = true;
+    inputs_first.label = split + "_early_inputs";
+    variants.push_back(inputs_first);
   }
   return variants;
 }
@@ -127,7 +142,7 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
   constexpr int D = kHeadDim;
   const int heads = c.heads, q = c.q;
   Builder b(kda_verify_name(c),
-            {.num_warps = c.num_warps, .multi_row_reductions = c.multi_row_reductions}, loc);
+            {.num_warps = c.num_warps, .multi_row_reductions = *c.multi_row_reductions}, loc);
   auto qp = b.arg("q", ptr(bf16)), kp = b.arg("k", ptr(bf16)), vp = b.arg("v", ptr(bf16));
   auto gp = b.arg("g", ptr(bf16)), bp = b.arg("beta", ptr(bf16));
   auto a_log = b.arg("a_log", ptr(f32)), dt_bias = b.arg("dt_bias", ptr(f32));
@@ -140,10 +155,10 @@ Program kda_verify_program(const KdaVerifyConfig& config, std::source_location l
   auto kk = arange(0, D);
   auto vv = vb * c.block_v + arange(0, c.block_v);
 
-  // Every load that does not need the state's slot comes first: the request's slots and accepted
-  // count, the gate parameters and the q tokens' q, k, v, g and beta. The state load waits for the
-  // slots, and a load with a cache hint is an ordered access in the generated code (an asm with a
-  // memory clobber on CUDA), so a load written after it would be issued only once the slots arrive.
+  // The request's slots and accepted count, then the state load as soon as they arrive, then the
+  // gate parameters and the q tokens' q, k, v, g and beta (by default: inputs_before_state). A load
+  // with a cache hint is an ordered access in the generated code (an asm with a memory clobber on
+  // CUDA), so nothing that depends on a later load can move ahead of the state load.
   std::vector<Value> slot;
   for (int t = 0; t < q; ++t) slot.push_back(load(slots + n * q + t));
   auto n_accepted = load(accepted + n);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -32,15 +33,16 @@ struct KdaVerifyConfig {
   // more per-head dot products); false: token by token.
   bool chunked = false;
   // Reductions over K exchange half of a lane's rows per shuffle level (KernelOptions); false: a
-  // butterfly per row.
-  bool multi_row_reductions = true;
+  // butterfly per row; empty: chosen with the split (true from 8 rows a warp).
+  std::optional<bool> multi_row_reductions = std::nullopt;
   // q, k, v, g, beta and the gate parameters are loaded before the state (issued while the slots
-  // are in flight); false: after it, once the slots have arrived.
-  bool inputs_before_state = true;
+  // are in flight); false: after it, once the slots have arrived (measured faster, kda_verify.cpp).
+  bool inputs_before_state = false;
   std::string label = {};  // non-empty: a variant, named kda_verify_h{H}_n{N}_q{q}__{label}
 };
 
-// The config with block_v and num_warps filled in (the choice for 0), checked: throws dsl::Error at
+// The config with block_v, num_warps and multi_row_reductions filled in (the choice for 0 or
+// empty), checked: throws dsl::Error at
 // `loc` for heads or requests < 1, q outside 1..8, block_v not a power of two dividing 128, or
 // num_warps not a power of two in 1..8.
 KdaVerifyConfig resolve(KdaVerifyConfig config, std::source_location loc = std::source_location::current());
@@ -65,9 +67,9 @@ std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config);
 std::string kda_verify_name(const KdaVerifyConfig& config);
 
 // Alternatives to the chosen config of one shape, labelled, measured beside it by the side-by-side
-// harness: the other measured split and the chosen split with a butterfly per row; at the
-// latency-bound shapes (H N <= 192) also the chosen split with its inputs loaded after the state
-// and other rows per warp: 16 rows on 4 warps, 64 on 8 and 8 on 4.
+// harness: the other measured split, the chosen split with the other reduction form, at the
+// latency-bound shapes (H N <= 192) the chosen split with its inputs loaded before the state, and
+// from H N = 96 the chosen split without the streaming hint on the state.
 std::vector<KdaVerifyConfig> kda_verify_variants(int heads, int requests, int q);
 
 }  // namespace monotile::kernels::kda

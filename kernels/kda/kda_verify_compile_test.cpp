@@ -93,8 +93,12 @@ TEST(KdaVerifyCompile, MultiRowReductionsTakeFewerShufflesOnSm90a) {
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
   for (auto [block_v, num_warps, saved] :
        {std::tuple{8, 2, 4 * 2 * (20 - 9)}, std::tuple{32, 4, 4 * 2 * (40 - 16)}}) {
-    KdaVerifyConfig config{
-        .heads = 12, .requests = 1, .q = 4, .block_v = block_v, .num_warps = num_warps};
+    KdaVerifyConfig config{.heads = 12,
+                           .requests = 1,
+                           .q = 4,
+                           .block_v = block_v,
+                           .num_warps = num_warps,
+                           .multi_row_reductions = true};
     SCOPED_TRACE(block_v);
     std::vector<std::string> names;
     absl::StatusOr<jit::CompileResult> multi = compile(config, target, **compiler, &names);

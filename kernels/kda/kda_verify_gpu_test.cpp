@@ -1,13 +1,14 @@
 // The KDA verify kernel on the first GPU found (through make_build, the JIT and runtime::Kernel)
 // against the float64 reference: H = 12, N = 4 and H = 96, N = 16 with the split each shape is
 // exported with, padded requests and skipped stores included, both measured splits with and
-// without the chunked form, and every variant the harness times at H = 12, N = 1; o and written
-// slots poisoned first.
+// without the chunked form, and every variant the harness times at H = 12, N = 1 and 8; o and
+// written slots poisoned first.
 // Without a GPU every test skips with discovery's reason.
 #include <memory>
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/kda/kda_test_support.h"
@@ -82,9 +83,11 @@ TEST_F(KdaVerifyGpu, BothSplitsAndTheChunkedFormAtTwoRequests) {
   }
 }
 
-TEST_F(KdaVerifyGpu, EveryVariantOfOneRequest) {
-  for (const KdaVerifyConfig& config : kda_verify_variants(12, 1, 4)) {
-    SCOPED_TRACE(config.label);
+TEST_F(KdaVerifyGpu, EveryVariantAtOneAndEightRequests) {
+  std::vector<KdaVerifyConfig> variants = kda_verify_variants(12, 1, 4);
+  for (const KdaVerifyConfig& config : kda_verify_variants(12, 8, 4)) variants.push_back(config);
+  for (const KdaVerifyConfig& config : variants) {
+    SCOPED_TRACE(kda_verify_name(config));
     KdaCase c;
     c.config = config;
     c.seed = std::random_device{}();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "dsl/error.h"
 #include "dsl/interp/float16.h"
@@ -52,10 +53,14 @@ TEST(KdaVerifyInterp, PaddedRequestsAndSkippedStores) {
   expect_matches_reference(c);
 }
 
-TEST(KdaVerifyInterp, InputsLoadedAfterTheStateAndAButterflyPerRow) {
+TEST(KdaVerifyInterp, InputsLoadedBeforeTheStateAndAButterflyPerRow) {
   KdaCase c;
-  c.config = {.heads = 2, .requests = 3, .q = 4, .block_v = 32, .multi_row_reductions = false,
-              .inputs_before_state = false};
+  c.config = {.heads = 2,
+              .requests = 3,
+              .q = 4,
+              .block_v = 32,
+              .multi_row_reductions = false,
+              .inputs_before_state = true};
   c.accepted = {4, 1, 3};
   c.seed = fresh_seed();
   expect_matches_reference(c);
@@ -166,6 +171,24 @@ TEST(KdaVerifyProgram, NameGridAndChosenSplit) {
   KdaVerifyConfig resolved = resolve(config);
   EXPECT_EQ(kda_verify_grid(config), (std::array<int, 3>{kHeadDim / resolved.block_v, 12, 4}));
   EXPECT_EQ(kHeadDim % resolved.block_v, 0);
+}
+
+TEST(KdaVerifyProgram, SplitAndReductionFormFollowTheMeasuredChoice) {
+  // 8 rows on 2 warps with a butterfly per row while few pairs fill few waves; 32 rows on 4 warps
+  // with multi-row reductions from H N = 96 (one full wave of them) and beyond two of their waves.
+  for (auto [heads, requests, block_v] :
+       {std::tuple{12, 1, 8}, std::tuple{32, 2, 8}, std::tuple{12, 8, 32}, std::tuple{32, 8, 32},
+        std::tuple{96, 16, 32}}) {
+    KdaVerifyConfig resolved = resolve({.heads = heads, .requests = requests});
+    SCOPED_TRACE(kda_verify_name(resolved));
+    EXPECT_EQ(resolved.block_v, block_v);
+    EXPECT_EQ(resolved.num_warps, block_v == 8 ? 2 : 4);
+    EXPECT_EQ(resolved.multi_row_reductions, block_v == 32);
+    EXPECT_FALSE(resolved.inputs_before_state);
+  }
+  EXPECT_EQ(
+      resolve({.block_v = 8, .num_warps = 2, .multi_row_reductions = true}).multi_row_reductions,
+      true);
 }
 
 TEST(KdaVerifyProgram, BadBlockVNamesTheCallerAndTheValue) {
