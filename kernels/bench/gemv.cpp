@@ -296,14 +296,14 @@ GemvConfig gemv_config(int m, int n, int k) {
     config.splits = 2;
     return config;
   }
-  // m = 64: x's re-reads need 64 rows of W per program. Long rows: W as A on 4 warps, 64-wide
-  // steps and 4 splits, the three programs per SM resident (40.48 us against 44.27 for x as A
-  // with 32 rows; 128-wide steps do not fit three per SM; 32-wide ones 54.10). Short rows: x as
+  // m = 64: x's re-reads need 64 rows of W per program. Long rows: 64-wide steps and 4 splits on
+  // 4 warps, the three programs per SM resident, with x as A: 32.17 us against 40.27 with W as A
+  // (H200, commit f40693b; W as A had measured 40.48 against 44.27 for x as A with 32 rows;
+  // 128-wide steps do not fit three per SM; 32-wide ones 54.10). Short rows: x as
   // A, 128-wide steps, unsplit (K = 1536 / 2304: 10.18 / 25.43 us; every split or narrower
   // step measured slower, 11.89-55.66).
   config.block_n = 64;
   if (long_rows) {
-    config.swap_operands = true;
     config.block_k = 64;
     config.splits = 4;
     return config;
@@ -401,7 +401,7 @@ std::vector<GemvConfig> candidates(int m, int n, int k) {
     return {xa(32, 4, 128, 1)};
   }
   if (narrow) return {};
-  if (long_rows) return {xa(64, 4, 64, 4), wa(64, 4, 64, 2), xa(32, 4, 128, 2)};
+  if (long_rows) return {wa(64, 4, 64, 4), wa(64, 4, 64, 2), xa(32, 4, 128, 2)};
   return {wa(64, 4, 128, 1)};
 }
 
