@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::runtime {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::vector<float> random_floats(size_t count) {
-  std::mt19937 generator(std::random_device{}());
+  std::mt19937 generator = monotile::testing::case_rng();
   std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
   std::vector<float> values(count);
   for (float& value : values) value = distribution(generator);

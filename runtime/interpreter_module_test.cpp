@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/device_cpu.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::runtime {
 namespace {
@@ -31,7 +32,7 @@ dsl::Program vector_add() {
 }
 
 std::vector<float> random_floats(size_t count) {
-  std::mt19937 generator(std::random_device{}());
+  std::mt19937 generator = monotile::testing::case_rng();
   std::uniform_real_distribution<float> distribution(-10.0f, 10.0f);
   std::vector<float> values(count);
   for (float& value : values) value = distribution(generator);

@@ -21,6 +21,7 @@
 #include "docs/tutorial/tutorial_util.h"
 #include "dsl/dsl.h"
 #include "gtest/gtest.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::tutorial {
 namespace {
@@ -43,7 +44,7 @@ Program matmul(int n, int k, int bm, int bn, int bk) {  // M only sets the grid
 }
 
 void check_matmul(int m, int n, int k, int bm, int bn, int bk) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = monotile::testing::case_rng();  // MONOTILE_TEST_SEED replays a draw
   std::uniform_real_distribution<double> dist(-1, 1);
   std::vector<uint16_t> a(m * k), bmat(k * n);
   std::vector<float> c(m * n, std::nanf(""));

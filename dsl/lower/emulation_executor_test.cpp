@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/conformance/cases.h"
 #include "tests/conformance/executor.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::dsl::lower {
 namespace {
@@ -156,7 +157,7 @@ TEST(ConformanceOnGeneratedCode, OneCasePerOpAndDtypeMatchesItsReference) {
   int passed = 0;
   std::vector<conformance::Case> cases = selected_cases();
   for (const conformance::Case& c : cases) {
-    absl::Status status = conformance::run_case(executor, c, /*seed=*/20261202);
+    absl::Status status = conformance::run_case(executor, c, monotile::testing::shared_seed(c.name));
     executor.release_all();
     EXPECT_TRUE(status.ok()) << c.name << ": " << status;
     passed += status.ok();

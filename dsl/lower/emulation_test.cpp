@@ -18,6 +18,8 @@
 #include "dsl/lower/lower.h"
 #include "dsl/test_programs.h"
 #include "gtest/gtest.h"
+#include "tests/testing/compare.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::dsl::lower {
 namespace {
@@ -99,7 +101,7 @@ void run_case(const Case& test) {
   ASSERT_NE(launch, nullptr);
 
   // Fresh random contents (outputs too, so an unwritten element differs), one copy per executor.
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = monotile::testing::case_rng();
   std::vector<std::vector<uint8_t>> interpreted, emulated;
   for (const Buffer& buffer : test.buffers) {
     int bytes = scalar_type_bytes(buffer.type);
@@ -170,7 +172,7 @@ void run_case(const Case& test) {
       written += std::memcmp(interpreted[b].data() + i * bytes, initial[b].data() + i * bytes, bytes) != 0;
       double want = element(type, interpreted[b].data() + i * bytes);
       double got = element(type, emulated[b].data() + i * bytes);
-      bool same = (std::isnan(want) && std::isnan(got)) || std::fabs(want - got) <= tolerance * std::max(1.0, std::fabs(want));
+      bool same = monotile::testing::agrees(got, want, {tolerance, tolerance});
       if (!same && mismatches++ < 5) {
         ADD_FAILURE() << test.name << ": " << program.params[b].name << "[" << i << "]: interpreter " << want
                       << ", generated kernel " << got;

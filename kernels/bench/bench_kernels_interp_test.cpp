@@ -16,6 +16,8 @@
 #include "kernels/bench/bench_kernels.h"
 #include "kernels/bench/copy.h"
 #include "kernels/bench/softmax.h"
+#include "tests/testing/compare.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::kernels::bench {
 namespace {
@@ -52,13 +54,13 @@ void expect_close(const std::vector<uint16_t>& y, const std::vector<double>& ref
   for (size_t i = 0; i < y.size(); ++i) {
     double got = bf16_bits_to_double(y[i]);
     ASSERT_FALSE(std::isnan(got)) << "element " << i << " not written";
-    ASSERT_NEAR(got, ref[i], rel * std::abs(ref[i]) + 1e-6) << "element " << i;
+    ASSERT_TRUE(monotile::testing::agrees(got, ref[i], {1e-6, rel})) << "element " << i << ": " << got << ", float64 " << ref[i];
   }
 }
 
 // Every copy shape, each on a fresh random source.
 TEST(BenchKernelsInterp, CopyMovesEveryByte) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = monotile::testing::case_rng();
   const int64_t bytes = int64_t{4} * 32768 * 3;  // a multiple of every variant's block
   std::vector<CopyConfig> configs = copy_variants();
   configs.insert(configs.begin(), CopyConfig{});
@@ -100,7 +102,7 @@ TEST(BenchKernelsInterp, CopyWritesNothingPastItsBytes) {
 }
 
 TEST(BenchKernelsInterp, RmsNormMatchesFloat64) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = monotile::testing::case_rng();
   const int rows = 3, hidden = 7168;
   const float eps = 1e-6f;
   BenchKernel kernel = rms_norm_kernel(rows, hidden);
@@ -128,7 +130,7 @@ TEST(BenchKernelsInterp, RmsNormMatchesFloat64) {
 // Every softmax shape on fresh inputs, and two rows per program (not exported: the lowering does not
 // yet make its stores 16 bytes wide).
 TEST(BenchKernelsInterp, SoftmaxMatchesFloat64) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = monotile::testing::case_rng();
   const int rows = 4, cols = 4096;
   std::vector<SoftmaxConfig> configs = softmax_variants();
   configs.insert(configs.begin(), SoftmaxConfig{});

@@ -19,6 +19,8 @@
 #include "kernels/bench/gemm.h"
 #include "runtime/discovery.h"
 #include "runtime/kernel.h"
+#include "tests/testing/compare.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::kernels::bench {
 namespace {
@@ -118,7 +120,7 @@ class GemmOnGpu : public ::testing::Test {
         magnitude += std::abs(p);
       }
       double got = bf16_bits_to_double(c[size_t(i) * n + j]);
-      if (!(std::abs(got - ref) <= std::abs(ref) / 128 + 1e-5 * magnitude)) {
+      if (!monotile::testing::agrees(got, ref, {1e-5 * magnitude, 1.0 / 128})) {
         if (++wrong <= 5) ADD_FAILURE() << "c[" << i << ", " << j << "] = " << got << ", expected " << ref;
       }
     }
@@ -152,7 +154,7 @@ class GemmOnGpu : public ::testing::Test {
   static jit::testing::TempDir* dir_;
   static jit::Jit* jit_;
   std::unique_ptr<runtime::Stream> stream_;
-  std::mt19937 random_{std::random_device{}()};
+  std::mt19937 random_ = monotile::testing::case_rng();
 };
 
 runtime::Device* GemmOnGpu::device_ = nullptr;

@@ -22,6 +22,8 @@
 #include "kernels/bench/gemv.h"
 #include "runtime/discovery.h"
 #include "runtime/kernel.h"
+#include "tests/testing/compare.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::kernels::bench {
 namespace {
@@ -134,7 +136,7 @@ class GemvOnGpu : public ::testing::Test {
           double got = bf16_bits_to_double(y[size_t(i) * n + j]);
           err2 += (got - ref) * (got - ref);
           ref2 += ref * ref;
-          if (!(std::abs(got - ref) <= std::abs(ref) / 128 + 1e-6 * magnitude)) {
+          if (!monotile::testing::agrees(got, ref, {1e-6 * magnitude, 1.0 / 128})) {
             if (++wrong <= 5) ADD_FAILURE() << "y[" << i << ", " << j << "] = " << got << ", expected " << ref;
           }
         }
@@ -188,7 +190,7 @@ class GemvOnGpu : public ::testing::Test {
     return samples[samples.size() / 2];
   }
 
-  std::mt19937 random_{std::random_device{}()};
+  std::mt19937 random_ = monotile::testing::case_rng();
   std::unique_ptr<runtime::Stream> stream_;
 
   static inline runtime::Device* device_ = nullptr;

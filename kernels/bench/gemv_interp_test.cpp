@@ -17,6 +17,8 @@
 #include "dsl/interp/interpreter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/compare.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::kernels::bench {
 namespace {
@@ -76,7 +78,8 @@ void run_and_check(const BenchKernel& kernel, const Problem& p, std::vector<floa
   for (size_t i = 0; i < y.size(); ++i) {
     double got = bf16_bits_to_double(y[i]);
     ASSERT_FALSE(std::isnan(got)) << "element " << i << " not written";
-    ASSERT_NEAR(got, p.ref[i], std::abs(p.ref[i]) / 128 + 1e-6 * p.magnitude[i]) << "element " << i;
+    ASSERT_TRUE(monotile::testing::agrees(got, p.ref[i], {1e-6 * p.magnitude[i], 1.0 / 128}))
+        << "element " << i << ": " << got << ", float64 " << p.ref[i];
   }
 }
 
@@ -84,7 +87,7 @@ void run_and_check(const BenchKernel& kernel, const Problem& p, std::vector<floa
 void check(int m, int n, int k, const GemvConfig& config) {
   SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) + " splits " +
                std::to_string(config.splits) + (config.matrix_unit ? " matrix unit" : " fma"));
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = monotile::testing::case_rng();
   BenchKernel kernel = gemv_kernel(m, n, k, config);
   EXPECT_EQ(kernel.grid[0], (n + config.block_n - 1) / config.block_n);
   EXPECT_EQ(kernel.grid[1], config.splits);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "dsl/interp/float16.h"
 #include "support/status_macros.h"
+#include "tests/testing/compare.h"
 
 namespace monotile::kernels::kda::testing {
 namespace {
@@ -190,9 +191,9 @@ std::string check_kda(const KdaHostInputs& in, const KdaOutputs& got, const KdaS
           if (std::isnan(value)) return where() + " is NaN (not written?)";
           if (read <= 0 && value != 0.0) return absl::StrCat(where(), " = ", value, ", expected exactly 0 (no state)");
           // One bf16 rounding (2^-9 relative) plus f32 accumulation error relative to the row.
-          const double tolerance = std::abs(want) / 256 + 1e-5 * row_max;
-          if (!(std::abs(value - want) <= tolerance)) {
-            return absl::StrCat(where(), " = ", value, ", expected ", want, " (tolerance ", tolerance, ")");
+          if (!monotile::testing::agrees(value, want, {1e-5 * row_max, 1.0 / 256})) {
+            return absl::StrCat(where(), " = ", value, ", expected ", want, " (tolerance ",
+                                std::abs(want) / 256 + 1e-5 * row_max, ")");
           }
         }
       }
@@ -213,9 +214,9 @@ std::string check_kda(const KdaHostInputs& in, const KdaOutputs& got, const KdaS
           continue;
         }
         if (std::isnan(value)) return where() + " is NaN (not written?)";
-        const double tolerance = 1e-5 * (std::abs(ref.state[base + i]) + tile_max);
-        if (!(std::abs(value - ref.state[base + i]) <= tolerance)) {
-          return absl::StrCat(where(), " = ", value, ", expected ", ref.state[base + i], " (tolerance ", tolerance, ")");
+        if (!monotile::testing::agrees(value, ref.state[base + i], {1e-5 * tile_max, 1e-5})) {
+          return absl::StrCat(where(), " = ", value, ", expected ", ref.state[base + i], " (tolerance ",
+                              1e-5 * (std::abs(ref.state[base + i]) + tile_max), ")");
         }
       }
     }

@@ -14,6 +14,7 @@
 #include "kernels/kda/kda_test_support.h"
 #include "kernels/kda/kda_verify.h"
 #include "tests/conformance/gpu_executor.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::kernels::kda {
 namespace {
@@ -46,7 +47,7 @@ TEST_F(KdaVerifyGpu, Heads12Requests4) {
   KdaCase c;
   c.config = {.heads = 12, .requests = 4, .q = 4};
   c.accepted = {1, 2, 3, 4};
-  c.seed = std::random_device{}();
+  c.seed = monotile::testing::case_rng()();
   expect_matches_reference(c);
 }
 
@@ -56,7 +57,7 @@ TEST_F(KdaVerifyGpu, Heads12Requests4WithPaddingAndSkippedStores) {
   c.padded = 1;
   c.later_slot_zero = true;
   c.negative_read = true;
-  c.seed = std::random_device{}();
+  c.seed = monotile::testing::case_rng()();
   expect_matches_reference(c);
 }
 
@@ -67,7 +68,7 @@ TEST_F(KdaVerifyGpu, Heads96Requests16) {
   c.later_slot_zero = true;
   c.negative_read = true;
   c.slot_pad = 128 * 128;
-  c.seed = std::random_device{}();
+  c.seed = monotile::testing::case_rng()();
   expect_matches_reference(c);
 }
 
@@ -77,7 +78,7 @@ TEST_F(KdaVerifyGpu, BothSplitsAndTheChunkedFormAtTwoRequests) {
       KdaCase c;
       c.config = {.heads = 12, .requests = 2, .q = 4, .block_v = block_v, .num_warps = num_warps, .chunked = chunked};
       c.accepted = {3, 2};
-      c.seed = std::random_device{}();
+      c.seed = monotile::testing::case_rng()();
       expect_matches_reference(c);
     }
   }
@@ -90,7 +91,7 @@ TEST_F(KdaVerifyGpu, EveryVariantAtOneAndEightRequests) {
     SCOPED_TRACE(kda_verify_name(config));
     KdaCase c;
     c.config = config;
-    c.seed = std::random_device{}();
+    c.seed = monotile::testing::case_rng()();
     expect_matches_reference(c);
   }
 }

@@ -16,6 +16,7 @@
 #include "kernels/samples/samples.h"
 #include "kernels/samples/spelling.h"
 #include "runtime/discovery.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::kernels {
 namespace {
@@ -92,7 +93,7 @@ class SamplesOnGpu : public ::testing::Test {
     return values;
   }
 
-  std::mt19937 random_{std::random_device{}()};
+  std::mt19937 random_ = monotile::testing::case_rng();
   std::unique_ptr<runtime::Stream> stream_;
   std::vector<runtime::Module> modules_;
 

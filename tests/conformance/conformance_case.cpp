@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "support/check.h"
+#include "tests/testing/compare.h"
 
 namespace monotile::conformance {
 
@@ -40,9 +41,7 @@ void poison(HostTensor& tensor) {
 }
 
 bool close(double actual, double expected, const Tolerance& tolerance) {
-  if (std::isnan(expected) || std::isnan(actual)) return std::isnan(expected) && std::isnan(actual);
-  if (std::isinf(expected) || std::isinf(actual)) return actual == expected;
-  return std::fabs(actual - expected) <= tolerance.abs + tolerance.rel * std::fabs(expected);
+  return monotile::testing::agrees(actual, expected, {tolerance.abs, tolerance.rel});
 }
 
 std::string index_str(const HostTensor& tensor, int64_t flat) {

@@ -1,14 +1,14 @@
 // Runs every conformance case on the CPU interpreter, one test per case. Inputs are fresh each run
-// (seed from std::random_device, or MONOTILE_SEED to replay); a failure names the seed.
+// (from the run's seed, MONOTILE_TEST_SEED); a failure names the seed.
 #include <cctype>
 #include <cstdlib>
-#include <random>
 #include <set>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "tests/conformance/cases.h"
 #include "tests/conformance/interpreter_executor.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::conformance {
 
@@ -22,14 +22,6 @@ void PrintTo(const Case& c, std::ostream* out) {
 
 namespace {
 
-uint64_t base_seed() {
-  static const uint64_t seed = []() -> uint64_t {
-    if (const char* text = std::getenv("MONOTILE_SEED")) return std::strtoull(text, nullptr, 10);
-    std::random_device device;
-    return (static_cast<uint64_t>(device()) << 32) | device();
-  }();
-  return seed;
-}
 
 // gtest names: letters, digits and underscores only.
 std::string test_name(const std::string& case_name) {
@@ -48,9 +40,9 @@ TEST_P(InterpreterConformance, MatchesReference) {
   const Case& c = GetParam();
   InterpreterExecutor executor;
   // Each case draws from its own stream: replaying one case needs only the base seed.
-  const uint64_t seed = base_seed() ^ std::hash<std::string>{}(c.name);
+  const uint64_t seed = monotile::testing::shared_seed(c.name);
   const absl::Status status = run_case(executor, c, seed);
-  EXPECT_TRUE(status.ok()) << status.message() << "\n(replay with MONOTILE_SEED=" << base_seed() << ")";
+  EXPECT_TRUE(status.ok()) << status.message();
 }
 
 INSTANTIATE_TEST_SUITE_P(All, InterpreterConformance, ::testing::ValuesIn(all_cases()),

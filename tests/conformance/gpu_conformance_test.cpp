@@ -6,25 +6,17 @@
 #include <cstdlib>
 #include <functional>
 #include <ostream>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/conformance/cases.h"
 #include "tests/conformance/gpu_executor.h"
+#include "tests/testing/seed.h"
 
 namespace monotile::conformance {
 namespace {
 
-uint64_t base_seed() {
-  static const uint64_t seed = []() -> uint64_t {
-    if (const char* text = std::getenv("MONOTILE_SEED")) return std::strtoull(text, nullptr, 10);
-    std::random_device device;
-    return (static_cast<uint64_t>(device()) << 32) | device();
-  }();
-  return seed;
-}
 
 struct Family {
   std::string name;
@@ -69,11 +61,11 @@ TEST_P(GpuConformance, MatchesReference) {
   int passed = 0;
   for (const Case& c : cases) {
     // The interpreter suite's seeding: replaying a case needs only the base seed.
-    const uint64_t seed = base_seed() ^ std::hash<std::string>{}(c.name);
+    const uint64_t seed = monotile::testing::shared_seed(c.name);
     const absl::Status status = run_case(*executor_, c, seed);
     executor_->release_all();
     if (status.ok()) ++passed;
-    else ADD_FAILURE() << c.name << ": " << status.message() << "\n(replay with MONOTILE_SEED=" << base_seed() << ")";
+    else ADD_FAILURE() << c.name << ": " << status.message();
   }
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("gpu conformance %-12s %4d/%-4zu passed on %s (%zu builds: %zu compiled, %zu cached, %zu failed; "
@@ -90,12 +82,12 @@ TEST(GpuExecutorCache, AWarmExecutorCompilesNothing) {
   ASSERT_FALSE(cases.empty());
   absl::StatusOr<std::unique_ptr<GpuExecutor>> cold = GpuExecutor::create();
   if (!cold.ok()) GTEST_SKIP() << cold.status().message();
-  ASSERT_TRUE(run_case(**cold, cases.front(), base_seed()).ok());
+  ASSERT_TRUE(run_case(**cold, cases.front(), monotile::testing::test_seed()).ok());
   cold->reset();
   // A new executor (a new process's view): the program comes from the JIT's cache.
   absl::StatusOr<std::unique_ptr<GpuExecutor>> warm = GpuExecutor::create();
   ASSERT_TRUE(warm.ok()) << warm.status();
-  ASSERT_TRUE(run_case(**warm, cases.front(), base_seed() + 1).ok());
+  ASSERT_TRUE(run_case(**warm, cases.front(), monotile::testing::test_seed() + 1).ok());
   EXPECT_EQ((*warm)->compiles(), 0);
 }
 

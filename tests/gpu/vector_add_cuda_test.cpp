@@ -17,6 +17,7 @@
 #include "jit/compiler.h"
 #include "runtime/device_cuda.h"
 #include "tests/gpu/vector_add_kernels_cuda.h"
+#include "tests/testing/seed.h"
 
 namespace monotile {
 namespace {
@@ -32,7 +33,7 @@ constexpr uint32_t kBlock = 256;
 constexpr uint8_t kPoison = 0xFF;      // every float becomes NaN: an unwritten element fails
 
 std::vector<float> random_floats(size_t count) {
-  std::mt19937 generator(std::random_device{}());
+  std::mt19937 generator = monotile::testing::case_rng();
   std::uniform_real_distribution<float> distribution(-100.0f, 100.0f);
   std::vector<float> values(count);
   for (float& value : values) value = distribution(generator);
