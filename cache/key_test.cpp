@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "cache/cache.h"
 
 namespace monotile::cache {
@@ -69,7 +70,7 @@ TEST(KeyBuilder, TextShowsShortValuesAndAbbreviatesLongOnes) {
   std::string text = builder.text();
   EXPECT_THAT(text, HasSubstr("target = sm_90a\n"));
   EXPECT_THAT(text, HasSubstr("source = extern \"C\" __global__ void k() {\\n"));
-  EXPECT_THAT(text, HasSubstr("[" + std::to_string(source.size()) + " bytes, xxh3 "));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("[", source.size(), " bytes, xxh3 ")));
   EXPECT_THAT(text, Not(HasSubstr(std::string(100, ' '))));
 }
 

@@ -1,12 +1,21 @@
 # Helpers that give every target of ours the same standard, warnings and test registration.
 include(GoogleTest)
 
+# Warnings are always on; turning them into errors is for CI and developers (the README's test
+# command sets it), not for someone who only builds the library with another compiler version.
+option(MONOTILE_WERROR "Treat compiler warnings in monotile's own code as errors" OFF)
+
+# monotile_warnings(<target>): our warning flags on one target.
+function(monotile_warnings name)
+  target_compile_options(${name} PRIVATE -Wall -Wextra $<$<BOOL:${MONOTILE_WERROR}>:-Werror>)
+endfunction()
+
 # monotile_library(<name> SOURCES ... [DEPS ...]): a static library built with our warnings.
 function(monotile_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
-  target_compile_options(${name} PRIVATE -Wall -Wextra -Werror)
+  monotile_warnings(${name})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
@@ -19,8 +28,8 @@ function(monotile_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
-  target_compile_options(${name} PRIVATE -Wall -Wextra -Werror)
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  monotile_warnings(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} monotile_testing)
   gtest_discover_tests(${name}
     PROPERTIES TIMEOUT ${ARG_TIMEOUT}
     DISCOVERY_TIMEOUT 60)

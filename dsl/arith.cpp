@@ -12,7 +12,7 @@
 namespace monotile::dsl {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 // Which element types an op takes.
 enum class Accept {
@@ -60,7 +60,7 @@ std::string accept_hint(Accept accept, ScalarType type) {
 }
 
 void check_accepts(Accept accept, ElementType type, std::string_view op,
-                   const std::source_location& loc) {
+                   const SourceLocation& loc) {
   if (accepts(accept, type.scalar)) return;
   throw Error(at(loc), std::string(op),
               std::string(op) + " does not take " + dtype_str(type) + " operands",
@@ -68,7 +68,7 @@ void check_accepts(Accept accept, ElementType type, std::string_view op,
 }
 
 Value elementwise(OpCode code, std::span<const Operand> operands, Accept accept,
-                  const std::source_location& loc, std::optional<CmpPredicate> cmp = {}) {
+                  const SourceLocation& loc, std::optional<CmpPredicate> cmp = {}) {
   std::string_view op = op_name(code);
   Builder& builder = Builder::current(op, loc);
   ElementType dtype = common_dtype(builder, operands, op, loc);
@@ -88,24 +88,24 @@ Value elementwise(OpCode code, std::span<const Operand> operands, Accept accept,
 }
 
 Value binary(OpCode code, const Operand& a, const Operand& b, Accept accept,
-             const std::source_location& loc, std::optional<CmpPredicate> cmp = {}) {
+             const SourceLocation& loc, std::optional<CmpPredicate> cmp = {}) {
   std::array<Operand, 2> operands{a, b};
   return elementwise(code, operands, accept, loc, cmp);
 }
 
-Value unary(OpCode code, const Operand& a, Accept accept, const std::source_location& loc) {
+Value unary(OpCode code, const Operand& a, Accept accept, const SourceLocation& loc) {
   std::array<Operand, 1> operands{a};
   return elementwise(code, operands, accept, loc);
 }
 
 bool is_pointer(Builder& builder, const Operand& operand, std::string_view op,
-                const std::source_location& loc) {
+                const SourceLocation& loc) {
   return operand.is_value() && builder.type_of(operand.value(), op, loc).element.pointer;
 }
 
 // ptr + offset, offset + ptr, ptr - offset: kAddPtr; nothing when neither operand is a pointer.
 std::optional<Value> pointer_arithmetic(bool subtract, const Operand& a, const Operand& b) {
-  const std::source_location& loc = a.loc();
+  const SourceLocation& loc = a.loc();
   std::string_view op = subtract ? "sub" : "add";
   Builder& builder = Builder::current(op, loc);
   bool pointer_a = is_pointer(builder, a, op, loc), pointer_b = is_pointer(builder, b, op, loc);
@@ -214,7 +214,7 @@ Value operator!(const Operand& a) {
   return unary(OpCode::kNot, a, Accept::kBitwise, a.loc());
 }
 
-Value where(const Operand& cond, const Operand& a, const Operand& b, std::source_location loc) {
+Value where(const Operand& cond, const Operand& a, const Operand& b, SourceLocation loc) {
   Builder& builder = Builder::current("where", loc);
   if (cond.is_value()) {
     ElementType type = builder.type_of(cond.value(), "where", loc).element;
@@ -236,22 +236,22 @@ Value where(const Operand& cond, const Operand& a, const Operand& b, std::source
   return builder.emit1(OpCode::kSelect, {c, x, y}, {}, Type{dtype, shape}, loc);
 }
 
-Value minimum(const Operand& a, const Operand& b, std::source_location loc) {
+Value minimum(const Operand& a, const Operand& b, SourceLocation loc) {
   return binary(OpCode::kMin, a, b, Accept::kNumber, loc);
 }
-Value maximum(const Operand& a, const Operand& b, std::source_location loc) {
+Value maximum(const Operand& a, const Operand& b, SourceLocation loc) {
   return binary(OpCode::kMax, a, b, Accept::kNumber, loc);
 }
-Value clamp(const Operand& x, const Operand& lo, const Operand& hi, std::source_location loc) {
+Value clamp(const Operand& x, const Operand& lo, const Operand& hi, SourceLocation loc) {
   return minimum(maximum(x, lo, loc), hi, loc);
 }
 
-Value fma(const Operand& a, const Operand& b, const Operand& c, std::source_location loc) {
+Value fma(const Operand& a, const Operand& b, const Operand& c, SourceLocation loc) {
   std::array<Operand, 3> operands{a, b, c};
   return elementwise(OpCode::kFma, operands, Accept::kFloat, loc);
 }
 
-Value cdiv(const Operand& a, const Operand& b, std::source_location loc) {
+Value cdiv(const Operand& a, const Operand& b, SourceLocation loc) {
   Builder& builder = Builder::current("cdiv", loc);
   std::array<Operand, 2> operands{a, b};
   ElementType dtype = common_dtype(builder, operands, "cdiv", loc);
@@ -264,11 +264,11 @@ Value cdiv(const Operand& a, const Operand& b, std::source_location loc) {
   return binary(OpCode::kDiv, less, b, Accept::kNumber, loc);
 }
 
-Value umulhi(const Operand& a, const Operand& b, std::source_location loc) {
+Value umulhi(const Operand& a, const Operand& b, SourceLocation loc) {
   return binary(OpCode::kUmulhi, a, b, Accept::kUmulhi, loc);
 }
 
-Value cast(const Value& x, ElementType type, std::source_location loc) {
+Value cast(const Value& x, ElementType type, SourceLocation loc) {
   Builder& builder = Builder::current("cast", loc);
   ElementType from = builder.type_of(x, "cast", loc).element;
   if (from.pointer || type.pointer) {
@@ -285,7 +285,7 @@ Value cast(const Value& x, ElementType type, std::source_location loc) {
   return cast_value(builder, x, type, loc);
 }
 
-Value bitcast(const Value& x, ElementType type, std::source_location loc) {
+Value bitcast(const Value& x, ElementType type, SourceLocation loc) {
   Builder& builder = Builder::current("bitcast", loc);
   Type from = builder.type_of(x, "bitcast", loc);
   if (from.element.pointer || type.pointer) {

@@ -4,7 +4,7 @@
 // pointer tile with an integer offset advance by whole elements.
 #pragma once
 
-#include <source_location>
+#include "support/source_location.h"
 
 #include "dsl/value.h"
 
@@ -33,28 +33,28 @@ Value operator!(const Operand& a);  // i1 only: logical not
 
 // cond ? a : b per element; cond is i1 (or a bool), all three broadcast together.
 Value where(const Operand& cond, const Operand& a, const Operand& b,
-            std::source_location loc = std::source_location::current());
+            SourceLocation loc = SourceLocation::current());
 // Elementwise min / max; NaN if either operand is NaN.
 Value minimum(const Operand& a, const Operand& b,
-              std::source_location loc = std::source_location::current());
+              SourceLocation loc = SourceLocation::current());
 Value maximum(const Operand& a, const Operand& b,
-              std::source_location loc = std::source_location::current());
+              SourceLocation loc = SourceLocation::current());
 // minimum(maximum(x, lo), hi).
 Value clamp(const Operand& x, const Operand& lo, const Operand& hi,
-            std::source_location loc = std::source_location::current());
+            SourceLocation loc = SourceLocation::current());
 // a * b + c with one rounding; floats only.
 Value fma(const Operand& a, const Operand& b, const Operand& c,
-          std::source_location loc = std::source_location::current());
+          SourceLocation loc = SourceLocation::current());
 // Integer ceiling division (a + b - 1) / b, for a >= 0 and b > 0.
 Value cdiv(const Operand& a, const Operand& b,
-           std::source_location loc = std::source_location::current());
+           SourceLocation loc = SourceLocation::current());
 // The high half of the unsigned product of two i32/u32 (or i64) integers.
 Value umulhi(const Operand& a, const Operand& b,
-             std::source_location loc = std::source_location::current());
+             SourceLocation loc = SourceLocation::current());
 
 // Value conversion and bit reinterpretation (also as x.to(t) / x.bitcast(t)).
-Value cast(const Value& x, ElementType type, std::source_location loc = std::source_location::current());
+Value cast(const Value& x, ElementType type, SourceLocation loc = SourceLocation::current());
 Value bitcast(const Value& x, ElementType type,
-              std::source_location loc = std::source_location::current());
+              SourceLocation loc = SourceLocation::current());
 
 }  // namespace monotile::dsl

@@ -22,7 +22,7 @@ thread_local std::vector<Builder*> active_builders;
 thread_local std::vector<std::pair<uint64_t, std::string>> finished_builders;
 constexpr size_t kRememberFinished = 64;
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
@@ -31,7 +31,7 @@ std::string in_quotes(std::string_view text) { return "\"" + std::string(text) +
 // Opens a nested block for the duration of a region's construction.
 class Builder::FrameGuard {
  public:
-  FrameGuard(Builder& builder, Block* block, std::string_view op, const std::source_location& loc)
+  FrameGuard(Builder& builder, Block* block, std::string_view op, const SourceLocation& loc)
       : builder_(builder) {
     Frame frame{builder.next_frame_++, std::string(op), at(loc)};
     builder.frames_.push_back(frame);
@@ -49,7 +49,7 @@ class Builder::FrameGuard {
   Builder& builder_;
 };
 
-Builder::Builder(std::string name, KernelOptions options, std::source_location loc)
+Builder::Builder(std::string name, KernelOptions options, SourceLocation loc)
     : serial_(next_serial.fetch_add(1)) {
   if (name.empty()) {
     throw Error(at(loc), "builder", "the program name is empty", "a non-empty name", "\"\"",
@@ -77,7 +77,7 @@ Builder::Builder(std::string name, KernelOptions options, std::source_location l
 }
 
 Builder::Builder(std::string name, KernelOptions options, const Target& target,
-                 std::source_location loc)
+                 SourceLocation loc)
     : Builder(std::move(name), options, loc) {
   target_ = target;
 }
@@ -87,7 +87,7 @@ Builder::~Builder() {
   if (it != active_builders.end()) active_builders.erase(it);
 }
 
-void Builder::check_usable(std::string_view op, const std::source_location& loc) const {
+void Builder::check_usable(std::string_view op, const SourceLocation& loc) const {
   if (finished_) {
     throw Error(at(loc), std::string(op),
                 "builder " + in_quotes(name_) + " was used after finish()",
@@ -96,7 +96,7 @@ void Builder::check_usable(std::string_view op, const std::source_location& loc)
   }
 }
 
-Builder& Builder::current(std::string_view op, const std::source_location& loc) {
+Builder& Builder::current(std::string_view op, const SourceLocation& loc) {
   if (active_builders.empty()) {
     throw Error(at(loc), std::string(op), "no dsl::Builder is active on this thread",
                 "an active builder", "none",
@@ -106,7 +106,7 @@ Builder& Builder::current(std::string_view op, const std::source_location& loc) 
   return *active_builders.back();
 }
 
-Builder& Builder::owner_of(const Value& value, std::string_view op, const std::source_location& loc) {
+Builder& Builder::owner_of(const Value& value, std::string_view op, const SourceLocation& loc) {
   if (value.empty()) {
     throw Error(at(loc), std::string(op), "operand is an empty Value", "a value built by an op",
                 "an empty Value", "assign the Value before using it");
@@ -127,13 +127,13 @@ Builder& Builder::owner_of(const Value& value, std::string_view op, const std::s
               "keep the Builder alive until finish()");
 }
 
-Type Builder::type_of(const Value& value, std::string_view op, const std::source_location& loc) const {
+Type Builder::type_of(const Value& value, std::string_view op, const SourceLocation& loc) const {
   check_operand(value, op, loc);
   return program_.type_of(value.id_);
 }
 
 void Builder::check_operand(const Value& value, std::string_view op,
-                            const std::source_location& loc) const {
+                            const SourceLocation& loc) const {
   Builder& owner = owner_of(value, op, loc);
   if (&owner != this) {
     throw Error(at(loc), std::string(op),
@@ -155,7 +155,7 @@ void Builder::check_operand(const Value& value, std::string_view op,
               "return it from the body (a carried value of range/while_, a result of if_)");
 }
 
-void Builder::check_layout(const Type& type, std::string_view op, const std::source_location& loc) {
+void Builder::check_layout(const Type& type, std::string_view op, const SourceLocation& loc) {
   for (int64_t dim : type.shape) {
     if (!is_layout_size(dim)) {
       throw Error(at(loc), std::string(op),
@@ -177,11 +177,11 @@ Value Builder::new_value(Type type) {
   return Value(id, serial_);
 }
 
-Value Builder::arg(std::string_view name, ElementType type, std::source_location loc) {
+Value Builder::arg(std::string_view name, ElementType type, SourceLocation loc) {
   return arg(name, type, ArgOptions{}, loc);
 }
 
-Value Builder::arg(std::string_view name, ElementType type, ArgOptions options, std::source_location loc) {
+Value Builder::arg(std::string_view name, ElementType type, ArgOptions options, SourceLocation loc) {
   check_usable("arg", loc);
   if (blocks_.size() != 1) {
     throw Error(at(loc), "arg", "argument " + in_quotes(name) + " is declared inside a region",
@@ -221,7 +221,7 @@ Value Builder::arg(std::string_view name, ElementType type, ArgOptions options, 
 
 std::vector<Value> Builder::emit(OpCode code, const std::vector<Value>& operands, Attrs attrs,
                                  const std::vector<Type>& result_types,
-                                 const std::source_location& loc, std::vector<Block> regions) {
+                                 const SourceLocation& loc, std::vector<Block> regions) {
   std::string_view op = op_name(code);
   check_usable(op, loc);
   for (const Value& operand : operands) check_operand(operand, op, loc);
@@ -242,13 +242,13 @@ std::vector<Value> Builder::emit(OpCode code, const std::vector<Value>& operands
 }
 
 Value Builder::emit1(OpCode code, const std::vector<Value>& operands, Attrs attrs, Type result_type,
-                     const std::source_location& loc) {
+                     const SourceLocation& loc) {
   return emit(code, operands, std::move(attrs), {std::move(result_type)}, loc).front();
 }
 
 Block Builder::region(std::string_view op, const std::vector<Type>& arg_types,
                       const RegionBody& body, const RegionCheck& check,
-                      const std::source_location& loc) {
+                      const SourceLocation& loc) {
   check_usable(op, loc);
   Block block;
   FrameGuard guard(*this, &block, op, loc);
@@ -265,7 +265,7 @@ Block Builder::region(std::string_view op, const std::vector<Type>& arg_types,
 }
 
 Value Builder::constant(Type type, int64_t int_value, double float_value,
-                        const std::source_location& loc) {
+                        const SourceLocation& loc) {
   Attrs attrs;
   if (is_float(type.element.scalar)) {
     attrs.float_value = round_to_dtype(type.element.scalar, float_value);
@@ -275,7 +275,7 @@ Value Builder::constant(Type type, int64_t int_value, double float_value,
   return emit1(OpCode::kConstant, {}, std::move(attrs), std::move(type), loc);
 }
 
-Program Builder::finish(std::source_location loc) {
+Program Builder::finish(SourceLocation loc) {
   check_usable("finish", loc);
   MT_CHECK(blocks_.size() == 1, "finish() inside an open region");
   finished_ = true;
@@ -286,7 +286,7 @@ Program Builder::finish(std::source_location loc) {
   // The builder checks everything the verifier does; a failure here is a monotile bug.
   absl::Status status = verify(program_);
   if (!status.ok()) {
-    check_failed("verify(program).ok()", std::string(status.message()), std::source_location::current());
+    check_failed("verify(program).ok()", std::string(status.message()), SourceLocation::current());
   }
   return std::move(program_);
 }

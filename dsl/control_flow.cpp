@@ -10,7 +10,7 @@
 namespace monotile::dsl::detail {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 std::string types_str(const std::vector<Type>& types) {
   std::string text = "(";
@@ -22,7 +22,7 @@ std::string types_str(const std::vector<Type>& types) {
 }
 
 std::vector<Type> types_of(Builder& builder, const std::vector<Value>& values, std::string_view op,
-                           const std::source_location& loc) {
+                           const SourceLocation& loc) {
   std::vector<Type> types;
   for (const Value& value : values) types.push_back(builder.type_of(value, op, loc));
   return types;
@@ -30,7 +30,7 @@ std::vector<Type> types_of(Builder& builder, const std::vector<Value>& values, s
 
 // Carried initial values: literals become scalars of their own dtype (i32 / f32 / i1).
 std::vector<Value> carried_values(Builder& builder, const std::vector<Operand>& init,
-                                  std::string_view op, const std::source_location& loc) {
+                                  std::string_view op, const SourceLocation& loc) {
   std::vector<Value> values;
   for (const Operand& operand : init) {
     if (operand.is_value()) {
@@ -45,7 +45,7 @@ std::vector<Value> carried_values(Builder& builder, const std::vector<Operand>& 
 
 void check_yield(Builder& builder, const std::vector<Value>& yielded,
                  const std::vector<Type>& expected, std::string_view op, std::string_view what,
-                 const std::source_location& loc) {
+                 const SourceLocation& loc) {
   std::vector<Type> got = types_of(builder, yielded, op, loc);
   if (got == expected) return;
   throw Error(at(loc), std::string(op),
@@ -60,7 +60,7 @@ void check_yield(Builder& builder, const std::vector<Value>& yielded,
 
 std::vector<Value> build_for(const Operand& lo, const Operand& hi, const Operand& step,
                              const std::vector<Operand>& init, const LoopBody& body,
-                             const std::source_location& loc) {
+                             const SourceLocation& loc) {
   Builder& builder = Builder::current("range", loc);
   std::array<Operand, 3> bounds{lo, hi, step};
   ElementType index = common_dtype(builder, bounds, "range", loc);
@@ -102,7 +102,7 @@ std::vector<Value> build_for(const Operand& lo, const Operand& hi, const Operand
 }
 
 std::vector<Value> build_if(const Value& cond, const BranchBody& then_body,
-                            const BranchBody* else_body, const std::source_location& loc) {
+                            const BranchBody* else_body, const SourceLocation& loc) {
   Builder& builder = Builder::current("if_", loc);
   Type cond_type = builder.type_of(cond, "if_", loc);
   if (cond_type != Type{ElementType{ScalarType::kI1}, {}}) {
@@ -144,7 +144,7 @@ std::vector<Value> build_if(const Value& cond, const BranchBody& then_body,
 }
 
 std::vector<Value> build_while(const std::vector<Operand>& init, const CarriedBody& cond,
-                               const CarriedBody& body, const std::source_location& loc) {
+                               const CarriedBody& body, const SourceLocation& loc) {
   Builder& builder = Builder::current("while_", loc);
   std::vector<Value> carried = carried_values(builder, init, "while_", loc);
   std::vector<Type> carried_types = types_of(builder, carried, "while_", loc);

@@ -10,7 +10,7 @@
 
 #include <array>
 #include <functional>
-#include <source_location>
+#include "support/source_location.h"
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -27,17 +27,17 @@ using CarriedBody = std::function<std::vector<Value>(const std::vector<Value>& c
 
 std::vector<Value> build_for(const Operand& lo, const Operand& hi, const Operand& step,
                              const std::vector<Operand>& init, const LoopBody& body,
-                             const std::source_location& loc);
+                             const SourceLocation& loc);
 std::vector<Value> build_if(const Value& cond, const BranchBody& then_body,
-                            const BranchBody* else_body, const std::source_location& loc);
+                            const BranchBody* else_body, const SourceLocation& loc);
 std::vector<Value> build_while(const std::vector<Operand>& init, const CarriedBody& cond,
-                               const CarriedBody& body, const std::source_location& loc);
+                               const CarriedBody& body, const SourceLocation& loc);
 
-inline Operand as_operand(const Operand& x, const std::source_location&) { return x; }
-inline Operand as_operand(const Value& x, const std::source_location& loc) { return Operand(x, loc); }
+inline Operand as_operand(const Operand& x, const SourceLocation&) { return x; }
+inline Operand as_operand(const Value& x, const SourceLocation& loc) { return Operand(x, loc); }
 template <typename T>
   requires std::is_arithmetic_v<std::decay_t<T>>
-Operand as_operand(T x, const std::source_location& loc) {
+Operand as_operand(T x, const SourceLocation& loc) {
   return Operand(x, loc);
 }
 
@@ -84,7 +84,7 @@ auto from_values(const std::vector<Value>& values) {
 }
 
 template <size_t N, typename Tuple>
-std::vector<Operand> leading_operands(Tuple& all, const std::source_location& loc) {
+std::vector<Operand> leading_operands(Tuple& all, const SourceLocation& loc) {
   return [&]<size_t... I>(std::index_sequence<I...>) {
     return std::vector<Operand>{as_operand(std::get<I>(all), loc)...};
   }(std::make_index_sequence<N>{});
@@ -115,7 +115,7 @@ auto range(const Operand& lo, const Operand& hi, const Operand& step, Rest&&... 
 // if_ returns (nothing, a Value or std::array<Value, N>). cond is an i1 scalar.
 template <typename Then, typename Else>
 auto if_(const Value& cond, Then&& then_body, Else&& else_body,
-         std::source_location loc = std::source_location::current()) {
+         SourceLocation loc = SourceLocation::current()) {
   using Result = decltype(then_body());
   detail::BranchBody then_fn = [&] { return detail::call_spread<0>(then_body, {}); };
   detail::BranchBody else_fn = [&] { return detail::call_spread<0>(else_body, {}); };
@@ -133,7 +133,7 @@ auto if_(const Value& cond, Then&& then_body, Else&& else_body,
 // if (cond) then_body(), which returns nothing.
 template <typename Then>
 void if_(const Value& cond, Then&& then_body,
-         std::source_location loc = std::source_location::current()) {
+         SourceLocation loc = SourceLocation::current()) {
   detail::BranchBody then_fn = [&] { return detail::call_spread<0>(then_body, {}); };
   detail::build_if(cond, then_fn, nullptr, loc);
 }

@@ -11,9 +11,9 @@
 namespace monotile::dsl {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
-Value grid_query(OpCode code, int axis, const std::source_location& loc) {
+Value grid_query(OpCode code, int axis, const SourceLocation& loc) {
   std::string op(op_name(code));
   Builder& builder = Builder::current(op, loc);
   if (axis < 0 || axis > 2) {
@@ -27,15 +27,15 @@ Value grid_query(OpCode code, int axis, const std::source_location& loc) {
 
 }  // namespace
 
-Value program_id(int axis, std::source_location loc) {
+Value program_id(int axis, SourceLocation loc) {
   return grid_query(OpCode::kProgramId, axis, loc);
 }
 
-Value num_programs(int axis, std::source_location loc) {
+Value num_programs(int axis, SourceLocation loc) {
   return grid_query(OpCode::kNumPrograms, axis, loc);
 }
 
-Value arange(int64_t start, int64_t end, std::source_location loc) {
+Value arange(int64_t start, int64_t end, SourceLocation loc) {
   Builder& builder = Builder::current("arange", loc);
   if (end <= start) {
     throw Error(at(loc), "arange",
@@ -56,7 +56,7 @@ Value arange(int64_t start, int64_t end, std::source_location loc) {
 }
 
 Value full(const std::vector<int64_t>& shape, const Operand& value, ElementType dtype,
-           std::source_location loc) {
+           SourceLocation loc) {
   Builder& builder = Builder::current("full", loc);
   for (int64_t dim : shape) {
     if (dim < 1) {
@@ -76,16 +76,16 @@ Value full(const std::vector<int64_t>& shape, const Operand& value, ElementType 
   return materialize(builder, value, dtype, shape, "full", loc);
 }
 
-Value zeros(const std::vector<int64_t>& shape, ElementType dtype, std::source_location loc) {
+Value zeros(const std::vector<int64_t>& shape, ElementType dtype, SourceLocation loc) {
   return full(shape, Operand(0, loc), dtype, loc);
 }
 
-Value full_like(const Value& x, const Operand& value, std::source_location loc) {
+Value full_like(const Value& x, const Operand& value, SourceLocation loc) {
   Type type = Builder::current("full_like", loc).type_of(x, "full_like", loc);
   return full(type.shape, value, type.element, loc);
 }
 
-Value zeros_like(const Value& x, std::source_location loc) {
+Value zeros_like(const Value& x, SourceLocation loc) {
   return full_like(x, Operand(0, loc), loc);
 }
 

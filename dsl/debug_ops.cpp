@@ -7,7 +7,7 @@
 
 namespace monotile::dsl {
 
-void device_assert(const Value& cond, std::string message, std::source_location loc) {
+void device_assert(const Value& cond, std::string message, SourceLocation loc) {
   Builder& builder = Builder::current("device_assert", loc);
   Type type = builder.type_of(cond, "device_assert", loc);
   if (type.element != ElementType{ScalarType::kI1}) {
@@ -20,7 +20,7 @@ void device_assert(const Value& cond, std::string message, std::source_location 
   builder.emit(OpCode::kAssert, {cond}, std::move(attrs), {}, loc);
 }
 
-void print(std::string prefix, const std::vector<Value>& values, std::source_location loc) {
+void print(std::string prefix, const std::vector<Value>& values, SourceLocation loc) {
   Builder& builder = Builder::current("print", loc);
   Attrs attrs;
   attrs.text = std::move(prefix);

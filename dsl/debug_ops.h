@@ -1,7 +1,7 @@
 // Debugging ops: a device-side assertion and a print, both kept by every simplification pass.
 #pragma once
 
-#include <source_location>
+#include "support/source_location.h"
 #include <string>
 #include <vector>
 
@@ -12,9 +12,9 @@ namespace monotile::dsl {
 // Fails the launch when any element of `cond` (an i1 tile or scalar) is false: a trap on the GPU,
 // an error naming this line and `message` in the interpreter.
 void device_assert(const Value& cond, std::string message,
-                   std::source_location loc = std::source_location::current());
+                   SourceLocation loc = SourceLocation::current());
 // Prints `prefix` and the values (each whole tile) from every program instance.
 void print(std::string prefix, const std::vector<Value>& values,
-           std::source_location loc = std::source_location::current());
+           SourceLocation loc = SourceLocation::current());
 
 }  // namespace monotile::dsl

@@ -11,11 +11,11 @@
 namespace monotile::dsl {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 }  // namespace
 
-Value dot(const Value& a, const Value& b, std::optional<Value> acc, std::source_location loc) {
+Value dot(const Value& a, const Value& b, std::optional<Value> acc, SourceLocation loc) {
   Builder& builder = Builder::current("dot", loc);
   Type ta = builder.type_of(a, "dot", loc), tb = builder.type_of(b, "dot", loc);
   if (ta.shape.size() != 2 || tb.shape.size() != 2) {
@@ -59,7 +59,7 @@ Value dot(const Value& a, const Value& b, std::optional<Value> acc, std::source_
   return builder.emit1(OpCode::kDot, {a, b, accumulator}, {}, std::move(result), loc);
 }
 
-Value dequant_mxfp4(const Value& packed, const Value& scales, ElementType out, std::source_location loc) {
+Value dequant_mxfp4(const Value& packed, const Value& scales, ElementType out, SourceLocation loc) {
   Builder& builder = Builder::current("dequant_mxfp4", loc);
   Type tp = builder.type_of(packed, "dequant_mxfp4", loc);
   Type ts = builder.type_of(scales, "dequant_mxfp4", loc);

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <optional>
-#include <source_location>
+#include "support/source_location.h"
 
 #include "dsl/dtype.h"
 #include "dsl/value.h"
@@ -13,11 +13,11 @@ namespace monotile::dsl {
 // returns f32 [M, N]. acc (f32 [M, N]) defaults to zeros. With a Target given to the Builder, K is
 // checked against the matrix unit here; otherwise when the program is verified for a target.
 Value dot(const Value& a, const Value& b, std::optional<Value> acc = std::nullopt,
-          std::source_location loc = std::source_location::current());
+          SourceLocation loc = SourceLocation::current());
 
 // MXFP4 to floats: packed mxfp4 [..., n/2] (two e2m1 per byte, low nibble first) and scales u8
 // [..., n/32] (ue8m0 exponents, one per 32 values) -> `out` [..., n] (f32, bf16 or f16).
 Value dequant_mxfp4(const Value& packed, const Value& scales, ElementType out = bf16,
-                    std::source_location loc = std::source_location::current());
+                    SourceLocation loc = SourceLocation::current());
 
 }  // namespace monotile::dsl

@@ -80,7 +80,7 @@ std::string Type::str() const {
   return text + "]";
 }
 
-SourceLoc SourceLoc::from(const std::source_location& location) {
+SourceLoc SourceLoc::from(const SourceLocation& location) {
   return SourceLoc{location.file_name(), static_cast<int>(location.line()),
                    static_cast<int>(location.column()), location.function_name()};
 }

@@ -37,7 +37,7 @@
 
 #include <cstdint>
 #include <optional>
-#include <source_location>
+#include "support/source_location.h"
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,7 +95,7 @@ struct SourceLoc {
   int line = 0;
   int column = 0;
   std::string function;
-  static SourceLoc from(const std::source_location& location);
+  static SourceLoc from(const SourceLocation& location);
   std::string str() const;  // "rms_norm.cpp:9" (basename of the file)
   friend bool operator==(const SourceLoc&, const SourceLoc&) = default;
 };

@@ -8,7 +8,7 @@
 namespace monotile::dsl {
 namespace {
 
-Value unary_math(OpCode code, const Value& x, bool integers_too, const std::source_location& loc) {
+Value unary_math(OpCode code, const Value& x, bool integers_too, const SourceLocation& loc) {
   std::string op(op_name(code));
   Builder& builder = Builder::current(op, loc);
   Type type = builder.type_of(x, op, loc);
@@ -27,24 +27,24 @@ Value unary_math(OpCode code, const Value& x, bool integers_too, const std::sour
 
 }  // namespace
 
-Value exp(const Value& x, std::source_location loc) { return unary_math(OpCode::kExp, x, false, loc); }
-Value exp2(const Value& x, std::source_location loc) { return unary_math(OpCode::kExp2, x, false, loc); }
-Value log(const Value& x, std::source_location loc) { return unary_math(OpCode::kLog, x, false, loc); }
-Value log2(const Value& x, std::source_location loc) { return unary_math(OpCode::kLog2, x, false, loc); }
-Value sqrt(const Value& x, std::source_location loc) { return unary_math(OpCode::kSqrt, x, false, loc); }
-Value rsqrt(const Value& x, std::source_location loc) { return unary_math(OpCode::kRsqrt, x, false, loc); }
-Value sin(const Value& x, std::source_location loc) { return unary_math(OpCode::kSin, x, false, loc); }
-Value cos(const Value& x, std::source_location loc) { return unary_math(OpCode::kCos, x, false, loc); }
-Value tanh(const Value& x, std::source_location loc) { return unary_math(OpCode::kTanh, x, false, loc); }
-Value sigmoid(const Value& x, std::source_location loc) {
+Value exp(const Value& x, SourceLocation loc) { return unary_math(OpCode::kExp, x, false, loc); }
+Value exp2(const Value& x, SourceLocation loc) { return unary_math(OpCode::kExp2, x, false, loc); }
+Value log(const Value& x, SourceLocation loc) { return unary_math(OpCode::kLog, x, false, loc); }
+Value log2(const Value& x, SourceLocation loc) { return unary_math(OpCode::kLog2, x, false, loc); }
+Value sqrt(const Value& x, SourceLocation loc) { return unary_math(OpCode::kSqrt, x, false, loc); }
+Value rsqrt(const Value& x, SourceLocation loc) { return unary_math(OpCode::kRsqrt, x, false, loc); }
+Value sin(const Value& x, SourceLocation loc) { return unary_math(OpCode::kSin, x, false, loc); }
+Value cos(const Value& x, SourceLocation loc) { return unary_math(OpCode::kCos, x, false, loc); }
+Value tanh(const Value& x, SourceLocation loc) { return unary_math(OpCode::kTanh, x, false, loc); }
+Value sigmoid(const Value& x, SourceLocation loc) {
   return unary_math(OpCode::kSigmoid, x, false, loc);
 }
-Value softplus(const Value& x, std::source_location loc) {
+Value softplus(const Value& x, SourceLocation loc) {
   return unary_math(OpCode::kSoftplus, x, false, loc);
 }
-Value erf(const Value& x, std::source_location loc) { return unary_math(OpCode::kErf, x, false, loc); }
-Value floor(const Value& x, std::source_location loc) { return unary_math(OpCode::kFloor, x, false, loc); }
-Value ceil(const Value& x, std::source_location loc) { return unary_math(OpCode::kCeil, x, false, loc); }
-Value abs(const Value& x, std::source_location loc) { return unary_math(OpCode::kAbs, x, true, loc); }
+Value erf(const Value& x, SourceLocation loc) { return unary_math(OpCode::kErf, x, false, loc); }
+Value floor(const Value& x, SourceLocation loc) { return unary_math(OpCode::kFloor, x, false, loc); }
+Value ceil(const Value& x, SourceLocation loc) { return unary_math(OpCode::kCeil, x, false, loc); }
+Value abs(const Value& x, SourceLocation loc) { return unary_math(OpCode::kAbs, x, true, loc); }
 
 }  // namespace monotile::dsl

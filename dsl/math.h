@@ -2,14 +2,14 @@
 // an integer tile is a dsl::Error whose hint says to convert it first.
 #pragma once
 
-#include <source_location>
+#include "support/source_location.h"
 
 #include "dsl/value.h"
 
 namespace monotile::dsl {
 
 #define MONOTILE_DSL_UNARY(name) \
-  Value name(const Value& x, std::source_location loc = std::source_location::current());
+  Value name(const Value& x, SourceLocation loc = SourceLocation::current());
 MONOTILE_DSL_UNARY(exp)
 MONOTILE_DSL_UNARY(exp2)
 MONOTILE_DSL_UNARY(log)

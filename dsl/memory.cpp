@@ -12,10 +12,10 @@
 namespace monotile::dsl {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 Type pointer_type(Builder& builder, const Value& ptr, std::string_view op,
-                  const std::source_location& loc) {
+                  const SourceLocation& loc) {
   Type type = builder.type_of(ptr, op, loc);
   if (!type.element.pointer) {
     throw Error(at(loc), std::string(op),
@@ -27,7 +27,7 @@ Type pointer_type(Builder& builder, const Value& ptr, std::string_view op,
 }
 
 Value checked_mask(Builder& builder, const Value& mask, const Type& pointer, std::string_view op,
-                   const std::source_location& loc) {
+                   const SourceLocation& loc) {
   Type type = builder.type_of(mask, op, loc);
   if (type.element != ElementType{ScalarType::kI1}) {
     throw Error(at(loc), std::string(op), "the mask has dtype " + dtype_str(type.element) + ", not i1",
@@ -47,7 +47,7 @@ Value checked_mask(Builder& builder, const Value& mask, const Type& pointer, std
 
 // A value stored / compared / combined at `pointer`: the pointee dtype, the pointer's shape.
 Value checked_data(Builder& builder, const Operand& data, const Type& pointer, std::string_view what,
-                   std::string_view op, const std::source_location& loc) {
+                   std::string_view op, const SourceLocation& loc) {
   ElementType pointee{pointer.element.scalar, false};
   if (data.is_value()) {
     Type type = builder.type_of(data.value(), op, loc);
@@ -71,7 +71,7 @@ Value checked_data(Builder& builder, const Operand& data, const Type& pointer, s
 }
 
 void check_order(MemOrder order, std::initializer_list<MemOrder> allowed, std::string_view op,
-                 const std::source_location& loc) {
+                 const SourceLocation& loc) {
   std::string names;
   for (MemOrder candidate : allowed) {
     if (candidate == order) return;
@@ -85,7 +85,7 @@ void check_order(MemOrder order, std::initializer_list<MemOrder> allowed, std::s
 }
 
 Value build_load(const Value& ptr, const Value* mask, const Operand* other, AccessOptions options,
-                 const std::source_location& loc) {
+                 const SourceLocation& loc) {
   Builder& builder = Builder::current("load", loc);
   Type pointer = pointer_type(builder, ptr, "load", loc);
   check_order(options.order, {MemOrder::kPlain, MemOrder::kRelaxed, MemOrder::kAcquire}, "load", loc);
@@ -108,7 +108,7 @@ Value build_load(const Value& ptr, const Value* mask, const Operand* other, Acce
 }
 
 void build_store(const Value& ptr, const Operand& value, const Value* mask, AccessOptions options,
-                 const std::source_location& loc) {
+                 const SourceLocation& loc) {
   Builder& builder = Builder::current("store", loc);
   Type pointer = pointer_type(builder, ptr, "store", loc);
   check_order(options.order, {MemOrder::kPlain, MemOrder::kRelaxed, MemOrder::kRelease}, "store", loc);
@@ -142,7 +142,7 @@ bool atomic_takes(AtomicKind kind, ScalarType type) {
 }
 
 Value build_atomic(AtomicKind kind, const Value& ptr, const Operand& value, MemScope scope,
-                   MemOrder order, const std::optional<Value>& mask, const std::source_location& loc) {
+                   MemOrder order, const std::optional<Value>& mask, const SourceLocation& loc) {
   std::string op = "atomic_" + std::string(atomic_name(kind));
   Builder& builder = Builder::current(op, loc);
   Type pointer = pointer_type(builder, ptr, op, loc);
@@ -172,33 +172,33 @@ Value build_atomic(AtomicKind kind, const Value& ptr, const Operand& value, MemS
 
 }  // namespace
 
-Value load(const Value& ptr, AccessOptions options, std::source_location loc) {
+Value load(const Value& ptr, AccessOptions options, SourceLocation loc) {
   return build_load(ptr, nullptr, nullptr, options, loc);
 }
-Value load(const Value& ptr, const Value& mask, AccessOptions options, std::source_location loc) {
+Value load(const Value& ptr, const Value& mask, AccessOptions options, SourceLocation loc) {
   return build_load(ptr, &mask, nullptr, options, loc);
 }
 Value load(const Value& ptr, const Value& mask, const Operand& other, AccessOptions options,
-           std::source_location loc) {
+           SourceLocation loc) {
   return build_load(ptr, &mask, &other, options, loc);
 }
-void store(const Value& ptr, const Operand& value, AccessOptions options, std::source_location loc) {
+void store(const Value& ptr, const Operand& value, AccessOptions options, SourceLocation loc) {
   build_store(ptr, value, nullptr, options, loc);
 }
 void store(const Value& ptr, const Operand& value, const Value& mask, AccessOptions options,
-           std::source_location loc) {
+           SourceLocation loc) {
   build_store(ptr, value, &mask, options, loc);
 }
-Value load_acquire(const Value& ptr, MemScope scope, std::source_location loc) {
+Value load_acquire(const Value& ptr, MemScope scope, SourceLocation loc) {
   return build_load(ptr, nullptr, nullptr, {.order = MemOrder::kAcquire, .scope = scope}, loc);
 }
-void store_release(const Value& ptr, const Operand& value, MemScope scope, std::source_location loc) {
+void store_release(const Value& ptr, const Operand& value, MemScope scope, SourceLocation loc) {
   build_store(ptr, value, nullptr, {.order = MemOrder::kRelease, .scope = scope}, loc);
 }
 
 #define MONOTILE_DSL_ATOMIC(name, kind)                                                          \
   Value name(const Value& ptr, const Operand& value, MemScope scope, MemOrder order,           \
-             std::optional<Value> mask, std::source_location loc) {                            \
+             std::optional<Value> mask, SourceLocation loc) {                            \
     return build_atomic(kind, ptr, value, scope, order, mask, loc);                            \
   }
 MONOTILE_DSL_ATOMIC(atomic_add, AtomicKind::kAdd)
@@ -211,7 +211,7 @@ MONOTILE_DSL_ATOMIC(atomic_xchg, AtomicKind::kXchg)
 #undef MONOTILE_DSL_ATOMIC
 
 Value atomic_cas(const Value& ptr, const Operand& expected, const Operand& desired, MemScope scope,
-                 MemOrder order, std::optional<Value> mask, std::source_location loc) {
+                 MemOrder order, std::optional<Value> mask, SourceLocation loc) {
   Builder& builder = Builder::current("atomic_cas", loc);
   Type pointer = pointer_type(builder, ptr, "atomic_cas", loc);
   check_order(order, {MemOrder::kRelaxed, MemOrder::kAcquire, MemOrder::kRelease, MemOrder::kAcqRel},
@@ -237,7 +237,7 @@ Value atomic_cas(const Value& ptr, const Operand& expected, const Operand& desir
                        Type{ElementType{scalar, false}, pointer.shape}, loc);
 }
 
-void fence(MemOrder order, MemScope scope, std::source_location loc) {
+void fence(MemOrder order, MemScope scope, SourceLocation loc) {
   Builder& builder = Builder::current("fence", loc);
   check_order(order, {MemOrder::kAcquire, MemOrder::kRelease, MemOrder::kAcqRel}, "fence", loc);
   Attrs attrs;
@@ -246,17 +246,17 @@ void fence(MemOrder order, MemScope scope, std::source_location loc) {
   builder.emit(OpCode::kFence, {}, std::move(attrs), {}, loc);
 }
 
-void barrier(std::source_location loc) {
+void barrier(SourceLocation loc) {
   Builder::current("barrier", loc).emit(OpCode::kBarrier, {}, {}, {}, loc);
 }
 
-Value global_timer(std::source_location loc) {
+Value global_timer(SourceLocation loc) {
   return Builder::current("global_timer", loc)
       .emit1(OpCode::kGlobalTimer, {}, {}, Type{ElementType{ScalarType::kI64}, {}}, loc);
 }
 
 Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
-                 MemScope scope, std::source_location loc) {
+                 MemScope scope, SourceLocation loc) {
   Builder& builder = Builder::current("wait_until", loc);
   Type pointer = pointer_type(builder, ptr, "wait_until", loc);
   ScalarType scalar = pointer.element.scalar;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <optional>
-#include <source_location>
+#include "support/source_location.h"
 
 #include "dsl/value.h"
 
@@ -56,21 +56,21 @@ struct AccessOptions {
 // broadcast to the pointer's shape) unselected lanes read nothing and take `other` (zero when
 // absent; a literal or a value of the pointee dtype broadcast to the pointer's shape).
 Value load(const Value& ptr, AccessOptions options = {},
-           std::source_location loc = std::source_location::current());
+           SourceLocation loc = SourceLocation::current());
 Value load(const Value& ptr, const Value& mask, AccessOptions options = {},
-           std::source_location loc = std::source_location::current());
+           SourceLocation loc = SourceLocation::current());
 Value load(const Value& ptr, const Value& mask, const Operand& other, AccessOptions options = {},
-           std::source_location loc = std::source_location::current());
+           SourceLocation loc = SourceLocation::current());
 // Writes value (of the pointee dtype, or a literal; broadcast to the pointer's shape) per lane.
 void store(const Value& ptr, const Operand& value, AccessOptions options = {},
-           std::source_location loc = std::source_location::current());
+           SourceLocation loc = SourceLocation::current());
 void store(const Value& ptr, const Operand& value, const Value& mask, AccessOptions options = {},
-           std::source_location loc = std::source_location::current());
+           SourceLocation loc = SourceLocation::current());
 // An acquire load / a release store at `scope`.
 Value load_acquire(const Value& ptr, MemScope scope,
-                   std::source_location loc = std::source_location::current());
+                   SourceLocation loc = SourceLocation::current());
 void store_release(const Value& ptr, const Operand& value, MemScope scope,
-                   std::source_location loc = std::source_location::current());
+                   SourceLocation loc = SourceLocation::current());
 
 // Atomic read-modify-writes per lane, returning the old values. order: relaxed, acquire, release or
 // acq_rel. dtypes: add i32/u32/i64/f16/bf16/f32/f64; max, min i32/u32/i64/f32/f64; and, or, xor
@@ -78,7 +78,7 @@ void store_release(const Value& ptr, const Operand& value, MemScope scope,
 #define MONOTILE_DSL_ATOMIC(name)                                                                    \
   Value name(const Value& ptr, const Operand& value, MemScope scope, MemOrder order,               \
              std::optional<Value> mask = std::nullopt,                                             \
-             std::source_location loc = std::source_location::current());
+             SourceLocation loc = SourceLocation::current());
 MONOTILE_DSL_ATOMIC(atomic_add)
 MONOTILE_DSL_ATOMIC(atomic_max)
 MONOTILE_DSL_ATOMIC(atomic_min)
@@ -90,19 +90,19 @@ MONOTILE_DSL_ATOMIC(atomic_xchg)
 // Where *ptr == expected, writes desired; returns the old values either way.
 Value atomic_cas(const Value& ptr, const Operand& expected, const Operand& desired, MemScope scope,
                  MemOrder order, std::optional<Value> mask = std::nullopt,
-                 std::source_location loc = std::source_location::current());
+                 SourceLocation loc = SourceLocation::current());
 
 // Orders this instance's earlier memory accesses before its later ones at `scope`
 // (order: acquire, release or acq_rel).
-void fence(MemOrder order, MemScope scope, std::source_location loc = std::source_location::current());
+void fence(MemOrder order, MemScope scope, SourceLocation loc = SourceLocation::current());
 // Synchronizes the threads of one program instance (and orders their shared-memory accesses).
-void barrier(std::source_location loc = std::source_location::current());
+void barrier(SourceLocation loc = SourceLocation::current());
 // Nanoseconds of a device-wide clock (i64 scalar).
-Value global_timer(std::source_location loc = std::source_location::current());
+Value global_timer(SourceLocation loc = SourceLocation::current());
 // Spins (acquire loads at `scope`) until `*ptr cmp value` holds or `timeout_ns` pass; returns an
 // i1 scalar that is true when it timed out. ptr is a scalar pointer to i32, u32 or i64.
 Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
                  MemScope scope = MemScope::kGpu,
-                 std::source_location loc = std::source_location::current());
+                 SourceLocation loc = SourceLocation::current());
 
 }  // namespace monotile::dsl

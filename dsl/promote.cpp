@@ -10,7 +10,7 @@
 namespace monotile::dsl {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 bool fits_int32(int64_t value) {
   return value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max();
@@ -58,7 +58,7 @@ ElementType literal_dtype(const Operand& literal) {
 }
 
 ElementType common_dtype(Builder& builder, std::span<const Operand> operands, std::string_view op,
-                         const std::source_location& loc) {
+                         const SourceLocation& loc) {
   std::optional<ScalarType> values;
   bool int_literal = false, float_literal = false;
   for (const Operand& operand : operands) {
@@ -92,7 +92,7 @@ ElementType common_dtype(Builder& builder, std::span<const Operand> operands, st
 }
 
 std::vector<int64_t> common_shape(Builder& builder, std::span<const Operand> operands,
-                                  std::string_view op, const std::source_location& loc) {
+                                  std::string_view op, const SourceLocation& loc) {
   std::vector<int64_t> shape;
   bool ok = true;
   for (const Operand& operand : operands) {
@@ -112,7 +112,7 @@ std::vector<int64_t> common_shape(Builder& builder, std::span<const Operand> ope
 }
 
 Value broadcast_value(Builder& builder, const Value& value, const std::vector<int64_t>& shape,
-                      std::string_view op, const std::source_location& loc) {
+                      std::string_view op, const SourceLocation& loc) {
   Type type = builder.type_of(value, op, loc);
   if (type.shape == shape) return value;
   std::vector<int64_t> joined;
@@ -138,7 +138,7 @@ Value broadcast_value(Builder& builder, const Value& value, const std::vector<in
 }
 
 Value cast_value(Builder& builder, const Value& value, ElementType dtype,
-                 const std::source_location& loc) {
+                 const SourceLocation& loc) {
   Type type = builder.type_of(value, "cast", loc);
   if (type.element == dtype) return value;
   return builder.emit1(OpCode::kCast, {value}, {}, Type{dtype, type.shape}, loc);
@@ -146,7 +146,7 @@ Value cast_value(Builder& builder, const Value& value, ElementType dtype,
 
 Value materialize(Builder& builder, const Operand& operand, ElementType dtype,
                   const std::vector<int64_t>& shape, std::string_view op,
-                  const std::source_location& loc) {
+                  const SourceLocation& loc) {
   if (operand.is_value()) {
     return broadcast_value(builder, cast_value(builder, operand.value(), dtype, loc), shape, op, loc);
   }

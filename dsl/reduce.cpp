@@ -10,10 +10,10 @@
 namespace monotile::dsl {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 Type numeric_tile(Builder& builder, const Value& x, std::string_view op, bool allow_bool,
-                  const std::source_location& loc) {
+                  const SourceLocation& loc) {
   Type type = builder.type_of(x, op, loc);
   ScalarType scalar = type.element.scalar;
   if (type.element.pointer || scalar == ScalarType::kMxfp4 || (!allow_bool && scalar == ScalarType::kI1)) {
@@ -31,7 +31,7 @@ Type numeric_tile(Builder& builder, const Value& x, std::string_view op, bool al
   return type;
 }
 
-int checked_axis(int axis, const Type& type, std::string_view op, const std::source_location& loc) {
+int checked_axis(int axis, const Type& type, std::string_view op, const SourceLocation& loc) {
   int rank = static_cast<int>(type.shape.size());
   if (axis < -rank || axis >= rank) {
     throw Error(at(loc), std::string(op),
@@ -43,7 +43,7 @@ int checked_axis(int axis, const Type& type, std::string_view op, const std::sou
 }
 
 // Narrow integers sum in i32 (Triton's rule), so that sum(mask) counts.
-Value widen_for_sum(Builder& builder, const Value& x, const std::source_location& loc) {
+Value widen_for_sum(Builder& builder, const Value& x, const SourceLocation& loc) {
   ScalarType scalar = builder.type_of(x, "sum", loc).element.scalar;
   bool narrow = scalar == ScalarType::kI1 || scalar == ScalarType::kI8 || scalar == ScalarType::kU8 ||
                 scalar == ScalarType::kI16;
@@ -51,7 +51,7 @@ Value widen_for_sum(Builder& builder, const Value& x, const std::source_location
 }
 
 Block combine_region(Builder& builder, ElementType element, const Combine& combine,
-                     std::string_view op, const std::source_location& loc) {
+                     std::string_view op, const SourceLocation& loc) {
   Type scalar{element, {}};
   return builder.region(
       op, {scalar, scalar},
@@ -70,7 +70,7 @@ Block combine_region(Builder& builder, ElementType element, const Combine& combi
 
 Value reduce_along(OpCode code, ReduceKind kind, const Value& input, std::optional<int> axis,
                    bool keep_dims, const Combine* combine, std::string_view op,
-                   const std::source_location& loc) {
+                   const SourceLocation& loc) {
   Builder& builder = Builder::current(op, loc);
   Type type = numeric_tile(builder, input, op, code == OpCode::kReduce && kind != ReduceKind::kMax &&
                                                   kind != ReduceKind::kMin, loc);
@@ -100,7 +100,7 @@ Value reduce_along(OpCode code, ReduceKind kind, const Value& input, std::option
 }
 
 Value scan_along(ReduceKind kind, const Value& input, int axis, bool reverse,
-                 const Combine* combine, std::string_view op, const std::source_location& loc) {
+                 const Combine* combine, std::string_view op, const SourceLocation& loc) {
   Builder& builder = Builder::current(op, loc);
   Type type = numeric_tile(builder, input, op, kind == ReduceKind::kSum, loc);
   Value x = kind == ReduceKind::kSum ? widen_for_sum(builder, input, loc) : input;
@@ -116,37 +116,37 @@ Value scan_along(ReduceKind kind, const Value& input, int axis, bool reverse,
 
 }  // namespace
 
-Value sum(const Value& x, std::optional<int> axis, bool keep_dims, std::source_location loc) {
+Value sum(const Value& x, std::optional<int> axis, bool keep_dims, SourceLocation loc) {
   return reduce_along(OpCode::kReduce, ReduceKind::kSum, x, axis, keep_dims, nullptr, "sum", loc);
 }
-Value max(const Value& x, std::optional<int> axis, bool keep_dims, std::source_location loc) {
+Value max(const Value& x, std::optional<int> axis, bool keep_dims, SourceLocation loc) {
   return reduce_along(OpCode::kReduce, ReduceKind::kMax, x, axis, keep_dims, nullptr, "max", loc);
 }
-Value min(const Value& x, std::optional<int> axis, bool keep_dims, std::source_location loc) {
+Value min(const Value& x, std::optional<int> axis, bool keep_dims, SourceLocation loc) {
   return reduce_along(OpCode::kReduce, ReduceKind::kMin, x, axis, keep_dims, nullptr, "min", loc);
 }
-Value xor_sum(const Value& x, std::optional<int> axis, bool keep_dims, std::source_location loc) {
+Value xor_sum(const Value& x, std::optional<int> axis, bool keep_dims, SourceLocation loc) {
   return reduce_along(OpCode::kReduce, ReduceKind::kXorSum, x, axis, keep_dims, nullptr, "xor_sum", loc);
 }
-Value argmax(const Value& x, int axis, bool keep_dims, std::source_location loc) {
+Value argmax(const Value& x, int axis, bool keep_dims, SourceLocation loc) {
   return reduce_along(OpCode::kArgReduce, ReduceKind::kMax, x, axis, keep_dims, nullptr, "argmax", loc);
 }
-Value argmin(const Value& x, int axis, bool keep_dims, std::source_location loc) {
+Value argmin(const Value& x, int axis, bool keep_dims, SourceLocation loc) {
   return reduce_along(OpCode::kArgReduce, ReduceKind::kMin, x, axis, keep_dims, nullptr, "argmin", loc);
 }
-Value reduce(const Value& x, int axis, const Combine& combine, bool keep_dims, std::source_location loc) {
+Value reduce(const Value& x, int axis, const Combine& combine, bool keep_dims, SourceLocation loc) {
   return reduce_along(OpCode::kReduce, ReduceKind::kCustom, x, axis, keep_dims, &combine, "reduce", loc);
 }
 
-Value cumsum(const Value& x, int axis, bool reverse, std::source_location loc) {
+Value cumsum(const Value& x, int axis, bool reverse, SourceLocation loc) {
   return scan_along(ReduceKind::kSum, x, axis, reverse, nullptr, "cumsum", loc);
 }
 Value associative_scan(const Value& x, int axis, const Combine& combine, bool reverse,
-                       std::source_location loc) {
+                       SourceLocation loc) {
   return scan_along(ReduceKind::kCustom, x, axis, reverse, &combine, "associative_scan", loc);
 }
 
-Sorted sort(const Value& x, int axis, bool descending, std::source_location loc) {
+Sorted sort(const Value& x, int axis, bool descending, SourceLocation loc) {
   Builder& builder = Builder::current("sort", loc);
   Type type = numeric_tile(builder, x, "sort", true, loc);
   Attrs attrs;
@@ -157,7 +157,7 @@ Sorted sort(const Value& x, int axis, bool descending, std::source_location loc)
   return {results[0], results[1]};
 }
 
-Sorted topk(const Value& x, int64_t k, bool descending, std::source_location loc) {
+Sorted topk(const Value& x, int64_t k, bool descending, SourceLocation loc) {
   Builder& builder = Builder::current("topk", loc);
   Type type = numeric_tile(builder, x, "topk", true, loc);
   int64_t size = type.shape.back();

@@ -4,7 +4,7 @@
 
 #include <functional>
 #include <optional>
-#include <source_location>
+#include "support/source_location.h"
 
 #include "dsl/value.h"
 
@@ -14,30 +14,30 @@ namespace monotile::dsl {
 // sum of i1/i8/u8/i16 accumulates (and returns) i32; sum of f16/bf16 accumulates in f32 and
 // rounds once. max/min return NaN when any element is NaN.
 Value sum(const Value& x, std::optional<int> axis = std::nullopt, bool keep_dims = false,
-          std::source_location loc = std::source_location::current());
+          SourceLocation loc = SourceLocation::current());
 Value max(const Value& x, std::optional<int> axis = std::nullopt, bool keep_dims = false,
-          std::source_location loc = std::source_location::current());
+          SourceLocation loc = SourceLocation::current());
 Value min(const Value& x, std::optional<int> axis = std::nullopt, bool keep_dims = false,
-          std::source_location loc = std::source_location::current());
+          SourceLocation loc = SourceLocation::current());
 Value xor_sum(const Value& x, std::optional<int> axis = std::nullopt, bool keep_dims = false,
-              std::source_location loc = std::source_location::current());
+              SourceLocation loc = SourceLocation::current());
 // i32 index of the largest / smallest element along `axis`.
 Value argmax(const Value& x, int axis, bool keep_dims = false,
-             std::source_location loc = std::source_location::current());
+             SourceLocation loc = SourceLocation::current());
 Value argmin(const Value& x, int axis, bool keep_dims = false,
-             std::source_location loc = std::source_location::current());
+             SourceLocation loc = SourceLocation::current());
 
 // A combine function: two scalars of the tile's dtype -> one; it must be associative (and, for
 // reduce, commutative), since the order of combination is unspecified.
 using Combine = std::function<Value(Value, Value)>;
 Value reduce(const Value& x, int axis, const Combine& combine, bool keep_dims = false,
-             std::source_location loc = std::source_location::current());
+             SourceLocation loc = SourceLocation::current());
 
 // Inclusive scans along `axis` (reverse: from the end). cumsum promotes like sum.
 Value cumsum(const Value& x, int axis = 0, bool reverse = false,
-             std::source_location loc = std::source_location::current());
+             SourceLocation loc = SourceLocation::current());
 Value associative_scan(const Value& x, int axis, const Combine& combine, bool reverse = false,
-                       std::source_location loc = std::source_location::current());
+                       SourceLocation loc = SourceLocation::current());
 
 // Values and their i32 source indices along the axis.
 struct Sorted {
@@ -45,9 +45,9 @@ struct Sorted {
   Value indices;
 };
 Sorted sort(const Value& x, int axis = -1, bool descending = false,
-            std::source_location loc = std::source_location::current());
+            SourceLocation loc = SourceLocation::current());
 // The k largest (descending) or smallest elements along the last axis, in order.
 Sorted topk(const Value& x, int64_t k, bool descending = true,
-            std::source_location loc = std::source_location::current());
+            SourceLocation loc = SourceLocation::current());
 
 }  // namespace monotile::dsl

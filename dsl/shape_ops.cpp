@@ -11,10 +11,10 @@
 namespace monotile::dsl {
 namespace {
 
-SourceLoc at(const std::source_location& loc) { return SourceLoc::from(loc); }
+SourceLoc at(const SourceLocation& loc) { return SourceLoc::from(loc); }
 
 // `axis` normalized into [0, size); throws naming `op` when out of range.
-int normalize_axis(int axis, int size, std::string_view op, const std::source_location& loc) {
+int normalize_axis(int axis, int size, std::string_view op, const SourceLocation& loc) {
   if (axis < -size || axis >= size) {
     throw Error(at(loc), std::string(op),
                 "axis " + std::to_string(axis) + " is out of range for " + std::to_string(size) +
@@ -27,7 +27,7 @@ int normalize_axis(int axis, int size, std::string_view op, const std::source_lo
 
 }  // namespace
 
-Value expand_dims(const Value& x, int axis, std::source_location loc) {
+Value expand_dims(const Value& x, int axis, SourceLocation loc) {
   Builder& builder = Builder::current("expand_dims", loc);
   Type type = builder.type_of(x, "expand_dims", loc);
   int rank = static_cast<int>(type.shape.size());
@@ -38,8 +38,8 @@ Value expand_dims(const Value& x, int axis, std::source_location loc) {
   return builder.emit1(OpCode::kExpandDims, {x}, std::move(attrs), std::move(type), loc);
 }
 
-Value row(const Value& x, std::source_location loc) { return expand_dims(x, 0, loc); }
-Value col(const Value& x, std::source_location loc) {
+Value row(const Value& x, SourceLocation loc) { return expand_dims(x, 0, loc); }
+Value col(const Value& x, SourceLocation loc) {
   Type type = Builder::current("col", loc).type_of(x, "col", loc);
   if (type.shape.size() != 1) {
     throw Error(at(loc), "col", "col takes a 1-D tile, not " + type.str(), "a 1-D tile", type.str(),
@@ -48,13 +48,13 @@ Value col(const Value& x, std::source_location loc) {
   return expand_dims(x, 1, loc);
 }
 
-Value broadcast_to(const Value& x, const std::vector<int64_t>& shape, std::source_location loc) {
+Value broadcast_to(const Value& x, const std::vector<int64_t>& shape, SourceLocation loc) {
   Builder& builder = Builder::current("broadcast_to", loc);
   Builder::check_layout(Type{builder.type_of(x, "broadcast_to", loc).element, shape}, "broadcast_to", loc);
   return broadcast_value(builder, x, shape, "broadcast_to", loc);
 }
 
-Value reshape(const Value& x, std::vector<int64_t> shape, std::source_location loc) {
+Value reshape(const Value& x, std::vector<int64_t> shape, SourceLocation loc) {
   Builder& builder = Builder::current("reshape", loc);
   Type type = builder.type_of(x, "reshape", loc);
   int64_t known = 1;
@@ -86,7 +86,7 @@ Value reshape(const Value& x, std::vector<int64_t> shape, std::source_location l
   return builder.emit1(OpCode::kReshape, {x}, {}, std::move(result), loc);
 }
 
-Value trans(const Value& x, std::vector<int64_t> perm, std::source_location loc) {
+Value trans(const Value& x, std::vector<int64_t> perm, SourceLocation loc) {
   Builder& builder = Builder::current("trans", loc);
   Type type = builder.type_of(x, "trans", loc);
   int64_t rank = static_cast<int64_t>(type.shape.size());
@@ -110,7 +110,7 @@ Value trans(const Value& x, std::vector<int64_t> perm, std::source_location loc)
   return builder.emit1(OpCode::kTrans, {x}, std::move(attrs), std::move(result), loc);
 }
 
-Value join(const Value& a, const Value& b, std::source_location loc) {
+Value join(const Value& a, const Value& b, SourceLocation loc) {
   Builder& builder = Builder::current("join", loc);
   Type ta = builder.type_of(a, "join", loc), tb = builder.type_of(b, "join", loc);
   if (ta != tb) {
@@ -121,7 +121,7 @@ Value join(const Value& a, const Value& b, std::source_location loc) {
   return builder.emit1(OpCode::kJoin, {a, b}, {}, std::move(ta), loc);
 }
 
-std::pair<Value, Value> split(const Value& x, std::source_location loc) {
+std::pair<Value, Value> split(const Value& x, SourceLocation loc) {
   Builder& builder = Builder::current("split", loc);
   Type type = builder.type_of(x, "split", loc);
   if (type.shape.empty() || type.shape.back() != 2) {
@@ -133,7 +133,7 @@ std::pair<Value, Value> split(const Value& x, std::source_location loc) {
   return {halves[0], halves[1]};
 }
 
-Value cat(const Value& a, const Value& b, int axis, std::source_location loc) {
+Value cat(const Value& a, const Value& b, int axis, SourceLocation loc) {
   Builder& builder = Builder::current("cat", loc);
   Type ta = builder.type_of(a, "cat", loc), tb = builder.type_of(b, "cat", loc);
   if (ta.is_scalar() || tb.is_scalar()) {

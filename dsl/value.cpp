@@ -6,16 +6,16 @@
 
 namespace monotile::dsl {
 
-Type Value::type(std::source_location loc) const {
+Type Value::type(SourceLocation loc) const {
   return Builder::owner_of(*this, "type", loc).type_of(*this, "type", loc);
 }
-ElementType Value::dtype(std::source_location loc) const { return type(loc).element; }
-std::vector<int64_t> Value::shape(std::source_location loc) const { return type(loc).shape; }
-int Value::rank(std::source_location loc) const { return static_cast<int>(type(loc).shape.size()); }
-bool Value::is_scalar(std::source_location loc) const { return type(loc).is_scalar(); }
+ElementType Value::dtype(SourceLocation loc) const { return type(loc).element; }
+std::vector<int64_t> Value::shape(SourceLocation loc) const { return type(loc).shape; }
+int Value::rank(SourceLocation loc) const { return static_cast<int>(type(loc).shape.size()); }
+bool Value::is_scalar(SourceLocation loc) const { return type(loc).is_scalar(); }
 
-Value Value::to(ElementType type, std::source_location loc) const { return cast(*this, type, loc); }
-Value Value::bitcast(ElementType type, std::source_location loc) const {
+Value Value::to(ElementType type, SourceLocation loc) const { return cast(*this, type, loc); }
+Value Value::bitcast(ElementType type, SourceLocation loc) const {
   return dsl::bitcast(*this, type, loc);
 }
 

@@ -5,7 +5,7 @@
 
 #include <concepts>
 #include <cstdint>
-#include <source_location>
+#include "support/source_location.h"
 #include <vector>
 
 #include "dsl/ir.h"
@@ -22,16 +22,16 @@ class Value {
   bool empty() const { return id_ == kNoValue; }
   ValueId id() const { return id_; }
   // Queries on the value's type (its builder must be alive and unfinished).
-  Type type(std::source_location loc = std::source_location::current()) const;
-  ElementType dtype(std::source_location loc = std::source_location::current()) const;
-  std::vector<int64_t> shape(std::source_location loc = std::source_location::current()) const;
-  int rank(std::source_location loc = std::source_location::current()) const;
-  bool is_scalar(std::source_location loc = std::source_location::current()) const;
+  Type type(SourceLocation loc = SourceLocation::current()) const;
+  ElementType dtype(SourceLocation loc = SourceLocation::current()) const;
+  std::vector<int64_t> shape(SourceLocation loc = SourceLocation::current()) const;
+  int rank(SourceLocation loc = SourceLocation::current()) const;
+  bool is_scalar(SourceLocation loc = SourceLocation::current()) const;
 
   // Value conversion (kCast): floats round to nearest even, float to int truncates toward zero.
-  Value to(ElementType type, std::source_location loc = std::source_location::current()) const;
+  Value to(ElementType type, SourceLocation loc = SourceLocation::current()) const;
   // Reinterprets the bits (kBitcast): same bit width only.
-  Value bitcast(ElementType type, std::source_location loc = std::source_location::current()) const;
+  Value bitcast(ElementType type, SourceLocation loc = SourceLocation::current()) const;
 
   // Compound assignment rebinds this handle to a new value (SSA: nothing is mutated).
   Value& operator+=(const Operand& rhs);
@@ -59,10 +59,10 @@ class Operand {
  public:
   enum class Kind { kValue, kInt, kFloat, kBool };
 
-  Operand(const Value& value, std::source_location loc = std::source_location::current())
+  Operand(const Value& value, SourceLocation loc = SourceLocation::current())
       : kind_(Kind::kValue), value_(value), loc_(loc) {}
   template <std::integral T>
-  Operand(T literal, std::source_location loc = std::source_location::current())
+  Operand(T literal, SourceLocation loc = SourceLocation::current())
       : loc_(loc) {
     if constexpr (std::same_as<T, bool>) {
       kind_ = Kind::kBool;
@@ -73,7 +73,7 @@ class Operand {
     }
   }
   template <std::floating_point T>
-  Operand(T literal, std::source_location loc = std::source_location::current())
+  Operand(T literal, SourceLocation loc = SourceLocation::current())
       : kind_(Kind::kFloat), float_(static_cast<double>(literal)), loc_(loc) {}
 
   Kind kind() const { return kind_; }
@@ -81,14 +81,14 @@ class Operand {
   const Value& value() const { return value_; }
   int64_t int_literal() const { return int_; }
   double float_literal() const { return float_; }
-  const std::source_location& loc() const { return loc_; }
+  const SourceLocation& loc() const { return loc_; }
 
  private:
   Kind kind_ = Kind::kInt;
   Value value_;
   int64_t int_ = 0;
   double float_ = 0;
-  std::source_location loc_;
+  SourceLocation loc_;
 };
 
 }  // namespace monotile::dsl

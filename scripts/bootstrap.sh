@@ -7,7 +7,8 @@ case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${MONOTILE_BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Warnings are errors here, as in CI; a plain cmake build leaves MONOTILE_WERROR off.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMONOTILE_WERROR=ON
 cmake --build "$build" -j"$(nproc)"
 if [ "$mode" = run ]; then
   exec "$build"/tools/monotile demo

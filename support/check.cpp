@@ -7,7 +7,7 @@
 namespace monotile {
 
 void check_failed(std::string_view condition, std::string_view message,
-                  std::source_location where) {
+                  SourceLocation where) {
   std::fprintf(stderr, "monotile internal error at %s:%u: check '%.*s' failed%s%.*s\n",
                where.file_name(), where.line(), static_cast<int>(condition.size()),
                condition.data(), message.empty() ? "" : ": ", static_cast<int>(message.size()),

@@ -2,13 +2,13 @@
 // reach it (they are dsl::Error or absl::Status); a failed check is always a monotile bug.
 #pragma once
 
-#include <source_location>
+#include "support/source_location.h"
 #include <string_view>
 
 namespace monotile {
 
 [[noreturn]] void check_failed(std::string_view condition, std::string_view message,
-                               std::source_location where);
+                               SourceLocation where);
 
 }  // namespace monotile
 
@@ -16,5 +16,5 @@ namespace monotile {
   do {                                                                              \
     if (!(cond)) [[unlikely]]                                                       \
       ::monotile::check_failed(#cond, std::string_view{"" __VA_ARGS__},             \
-                               std::source_location::current());                    \
+                               ::monotile::SourceLocation::current());                    \
   } while (0)

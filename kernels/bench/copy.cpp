@@ -9,7 +9,7 @@
 // next block loaded before the current one is stored) were 3-16% slower than one program per block.
 #include "kernels/bench/copy.h"
 
-#include <source_location>
+#include "support/source_location.h"
 #include <string>
 
 #include "dsl/dsl.h"
@@ -22,7 +22,7 @@ Program copy_program(int64_t bytes, const CopyConfig& config) {
   if (bytes <= 0 || bytes % (int64_t{4} * config.block) != 0) {
     const std::string expected = "a positive multiple of 4 x block = " + std::to_string(4 * config.block) + " bytes";
     const std::string actual = std::to_string(bytes) + " bytes";
-    throw Error(SourceLoc::from(std::source_location::current()), "copy_program",
+    throw Error(SourceLoc::from(SourceLocation::current()), "copy_program",
                 "the size does not divide into blocks: expected " + expected + ", got " + actual, expected, actual,
                 "pick a block that divides the size");
   }

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <optional>
-#include <source_location>
+#include "support/source_location.h"
 #include <utility>
 #include <vector>
 
@@ -109,7 +109,7 @@ std::vector<ResultPiece> gemv_fma(const Value& x, const Value& weight, int m, in
         }
         return next;
       },
-      std::source_location::current());
+      SourceLocation::current());
   std::vector<Value> accs(carried_out.begin() + first_acc, carried_out.end());
   std::vector<ResultPiece> pieces;
   for (int i = 0; i < m; ++i) pieces.push_back({sum(accs[i], 1), rows + i * n, std::nullopt});
@@ -329,7 +329,7 @@ Program gemv_program(int m, int n, int k, const GemvConfig& config, const std::s
                            ", k a multiple of block_k x splits " + std::to_string(config.block_k) + " x " +
                            std::to_string(config.splits) + " and block_k of 8";
     std::string actual = "m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k);
-    throw Error(SourceLoc::from(std::source_location::current()), "gemv_program",
+    throw Error(SourceLoc::from(SourceLocation::current()), "gemv_program",
                 "the shape does not divide into the configuration's blocks: expected " + expected + ", got " + actual,
                 expected, actual, "pick block sizes and splits that divide the shape (gemv_config does)");
   }

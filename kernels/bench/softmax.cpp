@@ -11,7 +11,7 @@
 
 #include <cmath>
 #include <numbers>
-#include <source_location>
+#include "support/source_location.h"
 #include <string>
 
 #include "dsl/dsl.h"
@@ -25,7 +25,7 @@ Program softmax_program(int rows, int cols, const SoftmaxConfig& config) {
   if (per < 1 || rows % per != 0) {
     const std::string expected = "rows a multiple of rows_per_program " + std::to_string(per);
     const std::string actual = "rows " + std::to_string(rows);
-    throw Error(SourceLoc::from(std::source_location::current()), "softmax_program",
+    throw Error(SourceLoc::from(SourceLocation::current()), "softmax_program",
                 "the rows do not divide among programs: expected " + expected + ", got " + actual, expected, actual,
                 "pick rows_per_program dividing rows");
   }

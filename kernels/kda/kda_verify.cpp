@@ -21,7 +21,7 @@ namespace {
 
 bool power_of_two(int value) { return value > 0 && (value & (value - 1)) == 0; }
 
-void require(bool ok, const std::source_location& loc, const std::string& what, const std::string& expected,
+void require(bool ok, const SourceLocation& loc, const std::string& what, const std::string& expected,
              const std::string& actual, const std::string& hint) {
   if (!ok) throw Error(SourceLoc::from(loc), "kda_verify_program", what, expected, actual, hint);
 }
@@ -67,7 +67,7 @@ Value l2_normalized(const Value& x) { return x * rsqrt(sum(x * x) + kL2NormEps);
 
 }  // namespace
 
-KdaVerifyConfig resolve(KdaVerifyConfig config, std::source_location loc) {
+KdaVerifyConfig resolve(KdaVerifyConfig config, SourceLocation loc) {
   require(config.heads >= 1, loc, "heads must be at least 1", ">= 1", std::to_string(config.heads),
           "pass the number of KDA heads on this rank");
   require(config.requests >= 1, loc, "requests must be at least 1", ">= 1", std::to_string(config.requests),
@@ -137,7 +137,7 @@ std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config) {
   return {kHeadDim / c.block_v, c.heads, c.requests};
 }
 
-Program kda_verify_program(const KdaVerifyConfig& config, std::source_location loc) {
+Program kda_verify_program(const KdaVerifyConfig& config, SourceLocation loc) {
   const KdaVerifyConfig c = resolve(config, loc);
   constexpr int D = kHeadDim;
   const int heads = c.heads, q = c.q;

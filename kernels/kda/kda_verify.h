@@ -7,7 +7,7 @@
 
 #include <array>
 #include <optional>
-#include <source_location>
+#include "support/source_location.h"
 #include <string>
 #include <vector>
 
@@ -45,7 +45,7 @@ struct KdaVerifyConfig {
 // empty), checked: throws dsl::Error at
 // `loc` for heads or requests < 1, q outside 1..8, block_v not a power of two dividing 128, or
 // num_warps not a power of two in 1..8.
-KdaVerifyConfig resolve(KdaVerifyConfig config, std::source_location loc = std::source_location::current());
+KdaVerifyConfig resolve(KdaVerifyConfig config, SourceLocation loc = SourceLocation::current());
 
 // The program, named kda_verify_h{H}_n{N}_q{q}. Parameters, in order (the side-by-side harness's
 // names, docs/bench.md): q, k, v, g (ptr<bf16> [T, H, 128], T = N q request-major), beta
@@ -58,7 +58,7 @@ KdaVerifyConfig resolve(KdaVerifyConfig config, std::source_location loc = std::
 // state is read before any is written only within a program instance: slots of distinct requests
 // must not overlap (they never do in a KV cache).
 dsl::Program kda_verify_program(const KdaVerifyConfig& config,
-                                std::source_location loc = std::source_location::current());
+                                SourceLocation loc = SourceLocation::current());
 
 // The launch grid: (128 / block_v, H, N).
 std::array<int, 3> kda_verify_grid(const KdaVerifyConfig& config);
