@@ -3,6 +3,7 @@
 // group so a timeout kills everything it started.
 #include "jit/worker_process.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -107,17 +108,32 @@ std::string with_log(std::string message, const std::string& log) {
 
 }  // namespace
 
+// The file this code was loaded from: libmonotile.so when the package is linked, else the program.
+std::filesystem::path this_object() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&find_worker_executable), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::error_code error;
+  std::filesystem::path path = std::filesystem::canonical(info.dli_fname, error);
+  return error ? std::filesystem::path(info.dli_fname) : path;
+}
+
 absl::StatusOr<std::filesystem::path> find_worker_executable() {
   std::vector<std::filesystem::path> candidates;
   if (const char* env = std::getenv("MONOTILE_JIT_WORKER"); env != nullptr && *env) {
     candidates.emplace_back(env);
-  } else {
-    std::error_code error;
-    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-    if (!error) candidates.push_back(self.parent_path() / kWorkerName);
-#ifdef MONOTILE_JIT_WORKER_BUILD_PATH
-    candidates.emplace_back(MONOTILE_JIT_WORKER_BUILD_PATH);
-#endif
+  } else if (const std::filesystem::path object = this_object(); !object.empty()) {
+    const std::filesystem::path dir = object.parent_path();
+    candidates.push_back(dir / kWorkerName);
+    // An installed library or tool: the worker sits in the prefix's libexec folder.
+    candidates.push_back((dir / MONOTILE_WORKER_FROM_LIBDIR / kWorkerName).lexically_normal());
+    candidates.push_back((dir / MONOTILE_WORKER_FROM_BINDIR / kWorkerName).lexically_normal());
+    // A program in a build tree: the tree's root holds CMakeCache.txt and the worker is in jit/.
+    for (std::filesystem::path up = dir; up.has_relative_path(); up = up.parent_path()) {
+      if (std::filesystem::exists(up / "CMakeCache.txt")) {
+        candidates.push_back(up / "jit" / kWorkerName);
+        break;
+      }
+    }
   }
   std::string looked;
   for (const std::filesystem::path& candidate : candidates) {

@@ -16,8 +16,9 @@ namespace monotile::jit {
 // A compile error inside the worker comes back as the compiler's own Status.
 absl::StatusOr<CompileResult> compile_in_worker(const CompileRequest& request, double timeout_seconds);
 
-// The worker executable: $MONOTILE_JIT_WORKER, else monotile-jit-worker next to this program, else
-// the one in the build tree this library was built in.
+// The worker executable: $MONOTILE_JIT_WORKER, else found relative to the file this code was loaded
+// from (libmonotile.so, or the program that linked it statically): next to it, in the install
+// prefix's libexec/monotile, or in the jit/ folder of the build tree it sits in.
 absl::StatusOr<std::filesystem::path> find_worker_executable();
 
 }  // namespace monotile::jit
