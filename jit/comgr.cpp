@@ -78,7 +78,7 @@ absl::StatusOr<ComgrApi> load_api() {
   size_t major = 0;
   size_t minor = 0;
   api.get_version(&major, &minor);
-  api.version = {static_cast<int>(major), static_cast<int>(minor)};
+  api.version = {static_cast<int>(major), static_cast<int>(minor), library.path()};
   return api;
 }
 

@@ -13,6 +13,7 @@ namespace monotile::jit {
 struct ComgrVersion {
   int major = 0;
   int minor = 0;
+  std::string library_path;  // the file the library was loaded from
 };
 
 // The installed comgr's version (amd_comgr_get_version), or why it cannot be loaded.

@@ -22,6 +22,9 @@ class CheckedCompiler final : public Compiler {
   std::string identity() const override { return backend_->identity(); }
   std::string key_identity() const override { return backend_->key_identity(); }
   std::string name() const override { return backend_->name(); }
+  std::vector<std::string> files() const override { return backend_->files(); }
+  absl::Status check_target() const override { return backend_->check_target(); }
+  bool target_needs_probe() const override { return backend_->target_needs_probe(); }
 
   absl::StatusOr<CompileResult> compile(const CompileRequest& request) override {
     absl::StatusOr<CompileResult> result = options_.isolation == Isolation::kWorkerProcess
@@ -76,10 +79,35 @@ absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& targe
   return make_compiler(target, CompilerOptions::from_environment());
 }
 
-absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target, const CompilerOptions& options) {
+absl::StatusOr<std::unique_ptr<Compiler>> make_unchecked_compiler(const dsl::Target& target,
+                                                                  const CompilerOptions& options) {
   absl::StatusOr<std::unique_ptr<Compiler>> backend = make_backend_compiler(target);
   if (!backend.ok()) return backend.status();
   return std::unique_ptr<Compiler>(new CheckedCompiler(std::move(*backend), options));
+}
+
+absl::Status check_compiler_target(Compiler& compiler, const dsl::Target& target, const CompilerOptions& options) {
+  // Probe only where the version rule doubts: builds of one version differ (HIP 5.7's hiprtc builds
+  // gfx942 although ROCm 6.0 first listed it), and a probe costs a compile.
+  const absl::Status known = compiler.check_target();
+  if (known.ok() || !compiler.target_needs_probe() || options.isolation != Isolation::kWorkerProcess) return known;
+  // The probe: an empty kernel. Only the worker runs it, so an abort is a failed compile.
+  CompileRequest probe{.kernel_name = "monotile_probe",
+                       .source = "extern \"C\" __global__ void monotile_probe() {}\n",
+                       .target = target,
+                       .build_name = "target probe"};
+  absl::StatusOr<CompileResult> result = compiler.compile(probe);
+  if (result.ok()) return absl::OkStatus();
+  absl::string_view reason = result.status().message();
+  reason = reason.substr(0, reason.find('\n'));
+  return absl::FailedPreconditionError(absl::StrCat(known.message(), " (a probe compile failed: ", reason, ")"));
+}
+
+absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target, const CompilerOptions& options) {
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_unchecked_compiler(target, options);
+  if (!compiler.ok()) return compiler.status();
+  if (absl::Status supported = check_compiler_target(**compiler, target, options); !supported.ok()) return supported;
+  return compiler;
 }
 
 }  // namespace monotile::jit

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dsl/target.h"
 #include "jit/resource_report.h"
@@ -53,6 +54,17 @@ class Compiler {
   // The compiler's short name for messages: "nvrtc" or "hiprtc".
   virtual std::string name() const = 0;
   virtual absl::StatusOr<CompileResult> compile(const CompileRequest& request) = 0;
+
+  // The files this compiler is made of (its libraries, the device libraries it links): an identity
+  // remembered in the cache is trusted only while none of them changed.
+  virtual std::vector<std::string> files() const { return {}; }
+  // Whether the compiler can build its target, as far as it can tell without compiling: ok, or
+  // FailedPrecondition saying what is needed.
+  virtual absl::Status check_target() const { return absl::OkStatus(); }
+  // True when check_target's refusal may be wrong and only a compile can tell (an older hiprtc
+  // aborts on an architecture it does not know, and builds of one version differ): then
+  // check_compiler_target probes before refusing.
+  virtual bool target_needs_probe() const { return false; }
 };
 
 // The file name the compiler is given for a request's source (diagnostics point at it):
@@ -81,5 +93,17 @@ struct CompilerOptions {
 absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target);
 absl::StatusOr<std::unique_ptr<Compiler>> make_compiler(const dsl::Target& target,
                                                         const CompilerOptions& options);
+
+// make_compiler without the target check: the library is loaded (or a missing one refused), and
+// check_compiler_target tells whether it builds the target. The JIT keeps the two apart so that it
+// can remember each answer in the cache.
+absl::StatusOr<std::unique_ptr<Compiler>> make_unchecked_compiler(const dsl::Target& target,
+                                                                  const CompilerOptions& options);
+
+// Whether `compiler` builds its target: Compiler::check_target(); where that refuses but only a
+// compile can tell, and compiles are isolated, a probe compile of an empty kernel in the worker
+// decides (a crash there is an answer, not a crash here). A refusal names the target, the
+// compiler's version, what is needed, and the probe's failure.
+absl::Status check_compiler_target(Compiler& compiler, const dsl::Target& target, const CompilerOptions& options);
 
 }  // namespace monotile::jit

@@ -14,6 +14,7 @@ namespace monotile::jit {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::MatchesRegex;
 
 dsl::Target target(const char* text) { return *dsl::Target::parse(text); }
@@ -26,12 +27,36 @@ TEST(Compiler, IdentitiesNameCompilerAndVersion) {
               MatchesRegex("hiprtc [0-9]+\\.[0-9]+\\.[0-9]+ \\+ comgr [0-9]+\\.[0-9]+"));
 }
 
-TEST(Compiler, RefusesGfx942UpFrontOnOldHiprtc) {
+// Support for a newer architecture is decided by a probe compile in the worker: hiprtc 5.2 aborts
+// on gfx942 (the probe's crash is the answer), HIP 5.7's hiprtc builds it.
+TEST(Compiler, RefusesGfx942WhenTheProbeFails) {
   MT_SKIP_WITHOUT_COMPILER("gfx90a");
   absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_compiler(target("gfx942:sramecc+:xnack-"));
   if (compiler.ok()) GTEST_SKIP() << "the installed hiprtc builds gfx942: " << (*compiler)->identity();
   EXPECT_THAT(std::string(compiler.status().message()),
               HasSubstr("hiprtc cannot compile for gfx942:sramecc+:xnack-: gfx942 needs ROCm 6.0 or newer"));
+  EXPECT_THAT(std::string(compiler.status().message()), HasSubstr("(a probe compile failed: "));
+}
+
+TEST(Compiler, RefusesGfx950NamingTheInstalledVersion) {
+  MT_SKIP_WITHOUT_COMPILER("gfx90a");
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_compiler(target("gfx950"));
+  if (compiler.ok()) GTEST_SKIP() << "the installed hiprtc builds gfx950: " << (*compiler)->identity();
+  EXPECT_TRUE(absl::IsFailedPrecondition(compiler.status())) << compiler.status();
+  EXPECT_THAT(std::string(compiler.status().message()),
+              HasSubstr("hiprtc cannot compile for gfx950: gfx950 needs ROCm 6.4 or newer"));
+  EXPECT_THAT(std::string(compiler.status().message()),
+              ::testing::ContainsRegex("installed: hiprtc [0-9]+\\.[0-9]+\\.[0-9]+ with comgr"));
+}
+
+TEST(Compiler, InProcessIsolationRefusesByVersionWithoutProbing) {
+  MT_SKIP_WITHOUT_COMPILER("gfx90a");
+  CompilerOptions options;
+  options.isolation = Isolation::kInProcess;  // a probe here could abort this test's process
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_compiler(target("gfx950"), options);
+  if (compiler.ok()) GTEST_SKIP() << "the installed hiprtc is new enough for gfx950";
+  EXPECT_THAT(std::string(compiler.status().message()), HasSubstr("gfx950 needs ROCm 6.4 or newer"));
+  EXPECT_THAT(std::string(compiler.status().message()), Not(HasSubstr("probe")));
 }
 
 TEST(Compiler, CpuTargetHasNoCompiler) {

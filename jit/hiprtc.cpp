@@ -42,12 +42,13 @@ struct HiprtcApi {
   HipVersion version;
   ComgrVersion comgr;
   std::string device_libs;  // a fingerprint of the device-library bitcode files
+  std::vector<std::string> device_lib_files;
 };
 
 // The device-library bitcode hiprtc links in, hashed by content (3 MB, about a millisecond): a
 // change of any file changes generated code, while the folder and the files' times (which differ
 // between installs of the same package) must not change keys, or a shipped bundle would miss.
-std::string device_libs_fingerprint() {
+std::string device_libs_fingerprint(std::vector<std::string>& files_out) {
   std::vector<std::filesystem::path> folders;
   if (const char* env = std::getenv("HIP_DEVICE_LIB_PATH"); env != nullptr && *env) folders.emplace_back(env);
   folders.emplace_back("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode");
@@ -68,6 +69,7 @@ std::string device_libs_fingerprint() {
       bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
       XXH3_64bits_update(state, bytes.data(), bytes.size());
     }
+    for (const std::filesystem::path& file : files) files_out.push_back(file.string());
     uint64_t digest = XXH3_64bits_digest(state);
     XXH3_freeState(state);
     return absl::StrFormat("device libs %d files %016x", files.size(), digest);
@@ -97,7 +99,7 @@ absl::StatusOr<HiprtcApi> load_api() {
   absl::StatusOr<ComgrVersion> comgr = comgr_version();
   if (!comgr.ok()) return with_context(comgr.status(), "hiprtc needs comgr to read resources");
   api.comgr = *comgr;
-  api.device_libs = device_libs_fingerprint();
+  api.device_libs = device_libs_fingerprint(api.device_lib_files);
   return api;
 }
 
@@ -138,6 +140,15 @@ class HiprtcCompiler final : public Compiler {
     return absl::StrCat(identity(), " (", stamp, "; ", api_.device_libs, ")");
   }
   std::string name() const override { return "hiprtc"; }
+  std::vector<std::string> files() const override {
+    std::vector<std::string> files = {api_.library_path, api_.comgr.library_path};
+    files.insert(files.end(), api_.device_lib_files.begin(), api_.device_lib_files.end());
+    return files;
+  }
+  absl::Status check_target() const override {
+    return check_hiprtc_supports(target_, api_.version, api_.comgr.major, api_.comgr.minor);
+  }
+  bool target_needs_probe() const override { return true; }
 
   absl::StatusOr<CompileResult> compile(const CompileRequest& request) override {
     std::vector<const char*> header_sources;
@@ -211,7 +222,6 @@ absl::StatusOr<std::unique_ptr<Compiler>> make_hiprtc_compiler(const dsl::Target
   }
   const absl::StatusOr<HiprtcApi>& loaded = api();
   if (!loaded.ok()) return with_context(loaded.status(), "hiprtc is not available");
-  MT_RETURN_IF_ERROR(check_hiprtc_supports(target, loaded->version, loaded->comgr.major, loaded->comgr.minor));
   return std::unique_ptr<Compiler>(new HiprtcCompiler(*loaded, target));
 }
 

@@ -13,8 +13,9 @@
 
 namespace monotile::jit {
 
-// Fails when libamdhip64 or comgr cannot be loaded, or when the installed hiprtc cannot build the
-// target (checked against the installed version, never by asking the compiler: it would abort).
+// Fails when libamdhip64 or comgr cannot be loaded. Whether it builds the target is
+// check_compiler_target's question: an older hiprtc aborts on an architecture it does not know, so
+// only a probe compile in the worker can tell, and check_hiprtc_supports is the advice for a refusal.
 absl::StatusOr<std::unique_ptr<Compiler>> make_hiprtc_compiler(const dsl::Target& target);
 
 struct HipVersion {
@@ -23,7 +24,8 @@ struct HipVersion {
   int patch = 0;
 };
 
-// Whether hiprtc `hip` can build `target`: ok, or FailedPrecondition saying which version is needed.
+// Whether hiprtc `hip` is recent enough to be expected to build `target`: ok, or FailedPrecondition
+// saying which version is needed (the refusal where a probe is not possible or failed).
 absl::Status check_hiprtc_supports(const dsl::Target& target, HipVersion hip, int comgr_major,
                                    int comgr_minor);
 

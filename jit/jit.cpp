@@ -66,28 +66,61 @@ Jit& Jit::process_default() {
   return *jit;
 }
 
-absl::StatusOr<Compiler*> Jit::compiler(const dsl::Target& target) {
+absl::StatusOr<Compiler*> Jit::loaded_compiler(const dsl::Target& target) {
   absl::MutexLock lock(&mutex_);
   auto found = compilers_.find(target.str());
   if (found == compilers_.end()) {
-    found = compilers_.emplace(target.str(), make_compiler(target, config_.compiler)).first;
+    found = compilers_.emplace(target.str(), make_unchecked_compiler(target, config_.compiler)).first;
   }
   if (!found->second.ok()) return found->second.status();
   return found->second->get();
 }
 
+absl::StatusOr<Compiler*> Jit::compiler(const dsl::Target& target) {
+  MT_RETURN_IF_ERROR(compiler_facts(target).status());
+  return loaded_compiler(target);
+}
+
+absl::StatusOr<CompilerFacts> Jit::compiler_facts(const dsl::Target& target) {
+  absl::MutexLock lock(&facts_mutex_);
+  auto found = facts_.find(target.str());
+  if (found == facts_.end()) found = facts_.emplace(target.str(), find_compiler_facts(target)).first;
+  return found->second;
+}
+
+// The identity from the cache, or from the loaded library; then the verdict on the target from the
+// cache, or from check_compiler_target (a probe compile, where one is needed).
+absl::StatusOr<CompilerFacts> Jit::find_compiler_facts(const dsl::Target& target) {
+  std::optional<CompilerFacts> facts = recall_compiler_facts(*cache_, target);
+  if (!facts) {
+    MT_ASSIGN_OR_RETURN(Compiler * compiler, loaded_compiler(target));
+    facts = CompilerFacts{compiler->identity(), compiler->key_identity(), compiler->files()};
+    remember_compiler_facts(*cache_, target, *facts);
+  }
+  std::optional<absl::Status> verdict = recall_target_verdict(*cache_, facts->key_identity, target);
+  if (!verdict) {
+    MT_ASSIGN_OR_RETURN(Compiler * compiler, loaded_compiler(target));
+    verdict = check_compiler_target(*compiler, target, config_.compiler);
+    remember_target_verdict(*cache_, facts->key_identity, target, *verdict);
+  }
+  if (!verdict->ok()) return *verdict;
+  return *facts;
+}
+
 absl::StatusOr<cache::KeyBuilder> Jit::key(const Build& build) {
-  MT_ASSIGN_OR_RETURN(Compiler * compiler, this->compiler(build.target));
-  return build_key(build, compiler->key_identity());
+  MT_ASSIGN_OR_RETURN(CompilerFacts facts, compiler_facts(build.target));
+  return build_key(build, facts.key_identity);
 }
 
 absl::StatusOr<CompiledBuild> Jit::compile_build(const Build& build) {
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<Compiler*> found = compiler(build.target);  // refuses targets it cannot build
-  if (!found.ok()) return with_context(found.status(), absl::StrCat("build \"", build.name, "\""));
-  Compiler& compiler = **found;
-  const cache::KeyBuilder key = build_key(build, compiler.key_identity());
-  const auto compile = [&] { return compile_entry(build, key, compiler); };
+  absl::StatusOr<CompilerFacts> facts = compiler_facts(build.target);  // refuses targets it cannot build
+  if (!facts.ok()) return with_context(facts.status(), absl::StrCat("build \"", build.name, "\""));
+  const cache::KeyBuilder key = build_key(build, facts->key_identity);
+  const auto compile = [&]() -> absl::StatusOr<cache::Entry> {
+    MT_ASSIGN_OR_RETURN(Compiler * compiler, loaded_compiler(build.target));  // only on a miss
+    return compile_entry(build, key, *compiler);
+  };
   bool hit = false;
   absl::StatusOr<cache::Entry> entry;
   if (config_.dump_dir.empty()) {
@@ -110,7 +143,7 @@ absl::StatusOr<CompiledBuild> Jit::compile_build(const Build& build) {
   compiled.report = *report;
   compiled.log = std::move(entry->compile_log);
   compiled.launch = build.launch;
-  compiled.compiler = compiler.identity();
+  compiled.compiler = facts->identity;
   compiled.hit = hit;
   compiled.seconds = seconds_since(start);
   return compiled;

@@ -1,5 +1,5 @@
-// The JIT: Build -> code object, through the kernel cache. compile_build reads as a list: key, look
-// up, compile (isolated), check resources, store. One Jit per process is typical (compile_build()
+// The JIT: Build -> code object, through the kernel cache. compile_build reads as a list: compiler
+// facts, key, look up, compile (isolated), check resources, store. A hit loads no compiler. One Jit per process is typical (compile_build()
 // without a Jit uses the process's, configured from the environment); it is safe to share between
 // threads.
 #pragma once
@@ -14,6 +14,7 @@
 #include "cache/cache.h"
 #include "jit/build.h"
 #include "jit/compiler.h"
+#include "jit/compiler_facts.h"
 
 namespace monotile::jit {
 
@@ -45,8 +46,13 @@ class Jit {
   // PTX (NVIDIA) or ISA (AMD) of the build, compiled afresh: a researcher's first debugging tool.
   absl::StatusOr<std::string> assembly(const Build& build);
 
-  // The target's compiler, made once and shared; the error when the target has none.
+  // The target's compiler, made once and shared; the error when the target has none or the
+  // installed compiler cannot build it.
   absl::StatusOr<Compiler*> compiler(const dsl::Target& target);
+
+  // What the target's compiler is (its identity, for keys) once its verdict on the target is known
+  // to be ok: remembered in the cache, so that a warm process loads no compiler library at all.
+  absl::StatusOr<CompilerFacts> compiler_facts(const dsl::Target& target);
 
   cache::Cache& cache() { return *cache_; }
   const JitConfig& config() const { return config_; }
@@ -55,6 +61,8 @@ class Jit {
   static Jit& process_default();
 
  private:
+  absl::StatusOr<Compiler*> loaded_compiler(const dsl::Target& target);
+  absl::StatusOr<CompilerFacts> find_compiler_facts(const dsl::Target& target);
   absl::StatusOr<cache::Entry> compile_entry(const Build& build, const cache::KeyBuilder& key, Compiler& compiler);
   std::string keep_failed_source(const Build& build, const cache::Key& key, const std::string& log);
   void dump(const Build& build, const CompileResult& result);
@@ -63,6 +71,8 @@ class Jit {
   std::unique_ptr<cache::Cache> cache_;
   absl::Mutex mutex_;
   absl::flat_hash_map<std::string, absl::StatusOr<std::unique_ptr<Compiler>>> compilers_ ABSL_GUARDED_BY(mutex_);
+  absl::Mutex facts_mutex_;  // held while facts are found: one probe per target, not one per thread
+  absl::flat_hash_map<std::string, absl::StatusOr<CompilerFacts>> facts_ ABSL_GUARDED_BY(facts_mutex_);
 };
 
 // Jit::process_default().compile_build(build).

@@ -101,6 +101,18 @@ class NvrtcCompiler final : public Compiler {
     return absl::StrCat(identity(), " (", file_stamp(api_.library_path), ")");
   }
   std::string name() const override { return "nvrtc"; }
+  std::vector<std::string> files() const override { return {api_.library_path}; }
+
+  absl::Status check_target() const override {
+    const std::vector<int>& archs = api_.archs;
+    if (archs.empty() || std::find(archs.begin(), archs.end(), target_.compute_capability()) != archs.end()) {
+      return absl::OkStatus();
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "nvrtc ", api_.major, ".", api_.minor, " cannot compile for ", target_.str(),
+        ": it supports compute capabilities ", absl::StrJoin(archs, " "),
+        "; hint: install a CUDA toolkit whose NVRTC lists ", target_.compute_capability()));
+  }
 
   absl::StatusOr<CompileResult> compile(const CompileRequest& request) override {
     std::vector<const char*> header_sources;
@@ -218,13 +230,6 @@ absl::StatusOr<std::unique_ptr<Compiler>> make_nvrtc_compiler(const dsl::Target&
   }
   const absl::StatusOr<NvrtcApi>& loaded = api();
   if (!loaded.ok()) return with_context(loaded.status(), "nvrtc is not available");
-  const std::vector<int>& archs = loaded->archs;
-  if (!archs.empty() && std::find(archs.begin(), archs.end(), target.compute_capability()) == archs.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "nvrtc ", loaded->major, ".", loaded->minor, " cannot compile for ", target.str(),
-        ": it supports compute capabilities ", absl::StrJoin(archs, " "),
-        "; hint: install a CUDA toolkit whose NVRTC lists ", target.compute_capability()));
-  }
   return std::unique_ptr<Compiler>(new NvrtcCompiler(*loaded, target));
 }
 

@@ -11,7 +11,7 @@
 
 namespace monotile::jit {
 
-// Fails when libnvrtc cannot be loaded or does not list the target's compute capability.
+// Fails when libnvrtc cannot be loaded; check_target() refuses a compute capability it does not list.
 absl::StatusOr<std::unique_ptr<Compiler>> make_nvrtc_compiler(const dsl::Target& target);
 
 // Reads the "ptxas info" lines that -Xptxas -v writes into the program log for entry `kernel_name`.

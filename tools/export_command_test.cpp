@@ -81,6 +81,22 @@ TEST(ExportCommand, WritesCubinAndJsonPerKernel) {
   EXPECT_THAT(softmax, HasSubstr("{\"name\": \"y\", \"type\": \"ptr<bf16>\"}\n  ]"));
 }
 
+// An AMD target exports HSA code objects, and the printed report carries the wavefront size.
+TEST(ExportCommand, WritesCodeObjectsForAmdTargets) {
+  MT_SKIP_WITHOUT_COMPILER("gfx90a");
+  jit::testing::TempDir dir;
+  std::filesystem::path out = dir.path() / "export";
+  CommandRun run = export_run("--target gfx90a --out " + out.string() + " --only rmsnorm_rows4_h7168", dir.path());
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("exported 1 of 1 kernels for gfx90a into " + out.string()));
+  EXPECT_THAT(run.output, HasSubstr("spill stores 0, spill loads 0"));
+  EXPECT_THAT(run.output, HasSubstr("wave 64"));
+  const std::string code_object = read(out / "rmsnorm_rows4_h7168.hsaco");
+  ASSERT_GT(code_object.size(), 4u);
+  EXPECT_EQ(code_object.substr(0, 4), "\x7f" "ELF");
+  EXPECT_FALSE(std::filesystem::exists(out / "rmsnorm_rows4_h7168.cubin"));
+}
+
 TEST(ExportCommand, SplitKGemvDeclaresItsWorkspaces) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   jit::testing::TempDir dir;
@@ -112,9 +128,9 @@ TEST(ExportCommand, MisuseSaysWhatIsWrong) {
   EXPECT_EQ(unknown.status, 2);
   EXPECT_THAT(unknown.output, HasSubstr("--only names no benchmark kernel \"rmsnorm_rows5_h7168\"; the kernels are: "
                                         "copy_bytes67108864, copy_bytes1073741824, rmsnorm_rows4_h7168"));
-  CommandRun amd = export_run("--target gfx90a --out " + out, dir.path());
-  EXPECT_EQ(amd.status, 2);
-  EXPECT_THAT(amd.output, HasSubstr("--target \"gfx90a\" is not an NVIDIA target; the export format holds CUBINs"));
+  CommandRun bad_target = export_run("--target sm_9x --out " + out, dir.path());
+  EXPECT_EQ(bad_target.status, 2);
+  EXPECT_THAT(bad_target.output, HasSubstr("sm_9x"));
   CommandRun bad = export_run("--out " + out + " --frobnicate 1", dir.path());
   EXPECT_EQ(bad.status, 2);
   EXPECT_THAT(bad.output, HasSubstr("unknown option \"--frobnicate\""));
