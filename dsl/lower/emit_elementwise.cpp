@@ -85,7 +85,12 @@ std::string OpLowering::cast_expression(ElementType from, ElementType to, const 
   ScalarType t = to.scalar;
   if (t == ScalarType::kI1) return is_float(f) ? absl::StrCat("(", a, " != 0.0f)") : absl::StrCat("(", a, " != 0)");
   if (is_float(t)) {
-    std::string value = t == ScalarType::kF64 ? absl::StrCat("(double)", a) : absl::StrCat("(float)", a);
+    // A 16-bit float from a source wider than f32's 24-bit significand (f64, 32- and 64-bit
+    // integers) goes through f32 rounded to odd, so that it is rounded once, as the IR says.
+    const bool wide = f == ScalarType::kF64 || (!is_float(f) && scalar_type_bytes(f) >= 4);
+    std::string value = t == ScalarType::kF64    ? absl::StrCat("(double)", a)
+                        : wide && is_half(t) ? absl::StrCat("mt_f32_round_odd((double)", a, ")")
+                                             : absl::StrCat("(float)", a);
     if (f == t || (is_half(f) && t == ScalarType::kF32)) return a;
     return rounded(t, value);
   }

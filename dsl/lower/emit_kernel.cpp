@@ -18,6 +18,17 @@ constexpr std::string_view kSharedHelpers = R"(__device__ __forceinline__ float 
   return __uint_as_float((unsigned)mt_f32_to_bf16_bits(x) << 16);
 }
 __device__ __forceinline__ float mt_round_f16(float x) { return mt_f16_bits_to_f32(mt_f32_to_f16_bits(x)); }
+// f64 -> f32 rounded to odd: an inexact result gets its last bit set. Rounding that to bf16 or f16
+// (at least 2 bits narrower) then gives the f64 value rounded once; f64 -> f32 -> f16 by nearest
+// twice would be off by one ulp where the first rounding lands on a half-way point.
+__device__ __forceinline__ float mt_f32_round_odd(double x) {
+  float f = (float)x;
+  if ((double)f != x && x == x) {
+    if (fabs((double)f) > fabs(x)) f = __uint_as_float(__float_as_uint(f) - 1u);
+    f = __uint_as_float(__float_as_uint(f) | 1u);
+  }
+  return f;
+}
 __device__ __forceinline__ double mt_fmin(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
 __device__ __forceinline__ double mt_fmax(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
 __device__ __forceinline__ float mt_sigmoid(float x) { return mt_rcp(1.0f + expf(-x)); }
