@@ -2,6 +2,7 @@
 // (by default) and names the build and target in every error.
 #include "jit/compiler.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/status/status.h"
@@ -99,7 +100,7 @@ absl::Status check_compiler_target(Compiler& compiler, const dsl::Target& target
   absl::StatusOr<CompileResult> result = compiler.compile(probe);
   if (result.ok()) return absl::OkStatus();
   absl::string_view reason = result.status().message();
-  reason = reason.substr(0, reason.find('\n'));
+  reason = reason.substr(0, std::min(reason.find('\n'), reason.find("; its log")));  // the first line says it
   return absl::FailedPreconditionError(absl::StrCat(known.message(), " (a probe compile failed: ", reason, ")"));
 }
 

@@ -27,7 +27,7 @@ mkdir -p "$logs"
 status=0 filter=()
 for seed in "${seeds[@]}"; do
   start=$(date +%s)
-  MONOTILE_TEST_SEED=$seed MONOTILE_TEST_SEED_LOG=$logs/seeded_$seed.txt \
+  MONOTILE_TEST_SEED=$seed MONOTILE_TEST_SEED_LOG=$logs/seeded_$seed.txt MONOTILE_EMULATION_CACHE=$logs/emulation \
     ctest --test-dir "$build" -LE gpu -j"$jobs" --output-on-failure "${filter[@]}" > "$logs/seed_$seed.log" 2>&1
   result=$?
   summary=$(grep -E "tests passed" "$logs/seed_$seed.log" | tail -1)

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "dsl/lower/host_emulation_build.h"
 #include "dsl/lower/lower.h"
 #include "gtest/gtest.h"
 #include "tests/conformance/cases.h"
@@ -125,15 +126,11 @@ class EmulationExecutor : public conformance::Executor {
     std::filesystem::path dir =
         std::filesystem::path(::testing::TempDir()) / ("monotile_conformance_emulation_" + std::to_string(getpid()));
     std::filesystem::create_directories(dir);
-    std::string stem = (dir / ("k" + std::to_string(libraries_.size()))).string();
-    std::ofstream(stem + ".cpp") << source;
-    std::string command = std::string(MONOTILE_HOST_CXX) + " -std=c++20 -O0 -w -shared -fPIC " + stem + ".cpp -o " +
-                          stem + ".so 2> " + stem + ".log";
-    if (std::system(command.c_str()) != 0) return absl::InternalError("host compile failed, see " + stem + ".log");
-    void* library = dlopen((stem + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) return absl::InternalError(dlerror());
-    libraries_.emplace(kernel.source, library);
-    return library;
+    const std::filesystem::path stem = dir / ("k" + std::to_string(libraries_.size()));
+    absl::StatusOr<void*> library = testing::build_host_emulation(source, "-std=c++20 -O0 -w -shared -fPIC", stem);
+    if (!library.ok()) return library.status();
+    libraries_.emplace(kernel.source, *library);
+    return *library;
   }
 
   std::vector<void*> buffers_;

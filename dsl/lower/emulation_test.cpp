@@ -15,6 +15,7 @@
 
 #include "dsl/dsl.h"
 #include "dsl/interp/interpreter.h"
+#include "dsl/lower/host_emulation_build.h"
 #include "dsl/lower/lower.h"
 #include "dsl/test_programs.h"
 #include "gtest/gtest.h"
@@ -90,13 +91,9 @@ void run_case(const Case& test) {
   source += "); }\n";
   std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("monotile_emulation_" + test.name);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "kernel.cpp") << source;
-  std::string command = std::string(MONOTILE_HOST_CXX) + " -std=c++20 -O1 -w -shared -fPIC " +
-                        (dir / "kernel.cpp").string() + " -o " + (dir / "kernel.so").string() + " 2> " +
-                        (dir / "compile.log").string();
-  ASSERT_EQ(std::system(command.c_str()), 0) << "host compile failed, see " << (dir / "compile.log");
-  void* library = dlopen((dir / "kernel.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(library, nullptr) << dlerror();
+  absl::StatusOr<void*> built = testing::build_host_emulation(source, "-std=c++20 -O1 -w -shared -fPIC", dir / "kernel");
+  ASSERT_TRUE(built.ok()) << built.status();
+  void* library = *built;
   auto launch = reinterpret_cast<void (*)(void**, int, int, int, int, int)>(dlsym(library, "emu_launch"));
   ASSERT_NE(launch, nullptr);
 
