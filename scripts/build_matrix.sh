@@ -31,7 +31,7 @@ for compiler in $compilers; do
     rm -rf "$dir"
     if cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DCMAKE_CXX_COMPILER="$compiler" \
          -DMONOTILE_WERROR=ON "${launcher[@]}" > "$log" 2>&1 &&
-       cmake --build "$dir" --target "$target" -j"$jobs" >> "$log" 2>&1; then
+       cmake --build "$dir" --target "$target" -j"$jobs" -- -k 0 >> "$log" 2>&1; then
       echo "ok    $compiler $type ($version): $(( $(date +%s) - start )) s"
     else
       echo "FAIL  $compiler $type ($version): see $log"
