@@ -1,0 +1,93 @@
+// Float64 reference of one Kimi-K3 decoder layer at spec-verify time, over all ranks of a TP size:
+// AttnRes (k3_layer.md 3), the KDA half (4), the MLA layer's FFN with the attention output given
+// (6), the latent MoE (5) or layer 0's dense MLP (5.7), and the deferred-delta loop (2.3). Each
+// rank's partials are computed from that rank's weights (as model::plan_rank shards them) and the
+// TP reductions are sums over all ranks, so TP 1 and TP t agree up to rounding.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/reference/k3_parts.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/shard_plan.h"
+
+namespace monotile::kernels::reference {
+
+// One rank's weights of one layer: bf16/f32 tensors decoded to double, U8 (MXFP4) kept as bytes,
+// keyed by the per-rank name (model::RankTensor::name).
+struct RankLayerWeights {
+  model::RankDims dims;
+  std::map<std::string, std::vector<double>> values;
+  std::map<std::string, std::vector<uint8_t>> bytes;
+
+  // The tensor's values; aborts when the plan has no such tensor (a bug in the caller).
+  std::span<const double> at(const std::string& name) const;
+  std::span<const uint8_t> raw(const std::string& name) const;
+};
+
+absl::StatusOr<RankLayerWeights> load_rank_layer(const model::LayerPlan& layer, const model::RankDims& dims,
+                                                 const model::TensorSource& source);
+
+// A KDA layer's caches on one rank: conv [slots, state_len, 3 Pl] (channels q | k | v) and the
+// recurrent state [slots, NHl, D, D] V-first.
+struct KdaCache {
+  int64_t slots = 0;
+  int64_t state_len = 0;
+  std::vector<double> conv;
+  std::vector<double> state;
+};
+
+// Uniform spec-verify step metadata: `requests` requests of `q` tokens, request-major.
+struct StepMeta {
+  int requests = 0;
+  int q = 0;
+  std::vector<int32_t> state_indices;  // [requests, q]; column 0 is the conv slot; <= 0: no state
+  std::vector<int32_t> num_accepted;   // [requests], 1..q
+};
+
+struct LayerInput {
+  std::vector<double> prefix;            // P [T, H]
+  std::vector<double> delta;             // empty, or the previous layer's MLP output m [T, H] (2.3)
+  std::vector<double> blocks;            // B [T, block_count, H]
+  std::vector<double> attention_output;  // MLA layers: a [T, H], after the o_proj all-reduce
+  StepMeta meta;
+  std::vector<KdaCache> caches;          // KDA layers: one per rank
+};
+
+struct LayerOutput {
+  std::vector<double> prefix;            // P' (stored in place of P)
+  std::vector<double> attention_output;  // a
+  std::vector<double> mlp_input;         // y, the MLP AttnRes output
+  std::vector<double> mlp_output;        // m, the delta for the next layer
+  std::vector<double> hidden;            // stock loop's P_new = bf16r(P' + m)
+  std::vector<double> blocks;            // B after the layer
+  std::vector<KdaCache> caches;
+};
+
+// One layer over all ranks: `ranks[r]` holds rank r's weights, ranks.size() is the TP size.
+// Refused: inconsistent sizes, num_accepted outside 1..q, a slot past the cache.
+absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& config, int layer,
+                                            std::span<const RankLayerWeights> ranks, const LayerInput& input,
+                                            Rounding rounding);
+
+// The deferred-delta loop over consecutive layers first..first+n-1 (2.3): each layer gets the
+// previous one's m as its delta and P' as its prefix. `layers[i]` are layer first+i's ranks'
+// weights; a KDA layer's caches are `caches[layer]` (updated), an MLA layer's attention output is
+// `attention_outputs[layer]`. Returns the last layer's output.
+absl::StatusOr<LayerOutput> layers_reference(const model::ModelConfig& config, int first,
+                                             std::span<const std::vector<RankLayerWeights>> layers, LayerInput input,
+                                             std::map<int, std::vector<KdaCache>>& caches,
+                                             const std::map<int, std::vector<double>>& attention_outputs,
+                                             Rounding rounding);
+
+// The MoE half's pieces, exposed for tests: the router's choice for one row of y.
+RouterChoice route_row(const model::ModelConfig& config, const RankLayerWeights& rank0, std::span<const double> y,
+                       Rounding rounding);
+
+}  // namespace monotile::kernels::reference
