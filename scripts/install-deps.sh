@@ -3,7 +3,7 @@
 # The CUDA toolkit (NVRTC) comes with the machine; without it the NVIDIA compiler is reported missing
 # at run time and its tests skip, nothing else changes.
 set -euo pipefail
-packages=(cmake ninja-build g++ pkg-config libabsl-dev libxxhash-dev libgtest-dev libgmock-dev
+packages=(cmake ninja-build g++ pkg-config libabsl-dev libxxhash-dev libgtest-dev libgmock-dev nlohmann-json3-dev
           libamdhip64-dev libamd-comgr-dev rocm-device-libs)
 missing=()
 for package in "${packages[@]}"; do

@@ -15,5 +15,6 @@ int warmup_command(Args args);
 int demo_command(Args args);
 int export_command(Args args);
 int first_call_command(Args args);
+int model_command(Args args);
 
 }  // namespace monotile::tools

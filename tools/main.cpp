@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"warmup", monotile::tools::warmup_command, "fill the kernel cache (or a bundle) for targets; no GPU needed"},
     {"export", monotile::tools::export_command, "write the benchmark kernels' CUBINs and launch JSON for the bench harness"},
     {"first-call", monotile::tools::first_call_command, "time one benchmark kernel's first call on the GPU: lower, compile or cache hit, load, run"},
+    {"model", monotile::tools::model_command, "the Kimi-K3 model: write a tiny checkpoint, check a checkpoint or config for a TP rank"},
 };
 
 int usage(FILE* out) {
