@@ -162,7 +162,7 @@ absl::Status check_consistent(const ModelConfig& c, const std::string& where) {
                   str_cat("is ", c.num_experts_per_token, "; expected at most num_experts ", c.num_experts));
   }
   if (!c.mla_use_nope) return refuse("mla_use_nope", "is false; expected true (vLLM asserts it)");
-  if (c.hidden_size % 2 != 0 || c.routed_expert_hidden_size % 32 != 0) {
+  if (c.routed_expert_hidden_size % 32 != 0) {
     return refuse("routed_expert_hidden_size",
                   str_cat("is ", c.routed_expert_hidden_size, "; expected a multiple of 32 (MXFP4 groups)"));
   }

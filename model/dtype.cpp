@@ -47,12 +47,12 @@ uint16_t bf16_from_double(double value) {
   if (std::isnan(value)) return 0x7fc0;
   float narrowed = static_cast<float>(value);
   if (std::isfinite(narrowed) && static_cast<double>(narrowed) != value) {
-    // Round to odd: keep the truncated f32 and set its last bit, so one later rounding is exact.
-    float toward_zero = std::fabs(static_cast<double>(narrowed)) > std::fabs(value)
-                            ? std::nextafter(narrowed, 0.0f)
-                            : narrowed;
+    // Round to odd: of the two f32 neighbours of `value`, keep the one with its last bit set, so
+    // that the one later rounding to bf16 is exact. Stepping the bits down by one moves toward zero
+    // for either sign (|narrowed| > |value| >= 0, so narrowed is not zero).
     uint32_t word;
-    std::memcpy(&word, &toward_zero, sizeof word);
+    std::memcpy(&word, &narrowed, sizeof word);
+    if (std::fabs(static_cast<double>(narrowed)) > std::fabs(value)) --word;
     word |= 1u;
     std::memcpy(&narrowed, &word, sizeof word);
   }

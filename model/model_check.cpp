@@ -76,7 +76,7 @@ std::string sample_shapes(const RankPlan& plan) {
                                     layer.attention == AttentionKind::kKda ? "kda" : "mla", ", ",
                                     layer.moe ? "moe" : "dense", "):\n"));
     for (const RankTensor& tensor : layer.tensors) {
-      absl::StrAppend(&out, absl::StrFormat("  %-46s %-4s %-20s %12d bytes\n", tensor.name,
+      absl::StrAppend(&out, absl::StrFormat("  %-52s %-4s %-18s %12d bytes\n", tensor.name,
                                             std::string(dtype_name(tensor.dtype)), shape_text(tensor.shape),
                                             tensor.nbytes()));
     }

@@ -1,8 +1,9 @@
 // The tiny checkpoint generator. Every tensor the TP 1 plan expects is written, with values drawn
-// by the tensor's role (norm weights near 1, projections ~ N(0, 1/fan-in), A_log = log of 1..16).
+// by the tensor's role (norm weights near 1, projections of variance 1/fan-in, A_log = log of 1..16).
 #include "model/tiny_checkpoint.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -39,8 +40,9 @@ TensorToWrite make_tensor(const ExpectedTensor& expected, std::mt19937_64& rng) 
   int64_t elements = 1;
   for (int64_t dim : tensor.shape) elements *= dim;
   tensor.data.assign(static_cast<size_t>(elements) * dtype_size(tensor.dtype), 0);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  // Uniform draws: cheap, and the scale is all that matters. `normal` has mean 0 and variance 1.
+  auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  auto normal = [&] { return (uniform() - 0.5) * std::sqrt(12.0); };
   const std::string& name = expected.name;
   int64_t fan_in = tensor.shape.size() >= 2 ? tensor.shape.back() : 1;
   if (absl::EndsWith(name, "weight_packed")) {
@@ -55,22 +57,25 @@ TensorToWrite make_tensor(const ExpectedTensor& expected, std::mt19937_64& rng) 
     for (uint8_t& byte : tensor.data) byte = static_cast<uint8_t>(base + static_cast<int>(rng() % 2));
     return tensor;
   }
+  enum class Role { kNorm, kALog, kDtBias, kBias, kConv, kEmbedding, kProjection };
+  Role role = absl::EndsWith(name, "norm.weight")               ? Role::kNorm
+              : absl::EndsWith(name, "A_log")                   ? Role::kALog
+              : absl::EndsWith(name, "dt_bias")                 ? Role::kDtBias
+              : absl::EndsWith(name, "e_score_correction_bias") ? Role::kBias
+              : absl::StrContains(name, "conv1d")               ? Role::kConv
+              : absl::StrContains(name, "embed_tokens")         ? Role::kEmbedding
+                                                                : Role::kProjection;
+  const double projection_scale = 1.0 / std::sqrt(static_cast<double>(fan_in));
   for (int64_t i = 0; i < elements; ++i) {
     double value;
-    if (absl::EndsWith(name, "norm.weight")) {
-      value = 1.0 + 0.1 * (uniform(rng) - 0.5);
-    } else if (absl::EndsWith(name, "A_log")) {
-      value = std::log(1.0 + 15.0 * uniform(rng));
-    } else if (absl::EndsWith(name, "dt_bias")) {
-      value = 0.5 * normal(rng);
-    } else if (absl::EndsWith(name, "e_score_correction_bias")) {
-      value = 0.01 * normal(rng);
-    } else if (absl::StrContains(name, "conv1d")) {
-      value = 0.5 * normal(rng);
-    } else if (absl::StrContains(name, "embed_tokens")) {
-      value = normal(rng);
-    } else {
-      value = normal(rng) / std::sqrt(static_cast<double>(fan_in));
+    switch (role) {
+      case Role::kNorm: value = 1.0 + 0.1 * (uniform() - 0.5); break;
+      case Role::kALog: value = std::log(1.0 + 15.0 * uniform()); break;
+      case Role::kDtBias: value = 0.5 * normal(); break;
+      case Role::kBias: value = 0.01 * normal(); break;
+      case Role::kConv: value = 0.5 * normal(); break;
+      case Role::kEmbedding: value = normal(); break;
+      case Role::kProjection: value = normal() * projection_scale; break;
     }
     if (tensor.dtype == Dtype::kF32) {
       put_f32(tensor.data, static_cast<size_t>(i), value);
