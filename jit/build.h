@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "dsl/lower/lower.h"
 #include "dsl/target.h"
 #include "jit/compiler.h"
 
@@ -48,6 +49,10 @@ class Build {
                                        // lowering version; "hand-written" for samples)
   LaunchInfo launch;
   ResourcePolicy policy;
+  // Where the generated lines came from in the author's C++ (empty for hand-written sources):
+  // compile errors name those lines. Never part of the key, so a build's key does not depend on
+  // the folder its source lives in or on the lines above the kernel.
+  std::vector<dsl::lower::SourceOrigin> origins;
 
   // The request the compiler receives.
   CompileRequest request() const;

@@ -52,10 +52,20 @@ std::vector<int> referenced_lines(std::string_view log, std::string_view file_na
   return lines;
 }
 
+// The origin covering generated line `line`: the last one starting at or before it.
+const dsl::lower::SourceOrigin* origin_of(std::span<const dsl::lower::SourceOrigin> origins, int line) {
+  const dsl::lower::SourceOrigin* found = nullptr;
+  for (const dsl::lower::SourceOrigin& origin : origins) {
+    if (origin.generated_line > line) break;
+    found = &origin;
+  }
+  return found;
+}
+
 }  // namespace
 
 std::string annotate_log(std::string_view log, std::string_view source, std::string_view file_name,
-                         int max_locations, int context) {
+                         std::span<const dsl::lower::SourceOrigin> origins, int max_locations, int context) {
   std::string text = replace_hiprtc_paths(log, file_name);
   std::vector<int> lines = referenced_lines(text, file_name);
   if (lines.empty()) return text;
@@ -71,6 +81,9 @@ std::string annotate_log(std::string_view log, std::string_view source, std::str
       break;
     }
     absl::StrAppend(&text, "\n");
+    if (const dsl::lower::SourceOrigin* origin = origin_of(origins, line)) {
+      absl::StrAppend(&text, "\n  line ", line, " is from ", origin->loc.str(), ":");
+    }
     int first = std::max(1, line - context);
     int last = std::min(static_cast<int>(source_lines.size()), line + context);
     for (int i = first; i <= last; ++i) {

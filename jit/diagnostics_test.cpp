@@ -30,6 +30,16 @@ TEST(AnnotateLog, HiprtcTemporaryPathBecomesTheSourceName) {
   EXPECT_THAT(text, HasSubstr(">     2 | line two"));
 }
 
+TEST(AnnotateLog, NamesTheUsersLineEachGeneratedLineCameFrom) {
+  std::vector<dsl::lower::SourceOrigin> origins(2);
+  origins[0].generated_line = 2, origins[0].loc.file = "/home/a/attn.cpp", origins[0].loc.line = 40;
+  origins[1].generated_line = 4, origins[1].loc.file = "/home/a/attn.cpp", origins[1].loc.line = 41;
+  std::string text = annotate_log("k.cu(5): error: bad\nk.cu(3): error: worse\n", kSource, "k.cu", origins);
+  EXPECT_THAT(text, HasSubstr("line 5 is from attn.cpp:41:"));
+  EXPECT_THAT(text, HasSubstr("line 3 is from attn.cpp:40:"));
+  EXPECT_THAT(annotate_log("k.cu(1): error: x\n", kSource, "k.cu", origins), Not(HasSubstr("is from")));
+}
+
 TEST(AnnotateLog, LogWithoutLocationsIsUnchanged) {
   EXPECT_EQ(annotate_log("LLVM ERROR: Cannot select", kSource, "k.hip"), "LLVM ERROR: Cannot select");
 }

@@ -11,6 +11,7 @@
 #include "jit/build_key.h"
 #include "jit/diagnostics.h"
 #include "jit/resource_policy.h"
+#include "support/files.h"
 #include "support/log.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
@@ -29,16 +30,6 @@ std::string file_safe(std::string text) {
     if (c == ':' || c == '/' || c == ' ') c = '_';
   }
   return text;
-}
-
-absl::Status write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::error_code error;
-  std::filesystem::create_directories(path.parent_path(), error);
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -156,7 +147,7 @@ absl::StatusOr<cache::Entry> Jit::compile_entry(const Build& build, const cache:
   absl::StatusOr<CompileResult> result = compiler.compile(request);
   if (!result.ok()) {
     std::string message = annotate_log(to_std(result.status().message()), build.source,
-                                       source_file_name(build.target, build.kernel_name));
+                                       source_file_name(build.target, build.kernel_name), build.origins);
     std::string kept = keep_failed_source(build, key.key(), message);
     return absl::Status(result.status().code(), absl::StrCat(message, "\nthe source is kept in ", kept));
   }

@@ -22,6 +22,7 @@ absl::StatusOr<ProgramBuild> make_build(const dsl::Program& program, const dsl::
   build.launch.block_x = lowered->block_threads;
   build.launch.dynamic_shared_memory = lowered->dynamic_shared_bytes;
   build.policy = options.policy;
+  build.origins = std::move(lowered->origins);
   return result;
 }
 

@@ -11,6 +11,7 @@ namespace monotile::jit {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 dsl::Program vector_add() {
@@ -23,6 +24,29 @@ dsl::Program vector_add() {
 }
 
 dsl::Target target(const char* text) { return *dsl::Target::parse(text); }
+
+// Every op moved to another file and 7 lines down, as in a second checkout with a comment added.
+void relocate(dsl::Block& block) {
+  for (dsl::Op& op : block.ops) {
+    op.loc.file = "/elsewhere/checkout/" + op.loc.file.substr(op.loc.file.rfind('/') + 1);
+    op.loc.line += 7;
+    for (dsl::Block& region : op.regions) relocate(region);
+  }
+}
+
+TEST(MakeBuild, TheSourceDoesNotDependOnWhereTheProgramWasWritten) {
+  dsl::Program here = vector_add(), there = vector_add();
+  relocate(there.body);
+  for (const char* text : {"sm_90a", "gfx90a"}) {
+    absl::StatusOr<ProgramBuild> a = make_build(here, target(text)), b = make_build(there, target(text));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->build.source, b->build.source) << text;  // the key hashes the source, never origins
+    EXPECT_THAT(a->build.source, Not(HasSubstr("program_build_test.cpp")));
+    ASSERT_FALSE(a->build.origins.empty());
+    EXPECT_EQ(a->build.origins.front().loc.line + 7, b->build.origins.front().loc.line);
+    EXPECT_THAT(b->build.origins.front().loc.file, StartsWith("/elsewhere/checkout/"));
+  }
+}
 
 TEST(MakeBuild, FillsTheBuildFromTheLowering) {
   absl::StatusOr<ProgramBuild> made = make_build(vector_add(), target("gfx90a"));

@@ -1,5 +1,6 @@
 // Codegen tests: emit for sm_90a and gfx90a and check the lines that matter (access width, shuffle
 // width, matrix instruction, atomics' scope, the timer, no headers, #line, launch ABI, errors).
+#include <algorithm>
 #include <string>
 
 #include "dsl/dsl.h"
@@ -283,12 +284,41 @@ TEST(Codegen, EverySampleNeedsNoHeaderAndSetsLaunchBounds) {
   }
 }
 
-TEST(Codegen, LineDirectivesPointAtTheUsersFile) {
+TEST(Codegen, AKernelWithoutASideEffectIsRefusedNamingIt) {
+  Builder b("forgot_the_store");
+  auto x = b.arg("x", ptr(f32));
+  const int line = __LINE__ + 1;
+  auto doubled = load(x + arange(0, 16)) * 2.0f;
+  (void)doubled;
+  const Program program = b.finish();
+  for (const char* target : {"sm_90a", "gfx90a"}) {
+    absl::StatusOr<LoweredKernel> kernel = lower(program, *Target::parse(target));
+    ASSERT_FALSE(kernel.ok()) << target;
+    EXPECT_EQ(kernel.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(kernel.status().message()),
+                HasSubstr("kernel \"forgot_the_store\" has no side effect (its first op is at codegen_test.cpp:" +
+                          std::to_string(line) + "): no store, atomic, print or assert, so it would compile to an "
+                          "empty kernel; hint: store the results"));
+  }
+}
+
+// Positions live beside the source, not in it: the key hashes the source.
+TEST(Codegen, OriginsPointAtTheUsersFileAndTheSourceCarriesNoPath) {
   LoweredKernel kernel = lowered(vector_add(256, f32), "gfx90a");
-  EXPECT_THAT(kernel.source, HasSubstr("codegen_test.cpp\""));
-  EXPECT_THAT(kernel.source, HasSubstr("#line "));
-  LoweredKernel without = lowered(vector_add(256, f32), "gfx90a", {.line_directives = false});
-  EXPECT_THAT(without.source, Not(HasSubstr("#line")));
+  EXPECT_THAT(kernel.source, Not(HasSubstr("#line")));
+  EXPECT_THAT(kernel.source, Not(HasSubstr("codegen_test.cpp")));
+  ASSERT_FALSE(kernel.origins.empty());
+  int previous = 0;
+  for (const SourceOrigin& origin : kernel.origins) {
+    EXPECT_THAT(origin.loc.file, HasSubstr("codegen_test.cpp"));
+    EXPECT_GT(origin.generated_line, previous);
+    previous = origin.generated_line;
+  }
+  const int lines = static_cast<int>(std::count(kernel.source.begin(), kernel.source.end(), '\n'));
+  EXPECT_LE(previous, lines);
+  LoweredKernel with = lowered(vector_add(256, f32), "gfx90a", {.line_directives = true});
+  EXPECT_THAT(with.source, HasSubstr("#line "));
+  EXPECT_THAT(with.source, HasSubstr("codegen_test.cpp\""));
 }
 
 TEST(Codegen, BlockThreadsAndParametersFollowTheTarget) {

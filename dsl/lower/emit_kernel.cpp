@@ -1,6 +1,8 @@
 // Emission: prelude + signature + preamble + body, and the parameter list the launcher checks.
 #include "dsl/lower/emit_kernel.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "dsl/lower/spelling.h"
 #include "support/strings.h"
@@ -161,7 +163,12 @@ LoweredKernel emit_kernel(const LoweringState& state, const LoweredBody& body) {
   absl::StrAppend(&source, "\nextern \"C\" __global__ void __launch_bounds__(", kernel.block_threads, ") ",
                   kernel.kernel_name, "(", signature, ") {\n");
   if (body.shared_bytes > 0) absl::StrAppend(&source, "  ", to_absl(spelling.shared_memory_decl), "\n");
-  absl::StrAppend(&source, body.preamble, body.body, "}\n");
+  absl::StrAppend(&source, body.preamble);
+  const int first_body_line = static_cast<int>(std::count(source.begin(), source.end(), '\n')) + 1;
+  for (const SourceOrigin& origin : body.origins) {
+    kernel.origins.push_back({first_body_line + origin.generated_line, origin.loc});
+  }
+  absl::StrAppend(&source, body.body, "}\n");
   return kernel;
 }
 

@@ -25,8 +25,18 @@ struct LowerOptions {
   // Keep the IR text after each pass in LoweredKernel::dumps; also on when MONOTILE_DUMP_IR is set
   // (to anything but "0"), in which case the dumps also go to stderr.
   bool dump_after_each = false;
-  // Emit #line directives pointing at the user's C++ so compiler diagnostics name their file:line.
-  bool line_directives = true;
+  // Emit #line directives pointing at the user's C++, for reading a dumped source by hand. Off by
+  // default: a path in the source would make the cache key depend on where the checkout lives and
+  // on every line above the kernel. Diagnostics use LoweredKernel::origins instead.
+  bool line_directives = false;
+};
+
+// Where a run of generated lines came from: from `generated_line` (1-based) on, until the next
+// entry, the code is the op at `loc` in the user's C++.
+struct SourceOrigin {
+  int generated_line = 0;
+  SourceLoc loc;
+  friend bool operator==(const SourceOrigin&, const SourceOrigin&) = default;
 };
 
 // One kernel parameter as the launcher must pass it (in order).
@@ -50,6 +60,7 @@ struct LoweredKernel {
   int block_threads = 0;    // num_warps * target.warp_size()
   int64_t dynamic_shared_bytes = 0;  // pass at launch (above 48 KiB NVIDIA needs the opt-in attribute)
   std::vector<KernelParam> params;
+  std::vector<SourceOrigin> origins;  // generated lines -> the user's file:line, in source order
   std::vector<PassDump> dumps;  // when requested
 };
 

@@ -2,6 +2,8 @@
 // layout conversion through shared memory, and the dispatch to the op families.
 #include "dsl/lower/op_lowering.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "dsl/lower/layout_assignment.h"
 #include "support/check.h"
@@ -96,7 +98,7 @@ absl::StatusOr<LoweredBody> OpLowering::run() {
     absl::StrAppend(&preamble_, "  constexpr int mt_pipe_offset = ", offset, ";\n");
     shared_bytes_ = offset + pipe_bytes_;
   }
-  return LoweredBody{preamble_, body_, shared_bytes_};
+  return LoweredBody{preamble_, body_, shared_bytes_, origins_};
 }
 
 Layout OpLowering::layout_or_default(ValueId v) const {
@@ -320,8 +322,14 @@ absl::Status OpLowering::unsupported(const Op& op, std::string_view what) const 
 
 absl::Status OpLowering::op(const Op& op) {
   if (pipelines_.is_staged(&op)) return absl::OkStatus();  // moved by its loop's pipeline
-  if (state_.options.line_directives && op.loc.line > 0) {
-    line(absl::StrCat("#line ", op.loc.line, " \"", escape(op.loc.file), "\""));
+  if (op.loc.line > 0 && (origins_.empty() || !(origins_.back().loc == op.loc))) {
+    if (state_.options.line_directives) line(absl::StrCat("#line ", op.loc.line, " \"", escape(op.loc.file), "\""));
+    // Lines counted incrementally: a count over the whole body per op would be quadratic.
+    body_lines_ += static_cast<int>(std::count(body_.begin() + static_cast<std::ptrdiff_t>(body_counted_), body_.end(), '\n'));
+    body_counted_ = body_.size();
+    const int body_line = body_lines_;
+    if (!origins_.empty() && origins_.back().generated_line == body_line) origins_.back().loc = op.loc;
+    else origins_.push_back({body_line, op.loc});
   }
   bool lazy_result = !op.results.empty() && is_lazy(op.results[0]);
   switch (op.code) {

@@ -23,6 +23,7 @@ struct LoweredBody {
   std::string preamble;  // per-thread index math (lane, warp, layout bases), at the kernel's top
   std::string body;      // the ops' statements
   int64_t shared_bytes = 0;
+  std::vector<SourceOrigin> origins;  // generated_line counted from 0 at the body's first line
 };
 
 absl::StatusOr<LoweredBody> lower_ops(const LoweringState& state);
@@ -122,6 +123,9 @@ class OpLowering {
   const LoweringState& state_;
   const Spelling& spelling_;
   std::string body_;
+  std::vector<SourceOrigin> origins_;
+  size_t body_counted_ = 0;  // body_ chars whose newlines are in body_lines_
+  int body_lines_ = 0;
   int indent_ = 1;
   std::string preamble_;
   std::vector<Layout> layouts_;  // interned, index = id
