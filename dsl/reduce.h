@@ -2,11 +2,13 @@
 // topk go to the lower index; NaN is greater than every number for them (dsl/ir.h).
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <optional>
-#include "support/source_location.h"
 
+#include "dsl/arith.h"
 #include "dsl/value.h"
+#include "support/source_location.h"
 
 namespace monotile::dsl {
 
@@ -19,6 +21,23 @@ Value max(const Value& x, std::optional<int> axis = std::nullopt, bool keep_dims
           SourceLocation loc = SourceLocation::current());
 Value min(const Value& x, std::optional<int> axis = std::nullopt, bool keep_dims = false,
           SourceLocation loc = SourceLocation::current());
+// max/min with a floating-point or tile second argument are elementwise, as in Triton
+// (maximum/minimum): `max(v, 0.0f)` is v clamped below at 0, never a reduction over axis 0. An
+// integer second argument is the reduction's axis: `max(v, 1)` reduces along axis 1.
+template <std::floating_point Scalar>
+Value max(const Value& x, Scalar other, SourceLocation loc = SourceLocation::current()) {
+  return maximum(Operand(x, loc), Operand(other, loc), loc);
+}
+template <std::floating_point Scalar>
+Value min(const Value& x, Scalar other, SourceLocation loc = SourceLocation::current()) {
+  return minimum(Operand(x, loc), Operand(other, loc), loc);
+}
+inline Value max(const Value& x, const Value& other, SourceLocation loc = SourceLocation::current()) {
+  return maximum(Operand(x, loc), Operand(other, loc), loc);
+}
+inline Value min(const Value& x, const Value& other, SourceLocation loc = SourceLocation::current()) {
+  return minimum(Operand(x, loc), Operand(other, loc), loc);
+}
 Value xor_sum(const Value& x, std::optional<int> axis = std::nullopt, bool keep_dims = false,
               SourceLocation loc = SourceLocation::current());
 // i32 index of the largest / smallest element along `axis`.

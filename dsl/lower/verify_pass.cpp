@@ -1,7 +1,10 @@
 // Lowering's verify pass.
 #include "dsl/lower/verify_pass.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "dsl/pass_utils.h"
 #include "dsl/verifier.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
@@ -26,6 +29,15 @@ absl::Status verify_for_lowering(const LoweringState& state) {
                                                    " threads exceeds the block limit of ",
                                                    target.max_threads_per_block(), " threads; hint: use at most ",
                                                    target.max_threads_per_block() / target.warp_size(), " warps"));
+  }
+  // A kernel that writes nothing compiles to an empty kernel: always a mistake.
+  if (std::none_of(program.body.ops.begin(), program.body.ops.end(), has_side_effect_deep)) {
+    const std::string first =
+        program.body.ops.empty() ? "" : absl::StrCat(" (its first op is at ", program.body.ops.front().loc.str(), ")");
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": kernel \"", program.name, "\" has no side effect", first,
+        ": no store, atomic, print or assert, so it would compile to an empty kernel; hint: store the results with "
+        "store(pointer, value)"));
   }
   int pointer_alignment = state.options.pointer_alignment;
   if (pointer_alignment <= 0 || (pointer_alignment & (pointer_alignment - 1)) != 0) {
