@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "jit/wire.h"
+#include "support/files.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
 
@@ -57,22 +58,6 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
-
-absl::Status write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InternalError(absl::StrCat("cannot read ", path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 // The environment with TMPDIR pointing at the private folder, and the vendors' own caches off: the
 // kernel cache already keeps every code object, so a second copy under ~/.cache/comgr would only

@@ -1,5 +1,5 @@
 // The version string, set by the build from the CMake project's version.
-#include "package/version.h"
+#include "support/version.h"
 
 namespace monotile {
 

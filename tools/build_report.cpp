@@ -4,10 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "support/strings.h"
 
 namespace monotile::tools {
@@ -51,9 +55,21 @@ void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit:
                  static_cast<long long>(report.shared_memory), static_cast<long long>(report.stack_frame),
                  compiled->seconds * 1e3, compiled->hit ? "hit" : "miss");
   }
+  // One error a cause: a target the compiler refuses fails every build the same way, so builds
+  // whose messages differ only in their own name are listed together under one message.
+  std::vector<std::pair<std::string, std::vector<std::string>>> causes;
   for (size_t i = 0; i < builds.size(); ++i) {
     if (result.results[i].ok()) continue;
-    std::fprintf(out, "\nerror: %s\n", std::string(result.results[i].status().message()).c_str());
+    std::string message(result.results[i].status().message());
+    const std::string prefix = absl::StrCat("build \"", builds[i].name, "\": ");
+    if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+    auto same = std::find_if(causes.begin(), causes.end(), [&](const auto& cause) { return cause.first == message; });
+    if (same == causes.end()) same = causes.insert(causes.end(), {message, {}});
+    same->second.push_back(builds[i].name);
+  }
+  for (const auto& [message, names] : causes) {
+    std::fprintf(out, "\nerror (%s %s): %s\n", names.size() == 1 ? "build" : "builds", absl::StrJoin(names, ", ").c_str(),
+                 message.c_str());
   }
   std::fprintf(out, "\n%zu builds (%zu unique): %zu hits, %zu misses, %zu failed in %.2f s\n", builds.size(),
                result.unique, result.hits, result.misses, result.failures, result.seconds);

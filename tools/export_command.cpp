@@ -16,6 +16,7 @@
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/bench/bench_kernels.h"
+#include "support/files.h"
 #include "tools/build_report.h"
 #include "tools/commands.h"
 
@@ -24,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: monotile export --out DIR [--target sm_90a] [--only NAME,...] [--cache-dir DIR] [--jobs N]\n"
-    "  --out        the folder to write <name>.cubin (.hsaco on AMD) and <name>.json into (created if missing)\n"
+    "  --out        the folder for <name>.cubin (.hsaco on AMD) and <name>.json (created if missing)\n"
     "  --target     the GPU's exact target (default sm_90a)\n"
     "  --only       export only these kernels (default: every benchmark kernel)\n"
     "  --cache-dir  the kernel cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
@@ -85,12 +86,17 @@ absl::StatusOr<std::string> kernel_json(const kernels::bench::BenchKernel& kerne
          "  \"then\": null\n}\n";
 }
 
-absl::Status write_file(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::InternalError("cannot write \"" + path.string() + "\"; hint: check the folder's permissions");
-  return absl::OkStatus();
+// `text` broken at spaces into lines of at most `width` columns, each indented.
+std::string wrapped(const std::string& text, size_t width, const std::string& indent) {
+  std::string out, line = indent;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (line != indent && line.size() + 1 + word.size() > width) {
+      absl::StrAppend(&out, line, "\n");
+      line = indent;
+    }
+    absl::StrAppend(&line, line == indent ? "" : " ", word);
+  }
+  return out + line;
 }
 
 // Writes one compiled kernel's CUBIN and JSON; returns its one-line summary.
@@ -147,13 +153,16 @@ int export_command(Args args) {
     std::set<std::string> wanted;
     for (absl::string_view name : absl::StrSplit(only_text, ',', absl::SkipEmpty())) wanted.insert(std::string(name.data(), name.size()));
     std::vector<std::string> known;
+    size_t variants = 0;
     for (const kernels::bench::BenchKernel& kernel : all) {
-      known.push_back(kernel.program.name);
+      if (kernel.program.name.find("__") == std::string::npos) known.push_back(kernel.program.name);
+      else ++variants;
       if (wanted.erase(kernel.program.name) > 0) chosen.push_back(kernel);
     }
     if (!wanted.empty()) {
-      return misuse("--only names no benchmark kernel \"" + *wanted.begin() + "\"; the kernels are: " +
-                    absl::StrJoin(known, ", "));
+      return misuse("--only names no benchmark kernel \"" + *wanted.begin() + "\"; the kernels are:\n" +
+                    wrapped(absl::StrJoin(known, ", "), 100, "  ") + "\n  and " + std::to_string(variants) +
+                    " labelled variants, named <kernel>__<label>");
     }
   }
 

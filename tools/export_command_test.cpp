@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/test_support.h"
@@ -126,8 +127,10 @@ TEST(ExportCommand, MisuseSaysWhatIsWrong) {
   EXPECT_THAT(no_out.output, HasSubstr("monotile export: --out is required"));
   CommandRun unknown = export_run("--out " + out + " --only rmsnorm_rows5_h7168", dir.path());
   EXPECT_EQ(unknown.status, 2);
-  EXPECT_THAT(unknown.output, HasSubstr("--only names no benchmark kernel \"rmsnorm_rows5_h7168\"; the kernels are: "
-                                        "copy_bytes67108864, copy_bytes1073741824, rmsnorm_rows4_h7168"));
+  EXPECT_THAT(unknown.output, HasSubstr("--only names no benchmark kernel \"rmsnorm_rows5_h7168\"; the kernels are:\n"
+                                        "  copy_bytes67108864, copy_bytes1073741824, rmsnorm_rows4_h7168"));
+  EXPECT_THAT(unknown.output, ::testing::ContainsRegex("and [0-9]+ labelled variants, named <kernel>__<label>"));
+  for (absl::string_view line : absl::StrSplit(unknown.output, '\n')) EXPECT_LE(line.size(), 100u) << line;
   CommandRun bad_target = export_run("--target sm_9x --out " + out, dir.path());
   EXPECT_EQ(bad_target.status, 2);
   EXPECT_THAT(bad_target.output, HasSubstr("sm_9x"));

@@ -3,6 +3,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/version.h"
 #include "tools/commands.h"
 
 namespace {
@@ -24,7 +25,7 @@ constexpr Command kCommands[] = {
 };
 
 int usage(FILE* out) {
-  std::fprintf(out, "usage: monotile <command> [args]\n\ncommands:\n");
+  std::fprintf(out, "usage: monotile <command> [args]   (monotile --version: the version)\n\ncommands:\n");
   for (const Command& command : kCommands) {
     std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(command.name.size()),
                  command.name.data(), static_cast<int>(command.help.size()), command.help.data());
@@ -38,6 +39,10 @@ int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   if (args.empty()) return usage(stderr);
   if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") return usage(stdout);
+  if (args[0] == "--version" || args[0] == "version") {
+    std::printf("monotile %s\n", monotile::version());
+    return 0;
+  }
   for (const Command& command : kCommands) {
     if (command.name == args[0]) {
       return command.run(monotile::tools::Args(args).subspan(1));

@@ -84,6 +84,19 @@ TEST(WarmupCommand, UnbuildableTargetExitsNonZero) {
   EXPECT_THAT(run.output, HasSubstr("5 failed"));
 }
 
+// One refusal fails every build alike: its message is printed once, naming the builds.
+TEST(WarmupCommand, OneCauseIsReportedOnceForAllItsBuilds) {
+  MT_SKIP_WITHOUT_COMPILER("gfx90a");
+  jit::testing::TempDir dir;
+  CommandRun run = warmup("--target gfx950 --cache-dir " + (dir.path() / "cache").string(), dir.path());
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("error \\(builds [a-z0-9_]+, [a-z0-9_]+, [a-z0-9_]+, [a-z0-9_]+, [a-z0-9_]+\\): "
+                                                   "hiprtc cannot compile for gfx950"));
+  size_t count = 0;
+  for (size_t at = 0; (at = run.output.find("hiprtc cannot compile for gfx950", at)) != std::string::npos; ++at) ++count;
+  EXPECT_EQ(count, 1u) << run.output;
+}
+
 TEST(WarmupCommand, BadJobsIsMisuse) {
   jit::testing::TempDir dir;
   CommandRun run = warmup("--jobs 0", dir.path());

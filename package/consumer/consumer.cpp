@@ -9,7 +9,7 @@
 #include <monotile/dsl/interp/interpreter.h>
 #include <monotile/jit/jit.h>
 #include <monotile/jit/program_build.h>
-#include <monotile/package/version.h>
+#include <monotile/support/version.h>
 
 using namespace monotile::dsl;  // NOLINT: kernels read best with the language's names in scope
 
