@@ -4,6 +4,7 @@
 // deferred-delta loop is bit-identical to the stock loop.
 #include "kernels/reference/k3_layer_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -209,8 +210,25 @@ TEST_F(K3LayerReference, Bf16RoundingStaysNearTheExactLayer) {
     // bf16 data: a few ulps (2^-8 relative each) through a layer's roundings, relative to the scale.
     double scale = 0;
     for (double v : exact->hidden) scale = std::max(scale, std::fabs(v));
-    EXPECT_TRUE(agree(rounded->hidden, exact->hidden, {0.03 * scale, 0.03}));
-    EXPECT_TRUE(agree(rounded->attention_output, exact->attention_output, {0.03 * scale, 0.03}));
+    const testing::Tolerance bf16_data{0.03 * scale, 0.03};
+    EXPECT_TRUE(agree(rounded->attention_output, exact->attention_output, bf16_data));
+    // A near-tie of router keys may pick another expert once the input is rounded (k3_layer.md,
+    // correction 6): such rows are compared on their attention part only.
+    const int64_t h = c.hidden_size;
+    int compared = 0;
+    for (int64_t t = 0; t < kTokens; ++t) {
+      std::span<const double> y_exact(exact->mlp_input.data() + t * h, h), y_rounded(rounded->mlp_input.data() + t * h, h);
+      std::vector<int> a = route_row(c, g_model->weights[8][layer][0], y_exact, Rounding::kNone).experts;
+      std::vector<int> b = route_row(c, g_model->weights[8][layer][0], y_rounded, Rounding::kBf16).experts;
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      if (a != b) continue;
+      ++compared;
+      Vec row_rounded(rounded->hidden.begin() + t * h, rounded->hidden.begin() + (t + 1) * h);
+      Vec row_exact(exact->hidden.begin() + t * h, exact->hidden.begin() + (t + 1) * h);
+      EXPECT_TRUE(agree(row_rounded, row_exact, bf16_data)) << "row " << t;
+    }
+    EXPECT_GE(compared, kTokens / 2);
   }
 }
 
