@@ -32,7 +32,7 @@ T nan_extreme(bool is_max, T a, T b) {
 // Combines `accumulator` and `element` through the custom combine region (a, b) -> (c).
 class RegionCombiner {
  public:
-  RegionCombiner(Frame& frame, const Op& op, bool floats) : frame_(frame), op_(op), floats_(floats) {
+  RegionCombiner(Frame& frame, const Op& op, bool floats) : frame_(frame), op_(op) {
     a_.floats.resize(floats ? 1 : 0), a_.ints.resize(floats ? 0 : 1);
     b_ = a_;
   }
@@ -53,7 +53,6 @@ class RegionCombiner {
   static void set(Tile& tile, int64_t value) { tile.ints[0] = value; }
   Frame& frame_;
   const Op& op_;
-  bool floats_;
   Tile a_, b_;
   std::vector<Tile> results_;
 };

@@ -304,7 +304,6 @@ class Analysis {
 
   AxisInfo same_constancy(const Op& op, int r) {
     AxisInfo info = unknown(r);
-    std::optional<Range> range;
     bool first = true;
     for (ValueId operand : op.operands) {
       const AxisInfo& a = get(operand);

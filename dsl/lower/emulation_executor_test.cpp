@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "dsl/interp/float16.h"
 #include "dsl/lower/host_emulation_build.h"
 #include "dsl/lower/lower.h"
 #include "gtest/gtest.h"
@@ -97,7 +98,7 @@ class EmulationExecutor : public conformance::Executor {
         uint16_t bits = bf16_bits(arg.float_value);
         std::memcpy(slot, &bits, 2);
       } else if (arg.type.scalar == ScalarType::kF16) {
-        _Float16 half = static_cast<_Float16>(arg.float_value);
+        uint16_t half = dsl::interp::f16_bits_from_double(arg.float_value);
         std::memcpy(slot, &half, 2);
       } else if (arg.type.scalar == ScalarType::kF32) {
         float value = static_cast<float>(arg.float_value);
