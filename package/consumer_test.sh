@@ -37,6 +37,8 @@ mv "$work/prefix" "$work/moved"
 rm -rf "$work/cache"
 export LD_LIBRARY_PATH="$work/moved/$libdir"
 "$work/build/consumer" || fail "the consumer failed once the prefix moved (logs in $work)"
-ldd "$work/build/consumer" | grep -q "$work/moved/$libdir/libmonotile.so" || fail "the moved library was not the one loaded"
+# (ldd's output read whole: with pipefail, grep -q closing the pipe early would fail ldd by SIGPIPE)
+loaded=$(ldd "$work/build/consumer")
+grep -qF "$work/moved/$libdir/libmonotile.so" <<<"$loaded" || fail "the moved library was not the one loaded: $loaded"
 echo "ok: the moved prefix compiles too"
 rm -rf "$work"
