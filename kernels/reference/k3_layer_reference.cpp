@@ -25,10 +25,10 @@ std::span<const double> row(const Vec& all, int64_t t, int64_t width) {
 // KDA o_norm's eps: FusedRMSNormGated's default, not rms_norm_eps (k3_checkpoint.md 5.6).
 constexpr double kGatedNormEps = 1e-5;
 
-// One rank's KDA partial (4.1-4.6): the o_proj output before the all-reduce, [T, H]; the rank's
-// caches are read from `in` and written to `out`.
-absl::StatusOr<Vec> kda_partial(const model::ModelConfig& c, const RankLayerWeights& w, const Vec& x, int64_t tokens,
-                                const StepMeta& meta, const KdaCache& in, KdaCache& out, Rounding rounding) {
+// One rank's KDA core (4.1-4.5): o_proj's input [T, Pl]; the rank's caches are read from `in` and
+// written to `out`.
+absl::StatusOr<Vec> kda_core(const model::ModelConfig& c, const RankLayerWeights& w, const Vec& x, int64_t tokens,
+                             const StepMeta& meta, const KdaCache& in, KdaCache& out, Rounding rounding) {
   const int64_t h = c.hidden_size, d = c.kda_head_dim, nhl = w.dims.kda_heads, pl = w.dims.kda_projection;
   const int64_t rows = w.dims.in_proj_rows, channels = 3 * pl;
   const int width = c.conv_size;
@@ -119,7 +119,15 @@ absl::StatusOr<Vec> kda_partial(const model::ModelConfig& c, const RankLayerWeig
       }
     }
   }
-  // 4.6: o_proj on the rank's columns, rounded: the partial the all-reduce sums.
+  return core;
+}
+
+// One rank's KDA partial (4.6): o_proj on the rank's columns of the core, rounded: the partial the
+// all-reduce sums, [T, H].
+absl::StatusOr<Vec> kda_partial(const model::ModelConfig& c, const RankLayerWeights& w, const Vec& x, int64_t tokens,
+                                const StepMeta& meta, const KdaCache& in, KdaCache& out, Rounding rounding) {
+  const int64_t h = c.hidden_size, pl = w.dims.kda_projection;
+  MT_ASSIGN_OR_RETURN(Vec core, kda_core(c, w, x, tokens, meta, in, out, rounding));
   std::span<const double> w_o = w.at("self_attn.o_proj.weight");
   Vec partial(static_cast<size_t>(tokens * h));
   for (int64_t t = 0; t < tokens; ++t) {
@@ -143,6 +151,40 @@ Vec gated_mlp_partial(const model::ModelConfig& c, const RankLayerWeights& w, co
   Vec out = matvec(w.at(prefix + "down_proj.weight"), a, h, local);
   for (double& v : out) v = round_bf16(v, rounding);
   return out;
+}
+
+// AttnRes of every row (3): sources are blocks 0..count-1 of each row, then the prefix row.
+Vec attn_res_rows(const model::ModelConfig& c, const RankLayerWeights& w, const Vec& prefix, const Vec& blocks,
+                  int64_t tokens, int64_t count, const std::string& norm, const std::string& proj,
+                  const std::string& out_norm, Rounding rounding) {
+  const int64_t h = c.hidden_size, block_count = c.block_count();
+  Vec result(static_cast<size_t>(tokens * h));
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<std::span<const double>> sources;
+    for (int64_t b = 0; b < count; ++b) sources.push_back(row(blocks, t * block_count + b, h));
+    sources.push_back(row(prefix, t, h));
+    Vec mixed = attn_res_row(sources, w.at(norm), w.at(proj), w.at(out_norm), c.rms_norm_eps, rounding);
+    std::copy(mixed.begin(), mixed.end(), result.begin() + t * h);
+  }
+  return result;
+}
+
+// Step 1 of a layer (2.3, 3): the delta folded into `prefix` (one rounding), at a block-write
+// layer the prefix stored to block L / 12 of `blocks`, then the attention AttnRes: x.
+Vec attention_res(const model::ModelConfig& c, int layer, const RankLayerWeights& w, const Vec& delta, Vec& prefix,
+                  Vec& blocks, int64_t tokens, Rounding rounding) {
+  const int64_t h = c.hidden_size, block_count = c.block_count();
+  if (!delta.empty()) {
+    for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = round_bf16(prefix[i] + delta[i], rounding);
+  }
+  if (c.is_block_write_layer(layer)) {
+    const int64_t j = layer / c.attn_res_block_size;
+    for (int64_t t = 0; t < tokens; ++t) {
+      std::copy(prefix.begin() + t * h, prefix.begin() + (t + 1) * h, blocks.begin() + (t * block_count + j) * h);
+    }
+  }
+  return attn_res_rows(c, w, prefix, blocks, tokens, c.previous_blocks(layer), "self_attention_res_norm.weight",
+                       "self_attention_res_proj.weight", "input_layernorm.weight", rounding);
 }
 
 // One expert's dequantized weights on one rank: w13 [2 Ir, lat] (gate rows then up rows), w2 [lat, Ir].
@@ -263,6 +305,28 @@ RouterChoice route_row(const model::ModelConfig& c, const RankLayerWeights& rank
                c.routed_scaling_factor);
 }
 
+absl::StatusOr<KdaAttentionOutput> kda_attention_reference(const model::ModelConfig& c, int layer,
+                                                           const RankLayerWeights& rank, const LayerInput& input,
+                                                           Rounding rounding) {
+  const int64_t h = c.hidden_size, blocks = c.block_count();
+  const int64_t tokens = static_cast<int64_t>(input.prefix.size()) / h;
+  if (!c.is_kda_layer(layer)) {
+    return absl::InvalidArgumentError(absl::StrCat("k3 reference layer ", layer, " is not a KDA layer"));
+  }
+  if (input.prefix.size() != static_cast<size_t>(tokens * h) || input.blocks.size() != static_cast<size_t>(tokens * blocks * h) ||
+      (!input.delta.empty() && input.delta.size() != input.prefix.size()) || input.caches.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("k3 reference layer ", layer, ": prefix, delta and blocks must be [T, ", h,
+                                                   "], [T, ", h, "] and [T, ", blocks, ", ", h, "], with one rank's caches"));
+  }
+  KdaAttentionOutput out;
+  out.prefix = input.prefix;
+  out.blocks = input.blocks;
+  out.x = attention_res(c, layer, rank, input.delta, out.prefix, out.blocks, tokens, rounding);
+  out.cache = input.caches[0];
+  MT_ASSIGN_OR_RETURN(out.core, kda_core(c, rank, out.x, tokens, input.meta, input.caches[0], out.cache, rounding));
+  return out;
+}
+
 absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int layer, std::span<const RankLayerWeights> ranks,
                                             const LayerInput& input, Rounding rounding) {
   const int64_t h = c.hidden_size, blocks = c.block_count();
@@ -275,31 +339,13 @@ absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int lay
                                                    "], [T, ", h, "] and [T, ", blocks, ", ", h, "]"));
   }
   const bool write = c.is_block_write_layer(layer);
-  const int64_t j = layer / c.attn_res_block_size, nb = c.previous_blocks(layer);
+  const int64_t nb = c.previous_blocks(layer);
   LayerOutput out;
   out.blocks = input.blocks;
   const RankLayerWeights& w0 = ranks[0];
-  auto attn_res = [&](const Vec& prefix, int64_t count, const std::string& norm, const std::string& proj,
-                      const std::string& out_norm) {
-    Vec result(static_cast<size_t>(tokens * h));
-    for (int64_t t = 0; t < tokens; ++t) {
-      std::vector<std::span<const double>> sources;
-      for (int64_t b = 0; b < count; ++b) sources.push_back(row(out.blocks, t * blocks + b, h));
-      sources.push_back(row(prefix, t, h));
-      Vec mixed = attn_res_row(sources, w0.at(norm), w0.at(proj), w0.at(out_norm), c.rms_norm_eps, rounding);
-      std::copy(mixed.begin(), mixed.end(), result.begin() + t * h);
-    }
-    return result;
-  };
   // 1. The attention AttnRes: the delta folded into the prefix (one rounding), the block written.
   Vec prefix = input.prefix;
-  if (!input.delta.empty()) {
-    for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = round_bf16(prefix[i] + input.delta[i], rounding);
-  }
-  if (write) {
-    for (int64_t t = 0; t < tokens; ++t) std::copy(prefix.begin() + t * h, prefix.begin() + (t + 1) * h, out.blocks.begin() + (t * blocks + j) * h);
-  }
-  Vec x = attn_res(prefix, nb, "self_attention_res_norm.weight", "self_attention_res_proj.weight", "input_layernorm.weight");
+  Vec x = attention_res(c, layer, w0, input.delta, prefix, out.blocks, tokens, rounding);
   // 2. The attention: KDA computed here, summed over the ranks; MLA given.
   if (c.is_kda_layer(layer)) {
     if (input.caches.size() != ranks.size()) {
@@ -326,8 +372,8 @@ absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int lay
     for (size_t i = 0; i < prefix.size(); ++i) out.prefix[i] = round_bf16(prefix[i] + out.attention_output[i], rounding);
   }
   // 4. The MLP AttnRes over the blocks, the one just written included.
-  out.mlp_input = attn_res(out.prefix, nb + (write ? 1 : 0), "mlp_res_norm.weight", "mlp_res_proj.weight",
-                           "post_attention_layernorm.weight");
+  out.mlp_input = attn_res_rows(c, w0, out.prefix, out.blocks, tokens, nb + (write ? 1 : 0), "mlp_res_norm.weight",
+                                "mlp_res_proj.weight", "post_attention_layernorm.weight", rounding);
   // 5. The MLP: latent MoE or the dense MLP, reduced over the ranks.
   out.mlp_output.assign(static_cast<size_t>(tokens * h), 0.0);
   std::vector<std::map<int, Expert>> experts(tp);

@@ -76,6 +76,21 @@ absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& config, in
                                             std::span<const RankLayerWeights> ranks, const LayerInput& input,
                                             Rounding rounding);
 
+// K1's part of a KDA layer on one rank (2.3 step 1, 4.1-4.5): the prefix with the delta folded in
+// (stored in place of P), the blocks after the block write, the AttnRes output x, o_proj's input
+// `core` [T, Pl] and the rank's caches after the step. Uses input.prefix, delta, blocks, meta and
+// input.caches[0]; refused as layer_reference refuses, and for a layer that is not KDA.
+struct KdaAttentionOutput {
+  std::vector<double> prefix;
+  std::vector<double> blocks;
+  std::vector<double> x;
+  std::vector<double> core;
+  KdaCache cache;
+};
+absl::StatusOr<KdaAttentionOutput> kda_attention_reference(const model::ModelConfig& config, int layer,
+                                                           const RankLayerWeights& rank, const LayerInput& input,
+                                                           Rounding rounding);
+
 // The deferred-delta loop over consecutive layers first..first+n-1 (2.3): each layer gets the
 // previous one's m as its delta and P' as its prefix. `layers[i]` are layer first+i's ranks'
 // weights; a KDA layer's caches are `caches[layer]` (updated), an MLA layer's attention output is
