@@ -1,0 +1,39 @@
+// Hand-offs between the program instances of a persistent layer kernel: data written with plain
+// stores, then a flag set to the launch's tag with a release; consumers wait on the flag with
+// acquire loads. Tags differ for every (step, layer) launch, so no flag is ever reset. Every wait is
+// bounded: after the timeout it records itself in the rank's health words, raises the alarm and
+// returns, and a wait that finds the rank already failed returns at once, so a failed launch runs to
+// its end instead of hanging (the executor's fail-stop reads the health words).
+#pragma once
+
+#include <cstdint>
+
+#include "dsl/value.h"
+
+namespace monotile::kernels::k3 {
+
+// What a kernel's waits need, built once at the top of the program.
+struct HandoffContext {
+  dsl::Value tag;     // i32: step_tag(epoch, slot)
+  dsl::Value health;  // ptr<i32>: word 0 FAILED, then 8-word records per program
+  dsl::Value alarm;   // ptr<i32>
+  int64_t wait_ns = 0;
+};
+
+// Reads the epoch word and forms the tag (k1.h step_tag).
+dsl::Value launch_tag(const dsl::Value& epoch, const dsl::Value& slot);
+
+// Makes this program's earlier stores visible at gpu scope, then sets *flag = tag.
+void publish(const dsl::Value& flag, const HandoffContext& context);
+
+// One of `arrivals` programs that each finish a share of one piece of work: makes this program's
+// earlier stores visible, counts it on *counter (which only ever grows: every launch adds exactly
+// `arrivals`), and the last to arrive sets *flag = tag, publishing every share.
+void arrive(const dsl::Value& counter, int arrivals, const dsl::Value& flag, const HandoffContext& context);
+
+// Waits (wait_until, acquire) until *flag holds the tag, the timeout passes (recorded under
+// `region` and `index` with the value seen), or the rank has already failed (no wait at all).
+// Later plain loads of every thread of the program see what the flag's publisher stored.
+void wait_flag(const dsl::Value& flag, int32_t region, const dsl::Value& index, const HandoffContext& context);
+
+}  // namespace monotile::kernels::k3

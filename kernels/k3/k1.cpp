@@ -1,0 +1,426 @@
+// K1 as one DSL program; the stage order and the hand-offs are described in k1.h.
+#include "kernels/k3/k1.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dsl/dsl.h"
+#include "kernels/k3/attn_res_stage.h"
+#include "kernels/k3/handoff.h"
+
+namespace monotile::kernels::k3 {
+
+using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
+
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr int kConvWidth = 4;
+constexpr int kMaxTokens = 16;
+// The state rows a KDA task owns: a quarter of a head, so that four programs share a head's
+// recurrence and a task's state slice (32 x 128 fp32) stays in registers.
+constexpr int kTaskRows = 32;
+constexpr int kTasksPerHead = kHeadDim / kTaskRows;
+// GEMV: rows of W_in per task (16 per warp on the matrix unit, W as its A operand).
+constexpr int kGemvRows = 64;
+constexpr int kWarps = 4;
+constexpr float kL2NormEps = 1e-6f;
+// Control words: flags 0..15 are the x rows', flag 16 says the whole proj is written; counter 0
+// counts the in_proj tasks, counters 1.. the quarters of each (request, head).
+constexpr int kProjFlag = kMaxTokens;
+constexpr int kProjCounter = 0;
+constexpr int kHeadCounters = 1;
+
+int gemv_step(int hidden) {
+  for (int step : {256, 128, 64}) {
+    if (hidden % step == 0) return step;
+  }
+  return 0;
+}
+
+int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + kGemvRows - 1) / kGemvRows; }
+
+int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+int64_t align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+void require(bool ok, const SourceLocation& loc, const std::string& what, const std::string& expected,
+             const std::string& actual, const std::string& hint) {
+  if (!ok) throw Error(SourceLoc::from(loc), "k1_program", what, expected, actual, hint);
+}
+
+void check(const K1Build& b, const SourceLocation& loc) {
+  require(b.q >= 2 && b.q <= kMaxTokens, loc, "q (tokens per request) must be in 2..16", "2..16",
+          std::to_string(b.q), "q is num_spec + 1; K1 serves speculative decoding only");
+  require(b.tokens >= b.q && b.tokens <= kMaxTokens && b.tokens % b.q == 0, loc,
+          "tokens must be a multiple of q up to 16", "q, 2q, ... <= 16", std::to_string(b.tokens),
+          "tokens is requests x q");
+  require(b.state_len >= b.q + kConvWidth - 2, loc, "the conv state is too short for q", ">= q + 2",
+          std::to_string(b.state_len), "allocate the conv state with num_spec + 3 entries or more");
+  require(b.nblocks >= 0 && b.write_index >= -1, loc, "nblocks and write_index out of range", "nblocks >= 0",
+          std::to_string(b.nblocks), "take them from k1_build");
+  require(b.heads >= 1 && b.in_proj_rows >= 4 * b.projection() + kHeadDim + b.heads, loc,
+          "in_proj has too few rows for the heads", ">= 4 Pl + 128 + NHl", std::to_string(b.in_proj_rows),
+          "pass the rank's merged in_proj row count");
+  require(attn_res_chunk(b.hidden) > 0 && gemv_step(b.hidden) > 0, loc, "hidden must be a multiple of 64",
+          "a multiple of 64", std::to_string(b.hidden), "K3 models have hidden 7168");
+}
+
+struct Args {
+  Value prefix;
+  std::optional<Value> delta;
+  Value blocks, blocks_token_stride, blocks_block_stride;
+  Value ares_norm, ares_proj, in_norm, w_in, w_fb, conv_w;
+  Value conv_state, conv_slot_stride, conv_channel_stride, conv_entry_stride;
+  Value a_log, dt_bias, o_norm, state, state_slot_stride, state_indices, state_indices_stride, num_accepted;
+  Value core;
+  Value x_rows, proj, o_rows, flags, counters;
+  Value epoch, layer, health, alarm;
+};
+
+Args declare(Builder& b, const K1Build& build) {
+  Args a;
+  a.prefix = b.arg("prefix", ptr(bf16));
+  if (build.delta) a.delta = b.arg("delta", ptr(bf16));
+  a.blocks = b.arg("blocks", ptr(bf16));
+  a.blocks_token_stride = b.arg("blocks_token_stride", i64, {.multiple_of = 8});
+  a.blocks_block_stride = b.arg("blocks_block_stride", i64, {.multiple_of = 8});
+  a.ares_norm = b.arg("ares_norm", ptr(bf16));
+  a.ares_proj = b.arg("ares_proj", ptr(bf16));
+  a.in_norm = b.arg("in_norm", ptr(bf16));
+  a.w_in = b.arg("w_in", ptr(bf16));
+  a.w_fb = b.arg("w_fb", ptr(bf16));
+  a.conv_w = b.arg("conv_w", ptr(f32));
+  a.conv_state = b.arg("conv_state", ptr(bf16));
+  a.conv_slot_stride = b.arg("conv_slot_stride", i64);
+  a.conv_channel_stride = b.arg("conv_channel_stride", i64);
+  a.conv_entry_stride = b.arg("conv_entry_stride", i64);
+  a.a_log = b.arg("a_log", ptr(f32));
+  a.dt_bias = b.arg("dt_bias", ptr(f32));
+  a.o_norm = b.arg("o_norm", ptr(bf16));
+  a.state = b.arg("state", ptr(f32));
+  a.state_slot_stride = b.arg("state_slot_stride", i64, {.multiple_of = 4});
+  a.state_indices = b.arg("state_indices", ptr(i32));
+  a.state_indices_stride = b.arg("state_indices_stride", i64);
+  a.num_accepted = b.arg("num_accepted", ptr(i32));
+  a.core = b.arg("core", ptr(bf16));
+  a.x_rows = b.arg("x_rows", ptr(bf16));
+  a.proj = b.arg("proj", ptr(bf16));
+  a.o_rows = b.arg("o_rows", ptr(f32));
+  a.flags = b.arg("flags", ptr(i32));
+  a.counters = b.arg("counters", ptr(i32));
+  a.epoch = b.arg("epoch", ptr(i32));
+  a.layer = b.arg("layer", i32);
+  a.health = b.arg("health", ptr(i32));
+  a.alarm = b.arg("alarm", ptr(i32));
+  return a;
+}
+
+// Stage A: AttnRes of row t, a task per row, then the x row published.
+void stage_attn_res(const K1Build& b, const Args& a, const HandoffContext& hc) {
+  range(program_id(0), b.tokens, num_programs(0), [&](Value t) {
+    AttnResRow row{.hidden = b.hidden,
+                   .nblocks = b.nblocks,
+                   .write_index = b.write_index,
+                   .eps = b.eps,
+                   .out_eps = b.out_eps,
+                   .prefix = a.prefix + t * b.hidden,
+                   .delta = std::nullopt,
+                   .blocks = a.blocks + t * a.blocks_token_stride,
+                   .block_stride = a.blocks_block_stride,
+                   .norm = a.ares_norm,
+                   .proj = a.ares_proj,
+                   .out_norm = a.in_norm,
+                   .out = a.x_rows + t * b.hidden};
+    if (a.delta) row.delta = *a.delta + t * b.hidden;
+    attn_res_row(row);
+    publish(a.flags + t, hc);
+  });
+}
+
+// Stage B: proj = bf16(x W_in^T), 64 rows of W_in a task, W as the matrix unit's A operand and x's
+// rows padded to the unit's N; each task's rows published by its flag.
+void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
+  const int tasks = gemv_tasks(b), step = gemv_step(b.hidden);
+  const int64_t padded = std::max<int64_t>(8, pow2_at_least(b.tokens));
+  auto ms = arange(0, padded);
+  auto m_ok = ms < b.tokens;
+  if_(program_id(0) < tasks, [&] {
+    for (int t = 0; t < b.tokens; ++t) {
+      wait_flag(a.flags + t, static_cast<int32_t>(K1Region::kXRows), full({}, t, i32), hc);
+    }
+  });
+  range(program_id(0), tasks, num_programs(0), [&](Value task) {
+    auto rows = task * kGemvRows + arange(0, kGemvRows);
+    auto row_ok = rows < b.in_proj_rows;
+    auto acc = range(0, b.hidden, step, zeros({kGemvRows, padded}, f32), [&](Value k0, Value acc) {
+      auto ks = k0 + arange(0, step);
+      auto w = load(a.w_in + col(rows).to(i64) * b.hidden + row(ks), col(row_ok), {.cache = Cache::streaming});
+      auto xs = load(a.x_rows + col(ms) * b.hidden + row(ks), col(m_ok));
+      return dot(w, trans(xs), acc);
+    });
+    store(a.proj + row(ms) * b.in_proj_rows + col(rows), acc.to(bf16), col(row_ok) & row(m_ok));
+    arrive(a.counters + kProjCounter, tasks, a.flags + kProjFlag, hc);
+  });
+}
+
+// One KDA task's view of its request.
+struct Request {
+  Value n, accepted_index, conv_slot, read_slot;
+  std::vector<Value> write_slots;  // after token t
+  Value has_conv, has_state;
+};
+
+Request request(const K1Build& b, const Args& a, const Value& n) {
+  Request r;
+  r.n = n;
+  auto slots = a.state_indices + n * a.state_indices_stride;
+  r.accepted_index = load(a.num_accepted + n) - 1;
+  r.conv_slot = load(slots);
+  r.read_slot = load(slots + r.accepted_index);
+  for (int t = 0; t < b.q; ++t) r.write_slots.push_back(load(slots + t));
+  r.has_conv = r.conv_slot > 0;
+  r.has_state = r.read_slot > 0;
+  return r;
+}
+
+// Conv channel c's state entry e of the request's slot.
+Value conv_entry(const Args& a, const Request& r, const Value& channels, const Value& entry) {
+  return a.conv_state + r.conv_slot.to(i64) * a.conv_slot_stride + channels.to(i64) * a.conv_channel_stride +
+         entry.to(i64) * a.conv_entry_stride;
+}
+
+// The short causal conv (4.2) of `channels` over the request's q tokens: per token the SiLU of the
+// four taps on [state window, x_0 .. x_t], rounded to bf16; zero without a conv slot.
+std::vector<Value> conv(const K1Build& b, const Args& a, const Request& r, const Value& channels) {
+  std::vector<Value> seq;
+  for (int j = 0; j < kConvWidth - 1; ++j) {
+    seq.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv).to(f32));
+  }
+  for (int t = 0; t < b.q; ++t) {
+    seq.push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels).to(f32));
+  }
+  std::array<Value, kConvWidth> taps;
+  for (int j = 0; j < kConvWidth; ++j) taps[j] = load(a.conv_w + channels * kConvWidth + j);
+  std::vector<Value> out;
+  for (int t = 0; t < b.q; ++t) {
+    Value acc = taps[0] * seq[t];
+    for (int j = 1; j < kConvWidth; ++j) acc = acc + taps[j] * seq[t + j];
+    out.push_back(where(r.has_conv, (acc * sigmoid(acc)).to(bf16).to(f32), 0.0f));
+  }
+  return out;
+}
+
+Value l2_normalized(const Value& x) { return x * rsqrt(sum(x * x) + kL2NormEps); }
+
+// Row t of a [rows, n] tile as an [n] tile.
+Value row_of(const Value& tile, int t) {
+  auto rows = arange(0, tile.shape()[0]);
+  return sum(where(col(rows == t), tile, 0.0f), 0);
+}
+
+// The per-token decay exp(gate) [q][128] of head h (4.3): g = bf16(f_a W_fb^T) on the matrix unit.
+std::vector<Value> decays(const K1Build& b, const Args& a, const Request& r, const Value& h) {
+  const int64_t padded = std::max<int64_t>(16, pow2_at_least(b.q));
+  auto kk = arange(0, kHeadDim);
+  auto ts = arange(0, padded);
+  auto f_a = load(a.proj + col(r.n * b.q + ts) * b.in_proj_rows + 4 * b.projection() + row(kk), col(ts < b.q));
+  auto w_fb = load(a.w_fb + col(h * kHeadDim + kk) * kHeadDim + row(kk));
+  auto g = dot(f_a, trans(w_fb)).to(bf16).to(f32);
+  auto scale = exp(load(a.a_log + h));
+  auto bias = load(a.dt_bias + h * kHeadDim + kk);
+  std::vector<Value> out;
+  for (int t = 0; t < b.q; ++t) out.push_back(exp(b.lower_bound * sigmoid(scale * (row_of(g, t) + bias))));
+  return out;
+}
+
+// Stage C, one task: a quarter of head h's state rows for request n, through all q tokens.
+void kda_task(const K1Build& b, const Args& a, const Value& task) {
+  const int heads = b.heads;
+  const int64_t pl = b.projection();
+  auto n = task / (heads * kTasksPerHead);
+  auto h = task / kTasksPerHead % heads;
+  auto quarter = task % kTasksPerHead;
+  auto kk = arange(0, kHeadDim);
+  auto vv = quarter * kTaskRows + arange(0, kTaskRows);
+  Request r = request(b, a, n);
+
+  // The state slice's load goes first; everything else is computed while it is in flight.
+  auto tile = col(h * kHeadDim + vv).to(i64) * kHeadDim + row(kk);
+  auto S = load(a.state + r.read_slot.to(i64) * a.state_slot_stride + tile, r.has_state, 0.0f,
+                {.cache = Cache::streaming});
+  std::vector<Value> q_in = conv(b, a, r, h * kHeadDim + kk);
+  std::vector<Value> k_in = conv(b, a, r, pl + h * kHeadDim + kk);
+  std::vector<Value> v_in = conv(b, a, r, 2 * pl + h * kHeadDim + vv);
+  std::vector<Value> decay = decays(b, a, r, h);
+  const float q_scale = 1.0f / std::sqrt(float(kHeadDim));
+  for (int t = 0; t < b.q; ++t) {
+    auto token = r.n * b.q + t;
+    auto qn = l2_normalized(q_in[t]) * q_scale, kn = l2_normalized(k_in[t]);
+    auto beta = sigmoid(load(a.proj + token * b.in_proj_rows + 4 * pl + kHeadDim + h).to(f32));
+    auto decayed = S * row(decay[t]);
+    auto e = (v_in[t] - sum(decayed * row(kn), 1)) * beta;
+    S = decayed + col(e) * row(kn);
+    auto o = where(r.has_state, sum(S * row(qn), 1), 0.0f).to(bf16).to(f32);
+    store(a.o_rows + ((r.n * heads + h) * b.q + t) * kHeadDim + vv, o);
+    store(a.state + r.write_slots[t].to(i64) * a.state_slot_stride + tile, S, r.has_state & (r.write_slots[t] > 0),
+          {.cache = Cache::streaming});
+  }
+
+  // The last quarter of the head to arrive finishes it: every quarter's o rows and its reads of the
+  // old conv state are ordered before its arrival.
+  fence(Order::release, Scope::gpu);
+  barrier();
+  auto arrived = atomic_add(a.counters + kHeadCounters + r.n * heads + h, 1, Scope::gpu, Order::acq_rel);
+  if_(arrived % kTasksPerHead == kTasksPerHead - 1, [&] {
+    fence(Order::acquire, Scope::gpu);
+    auto w = load(a.o_norm + kk).to(f32);
+    for (int t = 0; t < b.q; ++t) {
+      auto token = r.n * b.q + t;
+      auto o = load(a.o_rows + ((r.n * heads + h) * b.q + t) * kHeadDim + kk, {.cache = Cache::global});
+      auto gate = load(a.proj + token * b.in_proj_rows + 3 * pl + h * kHeadDim + kk).to(f32);
+      auto y = o * rsqrt(sum(o * o) / float(kHeadDim) + b.onorm_eps) * w * sigmoid(gate);
+      store(a.core + token * pl + h * kHeadDim + kk, y.to(bf16));
+    }
+    // The head's new conv state: entries 0..q+1 = [old[a + 1], old[a + 2], x_0 .. x_{q-1}] for its
+    // q, k and v channels (entries past q + 1 are left as they are).
+    for (int part = 0; part < 3; ++part) {
+      auto channels = part * pl + h * kHeadDim + kk;
+      std::vector<Value> entries;
+      for (int j = 1; j < kConvWidth - 1; ++j) {
+        entries.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv));
+      }
+      for (int t = 0; t < b.q; ++t) entries.push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels));
+      for (size_t e = 0; e < entries.size(); ++e) {
+        store(conv_entry(a, r, channels, full({}, static_cast<int>(e), i32)), entries[e], r.has_conv);
+      }
+    }
+  });
+}
+
+void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc) {
+  const int tasks = b.requests() * b.heads * kTasksPerHead;
+  if_(program_id(0) < tasks, [&] {
+    wait_flag(a.flags + kProjFlag, static_cast<int32_t>(K1Region::kProj), full({}, 0, i32), hc);
+  });
+  range(program_id(0), tasks, num_programs(0), [&](Value task) { kda_task(b, a, task); });
+}
+
+std::string hex(uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += digits[(value >> (60 - 4 * i)) & 15];
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, int heads, int in_proj_rows,
+                                 int tokens, int q, int state_len, bool delta) {
+  auto refuse = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("k1 build for layer ", layer, ": ", what));
+  };
+  if (layer < 0 || layer >= config.num_hidden_layers || !config.is_kda_layer(layer)) {
+    return refuse("not a KDA layer of the model (expected one of linear_attn_config.kda_layers, 1-based)");
+  }
+  if (config.kda_head_dim != kHeadDim) return refuse(absl::StrCat("head_dim ", config.kda_head_dim, ", expected 128"));
+  if (config.conv_size != kConvWidth) {
+    return refuse(absl::StrCat("short_conv_kernel_size ", config.conv_size, ", expected 4"));
+  }
+  if (q < 2 || q > kMaxTokens) return refuse(absl::StrCat("q = ", q, ", expected 2..16 (num_spec + 1)"));
+  if (tokens < q || tokens > kMaxTokens || tokens % q != 0) {
+    return refuse(absl::StrCat("tokens = ", tokens, ", expected a multiple of q = ", q, " up to 16"));
+  }
+  if (state_len < q + kConvWidth - 2) {
+    return refuse(absl::StrCat("conv state_len ", state_len, ", expected >= q + 2 = ", q + kConvWidth - 2));
+  }
+  K1Build b;
+  b.hidden = static_cast<int>(config.hidden_size);
+  b.heads = heads;
+  b.in_proj_rows = in_proj_rows;
+  b.tokens = tokens;
+  b.q = q;
+  b.nblocks = config.previous_blocks(layer);
+  b.delta = delta;
+  b.state_len = state_len;
+  b.write_index = config.is_block_write_layer(layer) ? layer / config.attn_res_block_size : -1;
+  b.eps = static_cast<float>(config.rms_norm_eps);
+  b.out_eps = static_cast<float>(config.rms_norm_eps);
+  b.lower_bound = static_cast<float>(config.gate_lower_bound);
+  if (attn_res_chunk(b.hidden) == 0 || gemv_step(b.hidden) == 0) {
+    return refuse(absl::StrCat("hidden_size ", b.hidden, ", expected a multiple of 64"));
+  }
+  if (heads < 1 || in_proj_rows < 4 * b.projection() + kHeadDim + heads) {
+    return refuse(absl::StrCat(heads, " heads with ", in_proj_rows, " in_proj rows, expected >= 4 Pl + 128 + NHl"));
+  }
+  return b;
+}
+
+std::string k1_name(const K1Build& b) {
+  std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
+                                  "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index);
+  const K1Build defaults;
+  if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
+      b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
+    // The scalars' bits, folded: names stay short and distinct builds stay distinct.
+    uint64_t fold = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) { fold = (fold ^ v) * 1099511628211ull; };
+    for (float v : {b.eps, b.out_eps, b.onorm_eps, b.lower_bound}) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      mix(bits);
+    }
+    mix(static_cast<uint64_t>(b.wait_ns));
+    name += "_x" + hex(fold);
+  }
+  return name;
+}
+
+Program k1_program(const K1Build& build, SourceLocation loc) {
+  check(build, loc);
+  Builder b(k1_name(build), {.num_warps = kWarps}, loc);
+  Args a = declare(b, build);
+  HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
+  stage_attn_res(build, a, hc);
+  stage_in_proj(build, a, hc);
+  stage_kda(build, a, hc);
+  return b.finish(loc);
+}
+
+std::vector<std::string> k1_parameters(const K1Build& build) {
+  Program program = k1_program(build);
+  std::vector<std::string> names;
+  for (const auto& param : program.params) names.push_back(param.name);
+  return names;
+}
+
+K1Scratch k1_scratch(const K1Build& b) {
+  K1Scratch s;
+  int64_t at = 0;
+  auto take = [&](int64_t bytes) {
+    int64_t offset = at;
+    at += align(bytes);
+    return offset;
+  };
+  // The control words first, at offsets every width of the rank shares: a width's data never lands
+  // where another width keeps a counter or a flag.
+  s.counters = take(int64_t{kHeadCounters + kMaxTokens / 2 * b.heads} * 4);
+  s.flags = take(int64_t{kProjFlag + 1} * 4);
+  s.zeroed_bytes = at;
+  s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
+  s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);
+  s.o_rows = take(int64_t{b.requests()} * b.heads * b.q * kHeadDim * 4);
+  s.bytes = at;
+  return s;
+}
+
+}  // namespace monotile::kernels::k3

@@ -1,0 +1,108 @@
+// K1, the first launch of a KDA layer on one TP rank: from the residual stream to o_proj's input,
+// as one persistent DSL program (k3_layer.md 3-4; the seed's `kda_pre`). Stages, each a task loop
+// over every program instance, handed on through tagged flags in a scratch buffer:
+//   A. AttnRes per row: the pending delta folded into the prefix (stored in place), the block
+//      write, the mix over the block sources, the input RMSNorm -> x [T, H] (a row a task);
+//   B. the merged in_proj GEMV x W_in^T -> proj [T, rows] (row blocks; waits for every x row; the
+//      last block to finish publishes the whole proj);
+//   C. per (request, head, quarter of the state rows): f_b on f_a, the short causal conv, gates,
+//      beta, q/k l2norm and the delta rule storing one state per position; the last quarter to
+//      finish a (request, head) applies the gated RMSNorm to the head's rows, writes `core` and
+//      the head's new conv state (every quarter has read the old one by then).
+// No wait is unbounded: a wait gives up after `wait_ns`, records itself in the rank's health words
+// and raises the alarm word; the launch then runs to its end with whatever it read.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dsl/ir.h"
+#include "model/config.h"
+#include "support/source_location.h"
+
+namespace monotile::kernels::k3 {
+
+// Every parameter that changes K1's code; two layers that differ only in data share one build.
+struct K1Build {
+  int hidden = 7168;          // H
+  int heads = 12;             // NHl: this rank's KDA heads (head_dim 128, conv width 4)
+  int in_proj_rows = 6288;    // rows of the merged in_proj: 4 Pl + 128 + NHl + pad
+  int tokens = 4;             // T = requests x q, request-major
+  int q = 4;                  // tokens per request (num_spec + 1)
+  int nblocks = 1;            // AttnRes block sources before the prefix (0: x mixes the prefix alone)
+  bool delta = false;         // a pending delta is folded into the prefix
+  int state_len = 6;          // conv state entries per channel (>= q + 2)
+  int write_index = -1;       // >= 0: block-write layer, the updated prefix is stored to blocks[:, i]
+  float eps = 1e-5f;          // self_attention_res_norm
+  float out_eps = 1e-5f;      // input_layernorm
+  float onorm_eps = 1e-5f;    // the gated o_norm
+  float lower_bound = -5.0f;  // gate_lower_bound
+  int64_t wait_ns = 10'000'000'000;  // a hand-off wait gives up after this long
+
+  int requests() const { return tokens / q; }
+  int projection() const { return heads * 128; }  // Pl
+  bool operator==(const K1Build&) const = default;
+};
+
+// The build of `layer` (a KDA layer) on a rank with `heads` local heads and `in_proj_rows` rows, at
+// `tokens` rows of q; nblocks, write_index and the eps values come from the config. Refused, with
+// the value and what is expected: a layer that is not KDA, head_dim != 128, conv width != 4,
+// tokens not a multiple of q, q outside 2..16, tokens past 16, state_len < q + 2.
+absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, int heads, int in_proj_rows,
+                                 int tokens, int q, int state_len, bool delta);
+
+// "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}" plus a hash of the eps values and the
+// lower bound when they differ from the defaults.
+std::string k1_name(const K1Build& build);
+
+// The program. Parameters, in order:
+//   prefix (ptr<bf16> [T, H], updated in place), delta (ptr<bf16> [T, H]; only when build.delta),
+//   blocks (ptr<bf16>), blocks_token_stride, blocks_block_stride (i64 elements: blocks[t, b, c]),
+//   ares_norm, ares_proj, in_norm (ptr<bf16> [H]), w_in (ptr<bf16> [rows, H]),
+//   w_fb (ptr<bf16> [Pl, 128]), conv_w (ptr<f32> [3 Pl, 4]),
+//   conv_state (ptr<bf16>), conv_slot_stride, conv_channel_stride, conv_entry_stride (i64 elements:
+//     both the channels-last [slots, SL, 3 Pl] and the dim-first [slots, 3 Pl, SL] layouts),
+//   a_log (ptr<f32> [NHl]), dt_bias (ptr<f32> [Pl]), o_norm (ptr<bf16> [128]),
+//   state (ptr<f32>), state_slot_stride (i64; a multiple of 4): V-first [slots, NHl, 128, 128],
+//   state_indices (ptr<i32>), state_indices_stride (i64): [N, q], column 0 the conv slot,
+//   num_accepted (ptr<i32> [N], 1..q), core (ptr<bf16> [T, Pl]),
+//   the scratch views of K1Scratch (x_rows, proj, o_rows, flags, counters),
+//   epoch (ptr<i32>: the step epoch), layer (i32: the tag slot, < 128),
+//   health (ptr<i32>: kHealthWords(programs)), alarm (ptr<i32>).
+// Any number of programs may run it (num_programs(0); one per SM is the intent), all resident at
+// once: a program waits only for work that programs which never wait before it produce.
+dsl::Program k1_program(const K1Build& build, SourceLocation loc = SourceLocation::current());
+
+// The parameter names of k1_program, in order.
+std::vector<std::string> k1_parameters(const K1Build& build);
+
+// K1's scratch: views into one buffer, each 256-byte aligned. The control words (counters, flags)
+// come first and sit at the same offsets for every width of a rank; they must be zero once, when
+// the buffer is made, and no launch needs them reset (flags compare with the launch's tag, counters
+// only ever grow, by multiples of 4). The buffer of the widest build serves every width.
+struct K1Scratch {
+  int64_t counters = 0;  // i32 [1 + 8 NHl]: in_proj tasks done, then quarters done per (request, head)
+  int64_t flags = 0;     // i32 [17]: the x rows', then "proj written"
+  int64_t zeroed_bytes = 0;  // [0, zeroed_bytes) must be zero before the first launch
+  int64_t x_rows = 0;    // bf16 [T, H]
+  int64_t proj = 0;      // bf16 [T, rows]
+  int64_t o_rows = 0;    // f32 [N, NHl, q, 128]
+  int64_t bytes = 0;     // the whole buffer
+};
+K1Scratch k1_scratch(const K1Build& build);
+
+// Health words for `programs` program instances: word 0 is FAILED; record p + 1 (8 words) holds
+// the first wait program p gave up on: [1, region, index, expected tag, seen tag, p, clock, 0].
+inline constexpr int kHealthRecordWords = 8;
+inline int64_t health_words(int programs) { return int64_t{programs + 1} * kHealthRecordWords; }
+
+// The tag every flag of one launch carries: (epoch mod 2^22) * 256 + slot + 1 (never 0).
+inline int32_t step_tag(int32_t epoch, int slot) { return (epoch & ((1 << 22) - 1)) * 256 + slot + 1; }
+
+// Region ids in the health records.
+enum class K1Region : int32_t { kXRows = 1, kProj = 2 };
+
+}  // namespace monotile::kernels::k3

@@ -1,0 +1,58 @@
+// K1 on the interpreter against the float64 reference, at k3-tiny's shapes: widths, q, delta,
+// block sources, padded requests, conv layouts, TP shards and program counts.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "kernels/k3/k1_test_support.h"
+#include "tests/conformance/interpreter_executor.h"
+#include "tests/testing/seed.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+class K1Interp : public ::testing::TestWithParam<K1Case> {};
+
+TEST_P(K1Interp, MatchesTheReference) {
+  conformance::InterpreterExecutor executor;
+  std::mt19937 rng = testing::case_rng();
+  absl::StatusOr<K1Result> result = run_k1_case(GetParam(), executor, rng);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->ok()) << result->report();
+  if (std::getenv("MONOTILE_K1_REPORT") != nullptr) std::cout << result->report();
+}
+
+std::vector<K1Case> cases() {
+  std::vector<K1Case> out;
+  // Every q 2..8 at one request and at the widest width of 16 rows it divides.
+  for (int q = 2; q <= 8; ++q) {
+    out.push_back({.requests = 1, .q = q});
+    if (16 / q > 1) out.push_back({.requests = 16 / q, .q = q, .padded = 1});
+  }
+  out.push_back({.requests = 2, .q = 4, .delta = false});
+  out.push_back({.requests = 2, .q = 3, .state_len = 9});
+  out.push_back({.requests = 2, .q = 4, .dim_first = true});
+  out.push_back({.requests = 3, .q = 2, .state_len = 6, .dim_first = true});
+  out.push_back({.layer = 0, .requests = 2, .q = 4});                  // no block source, writes block 0
+  out.push_back({.layer = 12, .requests = 2, .q = 3});                 // block-write layer, writes block 1
+  out.push_back({.tp = 2, .rank = 1, .requests = 2, .q = 4});
+  out.push_back({.tp = 4, .rank = 3, .requests = 1, .q = 3});
+  out.push_back({.tp = 8, .rank = 5, .requests = 2, .q = 2, .padded = 1});
+  out.push_back({.requests = 4, .q = 4, .programs = 5});               // fewer programs than tasks
+  out.push_back({.requests = 1, .q = 4, .programs = 40});              // more programs than tasks
+  return out;
+}
+
+std::string name(const ::testing::TestParamInfo<K1Case>& info) {
+  std::string name = case_name(info.param);
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name + "_p" + std::to_string(info.param.programs) + "_" + std::to_string(info.index);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, K1Interp, ::testing::ValuesIn(cases()), name);
+
+}  // namespace
+}  // namespace monotile::kernels::k3

@@ -1,0 +1,354 @@
+#include "kernels/k3/k1_test_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "model/dtype.h"
+#include "support/status_macros.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+using conformance::DeviceBuffer;
+using conformance::Executor;
+using conformance::KernelArg;
+using reference::KdaCache;
+using reference::LayerInput;
+using reference::RankLayerWeights;
+using Vec = std::vector<double>;
+
+constexpr int kD = 128;
+constexpr uint16_t kPoisonBf16 = 0x7fc1;  // a NaN: an output never written fails its check
+
+Vec random_normal(size_t n, double scale, std::mt19937& rng, bool bf16) {
+  std::normal_distribution<double> normal(0.0, scale);
+  Vec out(n);
+  for (double& v : out) v = bf16 ? model::round_to_bf16(normal(rng)) : static_cast<float>(normal(rng));
+  return out;
+}
+
+Vec random_uniform(size_t n, double lo, double hi, std::mt19937& rng) {
+  std::uniform_real_distribution<double> uniform(lo, hi);
+  Vec out(n);
+  for (double& v : out) v = static_cast<float>(uniform(rng));
+  return out;
+}
+
+// One rank's KDA-layer weights with the checkpoint's scales (projections ~ 1/sqrt(fan-in), norms
+// near 1, A_log = log U(1, 16), small dt_bias), in the per-rank layout the kernels read.
+RankLayerWeights random_weights(const model::ModelConfig& config, const model::RankDims& dims, std::mt19937& rng) {
+  const int64_t h = config.hidden_size, pl = dims.kda_projection, rows = dims.in_proj_rows;
+  RankLayerWeights w;
+  w.dims = dims;
+  Vec in_proj = random_normal(rows * h, 1.0 / std::sqrt(double(h)), rng, true);
+  std::fill(in_proj.begin() + (rows - dims.in_proj_pad) * h, in_proj.end(), 0.0);
+  w.values["self_attn.in_proj_qkvgfab.weight"] = std::move(in_proj);
+  w.values["self_attn.f_b_proj.weight"] = random_normal(pl * kD, 1.0 / std::sqrt(double(kD)), rng, true);
+  w.values["self_attn.conv1d.weight"] = random_uniform(3 * pl * 4, -0.5, 0.5, rng);
+  w.values["self_attn.dt_bias"] = random_normal(pl, 0.5, rng, false);
+  Vec a_log = random_uniform(dims.kda_heads, 1.0, 16.0, rng);
+  for (double& v : a_log) v = static_cast<float>(std::log(v));
+  w.values["self_attn.A_log"] = a_log;
+  auto near_one = [&](int64_t n) {
+    Vec v = random_normal(n, 0.1, rng, true);
+    for (double& x : v) x = model::round_to_bf16(1.0 + x);
+    return v;
+  };
+  w.values["self_attn.o_norm.weight"] = near_one(kD);
+  w.values["self_attention_res_norm.weight"] = near_one(h);
+  w.values["self_attention_res_proj.weight"] = random_normal(h, 1.0 / std::sqrt(double(h)), rng, true);
+  w.values["input_layernorm.weight"] = near_one(h);
+  return w;
+}
+
+std::vector<uint16_t> to_bf16(const Vec& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = model::bf16_from_double(v[i]);
+  return out;
+}
+
+std::vector<float> to_f32(const Vec& v) { return std::vector<float>(v.begin(), v.end()); }
+
+Vec from_bf16(const std::vector<uint16_t>& bits) {
+  Vec out(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = model::bf16_to_float(bits[i]);
+  return out;
+}
+
+template <typename T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span<const T>(v));
+}
+
+template <typename T>
+std::span<std::byte> writable_bytes(std::vector<T>& v) {
+  return std::as_writable_bytes(std::span<T>(v));
+}
+
+// bf16 ulps of `error` at the magnitude of `expected` (the spacing of bf16 values there; values
+// below the smallest normal bf16 use its spacing).
+double bf16_ulps(double error, double expected) {
+  const double magnitude = std::max(std::fabs(expected), std::ldexp(1.0, -126));
+  return error / std::ldexp(1.0, std::ilogb(magnitude) - 7);
+}
+
+// A value passes within `ulps` bf16 ulps or within abs_share x the output's RMS (values near zero).
+// A float64 reference with the kernel's bf16 rounding points still differs from any fp32 kernel
+// where a rounding lands the other way (x, proj, the gate g): one flipped g moves a whole column of
+// a head's state by up to ~15% (the decay's slope at exp(A_log) = 16), one flipped x element moves
+// every projection by ~1e-4. So up to `outlier_share` of the values may miss the tight rule, each
+// still within `outlier_abs_share` x RMS; a wrong index or formula fails far more values than that.
+struct Rule {
+  double ulps = 0;
+  double abs_share = 0;
+  double outlier_share = 0;
+  double outlier_abs_share = 0;
+};
+
+OutputCheck compare(const std::string& name, const Vec& actual, const Vec& expected, Rule rule,
+                    const std::vector<bool>* exact = nullptr) {
+  OutputCheck check;
+  check.name = name;
+  double rms = 0;
+  for (double e : expected) rms += e * e;
+  rms = std::sqrt(rms / std::max<size_t>(1, expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ++check.compared;
+    const double a = actual[i], e = expected[i];
+    bool ok;
+    double ulps = 0;
+    if (exact != nullptr && (*exact)[i]) {
+      ok = std::memcmp(&a, &e, sizeof a) == 0 || a == e;
+    } else if (std::isnan(a) || std::isnan(e) || std::isinf(a) || std::isinf(e)) {
+      ok = false;
+    } else {
+      ulps = bf16_ulps(std::fabs(a - e), e);
+      ok = ulps <= rule.ulps || std::fabs(a - e) <= rule.abs_share * rms;
+      if (!ok && std::fabs(a - e) <= rule.outlier_abs_share * rms) {
+        ++check.outliers;
+        ok = true;
+      }
+    }
+    if (!std::isnan(ulps)) check.worst_ulps = std::max(check.worst_ulps, ulps);
+    if (!ok) {
+      if (check.failures == 0) check.first_failure = absl::StrCat(name, "[", i, "]: got ", a, ", expected ", e);
+      ++check.failures;
+    }
+  }
+  if (check.outliers > rule.outlier_share * check.compared) {
+    check.first_failure = absl::StrCat(check.outliers, " values only within the loose bound, more than ",
+                                       rule.outlier_share * 100, "% of them; ", check.first_failure);
+    check.failures += check.outliers;
+  }
+  return check;
+}
+
+}  // namespace
+
+std::string case_name(const K1Case& c) {
+  return absl::StrCat(c.model, "_tp", c.tp, "r", c.rank, "_L", c.layer, "_n", c.requests, "_q", c.q, "_sl",
+                      c.state_len == 0 ? c.q + 2 : c.state_len, c.delta ? "_delta" : "", c.padded ? "_padded" : "",
+                      c.dim_first ? "_dimfirst" : "");
+}
+
+bool K1Result::ok() const {
+  if (!health.empty() && health[0] != 0) return false;
+  for (const OutputCheck& o : outputs) {
+    if (o.failures != 0) return false;
+  }
+  return true;
+}
+
+std::string K1Result::report() const {
+  std::string out;
+  if (!health.empty() && health[0] != 0) {
+    absl::StrAppend(&out, "health FAILED; records:");
+    for (size_t p = 1; p * kHealthRecordWords < health.size(); ++p) {
+      const int32_t* r = &health[p * kHealthRecordWords];
+      if (r[0] != 0) absl::StrAppend(&out, " [program ", r[5], " region ", r[1], " index ", r[2], " tag ", r[3], " seen ", r[4], "]");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  for (const OutputCheck& o : outputs) {
+    absl::StrAppend(&out, o.name, ": ", o.compared, " values, worst ", o.worst_ulps, " bf16 ulps, ", o.outliers,
+                    " loose, ", o.failures, " failures", o.failures ? " (first: " + o.first_failure + ")" : "", "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::mt19937& rng) {
+  MT_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_config(c.model));
+  MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(config, c.tp, c.rank));
+  const int q = c.q, n = c.requests, tokens = n * q, state_len = c.state_len == 0 ? q + 2 : c.state_len;
+  const int64_t h = config.hidden_size, pl = dims.kda_projection, nhl = dims.kda_heads, blocks = config.block_count();
+  MT_ASSIGN_OR_RETURN(K1Build build, k1_build(config, c.layer, nhl, static_cast<int>(dims.in_proj_rows), tokens, q,
+                                              state_len, c.delta));
+  RankLayerWeights w = random_weights(config, dims, rng);
+
+  // The step: request i uses slots from 1 + i q (a fresh slot per position), accepted count drawn
+  // from 1..q; padded requests have every slot 0. Two spare slots stay untouched.
+  const int slots = 1 + n * q + 2;
+  LayerInput input;
+  input.prefix = random_normal(tokens * h, 1.0, rng, true);
+  if (c.delta) input.delta = random_normal(tokens * h, 0.5, rng, true);
+  input.blocks = random_normal(tokens * blocks * h, 1.0, rng, true);
+  input.meta.requests = n;
+  input.meta.q = q;
+  std::uniform_int_distribution<int> accepted(1, q);
+  for (int r = 0; r < n; ++r) {
+    const bool pad = r >= n - c.padded;
+    for (int t = 0; t < q; ++t) input.meta.state_indices.push_back(pad ? 0 : 1 + r * q + t);
+    input.meta.num_accepted.push_back(accepted(rng));
+  }
+  KdaCache cache{slots, state_len, random_normal(slots * state_len * 3 * pl, 1.0, rng, true),
+                 random_normal(slots * nhl * kD * kD, 0.05, rng, false)};
+  input.caches = {cache};
+  MT_ASSIGN_OR_RETURN(reference::KdaAttentionOutput expected,
+                      reference::kda_attention_reference(config, c.layer, w, input, reference::Rounding::kBf16));
+
+  // Device buffers: inputs, then the outputs poisoned, the scratch's control words zeroed.
+  std::vector<KernelArg> args;
+  auto upload = [&](std::span<const std::byte> host, std::string_view name) -> absl::StatusOr<DeviceBuffer> {
+    MT_ASSIGN_OR_RETURN(DeviceBuffer buffer, executor.allocate(std::max<size_t>(host.size(), 4), name));
+    MT_RETURN_IF_ERROR(executor.copy_in(buffer, host));
+    return buffer;
+  };
+  auto bf16_arg = [&](const Vec& v, std::string_view name) -> absl::StatusOr<DeviceBuffer> {
+    MT_ASSIGN_OR_RETURN(DeviceBuffer buffer, upload(bytes_of(to_bf16(v)), name));
+    args.push_back(KernelArg::buffer(buffer, dsl::ScalarType::kBf16));
+    return buffer;
+  };
+  auto f32_arg = [&](const Vec& v, std::string_view name) -> absl::StatusOr<DeviceBuffer> {
+    MT_ASSIGN_OR_RETURN(DeviceBuffer buffer, upload(bytes_of(to_f32(v)), name));
+    args.push_back(KernelArg::buffer(buffer, dsl::ScalarType::kF32));
+    return buffer;
+  };
+  auto i32_arg = [&](const std::vector<int32_t>& v, std::string_view name) -> absl::StatusOr<DeviceBuffer> {
+    MT_ASSIGN_OR_RETURN(DeviceBuffer buffer, upload(bytes_of(v), name));
+    args.push_back(KernelArg::buffer(buffer, dsl::ScalarType::kI32));
+    return buffer;
+  };
+  auto i64 = [&](int64_t v) { args.push_back(KernelArg::integer(dsl::ScalarType::kI64, v)); };
+
+  // The conv state in the case's layout.
+  Vec conv_host(cache.conv.size());
+  const int64_t channels = 3 * pl;
+  auto conv_index = [&](int64_t slot, int64_t entry, int64_t channel) {
+    return c.dim_first ? (slot * channels + channel) * state_len + entry : (slot * state_len + entry) * channels + channel;
+  };
+  for (int64_t s = 0; s < slots; ++s) {
+    for (int64_t e = 0; e < state_len; ++e) {
+      for (int64_t ch = 0; ch < channels; ++ch) conv_host[conv_index(s, e, ch)] = cache.conv[(s * state_len + e) * channels + ch];
+    }
+  }
+
+  MT_ASSIGN_OR_RETURN(DeviceBuffer prefix, bf16_arg(input.prefix, "prefix"));
+  if (c.delta) MT_RETURN_IF_ERROR(bf16_arg(input.delta, "delta").status());
+  MT_ASSIGN_OR_RETURN(DeviceBuffer blocks_buffer, bf16_arg(input.blocks, "blocks"));
+  i64(blocks * h);
+  i64(h);
+  MT_RETURN_IF_ERROR(bf16_arg(w.values["self_attention_res_norm.weight"], "ares_norm").status());
+  MT_RETURN_IF_ERROR(bf16_arg(w.values["self_attention_res_proj.weight"], "ares_proj").status());
+  MT_RETURN_IF_ERROR(bf16_arg(w.values["input_layernorm.weight"], "in_norm").status());
+  MT_RETURN_IF_ERROR(bf16_arg(w.values["self_attn.in_proj_qkvgfab.weight"], "w_in").status());
+  MT_RETURN_IF_ERROR(bf16_arg(w.values["self_attn.f_b_proj.weight"], "w_fb").status());
+  MT_RETURN_IF_ERROR(f32_arg(w.values["self_attn.conv1d.weight"], "conv_w").status());
+  MT_ASSIGN_OR_RETURN(DeviceBuffer conv_buffer, bf16_arg(conv_host, "conv_state"));
+  i64(state_len * channels);
+  i64(c.dim_first ? state_len : 1);
+  i64(c.dim_first ? 1 : channels);
+  MT_RETURN_IF_ERROR(f32_arg(w.values["self_attn.A_log"], "a_log").status());
+  MT_RETURN_IF_ERROR(f32_arg(w.values["self_attn.dt_bias"], "dt_bias").status());
+  MT_RETURN_IF_ERROR(bf16_arg(w.values["self_attn.o_norm.weight"], "o_norm").status());
+  MT_ASSIGN_OR_RETURN(DeviceBuffer state_buffer, f32_arg(cache.state, "state"));
+  i64(nhl * kD * kD);
+  std::vector<int32_t> indices = input.meta.state_indices;
+  MT_RETURN_IF_ERROR(i32_arg(indices, "state_indices").status());
+  i64(q);
+  MT_RETURN_IF_ERROR(i32_arg(input.meta.num_accepted, "num_accepted").status());
+  std::vector<uint16_t> poison(static_cast<size_t>(tokens * pl), kPoisonBf16);
+  MT_ASSIGN_OR_RETURN(DeviceBuffer core, upload(bytes_of(poison), "core"));
+  args.push_back(KernelArg::buffer(core, dsl::ScalarType::kBf16));
+
+  const K1Scratch layout = k1_scratch(build);
+  std::vector<uint8_t> scratch_host(static_cast<size_t>(layout.bytes), 0xa5);  // poisoned data...
+  std::fill(scratch_host.begin(), scratch_host.begin() + layout.zeroed_bytes, 0);  // ...zeroed control words
+  MT_ASSIGN_OR_RETURN(DeviceBuffer scratch, upload(bytes_of(scratch_host), "scratch"));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.x_rows));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.proj));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.o_rows));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.flags));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.counters));
+  MT_RETURN_IF_ERROR(i32_arg({1}, "epoch").status());
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI32, c.layer));
+  const int programs = c.programs > 0 ? c.programs : std::max(tokens, 8);
+  std::vector<int32_t> health(static_cast<size_t>(health_words(programs)), 0);
+  MT_ASSIGN_OR_RETURN(DeviceBuffer health_buffer, i32_arg(health, "health"));
+  MT_RETURN_IF_ERROR(i32_arg({0}, "alarm").status());
+
+  dsl::Program program = k1_program(build);
+  MT_RETURN_IF_ERROR(executor.launch(program, {programs, 1, 1}, args));
+
+  // Read back and compare.
+  K1Result result;
+  result.health.resize(health.size());
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(result.health), health_buffer));
+  std::vector<uint16_t> bits(static_cast<size_t>(tokens * h));
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), prefix));
+  result.outputs.push_back(compare("prefix", from_bf16(bits), expected.prefix, {.ulps = 0}));
+  bits.resize(static_cast<size_t>(tokens * blocks * h));
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), blocks_buffer));
+  result.outputs.push_back(compare("blocks", from_bf16(bits), expected.blocks, {.ulps = 0}));
+  // core: bf16 after eight rounding points (x, proj, g, conv, o, the norm); a rounding that
+  // flips at any of them moves the result by about one ulp of that value, so a few ulps, or a small
+  // share of the RMS for values near zero.
+  bits.resize(static_cast<size_t>(tokens * pl));
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), core));
+  result.outputs.push_back(compare("core", from_bf16(bits), expected.core,
+                                   {.ulps = 8, .abs_share = 1.0 / 64, .outlier_share = 0.005, .outlier_abs_share = 0.25}));
+  // The conv state holds raw bf16 projections: exact except where a projection's rounding flipped.
+  bits.resize(conv_host.size());
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), conv_buffer));
+  Vec conv_actual(conv_host.size());
+  {
+    Vec device = from_bf16(bits);
+    for (int64_t s = 0; s < slots; ++s) {
+      for (int64_t e = 0; e < state_len; ++e) {
+        for (int64_t ch = 0; ch < channels; ++ch) conv_actual[(s * state_len + e) * channels + ch] = device[conv_index(s, e, ch)];
+      }
+    }
+  }
+  // Slots the step does not write keep their exact bits (both caches).
+  std::set<int> written;
+  for (int r = 0; r < n; ++r) {
+    const int32_t* row = &input.meta.state_indices[r * q];
+    if (row[0] > 0) written.insert(row[0]);
+    if (row[input.meta.num_accepted[r] - 1] > 0) {
+      for (int t = 0; t < q; ++t) {
+        if (row[t] > 0) written.insert(row[t]);
+      }
+    }
+  }
+  std::vector<bool> conv_exact(conv_actual.size()), state_exact(cache.state.size());
+  for (int64_t s = 0; s < slots; ++s) {
+    const bool untouched = !written.count(static_cast<int>(s));
+    for (int64_t i = 0; i < state_len * channels; ++i) conv_exact[s * state_len * channels + i] = untouched;
+    for (int64_t i = 0; i < nhl * kD * kD; ++i) state_exact[s * nhl * kD * kD + i] = untouched;
+  }
+  result.outputs.push_back(compare("conv_state", conv_actual, expected.cache.conv,
+                                   {.ulps = 1, .outlier_share = 0.005, .outlier_abs_share = 1.0 / 16}, &conv_exact));
+  std::vector<float> state(cache.state.size());
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(state), state_buffer));
+  // The recurrent state is fp32: held to half a bf16 ulp, outliers (flipped gates) aside.
+  result.outputs.push_back(compare("recurrent_state", Vec(state.begin(), state.end()), expected.cache.state,
+                                   {.ulps = 0.5, .abs_share = 1.0 / 256, .outlier_share = 0.01, .outlier_abs_share = 0.25},
+                                   &state_exact));
+  executor.release_all();
+  return result;
+}
+
+}  // namespace monotile::kernels::k3

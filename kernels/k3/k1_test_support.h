@@ -1,0 +1,54 @@
+// K1 test cases shared by the interpreter and GPU tests: random weights of one rank's KDA layer at
+// any model shape (no checkpoint needed), random step inputs, one run on a conformance Executor
+// with every output poisoned beforehand, and the comparison against the float64 reference.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/k3/k1.h"
+#include "kernels/reference/k3_layer_reference.h"
+#include "model/config.h"
+#include "tests/conformance/executor.h"
+
+namespace monotile::kernels::k3 {
+
+struct K1Case {
+  std::string model = "k3-tiny";
+  int tp = 1;
+  int rank = 0;
+  int layer = 1;
+  int requests = 2;
+  int q = 4;
+  int state_len = 0;  // 0: q + 2
+  bool delta = true;
+  int padded = 0;     // the last `padded` requests have every slot 0
+  bool dim_first = false;  // conv state [slots, 3 Pl, SL] instead of [slots, SL, 3 Pl]
+  int programs = 0;   // 0: max(tokens, 8)
+};
+
+std::string case_name(const K1Case& c);
+
+// The worst disagreement of one output, and whether it passed.
+struct OutputCheck {
+  std::string name;
+  int64_t compared = 0;
+  int64_t failures = 0;
+  int64_t outliers = 0;   // values that passed only within the loose bound
+  double worst_ulps = 0;  // bf16 ulps at the reference value's magnitude
+  std::string first_failure;
+};
+
+struct K1Result {
+  std::vector<OutputCheck> outputs;
+  std::vector<int32_t> health;
+  bool ok() const;
+  std::string report() const;
+};
+
+// Generates the case from `rng`, runs K1 on `executor` and compares it with the reference.
+absl::StatusOr<K1Result> run_k1_case(const K1Case& c, conformance::Executor& executor, std::mt19937& rng);
+
+}  // namespace monotile::kernels::k3
