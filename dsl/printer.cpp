@@ -7,7 +7,9 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "absl/strings/str_cat.h"
 #include "dsl/shape_rules.h"
+#include "support/strings.h"
 
 namespace monotile::dsl {
 namespace {
@@ -45,9 +47,9 @@ class Printer {
       : program_(program), with_locations_(with_locations) {}
 
   std::string print() {
-    out_ = "kernel " + program_.name + " num_warps=" + std::to_string(program_.options.num_warps);
+    out_ = absl::StrCat("kernel ", program_.name, " num_warps=", program_.options.num_warps);
     // Options left at their defaults are not printed, so the text of older programs is unchanged.
-    if (program_.options.num_stages != 0) out_ += " num_stages=" + std::to_string(program_.options.num_stages);
+    if (program_.options.num_stages != 0) absl::StrAppend(&out_, " num_stages=", program_.options.num_stages);
     if (program_.options.mma == MmaKind::kWarp) out_ += " mma=warp";
     if (program_.options.mma == MmaKind::kWarpgroup) out_ += " mma=warpgroup";
     if (program_.options.mma == MmaKind::kWarpgroupSerial) out_ += " mma=warpgroup_serial";
@@ -56,8 +58,8 @@ class Printer {
     for (size_t i = 0; i < program_.params.size(); ++i) {
       const Param& param = program_.params[i];
       if (i > 0) out_ += ", ";
-      out_ += define(param.value) + ": " + Type{param.type, {}}.str() + " " + quote(param.name);
-      if (param.multiple_of != 1) out_ += " multiple_of=" + std::to_string(param.multiple_of);
+      absl::StrAppend(&out_, define(param.value), ": ", Type{param.type, {}}.str(), " ", quote(param.name));
+      if (param.multiple_of != 1) absl::StrAppend(&out_, " multiple_of=", param.multiple_of);
     }
     out_ += ") {\n";
     block_ops(program_.body, 1);
@@ -67,13 +69,13 @@ class Printer {
 
  private:
   std::string define(ValueId id) {
-    std::string name = "%" + std::to_string(next_++);
+    std::string name = absl::StrCat("%", next_++);
     names_[id] = name;
     return name;
   }
   std::string use(ValueId id) const {
     auto it = names_.find(id);
-    return it == names_.end() ? "%?" + std::to_string(id) : it->second;
+    return it == names_.end() ? absl::StrCat("%?", id) : it->second;
   }
   std::string type_text(ValueId id) const {
     if (id < 0 || static_cast<size_t>(id) >= program_.value_types.size()) return "?";
@@ -90,48 +92,50 @@ class Printer {
     // Operands are named before results are defined: an op never uses its own results.
     std::string operands;
     for (size_t i = 0; i < op.operands.size(); ++i) {
-      operands += (i == 0 ? " " : ", ") + use(op.operands[i]);
+      absl::StrAppend(&operands, i == 0 ? " " : ", ", use(op.operands[i]));
     }
     if (!op.results.empty()) {
-      for (size_t i = 0; i < op.results.size(); ++i) line += (i == 0 ? "" : ", ") + define(op.results[i]);
+      for (size_t i = 0; i < op.results.size(); ++i) {
+        absl::StrAppend(&line, i == 0 ? "" : ", ", define(op.results[i]));
+      }
       line += " = ";
     }
-    line += std::string(op_name(op.code)) + attrs_text(op) + operands;
+    absl::StrAppend(&line, to_absl(op_name(op.code)), attrs_text(op), operands);
     if (!op.results.empty()) {
       line += " :";
       for (size_t i = 0; i < op.results.size(); ++i) {
-        line += (i == 0 ? " " : ", ") + type_text(op.results[i]);
+        absl::StrAppend(&line, i == 0 ? " " : ", ", type_text(op.results[i]));
       }
     }
     out_ += line;
     for (const Block& region : op.regions) {
       out_ += " {\n";
       if (!region.args.empty()) {
-        out_ += indent + "^(";
+        absl::StrAppend(&out_, indent, "^(");
         for (size_t i = 0; i < region.args.size(); ++i) {
           if (i > 0) out_ += ", ";
-          out_ += define(region.args[i]) + ": " + type_text(region.args[i]);
+          absl::StrAppend(&out_, define(region.args[i]), ": ", type_text(region.args[i]));
         }
         out_ += "):\n";
       }
       block_ops(region, depth + 1);
-      out_ += indent + "}";
+      absl::StrAppend(&out_, indent, "}");
     }
-    if (with_locations_) out_ += " loc(" + op.loc.str() + ")";
+    if (with_locations_) absl::StrAppend(&out_, " loc(", op.loc.str(), ")");
     out_ += "\n";
   }
 
   std::string attrs_text(const Op& op) const {
     const Attrs& a = op.attrs;
-    std::string axis = " axis=" + std::to_string(a.axis);
+    std::string axis = absl::StrCat(" axis=", a.axis);
     auto memory = [&](bool with_order) {
       std::string text;
       if (a.has_mask) text += " mask";
       if (a.has_other) text += " other";
-      if (a.cache != CacheHint::kDefault) text += " cache=" + cache_text(a.cache);
-      if (a.evict != EvictHint::kNormal) text += " evict=" + evict_text(a.evict);
+      if (a.cache != CacheHint::kDefault) absl::StrAppend(&text, " cache=", cache_text(a.cache));
+      if (a.evict != EvictHint::kNormal) absl::StrAppend(&text, " evict=", evict_text(a.evict));
       if (with_order && a.order != MemOrder::kPlain) {
-        text += " order=" + std::string(order_name(a.order)) + " scope=" + std::string(scope_name(a.scope));
+        absl::StrAppend(&text, " order=", to_absl(order_name(a.order)), " scope=", to_absl(scope_name(a.scope)));
       }
       return text;
     };
@@ -139,38 +143,39 @@ class Printer {
       case OpCode::kConstant: {
         ScalarType scalar = op.results.empty() ? ScalarType::kI32
                                                : program_.value_types.at(op.results[0]).element.scalar;
-        return " " + (is_float(scalar) ? float_text(scalar, a.float_value) : std::to_string(a.int_value));
+        return absl::StrCat(" ", is_float(scalar) ? float_text(scalar, a.float_value)
+                                                  : std::to_string(a.int_value));
       }
       case OpCode::kArange:
         return a.ints.size() == 2
-                   ? " start=" + std::to_string(a.ints[0]) + " end=" + std::to_string(a.ints[1])
-                   : " bounds=" + shape_str(a.ints);
+                   ? absl::StrCat(" start=", a.ints[0], " end=", a.ints[1])
+                   : absl::StrCat(" bounds=", shape_str(a.ints));
       case OpCode::kProgramId:
       case OpCode::kNumPrograms:
       case OpCode::kExpandDims:
       case OpCode::kCat: return axis;
-      case OpCode::kTrans: return " perm=" + shape_str(a.ints);
-      case OpCode::kCmp: return " " + std::string(cmp_name(a.cmp));
+      case OpCode::kTrans: return absl::StrCat(" perm=", shape_str(a.ints));
+      case OpCode::kCmp: return absl::StrCat(" ", to_absl(cmp_name(a.cmp)));
       case OpCode::kLoad:
       case OpCode::kStore: return memory(true);
       case OpCode::kAtomicRmw:
-        return " " + std::string(atomic_name(a.atomic)) + memory(false) + " order=" +
-               std::string(order_name(a.order)) + " scope=" + std::string(scope_name(a.scope));
+        return absl::StrCat(" ", to_absl(atomic_name(a.atomic)), memory(false), " order=",
+                            to_absl(order_name(a.order)), " scope=", to_absl(scope_name(a.scope)));
       case OpCode::kAtomicCas:
       case OpCode::kFence:
-        return memory(false) + " order=" + std::string(order_name(a.order)) + " scope=" +
-               std::string(scope_name(a.scope));
+        return absl::StrCat(memory(false), " order=", to_absl(order_name(a.order)), " scope=",
+                            to_absl(scope_name(a.scope)));
       case OpCode::kWaitUntil:
-        return " " + std::string(cmp_name(a.cmp)) + " scope=" + std::string(scope_name(a.scope));
+        return absl::StrCat(" ", to_absl(cmp_name(a.cmp)), " scope=", to_absl(scope_name(a.scope)));
       case OpCode::kReduce:
-      case OpCode::kArgReduce: return " " + std::string(reduce_name(a.reduce)) + axis;
+      case OpCode::kArgReduce: return absl::StrCat(" ", to_absl(reduce_name(a.reduce)), axis);
       case OpCode::kScan:
-        return " " + std::string(reduce_name(a.reduce)) + axis + (a.reverse ? " reverse" : "");
-      case OpCode::kSort: return axis + (a.descending ? " descending" : " ascending");
+        return absl::StrCat(" ", to_absl(reduce_name(a.reduce)), axis, a.reverse ? " reverse" : "");
+      case OpCode::kSort: return absl::StrCat(axis, a.descending ? " descending" : " ascending");
       case OpCode::kTopK:
-        return " k=" + std::to_string(a.k) + axis + (a.descending ? " descending" : " ascending");
+        return absl::StrCat(" k=", a.k, axis, a.descending ? " descending" : " ascending");
       case OpCode::kAssert:
-      case OpCode::kPrint: return " " + quote(a.text);
+      case OpCode::kPrint: return absl::StrCat(" ", quote(a.text));
       default: return "";
     }
   }

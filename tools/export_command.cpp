@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "jit/jit.h"
@@ -67,7 +68,7 @@ absl::StatusOr<std::string> kernel_json(const kernels::bench::BenchKernel& kerne
     params.push_back("    {\"name\": " + json_string(param.name) + ", \"type\": " + json_string(*type) + "}");
   }
   auto triple = [](int x, int y, int z) {
-    return "[" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "]";
+    return absl::StrCat("[", x, ", ", y, ", ", z, "]");
   };
   std::vector<std::string> workspaces;
   for (const kernels::bench::BenchWorkspace& workspace : kernel.workspaces) {

@@ -17,16 +17,16 @@ void dump_block(const LoweringState& state, const Block& block, int depth, bool 
       if (state.program.type_of(v).is_scalar()) {
         text += " scalar";
       } else if (state.layouts.size() > static_cast<size_t>(v) && state.layouts[v]) {
-        text += " " + state.layouts[v]->str();
+        absl::StrAppend(&text, " ", state.layouts[v]->str());
       } else {
         text += " lazy";
       }
     }
-    if (axis && state.axis.size() > static_cast<size_t>(v)) text += " {" + state.axis[v].str() + "}";
+    if (axis && state.axis.size() > static_cast<size_t>(v)) absl::StrAppend(&text, " {", state.axis[v].str(), "}");
     return text;
   };
   if (!block.args.empty()) {
-    out += indent + "^(";
+    absl::StrAppend(&out, indent, "^(");
     for (size_t i = 0; i < block.args.size(); ++i) {
       ValueId arg = block.args[i];
       absl::StrAppend(&out, i ? ", " : "", "%", arg, ": ", state.program.type_of(arg).str(), facts(arg));
@@ -37,7 +37,7 @@ void dump_block(const LoweringState& state, const Block& block, int depth, bool 
     out += indent;
     for (size_t i = 0; i < op.results.size(); ++i) absl::StrAppend(&out, i ? ", " : "", "%", op.results[i]);
     if (!op.results.empty()) out += " = ";
-    out += std::string(op_name(op.code));
+    absl::StrAppend(&out, to_absl(op_name(op.code)));
     for (size_t i = 0; i < op.operands.size(); ++i) absl::StrAppend(&out, i ? ", %" : " %", op.operands[i]);
     for (ValueId result : op.results) absl::StrAppend(&out, " : ", state.program.type_of(result).str(), facts(result));
     if (op.loc.line > 0) absl::StrAppend(&out, "  // ", op.loc.str());

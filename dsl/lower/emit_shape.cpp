@@ -66,8 +66,10 @@ absl::Status OpLowering::shape_op(const Op& op) {
       case OpCode::kReshape: index = linear_of(shape, c); break;
       case OpCode::kTrans: {
         std::vector<int64_t> src_strides = row_major(type(sources[0]).shape);
-        index = "0";
-        for (int d = 0; d < rank; ++d) absl::StrAppend(&index, " + c", d, " * ", src_strides[op.attrs.ints.at(d)]);
+        // Built in a fresh string: assigning "0" to `index` trips GCC 12's false -Wrestrict at -O3.
+        std::string text = "0";
+        for (int d = 0; d < rank; ++d) absl::StrAppend(&text, " + c", d, " * ", src_strides[op.attrs.ints.at(d)]);
+        index = std::move(text);
         break;
       }
       case OpCode::kJoin: {

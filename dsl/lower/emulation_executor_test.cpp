@@ -118,16 +118,16 @@ class EmulationExecutor : public conformance::Executor {
   absl::StatusOr<void*> load(const LoweredKernel& kernel) {
     auto found = libraries_.find(kernel.source);
     if (found != libraries_.end()) return found->second;
-    std::string source = "#include \"" MONOTILE_HOST_EMULATION "\"\n" + for_host(kernel.source);
-    source += "extern \"C\" void emu_run_thread(void** a) { " + kernel.kernel_name + "(";
+    std::string source = absl::StrCat("#include \"" MONOTILE_HOST_EMULATION "\"\n", for_host(kernel.source));
+    absl::StrAppend(&source, "extern \"C\" void emu_run_thread(void** a) { ", kernel.kernel_name, "(");
     for (size_t i = 0; i < kernel.params.size(); ++i) {
-      source += (i ? ", *(" : "*(") + kernel.params[i].c_type + "*)a[" + std::to_string(i) + "]";
+      absl::StrAppend(&source, i ? ", *(" : "*(", kernel.params[i].c_type, "*)a[", i, "]");
     }
     source += "); }\n";
     std::filesystem::path dir =
-        std::filesystem::path(::testing::TempDir()) / ("monotile_conformance_emulation_" + std::to_string(getpid()));
+        std::filesystem::path(::testing::TempDir()) / absl::StrCat("monotile_conformance_emulation_", getpid());
     std::filesystem::create_directories(dir);
-    const std::filesystem::path stem = dir / ("k" + std::to_string(libraries_.size()));
+    const std::filesystem::path stem = dir / absl::StrCat("k", libraries_.size());
     absl::StatusOr<void*> library = testing::build_host_emulation(source, "-std=c++20 -O0 -w -shared -fPIC", stem);
     if (!library.ok()) return library.status();
     libraries_.emplace(kernel.source, *library);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "dsl/lower/lowering_state.h"
 #include "dsl/lower/matrix_unit.h"
 #include "dsl/lower/pipeline.h"
@@ -42,7 +43,7 @@ class OpLowering {
   const Type& type(ValueId v) const { return state_.program.type_of(v); }
   bool is_scalar(ValueId v) const { return type(v).is_scalar(); }
   bool is_lazy(ValueId v) const { return !is_scalar(v) && !state_.layouts[v].has_value(); }
-  static std::string name(ValueId v) { return "v" + std::to_string(v); }
+  static std::string name(ValueId v) { return absl::StrCat("v", v); }
   std::string reg_type(ValueId v) const { return register_type(type(v).element); }
   // `v`'s layout, or the default for its shape when it is lazy.
   Layout layout_or_default(ValueId v) const;

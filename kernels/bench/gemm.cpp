@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
 #include "support/check.h"
 
@@ -15,8 +16,8 @@ using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes 
 Program gemm_program(int m, int n, int k, const GemmConfig& config) {
   MT_CHECK(m % config.block_m == 0 && n % config.block_n == 0 && k % config.block_k == 0,
            "gemm tiles must divide the shape");
-  std::string name = "gemm_m" + std::to_string(m) + "_n" + std::to_string(n) + "_k" + std::to_string(k);
-  if (!config.label.empty()) name += "__" + config.label;
+  std::string name = absl::StrCat("gemm_m", m, "_n", n, "_k", k);
+  if (!config.label.empty()) absl::StrAppend(&name, "__", config.label);
   Builder b(name, {.num_warps = config.num_warps, .num_stages = config.num_stages, .mma = config.mma});
   auto a = b.arg("a", ptr(bf16)), w = b.arg("b", ptr(bf16)), c = b.arg("c", ptr(bf16));
   const int tiles_m = m / config.block_m, tiles_n = n / config.block_n;
@@ -49,8 +50,8 @@ BenchKernel gemm_kernel(int m, int n, int k, const GemmConfig& config) {
 std::vector<GemmConfig> gemm_variants() {
   auto tiles = [](int block_m, int block_n, int block_k, int num_warps, int num_stages) {
     GemmConfig config;
-    config.label = "t" + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(block_k) +
-                   "_w" + std::to_string(num_warps) + (num_stages != 0 ? "_stages" + std::to_string(num_stages) : "");
+    config.label = absl::StrCat("t", block_m, "x", block_n, "x", block_k, "_w", num_warps);
+    if (num_stages != 0) absl::StrAppend(&config.label, "_stages", num_stages);
     config.block_m = block_m;
     config.block_n = block_n;
     config.block_k = block_k;
@@ -62,7 +63,7 @@ std::vector<GemmConfig> gemm_variants() {
   mma_sync.label = "mma_sync";
   mma_sync.mma = MmaKind::kWarp;
   GemmConfig mma_sync_tiles = tiles(128, 128, 32, 4, 0);
-  mma_sync_tiles.label = "mma_sync_" + mma_sync_tiles.label;
+  mma_sync_tiles.label = absl::StrCat("mma_sync_", mma_sync_tiles.label);
   mma_sync_tiles.mma = MmaKind::kWarp;
   GemmConfig serial;
   serial.label = "wgmma_serial";
