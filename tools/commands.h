@@ -16,5 +16,6 @@ int demo_command(Args args);
 int export_command(Args args);
 int first_call_command(Args args);
 int model_command(Args args);
+int layer_command(Args args);
 
 }  // namespace monotile::tools

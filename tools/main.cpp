@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"export", monotile::tools::export_command, "write the benchmark kernels' CUBINs and launch JSON for the bench harness"},
     {"first-call", monotile::tools::first_call_command, "time one benchmark kernel's first call on the GPU: lower, compile or cache hit, load, run"},
     {"model", monotile::tools::model_command, "the Kimi-K3 model: write a tiny checkpoint, check a checkpoint or config for a TP rank"},
+    {"layer", monotile::tools::layer_command, "one KDA layer step on one TP rank: write random inputs, run K1 on them, check against float64"},
 };
 
 int usage(FILE* out) {

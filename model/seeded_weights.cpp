@@ -1,0 +1,133 @@
+// Seeded weights: each element drawn from a counter-based stream (splitmix64 of the tensor's key
+// plus the element index), so any byte range costs only its own elements.
+#include "model/seeded_weights.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "model/shard_plan.h"
+#include "model/str_cat.h"
+#include "support/status_macros.h"
+
+namespace monotile::model {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t name_hash(std::string_view name) {
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : name) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return hash;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SeededWeights>> SeededWeights::create(const ModelConfig& config, uint64_t seed) {
+  MT_ASSIGN_OR_RETURN(RankPlan plan, plan_rank(config, 1, 0));
+  std::unique_ptr<SeededWeights> weights(new SeededWeights());
+  weights->seed_ = seed;
+  for (const LayerPlan& layer : plan.layers) {
+    for (const ExpectedTensor& expected : layer.expected) {
+      TensorInfo info;
+      info.name = expected.name;
+      info.dtype = expected.dtype;
+      info.shape = expected.shape;
+      // The published checkpoint's A_log is longer than the heads (128 for 96).
+      if (absl::EndsWith(expected.name, "A_log")) info.shape = {(expected.shape[0] * 4 + 2) / 3};
+      info.begin = 0;
+      info.end = info.nbytes();
+      info.file = str_cat("seeded weights (seed ", seed, ")");
+      const std::string& name = expected.name;
+      Recipe recipe;
+      recipe.key = splitmix64(seed ^ name_hash(name));
+      recipe.fan_in = info.shape.size() >= 2 ? info.shape.back() : 1;
+      recipe.role = absl::EndsWith(name, "weight_packed")             ? Role::kPacked
+                    : absl::EndsWith(name, "weight_scale")            ? Role::kScale
+                    : absl::EndsWith(name, "norm.weight")             ? Role::kNorm
+                    : absl::EndsWith(name, "A_log")                   ? Role::kALog
+                    : absl::EndsWith(name, "dt_bias")                 ? Role::kDtBias
+                    : absl::EndsWith(name, "e_score_correction_bias") ? Role::kBias
+                    : absl::StrContains(name, "conv1d")               ? Role::kConv
+                    : absl::StrContains(name, "embed_tokens")         ? Role::kEmbedding
+                                                                      : Role::kProjection;
+      if (recipe.role == Role::kScale) recipe.fan_in *= 32;
+      weights->index_[info.name] = weights->tensors_.size();
+      weights->tensors_.push_back(std::move(info));
+      weights->recipes_.push_back(recipe);
+    }
+  }
+  return weights;
+}
+
+const TensorInfo* SeededWeights::find(std::string_view name) const {
+  auto found = index_.find(name);
+  return found == index_.end() ? nullptr : &tensors_[found->second];
+}
+
+void SeededWeights::element(const TensorInfo& tensor, const Recipe& recipe, int64_t index, uint8_t* out) const {
+  const uint64_t bits = splitmix64(recipe.key + static_cast<uint64_t>(index) * 0xd1342543de82ef95ull);
+  if (recipe.role == Role::kPacked) {
+    *out = static_cast<uint8_t>(bits & 0xff);
+    return;
+  }
+  if (recipe.role == Role::kScale) {
+    // e2m1 codes have rms ~ 2.8; the scale brings a row's weights to ~ 1/sqrt(fan-in).
+    const int base = 127 + static_cast<int>(std::lround(std::log2(1.0 / (2.8 * std::sqrt(static_cast<double>(recipe.fan_in))))));
+    *out = static_cast<uint8_t>(base + static_cast<int>(bits >> 63));
+    return;
+  }
+  const double uniform = static_cast<double>(bits >> 11) * 0x1.0p-53;
+  const double normal = (uniform - 0.5) * std::sqrt(12.0);  // mean 0, variance 1
+  double value = 0;
+  switch (recipe.role) {
+    case Role::kNorm: value = 1.0 + 0.1 * (uniform - 0.5); break;
+    case Role::kALog: value = std::log(1.0 + 15.0 * uniform); break;
+    case Role::kDtBias: value = 0.5 * (uniform - 0.5); break;
+    case Role::kBias: value = 0.01 * normal; break;
+    case Role::kConv: value = uniform - 0.5; break;
+    case Role::kEmbedding: value = normal; break;
+    case Role::kProjection: value = normal / std::sqrt(static_cast<double>(recipe.fan_in)); break;
+    case Role::kPacked:
+    case Role::kScale: break;
+  }
+  if (tensor.dtype == Dtype::kF32) {
+    const float narrowed = static_cast<float>(value);
+    std::memcpy(out, &narrowed, 4);
+  } else {
+    const uint16_t rounded = bf16_from_double(value);
+    std::memcpy(out, &rounded, 2);
+  }
+}
+
+absl::Status SeededWeights::read(const TensorInfo& tensor, uint64_t offset, std::span<uint8_t> out) const {
+  auto found = index_.find(tensor.name);
+  if (found == index_.end()) return absl::NotFoundError(str_cat("seeded weights have no tensor \"", tensor.name, "\""));
+  const TensorInfo& info = tensors_[found->second];
+  const Recipe& recipe = recipes_[found->second];
+  if (offset + out.size() > info.nbytes()) {
+    return absl::OutOfRangeError(str_cat("reading bytes [", offset, ", ", offset + out.size(), ") of \"", info.name,
+                                         "\", which has ", info.nbytes()));
+  }
+  const uint64_t size = static_cast<uint64_t>(dtype_size(info.dtype));
+  uint8_t bytes[8];
+  for (uint64_t at = offset; at < offset + out.size();) {
+    const uint64_t index = at / size, within = at % size;
+    const uint64_t take = std::min<uint64_t>(size - within, offset + out.size() - at);
+    if (within == 0 && take == size) {
+      element(info, recipe, static_cast<int64_t>(index), out.data() + (at - offset));
+    } else {
+      element(info, recipe, static_cast<int64_t>(index), bytes);
+      std::memcpy(out.data() + (at - offset), bytes + within, take);
+    }
+    at += take;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace monotile::model

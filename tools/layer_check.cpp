@@ -1,0 +1,115 @@
+// The comparison of `monotile layer run --check`; see layer_check.h.
+#include "tools/layer_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace monotile::tools {
+namespace {
+
+std::string position(const std::string& name, int64_t index, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = index % shape[d];
+    index /= shape[d];
+  }
+  return absl::StrCat(name, "[", absl::StrJoin(at, ", "), "]");
+}
+
+}  // namespace
+
+double bf16_ulps(double error, double reference) {
+  const double magnitude = std::max(std::fabs(reference), std::ldexp(1.0, -126));
+  return error / std::ldexp(1.0, std::ilogb(magnitude) - 7);
+}
+
+OutputCheck check_output(const std::string& name, std::span<const double> actual, std::span<const double> reference,
+                         const std::vector<int64_t>& shape, const CheckRule& rule, const std::vector<bool>* exact) {
+  OutputCheck check;
+  check.name = name;
+  double rms = 0;
+  int64_t finite = 0;
+  for (double e : reference) {
+    if (std::isfinite(e)) {
+      rms += e * e;
+      ++finite;
+    }
+  }
+  rms = std::sqrt(rms / static_cast<double>(std::max<int64_t>(1, finite)));
+  auto fail = [&](int64_t i, const std::string& why) {
+    if (check.failures == 0) {
+      check.first_failure = absl::StrCat(position(name, i, shape), ": got ", actual[i], ", expected ", reference[i], why);
+    }
+    ++check.failures;
+  };
+  for (size_t i = 0; i < reference.size(); ++i) {
+    ++check.compared;
+    const double a = actual[i], e = reference[i];
+    if (exact != nullptr && (*exact)[i]) {
+      ++check.exact_compared;
+      if (std::memcmp(&a, &e, sizeof a) != 0 && !(a == e && std::signbit(a) == std::signbit(e))) {
+        fail(static_cast<int64_t>(i), " (a slot the step does not touch changed)");
+      }
+      continue;
+    }
+    if (!std::isfinite(a) || !std::isfinite(e)) {
+      check.worst_ulps = std::numeric_limits<double>::infinity();
+      fail(static_cast<int64_t>(i), " (not finite)");
+      continue;
+    }
+    const double error = std::fabs(a - e);
+    const double ulps = bf16_ulps(error, e);
+    check.worst_ulps = std::max(check.worst_ulps, ulps);
+    if (ulps <= rule.ulps || error <= rule.abs_share * rms) continue;
+    if (error <= rule.outlier_abs_share * rms) {
+      ++check.outliers;
+      continue;
+    }
+    fail(static_cast<int64_t>(i), absl::StrCat(" (", ulps, " ulps, ", error / std::max(rms, 1e-300), " x RMS)"));
+  }
+  if (check.outliers > rule.outlier_share * static_cast<double>(check.compared)) {
+    check.first_failure = absl::StrCat(check.outliers, " values only within the loose bound, more than ",
+                                       rule.outlier_share * 100, "% of them",
+                                       check.first_failure.empty() ? "" : "; ", check.first_failure);
+    check.failures += check.outliers;
+  }
+  return check;
+}
+
+CheckRule rule_for(const std::string& output) {
+  if (output == "prefix" || output == "blocks") {
+    return {.ulps = 0, .why = "one rounding of prefix + delta, as the reference rounds it: exact"};
+  }
+  if (output == "x") {
+    return {.ulps = 1,
+            .outlier_share = 0.005,
+            .outlier_abs_share = 1.0 / 16,
+            .why = "one rounding after an fp32 AttnRes: 1 ulp where the rounding lands the other way"};
+  }
+  if (output == "core") {
+    return {.ulps = 8,
+            .abs_share = 1.0 / 64,
+            .outlier_share = 0.005,
+            .outlier_abs_share = 0.25,
+            .why = "bf16 after eight rounding points (x, proj, g, conv, o, the norm): a few ulps; a flipped gate "
+                   "moves a head's values further (outliers)"};
+  }
+  if (output == "conv_state") {
+    return {.ulps = 1,
+            .outlier_share = 0.005,
+            .outlier_abs_share = 1.0 / 16,
+            .why = "raw bf16 projections: exact but where a projection's rounding flipped (1 ulp)"};
+  }
+  return {.ulps = 0.5,
+          .abs_share = 1.0 / 256,
+          .outlier_share = 0.01,
+          .outlier_abs_share = 0.25,
+          .why = "fp32 state: relative error within half a bf16 ulp (2^-9), flipped gates aside (outliers)"};
+}
+
+}  // namespace monotile::tools

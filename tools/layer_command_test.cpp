@@ -1,0 +1,327 @@
+// `monotile layer` end to end on the built binary: `inputs` then `run --check --device cpu` at
+// k3-tiny (K1 on the interpreter against the float64 reference) over TP sizes, q, delta, padded
+// requests, conv layouts and a block-write layer; seeded weights equal to `model tiny`'s folder;
+// and every refusal of the command and of the input file, by its words.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/safetensors.h"
+#include "runtime/discovery.h"
+
+namespace monotile::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run(const std::string& args) {
+  const std::string command = absl::StrCat(MONOTILE_BINARY, " ", args, " 2>&1");
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, got);
+  const int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+class LayerCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) / absl::StrCat("monotile_layer_", getpid(), "_", info->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // `layer inputs` with `options`, then `layer run --check --device cpu` with the same rank and
+  // layer; the run's result.
+  CommandResult inputs_then_check(const std::string& where, const std::string& options,
+                                  const std::string& model = "--model k3-tiny") {
+    CommandResult made = run(absl::StrCat("layer inputs ", model, " ", where, " ", options, " --out ", path("in.safetensors")));
+    EXPECT_EQ(made.status, 0) << made.output;
+    return run(absl::StrCat("layer run ", model, " ", where, " --inputs ", path("in.safetensors"), " --out ",
+                            path("out.safetensors"), " --device cpu --check"));
+  }
+
+  fs::path dir_;
+};
+
+void expect_passes(const CommandResult& result) {
+  EXPECT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("every output passes"));
+  EXPECT_THAT(result.output, HasSubstr("cpu"));
+}
+
+TEST_F(LayerCommand, Tp1Q4WithDeltaPasses) {
+  expect_passes(inputs_then_check("--tp 1 --rank 0 --layer 1", "--requests 2 --q 4 --seed 3"));
+}
+
+TEST_F(LayerCommand, Tp2Q2NoDeltaPaddedPasses) {
+  const CommandResult result = inputs_then_check("--tp 2 --rank 1 --layer 2", "--requests 3 --q 2 --padded 1 --no-delta --seed 4");
+  expect_passes(result);
+  EXPECT_THAT(result.output, HasSubstr("3 requests x q 2 (1 without a conv slot)"));
+  EXPECT_THAT(result.output, HasSubstr("delta no"));
+}
+
+TEST_F(LayerCommand, Tp2Q4DimFirstConvStatePasses) {
+  const CommandResult result = inputs_then_check("--tp 2 --rank 0 --layer 4", "--requests 2 --q 4 --dim-first --seed 5");
+  expect_passes(result);
+  EXPECT_THAT(result.output, HasSubstr("conv dim-first"));
+}
+
+TEST_F(LayerCommand, BlockWriteLayerPasses) {
+  expect_passes(inputs_then_check("--tp 1 --rank 0 --layer 12", "--requests 1 --q 4 --state-len 8 --slots 9 --seed 6"));
+}
+
+TEST_F(LayerCommand, OutputsHoldEveryTensorAfterTheStep) {
+  expect_passes(inputs_then_check("--tp 2 --rank 1 --layer 1", "--requests 1 --q 2 --seed 7"));
+  absl::StatusOr<std::unique_ptr<model::SafetensorsFile>> out = model::SafetensorsFile::open(path("out.safetensors"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"prefix", {2, 256}}, {"blocks", {2, 2, 256}}, {"x", {2, 256}}, {"core", {2, 512}},
+      {"conv_state", {5, 4, 1536}}, {"recurrent_state", {5, 4, 128, 128}}};
+  ASSERT_EQ((*out)->tensors().size(), expected.size());
+  for (const auto& [name, shape] : expected) {
+    const model::TensorInfo* tensor = (*out)->find(name);
+    ASSERT_NE(tensor, nullptr) << name;
+    EXPECT_EQ(tensor->shape, shape) << name;
+  }
+}
+
+TEST_F(LayerCommand, SeededWeightsAreTheTinyCheckpointsWeights) {
+  ASSERT_EQ(run(absl::StrCat("model tiny --seed 9 --out ", path("tiny"))).status, 0);
+  const std::string where = "--tp 2 --rank 0 --layer 1";
+  ASSERT_EQ(run(absl::StrCat("layer inputs --model k3-tiny ", where, " --requests 1 --q 3 --out ", path("in.safetensors"))).status, 0);
+  const CommandResult seeded = run(absl::StrCat("layer run --model k3-tiny --seed 9 ", where, " --inputs ", path("in.safetensors"),
+                                                " --out ", path("seeded.safetensors"), " --device cpu"));
+  ASSERT_EQ(seeded.status, 0) << seeded.output;
+  const CommandResult folder = run(absl::StrCat("layer run --model ", path("tiny"), " ", where, " --inputs ",
+                                                path("in.safetensors"), " --out ", path("folder.safetensors"), " --device cpu"));
+  ASSERT_EQ(folder.status, 0) << folder.output;
+  auto bytes = [](const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(bytes(path("seeded.safetensors")), bytes(path("folder.safetensors")));
+}
+
+// ---- refusals ----
+
+// Writes a copy of `from` with `edit` applied to its tensors.
+void rewrite(const std::string& from, const std::string& to,
+             const std::function<void(std::vector<model::TensorToWrite>&)>& edit) {
+  absl::StatusOr<std::unique_ptr<model::SafetensorsFile>> in = model::SafetensorsFile::open(from);
+  ASSERT_TRUE(in.ok()) << in.status();
+  std::vector<model::TensorToWrite> tensors;
+  for (const model::TensorInfo& info : (*in)->tensors()) {
+    std::span<const uint8_t> bytes = (*in)->bytes(info);
+    tensors.push_back({info.name, info.dtype, info.shape, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  }
+  edit(tensors);
+  ASSERT_TRUE(model::write_safetensors(to, tensors).ok());
+}
+
+model::TensorToWrite& tensor(std::vector<model::TensorToWrite>& tensors, const std::string& name) {
+  for (model::TensorToWrite& t : tensors) {
+    if (t.name == name) return t;
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return tensors.front();
+}
+
+class LayerCommandRefuses : public LayerCommand {
+ protected:
+  void SetUp() override {
+    LayerCommand::SetUp();
+    const CommandResult made =
+        run(absl::StrCat("layer inputs --model k3-tiny ", kWhere, " --requests 2 --q 4 --out ", path("in.safetensors")));
+    ASSERT_EQ(made.status, 0) << made.output;
+  }
+  // `layer run` on a copy of the good inputs with `edit` applied.
+  CommandResult run_edited(const std::function<void(std::vector<model::TensorToWrite>&)>& edit) {
+    rewrite(path("in.safetensors"), path("bad.safetensors"), edit);
+    return run(absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("bad.safetensors"), " --out ",
+                            path("out.safetensors"), " --device cpu"));
+  }
+  static constexpr const char* kWhere = "--tp 2 --rank 1 --layer 1";
+};
+
+TEST_F(LayerCommandRefuses, AWrongDtype) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    model::TensorToWrite& prefix = tensor(tensors, "prefix");
+    prefix.dtype = model::Dtype::kF32;
+    prefix.shape = {8, 128};
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("bad.safetensors: tensor \"prefix\": expected BF16 [8, 256] ([T, H], T = N x q = 8, "
+                                       "H = hidden_size 256), got F32 [8, 128]; hint: the residual prefix"));
+}
+
+TEST_F(LayerCommandRefuses, AWrongShape) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    model::TensorToWrite& state = tensor(tensors, "recurrent_state");
+    state.shape = {11, 8, 128, 64};
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"recurrent_state\": expected F32 [11, 4, 128, 128] ([slots, NHl, 128, 128] "
+                                       "with NHl = 4 heads of this rank, V-first), got F32 [11, 8, 128, 64]"));
+}
+
+TEST_F(LayerCommandRefuses, AMissingTensor) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    std::erase_if(tensors, [](const model::TensorToWrite& t) { return t.name == "num_accepted"; });
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("bad.safetensors: no tensor \"num_accepted\" (expected I32 [2], [N], N = 2 requests "
+                                       "from state_indices); hint: the names, dtypes and layouts are listed in docs/layer_run.md"));
+}
+
+TEST_F(LayerCommandRefuses, AnUnknownTensor) {
+  const CommandResult result = run_edited([](auto& tensors) { tensor(tensors, "delta").name = "deltas"; });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("bad.safetensors: unknown tensor \"deltas\"; expected only blocks, conv_state, "));
+}
+
+TEST_F(LayerCommandRefuses, ANonUniformQueryStartLoc) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    int32_t value = 3;
+    std::memcpy(tensor(tensors, "query_start_loc").data.data() + 4, &value, 4);
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"query_start_loc\": query_start_loc[1] = 3, expected 4 (= 1 x q = 4); "
+                                       "hint: K1 serves uniform spec-verify batches"));
+}
+
+TEST_F(LayerCommandRefuses, NumAcceptedOutsideOneToQ) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    int32_t value = 5;
+    std::memcpy(tensor(tensors, "num_accepted").data.data() + 4, &value, 4);
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"num_accepted\": num_accepted[1] = 5, expected 1..4"));
+}
+
+TEST_F(LayerCommandRefuses, ASlotPastTheCaches) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    int32_t value = 11;
+    std::memcpy(tensor(tensors, "state_indices").data.data() + 4 * 6, &value, 4);
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"state_indices\": state_indices[1, 2] = 11 is past the 11 cache slots"));
+}
+
+TEST_F(LayerCommandRefuses, BothConvLayouts) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    model::TensorToWrite copy = tensor(tensors, "conv_state");
+    copy.name = "conv_state_dim_first";
+    tensors.push_back(copy);
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("both of \"conv_state\" [slots, SL, 3 Pl] and \"conv_state_dim_first\" [slots, 3 Pl, SL]; "
+                                       "expected exactly one"));
+}
+
+TEST_F(LayerCommandRefuses, ANanToCheckFails) {
+  rewrite(path("in.safetensors"), path("bad.safetensors"), [](auto& tensors) {
+    const uint16_t nan = 0x7fc0;
+    std::memcpy(tensor(tensors, "prefix").data.data() + 2 * 300, &nan, 2);
+  });
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("bad.safetensors"),
+                                                " --out ", path("out.safetensors"), " --device cpu --check"));
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("prefix[1, 44]: got nan, expected nan (not finite)"));
+  EXPECT_THAT(result.output, HasSubstr("some outputs FAIL"));
+}
+
+TEST_F(LayerCommandRefuses, ARankOutsideTheTpSize) {
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 2 --rank 2 --layer 1 --inputs ",
+                                                path("in.safetensors"), " --out ", path("out.safetensors")));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("--rank 2 with --tp 2: expected 0 <= rank < tp"));
+}
+
+TEST_F(LayerCommandRefuses, AnMlaLayer) {
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 2 --rank 1 --layer 3 --inputs ",
+                                                path("in.safetensors"), " --out ", path("out.safetensors")));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("layer 3 of k3-tiny is an MLA layer; expected a KDA layer; hint: the KDA layers "
+                                       "(0-based) are 0, 1, 2, 4, 5, 6, 8, 9, 10, 12"));
+}
+
+TEST_F(LayerCommandRefuses, InputsOfAnotherRankShape) {
+  // The file is TP 2's (4 heads); TP 1 has 8.
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 1 --rank 0 --layer 1 --inputs ",
+                                                path("in.safetensors"), " --out ", path("out.safetensors"), " --device cpu"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"recurrent_state\": expected F32 [11, 8, 128, 128]"));
+}
+
+TEST_F(LayerCommandRefuses, MoreTokensThanK1Serves) {
+  const CommandResult made = run(absl::StrCat("layer inputs --model k3-tiny ", kWhere, " --requests 5 --q 4 --out ",
+                                              path("wide.safetensors")));
+  ASSERT_EQ(made.status, 0) << made.output;
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("wide.safetensors"),
+                                                " --out ", path("out.safetensors"), " --device cpu"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("k1 build for layer 1: tokens = 20, expected a multiple of q = 4 up to 16"));
+}
+
+TEST_F(LayerCommandRefuses, ASeedWithAFolder) {
+  const CommandResult result = run(absl::StrCat("layer run --model ", dir_.string(), " --seed 3 --tp 1 --rank 0 --layer 1 --inputs ",
+                                                path("in.safetensors"), " --out ", path("out.safetensors")));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("--seed applies to an embedded config (k3, k3-tiny), not to the folder"));
+}
+
+TEST_F(LayerCommandRefuses, AMissingInputFile) {
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("none.safetensors"),
+                                                " --out ", path("out.safetensors")));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("none.safetensors"));
+}
+
+TEST_F(LayerCommandRefuses, AGpuWhereThereIsNone) {
+  runtime::DiscoveryOptions options;
+  options.include_cpu = false;
+  if (!runtime::discover_devices(options).devices.empty()) GTEST_SKIP() << "this machine has a GPU";
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("in.safetensors"),
+                                                " --out ", path("out.safetensors"), " --device gpu"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("--device gpu: no GPU device found ("));
+  EXPECT_THAT(result.output, HasSubstr("hint: --device cpu runs K1 on the CPU interpreter"));
+}
+
+TEST_F(LayerCommandRefuses, Misuse) {
+  EXPECT_EQ(run("layer").status, 2);
+  EXPECT_EQ(run("layer run --model k3-tiny --tp 1 --rank 0 --layer 1").status, 2);
+  const CommandResult device = run("layer run --model k3-tiny --tp 1 --rank 0 --layer 1 --inputs a --out b --device tpu");
+  EXPECT_EQ(device.status, 2);
+  EXPECT_THAT(device.output, HasSubstr("--device \"tpu\" is not cpu or gpu"));
+  const CommandResult slots = run(absl::StrCat("layer inputs --model k3-tiny ", kWhere, " --requests 2 --q 4 --slots 8 --out x"));
+  EXPECT_EQ(slots.status, 2);
+  EXPECT_THAT(slots.output, HasSubstr("--slots 8 is too few"));
+}
+
+}  // namespace
+}  // namespace monotile::tools
