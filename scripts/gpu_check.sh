@@ -11,6 +11,7 @@ set -euo pipefail
 # one that was not built is reported as such, not as a failure.
 BENCHMARKS=(
   "tests/gpu/gpu_copy_bench"
+  "kernels/k3/k1_bench"
 )
 # What --build builds: the GPU tests, the benchmarks and what they need (see tests/gpu/CMakeLists.txt).
 BUILD_TARGET=gpu_check

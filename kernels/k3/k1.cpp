@@ -22,13 +22,14 @@ namespace {
 constexpr int kHeadDim = 128;
 constexpr int kConvWidth = 4;
 constexpr int kMaxTokens = 16;
+// Per-token values stay live through the recurrence: beyond 8 tokens a request they spill.
+constexpr int kMaxQ = 8;
 // The state rows a KDA task owns: a quarter of a head, so that four programs share a head's
 // recurrence and a task's state slice (32 x 128 fp32) stays in registers.
 constexpr int kTaskRows = 32;
 constexpr int kTasksPerHead = kHeadDim / kTaskRows;
 // GEMV: rows of W_in per task (16 per warp on the matrix unit, W as its A operand).
 constexpr int kGemvRows = 64;
-constexpr int kWarps = 4;
 constexpr float kL2NormEps = 1e-6f;
 // Control words: flags 0..15 are the x rows', flag 16 says the whole proj is written; counter 0
 // counts the in_proj tasks, counters 1.. the quarters of each (request, head).
@@ -36,12 +37,6 @@ constexpr int kProjFlag = kMaxTokens;
 constexpr int kProjCounter = 0;
 constexpr int kHeadCounters = 1;
 
-int gemv_step(int hidden) {
-  for (int step : {256, 128, 64}) {
-    if (hidden % step == 0) return step;
-  }
-  return 0;
-}
 
 int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + kGemvRows - 1) / kGemvRows; }
 
@@ -59,7 +54,7 @@ void require(bool ok, const SourceLocation& loc, const std::string& what, const 
 }
 
 void check(const K1Build& b, const SourceLocation& loc) {
-  require(b.q >= 2 && b.q <= kMaxTokens, loc, "q (tokens per request) must be in 2..16", "2..16",
+  require(b.q >= 2 && b.q <= kMaxQ, loc, "q (tokens per request) must be in 2..8", "2..8",
           std::to_string(b.q), "q is num_spec + 1; K1 serves speculative decoding only");
   require(b.tokens >= b.q && b.tokens <= kMaxTokens && b.tokens % b.q == 0, loc,
           "tokens must be a multiple of q up to 16", "q, 2q, ... <= 16", std::to_string(b.tokens),
@@ -71,8 +66,9 @@ void check(const K1Build& b, const SourceLocation& loc) {
   require(b.heads >= 1 && b.in_proj_rows >= 4 * b.projection() + kHeadDim + b.heads, loc,
           "in_proj has too few rows for the heads", ">= 4 Pl + 128 + NHl", std::to_string(b.in_proj_rows),
           "pass the rank's merged in_proj row count");
-  require(attn_res_chunk(b.hidden) > 0 && gemv_step(b.hidden) > 0, loc, "hidden must be a multiple of 64",
-          "a multiple of 64", std::to_string(b.hidden), "K3 models have hidden 7168");
+  require(attn_res_chunk(b.hidden) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc,
+          "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
+          std::to_string(b.hidden), "K3 models have hidden 7168; k1_for_target picks the step");
 }
 
 struct Args {
@@ -150,7 +146,7 @@ void stage_attn_res(const K1Build& b, const Args& a, const HandoffContext& hc) {
 // Stage B: proj = bf16(x W_in^T), 64 rows of W_in a task, W as the matrix unit's A operand and x's
 // rows padded to the unit's N; each task's rows published by its flag.
 void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
-  const int tasks = gemv_tasks(b), step = gemv_step(b.hidden);
+  const int tasks = gemv_tasks(b), step = b.gemv_step;
   const int64_t padded = std::max<int64_t>(8, pow2_at_least(b.tokens));
   auto ms = arange(0, padded);
   auto m_ok = ms < b.tokens;
@@ -336,7 +332,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
   if (config.conv_size != kConvWidth) {
     return refuse(absl::StrCat("short_conv_kernel_size ", config.conv_size, ", expected 4"));
   }
-  if (q < 2 || q > kMaxTokens) return refuse(absl::StrCat("q = ", q, ", expected 2..16 (num_spec + 1)"));
+  if (q < 2 || q > kMaxQ) return refuse(absl::StrCat("q = ", q, ", expected 2..8 (num_spec + 1)"));
   if (tokens < q || tokens > kMaxTokens || tokens % q != 0) {
     return refuse(absl::StrCat("tokens = ", tokens, ", expected a multiple of q = ", q, " up to 16"));
   }
@@ -356,8 +352,8 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
   b.eps = static_cast<float>(config.rms_norm_eps);
   b.out_eps = static_cast<float>(config.rms_norm_eps);
   b.lower_bound = static_cast<float>(config.gate_lower_bound);
-  if (attn_res_chunk(b.hidden) == 0 || gemv_step(b.hidden) == 0) {
-    return refuse(absl::StrCat("hidden_size ", b.hidden, ", expected a multiple of 64"));
+  if (attn_res_chunk(b.hidden) == 0 || b.hidden % b.gemv_step != 0) {
+    return refuse(absl::StrCat("hidden_size ", b.hidden, ", expected a multiple of ", b.gemv_step));
   }
   if (heads < 1 || in_proj_rows < 4 * b.projection() + kHeadDim + heads) {
     return refuse(absl::StrCat(heads, " heads with ", in_proj_rows, " in_proj rows, expected >= 4 Pl + 128 + NHl"));
@@ -367,7 +363,8 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 
 std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
-                                  "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index);
+                                  "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
+                                  "_nw", b.num_warps, "_k", b.gemv_step);
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
@@ -385,9 +382,17 @@ std::string k1_name(const K1Build& b) {
   return name;
 }
 
+K1Build k1_for_target(K1Build build, const dsl::Target& target) {
+  if (target.vendor() == dsl::Vendor::kAmd) {
+    build.num_warps = 4;
+    build.gemv_step = 128;
+  }
+  return build;
+}
+
 Program k1_program(const K1Build& build, SourceLocation loc) {
   check(build, loc);
-  Builder b(k1_name(build), {.num_warps = kWarps}, loc);
+  Builder b(k1_name(build), {.num_warps = build.num_warps}, loc);
   Args a = declare(b, build);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   stage_attn_res(build, a, hc);

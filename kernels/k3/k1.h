@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "dsl/ir.h"
+#include "dsl/target.h"
 #include "model/config.h"
 #include "support/source_location.h"
 
@@ -41,6 +42,10 @@ struct K1Build {
   float onorm_eps = 1e-5f;    // the gated o_norm
   float lower_bound = -5.0f;  // gate_lower_bound
   int64_t wait_ns = 10'000'000'000;  // a hand-off wait gives up after this long
+  // The target's shape of the work (k1_for_target): warps of the target's width per program, and
+  // the in_proj GEMV's K step (its W tile goes through shared memory / LDS).
+  int num_warps = 8;
+  int gemv_step = 256;
 
   int requests() const { return tokens / q; }
   int projection() const { return heads * 128; }  // Pl
@@ -50,9 +55,13 @@ struct K1Build {
 // The build of `layer` (a KDA layer) on a rank with `heads` local heads and `in_proj_rows` rows, at
 // `tokens` rows of q; nblocks, write_index and the eps values come from the config. Refused, with
 // the value and what is expected: a layer that is not KDA, head_dim != 128, conv width != 4,
-// tokens not a multiple of q, q outside 2..16, tokens past 16, state_len < q + 2.
+// tokens not a multiple of q, q outside 2..8, tokens past 16, state_len < q + 2.
 absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, int heads, int in_proj_rows,
                                  int tokens, int q, int state_len, bool delta);
+
+// The build for `target`: on AMD (64-wide wavefronts, 64 KiB of LDS) 4 wavefronts and 128-wide
+// GEMV steps, so that the program has as many threads as on NVIDIA and its LDS fits.
+K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}" plus a hash of the eps values and the
 // lower bound when they differ from the defaults.

@@ -27,6 +27,7 @@ struct K1Case {
   int padded = 0;     // the last `padded` requests have every slot 0
   bool dim_first = false;  // conv state [slots, 3 Pl, SL] instead of [slots, SL, 3 Pl]
   int programs = 0;   // 0: max(tokens, 8)
+  std::string target = {};  // non-empty: the build is shaped for this target (k1_for_target)
 };
 
 std::string case_name(const K1Case& c);

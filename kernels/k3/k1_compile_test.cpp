@@ -1,0 +1,70 @@
+// K1 compiles for sm_90a and gfx90a at the K3 TP 8 rank's shapes and at k3-tiny's, with no spills,
+// no stack and its shared memory within one program per SM; prints each build's resources (the
+// table in docs/perf.md). gfx942 compiles where the installed hiprtc can build it (the GPU
+// machine's). Skips cleanly without a compiler.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/target.h"
+#include "gtest/gtest.h"
+#include "jit/compiler.h"
+#include "jit/program_build.h"
+#include "kernels/k3/k1.h"
+#include "model/config.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+K1Build k3_rank_build(int tokens, int q, int layer) {
+  model::ModelConfig config = *model::load_config("k3");
+  model::RankDims dims = *model::rank_dims(config, 8, 0);
+  return *k1_build(config, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows), tokens, q, q + 2, true);
+}
+
+void expect_compiles(const std::string& arch, const std::vector<K1Build>& builds) {
+  dsl::Target target = *dsl::Target::parse(arch);
+  absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
+  if (!compiler.ok()) GTEST_SKIP() << "no compiler for " << arch << ": " << compiler.status();
+  for (K1Build build : builds) {
+    build = k1_for_target(build, target);
+    SCOPED_TRACE(k1_name(build));
+    absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k1_program(build), target);
+    ASSERT_TRUE(made.ok()) << made.status();
+    std::vector<std::string> names;
+    for (const dsl::lower::KernelParam& param : made->params) names.push_back(param.name);
+    EXPECT_EQ(names, k1_parameters(build));
+    absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(made->build.request());
+    if (!result.ok() && arch == "gfx942" && absl::IsUnimplemented(result.status())) {
+      GTEST_SKIP() << "this hiprtc cannot build gfx942: " << result.status();
+    }
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->report.spill_stores, 0);
+    EXPECT_EQ(result->report.spill_loads, 0);
+    EXPECT_EQ(result->report.stack_frame, 0);
+    std::cout << "resources " << arch << " " << k1_name(build) << ": registers " << result->report.registers
+              << ", shared " << result->report.shared_memory + made->build.launch.dynamic_shared_memory << " B, spills " << result->report.spill_stores << "/"
+              << result->report.spill_loads << ", stack " << result->report.stack_frame << "\n";
+  }
+}
+
+std::vector<K1Build> builds() {
+  std::vector<K1Build> out;
+  for (auto [tokens, q] : {std::pair{4, 4}, std::pair{16, 4}, std::pair{2, 2}, std::pair{8, 8}}) {
+    out.push_back(k3_rank_build(tokens, q, 1));
+  }
+  out.push_back(k3_rank_build(8, 4, 12));  // block write
+  out.push_back(k3_rank_build(8, 2, 0));   // no block source
+  model::ModelConfig tiny = *model::load_config("k3-tiny");
+  model::RankDims dims = *model::rank_dims(tiny, 1, 0);
+  out.push_back(*k1_build(tiny, 1, dims.kda_heads, static_cast<int>(dims.in_proj_rows), 8, 4, 6, false));
+  return out;
+}
+
+TEST(K1Compile, Sm90a) { expect_compiles("sm_90a", builds()); }
+TEST(K1Compile, Gfx90a) { expect_compiles("gfx90a", builds()); }
+TEST(K1Compile, Gfx942) { expect_compiles("gfx942", builds()); }
+
+}  // namespace
+}  // namespace monotile::kernels::k3

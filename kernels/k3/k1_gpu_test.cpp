@@ -1,0 +1,69 @@
+// K1 on the GPU (label gpu) against the float64 reference: the K3 TP 8 rank's shapes at the widths
+// the benchmark measures and more, block-write and first layers, padded requests, both conv
+// layouts, and k3-tiny; one program per SM, all resident. Skips cleanly without a GPU.
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <memory>
+
+#include "kernels/k3/k1_test_support.h"
+#include "tests/conformance/gpu_executor.h"
+#include "tests/testing/seed.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+class K1Gpu : public ::testing::TestWithParam<K1Case> {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<conformance::GpuExecutor>> created = conformance::GpuExecutor::create();
+    if (created.ok()) {
+      executor_ = created->release();
+    } else {
+      skip_reason_ = new std::string(created.status().ToString());
+    }
+  }
+  static conformance::GpuExecutor* executor_;
+  static std::string* skip_reason_;
+};
+conformance::GpuExecutor* K1Gpu::executor_ = nullptr;
+std::string* K1Gpu::skip_reason_ = nullptr;
+
+TEST_P(K1Gpu, MatchesTheReference) {
+  if (executor_ == nullptr) GTEST_SKIP() << "no GPU: " << *skip_reason_;
+  K1Case c = GetParam();
+  const runtime::DeviceInfo& info = executor_->device().info();
+  c.target = info.target.arch();
+  c.programs = info.compute_units;
+  std::mt19937 rng = testing::case_rng();
+  absl::StatusOr<K1Result> result = run_k1_case(c, *executor_, rng);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->ok()) << result->report();
+  std::cout << case_name(c) << ":\n" << result->report();
+}
+
+std::vector<K1Case> cases() {
+  std::vector<K1Case> out;
+  for (int q : {4, 2}) {
+    for (int n : {1, 2, 4}) out.push_back({.model = "k3", .tp = 8, .requests = n, .q = q});
+  }
+  out.push_back({.model = "k3", .tp = 8, .rank = 7, .requests = 8, .q = 2, .padded = 2});
+  out.push_back({.model = "k3", .tp = 8, .rank = 3, .layer = 12, .requests = 2, .q = 3, .dim_first = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 0, .requests = 2, .q = 8, .state_len = 12});
+  out.push_back({.requests = 4, .q = 4, .padded = 1});
+  out.push_back({.tp = 2, .rank = 1, .layer = 12, .requests = 5, .q = 3});
+  return out;
+}
+
+std::string name(const ::testing::TestParamInfo<K1Case>& info) {
+  std::string name = case_name(info.param);
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name + "_" + std::to_string(info.index);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, K1Gpu, ::testing::ValuesIn(cases()), name);
+
+}  // namespace
+}  // namespace monotile::kernels::k3
