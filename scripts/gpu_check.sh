@@ -4,7 +4,9 @@
 # here (--build), runs `ctest -L gpu` and the GPU benchmarks, and writes logs and summary.txt into
 # OUTDIR. Exit status: 0 all passed, 1 a test or benchmark failed, 2 usage or set-up error, 3 GPU
 # tests skipped although a GPU is visible.
-# usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N]
+# usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N] [--only REGEX]
+# --only REGEX: build only what the matching tests and benchmarks need (targets named like them) and
+# run only those (ctest -R REGEX, benchmarks whose path matches), to spend less device time.
 set -euo pipefail
 
 # Benchmarks to run after the tests: "<path in the build dir> [args...]". Add a line per benchmark;
@@ -21,13 +23,14 @@ BENCH_TIMEOUT_S=${MONOTILE_GPU_BENCH_TIMEOUT:-300}
 die() { echo "gpu_check: $*" >&2; exit 2; }
 usage() { sed -n 's/^# usage: //p' "$0" >&2; exit 2; }
 
-outdir="" build=0 build_dir="" deps_dir=".device-deps" jobs=$(nproc 2>/dev/null || echo 4)
+only="" outdir="" build=0 build_dir="" deps_dir=".device-deps" jobs=$(nproc 2>/dev/null || echo 4)
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=1 ;;
     --build-dir) [ $# -ge 2 ] || usage; build_dir=$2; shift ;;
     --deps) [ $# -ge 2 ] || usage; deps_dir=$2; shift ;;
     --jobs) [ $# -ge 2 ] || usage; jobs=$2; shift ;;
+    --only) [ $# -ge 2 ] || usage; only=$2; shift ;;
     -h|--help) usage ;;
     -*) echo "gpu_check: unknown option $1" >&2; usage ;;
     *) [ -z "$outdir" ] || usage; outdir=$1 ;;
@@ -95,7 +98,14 @@ if [ "$build" -eq 1 ]; then
     -DPKG_CONFIG_EXECUTABLE="$pkg_config" > "$outdir/configure.log" 2>&1 ||
     { tail -30 "$outdir/configure.log" >&2; die "cmake configure failed: see $outdir/configure.log"; }
   log "building target $BUILD_TARGET with $jobs jobs"
-  cmake --build "$build_dir" --target "$BUILD_TARGET" -j"$jobs" > "$outdir/build.log" 2>&1 ||
+  targets=("$BUILD_TARGET")
+  if [ -n "$only" ]; then
+    # The test binaries and benchmarks whose names match, plus the compile worker.
+    mapfile -t targets < <(ninja -C "$build_dir" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p' |
+      grep -E "$only" | sort -u)
+    targets+=(monotile_jit_worker monotile)
+  fi
+  cmake --build "$build_dir" --target "${targets[@]}" -j"$jobs" > "$outdir/build.log" 2>&1 ||
     { tail -40 "$outdir/build.log" >&2; die "build failed: see $outdir/build.log"; }
 else
   # CTest files hold the absolute paths of the machine that configured: rewrite them for this one.
@@ -135,7 +145,7 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU
 # 4. The GPU tests.
 status=0
 ctest_status=0
-ctest --test-dir "$build_dir" -L gpu --output-on-failure --timeout "$TEST_TIMEOUT_S" \
+ctest --test-dir "$build_dir" -L gpu ${only:+-R "$only"} --output-on-failure --timeout "$TEST_TIMEOUT_S" \
   > "$outdir/ctest_gpu.log" 2>&1 || ctest_status=$?
 passed_line=$(grep -E 'tests passed' "$outdir/ctest_gpu.log" | tail -1 || true)
 skipped=$(grep -c '\*\*\*Skipped' "$outdir/ctest_gpu.log" || true)
@@ -163,6 +173,9 @@ for entry in "${BENCHMARKS[@]}"; do
   read -r -a words <<<"$entry"
   binary=$build_dir/${words[0]}
   name=$(basename "${words[0]}")
+  if [ -n "$only" ] && ! grep -qE "$only" <<<"$name"; then
+    continue
+  fi
   if [ ! -x "$binary" ]; then
     log "  $name: not built, skipped"
     continue
