@@ -90,6 +90,8 @@ class K1Launch {
   const kernels::k3::K1Build& build() const { return build_; }
   const kernels::k3::K1Scratch& layout() const { return layout_; }
   DevicePtr scratch() const { return scratch_.address(); }
+  // i32 [health_words(programs)]: word 0 FAILED, then one 8-word record per program (k1.h).
+  DevicePtr health() const { return health_.address(); }
   // The AttnRes output x [T, H] bf16 the launch left in the scratch.
   DevicePtr x_rows() const { return scratch_.address() + static_cast<DevicePtr>(layout_.x_rows); }
 

@@ -94,6 +94,13 @@ TEST_F(LayerCommand, BlockWriteLayerPasses) {
   expect_passes(inputs_then_check("--tp 1 --rank 0 --layer 12", "--requests 1 --q 4 --state-len 8 --slots 9 --seed 6"));
 }
 
+TEST_F(LayerCommand, K3Tp8RankShapesPassOnTheInterpreter) {
+  // hidden 7168, 12 heads, 6288 in_proj rows; seeded weights of this rank's slices only.
+  const CommandResult result = inputs_then_check("--tp 8 --rank 3 --layer 1", "--requests 1 --q 4 --seed 11", "--model k3");
+  expect_passes(result);
+  EXPECT_THAT(result.output, HasSubstr("core                   6144"));
+}
+
 TEST_F(LayerCommand, OutputsHoldEveryTensorAfterTheStep) {
   expect_passes(inputs_then_check("--tp 2 --rank 1 --layer 1", "--requests 1 --q 2 --seed 7"));
   absl::StatusOr<std::unique_ptr<model::SafetensorsFile>> out = model::SafetensorsFile::open(path("out.safetensors"));
