@@ -4,16 +4,17 @@
 # here (--build), runs `ctest -L gpu` and the GPU benchmarks, and writes logs and summary.txt into
 # OUTDIR. Exit status: 0 all passed, 1 a test or benchmark failed, 2 usage or set-up error, 3 GPU
 # tests skipped although a GPU is visible.
-# usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N] [--only REGEX]
-# --only REGEX: build only what the matching tests and benchmarks need (targets named like them) and
-# run only those (ctest -R REGEX, benchmarks whose path matches), to spend less device time.
+# usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N] [--only REGEX] [--tests REGEX]
+# --only REGEX: build only the targets whose names match (plus the compile worker and the command
+# line) and run only the matching benchmarks; --tests REGEX: run only the GPU tests whose names
+# match (ctest -R); together they spend less device time.
 set -euo pipefail
 
 # Benchmarks to run after the tests: "<path in the build dir> [args...]". Add a line per benchmark;
 # one that was not built is reported as such, not as a failure.
 BENCHMARKS=(
   "tests/gpu/gpu_copy_bench"
-  "kernels/k3/k1_bench"
+  "kernels/k3/k1_bench --stages"
 )
 # What --build builds: the GPU tests, the benchmarks and what they need (see tests/gpu/CMakeLists.txt).
 BUILD_TARGET=gpu_check
@@ -23,7 +24,7 @@ BENCH_TIMEOUT_S=${MONOTILE_GPU_BENCH_TIMEOUT:-300}
 die() { echo "gpu_check: $*" >&2; exit 2; }
 usage() { sed -n 's/^# usage: //p' "$0" >&2; exit 2; }
 
-only="" outdir="" build=0 build_dir="" deps_dir=".device-deps" jobs=$(nproc 2>/dev/null || echo 4)
+only="" tests="" outdir="" build=0 build_dir="" deps_dir=".device-deps" jobs=$(nproc 2>/dev/null || echo 4)
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=1 ;;
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
     --deps) [ $# -ge 2 ] || usage; deps_dir=$2; shift ;;
     --jobs) [ $# -ge 2 ] || usage; jobs=$2; shift ;;
     --only) [ $# -ge 2 ] || usage; only=$2; shift ;;
+    --tests) [ $# -ge 2 ] || usage; tests=$2; shift ;;
     -h|--help) usage ;;
     -*) echo "gpu_check: unknown option $1" >&2; usage ;;
     *) [ -z "$outdir" ] || usage; outdir=$1 ;;
@@ -145,7 +147,7 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU
 # 4. The GPU tests.
 status=0
 ctest_status=0
-ctest --test-dir "$build_dir" -L gpu ${only:+-R "$only"} --output-on-failure --timeout "$TEST_TIMEOUT_S" \
+ctest --test-dir "$build_dir" -L gpu ${tests:+-R "$tests"} --output-on-failure --timeout "$TEST_TIMEOUT_S" \
   > "$outdir/ctest_gpu.log" 2>&1 || ctest_status=$?
 passed_line=$(grep -E 'tests passed' "$outdir/ctest_gpu.log" | tail -1 || true)
 skipped=$(grep -c '\*\*\*Skipped' "$outdir/ctest_gpu.log" || true)

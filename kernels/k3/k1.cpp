@@ -81,6 +81,7 @@ struct Args {
   Value core;
   Value x_rows, proj, o_rows, flags, counters;
   Value epoch, layer, health, alarm;
+  std::optional<Value> clock;
 };
 
 Args declare(Builder& b, const K1Build& build) {
@@ -118,6 +119,7 @@ Args declare(Builder& b, const K1Build& build) {
   a.layer = b.arg("layer", i32);
   a.health = b.arg("health", ptr(i32));
   a.alarm = b.arg("alarm", ptr(i32));
+  if (build.stage_clock) a.clock = b.arg("clock", ptr(i64));
   return a;
 }
 
@@ -364,7 +366,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
-                                  "_nw", b.num_warps, "_k", b.gemv_step);
+                                  "_nw", b.num_warps, "_k", b.gemv_step, b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
@@ -395,9 +397,16 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   Builder b(k1_name(build), {.num_warps = build.num_warps}, loc);
   Args a = declare(b, build);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
+  auto tick = [&](int stage) {
+    if (a.clock) store(*a.clock + program_id(0) * 4 + stage, global_timer());
+  };
+  tick(0);
   stage_attn_res(build, a, hc);
+  tick(1);
   stage_in_proj(build, a, hc);
+  tick(2);
   stage_kda(build, a, hc);
+  tick(3);
   return b.finish(loc);
 }
 

@@ -46,6 +46,9 @@ struct K1Build {
   // the in_proj GEMV's K step (its W tile goes through shared memory / LDS).
   int num_warps = 8;
   int gemv_step = 256;
+  // Adds a last parameter `clock` (ptr<i64> [programs, 4]): each program stores global_timer() at
+  // its start and at the end of stages A, B and C (for k1_bench --stages).
+  bool stage_clock = false;
 
   int requests() const { return tokens / q; }
   int projection() const { return heads * 128; }  // Pl
@@ -80,7 +83,7 @@ std::string k1_name(const K1Build& build);
 //   num_accepted (ptr<i32> [N], 1..q), core (ptr<bf16> [T, Pl]),
 //   the scratch views of K1Scratch (x_rows, proj, o_rows, flags, counters),
 //   epoch (ptr<i32>: the step epoch), layer (i32: the tag slot, < 128),
-//   health (ptr<i32>: kHealthWords(programs)), alarm (ptr<i32>).
+//   health (ptr<i32>: kHealthWords(programs)), alarm (ptr<i32>)[, clock (ptr<i64>)].
 // Any number of programs may run it (num_programs(0); one per SM is the intent), all resident at
 // once: a program waits only for work that programs which never wait before it produce.
 dsl::Program k1_program(const K1Build& build, SourceLocation loc = SourceLocation::current());

@@ -5,10 +5,13 @@
 // the previous launch's) after a 256 MiB memset that pushes K1's inputs out of L2. Prints, per
 // shape: bytes, median and best time, the floor's time, and the ratio. Without a GPU it says why
 // and exits 0.
-// usage: k1_bench [--iterations N]
+// usage: k1_bench [--iterations N] [--stages]
+// --stages: before each timed shape, three launches of its stage_clock build print when stages A,
+// B and C end (the latest and the median program).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,6 +137,11 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
   const int programs = device.info().compute_units;
   MT_ASSIGN_OR_RETURN(uint64_t health, pointer(health_words(programs) * 4, ScalarType::kI32));
   MT_RETURN_IF_ERROR(pointer(4, ScalarType::kI32).status());
+  std::optional<uint64_t> clock;
+  if (build.stage_clock) {
+    MT_ASSIGN_OR_RETURN(uint64_t address, pointer(int64_t{programs} * 4 * 8, ScalarType::kI64));
+    clock = address;
+  }
   MT_ASSIGN_OR_RETURN(uint64_t flush, buffer(kFlushBytes));
 
   std::vector<float> times;
@@ -153,10 +161,27 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
   int32_t failed = 0;
   MT_RETURN_IF_ERROR(device.copy_to_host(&failed, health, 4));
   if (failed != 0) return absl::InternalError(k1_name(build) + ": a hand-off wait gave up (health word 0 set)");
+  if (clock) {
+    // The last launch's stage ends, relative to the earliest program start: the latest program's
+    // and the median program's, per stage.
+    std::vector<int64_t> ticks(static_cast<size_t>(programs) * 4);
+    MT_RETURN_IF_ERROR(device.copy_to_host(ticks.data(), *clock, ticks.size() * 8));
+    int64_t first = ticks[0];
+    for (int p = 0; p < programs; ++p) first = std::min(first, ticks[p * 4]);
+    std::printf("  stages of %s (us from the first program's start; latest / median program):", k1_name(build).c_str());
+    for (int stage = 0; stage < 4; ++stage) {
+      std::vector<int64_t> at;
+      for (int p = 0; p < programs; ++p) at.push_back(ticks[p * 4 + stage] - first);
+      std::sort(at.begin(), at.end());
+      std::printf(" %s %.2f / %.2f", stage == 0 ? "start" : stage == 1 ? "A" : stage == 2 ? "B" : "C",
+                  at.back() / 1e3, at[at.size() / 2] / 1e3);
+    }
+    std::printf("\n");
+  }
   return summarize(times);
 }
 
-int run(int iterations) {
+int run(int iterations, bool stages) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -193,6 +218,12 @@ int run(int iterations) {
         return 1;
       }
       *build = k1_for_target(*build, device.info().target);
+      if (stages) {
+        K1Build clocked = *build;
+        clocked.stage_clock = true;
+        absl::StatusOr<Timing> timing = time_k1(device, *stream, clocked, 3);
+        if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
+      }
       absl::StatusOr<Timing> timing = time_k1(device, *stream, *build, iterations);
       if (!timing.ok()) {
         std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
@@ -213,13 +244,16 @@ int run(int iterations) {
 
 int main(int argc, char** argv) {
   int iterations = 50;
+  bool stages = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
+    if (std::string(argv[i]) == "--stages") {
+      stages = true;
+    } else if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: k1_bench [--iterations N]\n");
+      std::fprintf(stderr, "usage: k1_bench [--iterations N] [--stages]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3));
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages);
 }
