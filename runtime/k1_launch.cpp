@@ -96,6 +96,7 @@ std::vector<KernelArgument> K1Launch::arguments(const K1Tensors& t, int layer) c
       {"x_rows", pointer(scratch + layout_.x_rows, ScalarType::kBf16)},
       {"proj", pointer(scratch + layout_.proj, ScalarType::kBf16)},
       {"o_rows", pointer(scratch + layout_.o_rows, ScalarType::kF32)},
+      {"ares", pointer(scratch + layout_.ares, ScalarType::kF32)},
       {"flags", pointer(scratch + layout_.flags, ScalarType::kI32)},
       {"counters", pointer(scratch + layout_.counters, ScalarType::kI32)},
       {"epoch", pointer(words_.address() + 4, ScalarType::kI32)},

@@ -1,13 +1,18 @@
 #include "kernels/k3/attn_res_stage.h"
 
-#include <array>
-#include <vector>
-
 #include "dsl/dsl.h"
 
 namespace monotile::kernels::k3 {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
+
+namespace {
+
+constexpr int kS = kAttnResSources;
+constexpr int kRows = 16;  // per-row control words
+constexpr int32_t kRegion = 1;  // K1Region::kAttnRes in health records
+
+}  // namespace
 
 int attn_res_chunk(int hidden) {
   for (int chunk = 1024; chunk >= 16; chunk /= 2) {
@@ -16,77 +21,80 @@ int attn_res_chunk(int hidden) {
   return 0;
 }
 
-void attn_res_row(const AttnResRow& r) {
-  const int chunk = attn_res_chunk(r.hidden);
-  const int sources = r.nblocks + 1;
+Value attn_res_row_flag(const AttnResRows& r, const Value& t) { return r.flags + kRows + t; }
+
+void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
+  const int chunk = attn_res_chunk(r.hidden), chunks = r.hidden / chunk, sources = r.nblocks + 1;
+  const int tasks = r.tokens * chunks;
+  auto ss = arange(0, kS);
   auto offsets = arange(0, chunk);
-  auto source = [&](int s, const Value& cols) {
-    return s < r.nblocks ? load(r.blocks + s * r.block_stride + cols).to(f32) : load(r.prefix + cols).to(f32);
+  // The chunk's sources as [16, chunk] (blocks, the prefix, zero rows), read from memory.
+  auto source_tile = [&](const Value& t, const Value& cols) {
+    auto block_rows = minimum(ss, sources - 1);  // the prefix row and the padding read a real row...
+    auto tile = load(r.blocks + t * r.token_stride + col(block_rows).to(i64) * r.block_stride + row(cols),
+                     col(ss < r.nblocks));       // ...that the mask leaves unread
+    auto prefix = load(r.prefix + t * r.hidden + cols);
+    return where(col(ss == r.nblocks), row(prefix), tile);
   };
 
-  // Pass 1: the prefix updated (delta folded in, one rounding; stored in place and to the written
-  // block), and per source its dot with norm * proj and its sum of squares.
-  std::vector<Operand> zero(2 * sources, Operand(0.0f));
-  std::vector<Value> sums = detail::build_for(
-      0, r.hidden, chunk, zero,
-      [&](Value c0, const std::vector<Value>& acc) {
-        auto cols = c0 + offsets;
-        auto weight = load(r.norm + cols).to(f32) * load(r.proj + cols).to(f32);
-        std::vector<Value> next;
-        for (int s = 0; s < sources; ++s) {
-          Value v;
-          if (s == r.nblocks) {
-            v = load(r.prefix + cols).to(f32);
-            if (r.delta) {
-              auto updated = (v + load(*r.delta + cols).to(f32)).to(bf16);
-              store(r.prefix + cols, updated);
-              v = updated.to(f32);
-            }
-            if (r.write_index >= 0) store(r.blocks + r.write_index * r.block_stride + cols, v.to(bf16));
-          } else {
-            v = source(s, cols);
-          }
-          next.push_back(acc[2 * s] + sum(v * weight));
-          next.push_back(acc[2 * s + 1] + sum(v * v));
-        }
-        return next;
-      },
-      SourceLocation::current());
-  // The updated prefix is re-read by the program's other threads below.
-  barrier();
-
-  // The softmax weights, unnormalized (e_s) with their sum; nblocks == 0 mixes the prefix alone.
-  std::vector<Value> e(sources);
-  Value den = full({}, 1.0f, f32);
-  if (r.nblocks > 0) {
-    std::vector<Value> logit(sources);
-    Value top;
-    for (int s = 0; s < sources; ++s) {
-      logit[s] = sums[2 * s] * rsqrt(sums[2 * s + 1] / float(r.hidden) + r.eps);
-      top = s == 0 ? logit[s] : maximum(top, logit[s]);
+  // Loop 1: partials, and per row the coefficients.
+  range(program_id(0), tasks, num_programs(0), [&](Value task) {
+    auto t = task / chunks, c = task % chunks;
+    auto cols = c * chunk + offsets;
+    if (r.delta) {
+      auto updated = (load(r.prefix + t * r.hidden + cols).to(f32) + load(*r.delta + t * r.hidden + cols).to(f32)).to(bf16);
+      store(r.prefix + t * r.hidden + cols, updated);
+      barrier();  // the tile below re-reads the updated prefix
     }
-    for (int s = 0; s < sources; ++s) {
-      e[s] = exp(logit[s] - top);
-      den = s == 0 ? e[s] : den + e[s];
+    auto v = source_tile(t, cols);
+    if (r.write_index >= 0) {
+      store(r.blocks + t * r.token_stride + r.write_index * r.block_stride + cols, load(r.prefix + t * r.hidden + cols));
     }
-  } else {
-    e[0] = full({}, 1.0f, f32);
-  }
-  auto mixed = [&](const Value& cols) {
-    Value m = e[0] * source(0, cols);
-    for (int s = 1; s < sources; ++s) m = m + e[s] * source(s, cols);
-    return m / den;
-  };
-
-  // Pass 2: the mix's sum of squares. Pass 3: the normalized, rounded output.
-  auto squares = range(0, r.hidden, chunk, 0.0f, [&](Value c0, Value acc) {
-    auto m = mixed(c0 + offsets);
-    return acc + sum(m * m);
+    auto weight = load(r.norm + cols).to(f32) * load(r.proj + cols).to(f32);
+    auto gram = dot(v, trans(v));
+    auto dots = sum(v.to(f32) * row(weight), 1);
+    auto mine = r.partials + (t * chunks + c) * kAttnResPartials;
+    store(mine + col(ss) * kS + row(ss), gram);
+    store(mine + kS * kS + ss, dots);
+    fence(Order::release, Scope::gpu);
+    barrier();
+    auto before = atomic_add(r.counters + t, 1, Scope::gpu, Order::acq_rel);
+    if_((before + 1) % chunks == 0, [&] {
+      fence(Order::acquire, Scope::gpu);
+      auto row_partials = r.partials + t * chunks * kAttnResPartials;
+      auto g = range(0, chunks, 1, zeros({kS, kS}, f32), [&](Value k, Value acc) {
+        return acc + load(row_partials + k * kAttnResPartials + col(ss) * kS + row(ss), {.cache = Cache::global});
+      });
+      auto d = range(0, chunks, 1, zeros({kS}, f32), [&](Value k, Value acc) {
+        return acc + load(row_partials + k * kAttnResPartials + kS * kS + ss, {.cache = Cache::global});
+      });
+      auto real = ss < sources;
+      auto diagonal = sum(where(col(ss) == row(ss), g, 0.0f), 1);
+      Value e;
+      if (r.nblocks == 0) {
+        e = where(real, 1.0f, 0.0f);
+      } else {
+        auto logits = where(real, d * rsqrt(diagonal / float(r.hidden) + r.eps), -3.0e38f);
+        e = where(real, exp(logits - max(logits)), 0.0f);
+      }
+      auto weights = e / sum(e);
+      // The mix's sum of squares: w^T G w.
+      auto squares = sum(sum(col(weights) * g * row(weights), 1));
+      auto coefficients = weights * rsqrt(squares / float(r.hidden) + r.out_eps);
+      store(r.coefficients + t * kS + ss, coefficients);
+      publish(r.flags + t, hc);
+    });
   });
-  auto rstd = rsqrt(squares / float(r.hidden) + r.out_eps);
-  range(0, r.hidden, chunk, [&](Value c0) {
-    auto cols = c0 + offsets;
-    store(r.out + cols, (mixed(cols) * rstd * load(r.out_norm + cols).to(f32)).to(bf16));
+
+  // Loop 2: the rows, normalized and rounded.
+  range(program_id(0), tasks, num_programs(0), [&](Value task) {
+    auto t = task / chunks, c = task % chunks;
+    auto cols = c * chunk + offsets;
+    wait_flag(r.flags + t, kRegion, t, hc);
+    auto a = load(r.coefficients + t * kS + ss, {.cache = Cache::global});
+    auto mixed = sum(col(a) * source_tile(t, cols).to(f32), 0);
+    store(r.out + t * r.hidden + cols, (mixed * load(r.out_norm + cols).to(f32)).to(bf16));
+    arrive(r.counters + kRows + t, chunks, attn_res_row_flag(r, t), hc);
   });
 }
 

@@ -1,34 +1,54 @@
-// AttnRes of one row inside a layer kernel (k3_layer.md 3): the pending delta folded into the prefix
-// and stored in place, the block write, the softmax mix over the block sources and the prefix, the
-// output RMSNorm, one bf16 rounding. One program instance does the whole row in three passes over
-// column chunks (logits; the mix's sum of squares; the normalized output), so no tile ever holds
-// a whole row of every source; the second and third passes re-read the sources from L2.
+// AttnRes of every row inside a layer kernel (k3_layer.md 3), spread over the program instances
+// as (row, column chunk) tasks in two task loops:
+//   1. per task: the pending delta folded into the prefix (stored in place, and to the written
+//      block), the sources' chunk as one [16, chunk] tile (blocks, then the prefix, then zero rows),
+//      its Gram matrix V V^T on the matrix unit and its dots with norm * proj; the last task of a
+//      row to finish sums the row's partials and turns them into the mix's coefficients
+//      a_s = softmax(logits)_s * rstd(mix), where the mix's sum of squares is a^T G a (so no pass
+//      over the mixed row is needed), and publishes them;
+//   2. per task: out = bf16((sum_s a_s v_s) * out_norm) for the chunk; the last task of a row
+//      publishes the row.
+// Every wait is for the previous loop's work, which every program finishes before starting the
+// next loop, so any number of resident programs completes.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "dsl/value.h"
+#include "kernels/k3/handoff.h"
 
 namespace monotile::kernels::k3 {
 
-struct AttnResRow {
+// The column chunk of a task: the largest of 1024, 512, ..., 16 dividing `hidden`.
+int attn_res_chunk(int hidden);
+// Sources of a chunk tile: the blocks and the prefix, padded to the matrix unit's 16 rows.
+inline constexpr int kAttnResSources = 16;
+// f32 partials per (row, chunk): the Gram matrix and the dots.
+inline constexpr int kAttnResPartials = kAttnResSources * kAttnResSources + kAttnResSources;
+
+struct AttnResRows {
   int hidden = 0;
-  int nblocks = 0;       // block sources before the prefix
-  int write_index = -1;  // >= 0: store the (updated) prefix to block write_index
-  float eps = 1e-5f;     // the AttnRes norm's
+  int tokens = 0;
+  int nblocks = 0;        // block sources before the prefix (at most 15)
+  int write_index = -1;   // >= 0: store the (updated) prefix to block write_index
+  float eps = 1e-5f;      // the AttnRes norm's
   float out_eps = 1e-5f;  // the output norm's
-  dsl::Value prefix;     // ptr<bf16>: the row
-  std::optional<dsl::Value> delta;  // ptr<bf16>: the row, when a delta is pending
-  dsl::Value blocks;     // ptr<bf16>: block 0 of the row
-  dsl::Value block_stride;  // elements between blocks
-  dsl::Value norm, proj, out_norm;  // ptr<bf16> [hidden]
-  dsl::Value out;        // ptr<bf16>: the output row
+  dsl::Value prefix;      // ptr<bf16> [T, H]
+  std::optional<dsl::Value> delta;  // ptr<bf16> [T, H], when a delta is pending
+  dsl::Value blocks;      // ptr<bf16>: blocks[t, b, c] at t token_stride + b block_stride + c
+  dsl::Value token_stride, block_stride;
+  dsl::Value norm, proj, out_norm;  // ptr<bf16> [H]
+  dsl::Value out;         // ptr<bf16> [T, H]
+  // Scratch: partials f32 [T, chunks, kAttnResPartials], coefficients f32 [T, 16]; per row two
+  // counters (loop 1, loop 2) and two flags (coefficients ready, row ready).
+  dsl::Value partials, coefficients;
+  dsl::Value counters, flags;  // ptr<i32> [2, 16] each
 };
 
-void attn_res_row(const AttnResRow& row);
+void attn_res_rows(const AttnResRows& rows, const HandoffContext& context);
 
-// The column chunk the passes step by: the largest of 1024, 512, ..., 16 dividing `hidden`.
-int attn_res_chunk(int hidden);
+// The flag that says row t of `out` is written: rows.flags + 16 + t.
+dsl::Value attn_res_row_flag(const AttnResRows& rows, const dsl::Value& t);
 
 }  // namespace monotile::kernels::k3

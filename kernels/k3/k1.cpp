@@ -31,11 +31,13 @@ constexpr int kTasksPerHead = kHeadDim / kTaskRows;
 // GEMV: rows of W_in per task (16 per warp on the matrix unit, W as its A operand).
 constexpr int kGemvRows = 64;
 constexpr float kL2NormEps = 1e-6f;
-// Control words: flags 0..15 are the x rows', flag 16 says the whole proj is written; counter 0
-// counts the in_proj tasks, counters 1.. the quarters of each (request, head).
-constexpr int kProjFlag = kMaxTokens;
-constexpr int kProjCounter = 0;
-constexpr int kHeadCounters = 1;
+// Control words: counters and flags 0..31 are AttnRes's (attn_res_stage.h); flag 32 says the whole
+// proj is written; counter 32 counts the in_proj tasks, counters 33.. the quarters of each
+// (request, head).
+constexpr int kAttnResWords = 2 * kMaxTokens;
+constexpr int kProjFlag = kAttnResWords;
+constexpr int kProjCounter = kAttnResWords;
+constexpr int kHeadCounters = kAttnResWords + 1;
 
 
 int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + kGemvRows - 1) / kGemvRows; }
@@ -47,6 +49,11 @@ int64_t pow2_at_least(int64_t n) {
 }
 
 int64_t align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// AttnRes's partials: per (row, chunk) the Gram matrix and the dots; its coefficients follow.
+int64_t attn_res_partial_floats(const K1Build& b) {
+  return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
+}
 
 void require(bool ok, const SourceLocation& loc, const std::string& what, const std::string& expected,
              const std::string& actual, const std::string& hint) {
@@ -61,7 +68,8 @@ void check(const K1Build& b, const SourceLocation& loc) {
           "tokens is requests x q");
   require(b.state_len >= b.q + kConvWidth - 2, loc, "the conv state is too short for q", ">= q + 2",
           std::to_string(b.state_len), "allocate the conv state with num_spec + 3 entries or more");
-  require(b.nblocks >= 0 && b.write_index >= -1, loc, "nblocks and write_index out of range", "nblocks >= 0",
+  require(b.nblocks >= 0 && b.nblocks < kAttnResSources && b.write_index >= -1, loc,
+          "nblocks and write_index out of range", "nblocks in 0..15",
           std::to_string(b.nblocks), "take them from k1_build");
   require(b.heads >= 1 && b.in_proj_rows >= 4 * b.projection() + kHeadDim + b.heads, loc,
           "in_proj has too few rows for the heads", ">= 4 Pl + 128 + NHl", std::to_string(b.in_proj_rows),
@@ -79,7 +87,7 @@ struct Args {
   Value conv_state, conv_slot_stride, conv_channel_stride, conv_entry_stride;
   Value a_log, dt_bias, o_norm, state, state_slot_stride, state_indices, state_indices_stride, num_accepted;
   Value core;
-  Value x_rows, proj, o_rows, flags, counters;
+  Value x_rows, proj, o_rows, ares, flags, counters;
   Value epoch, layer, health, alarm;
   std::optional<Value> clock;
 };
@@ -113,6 +121,7 @@ Args declare(Builder& b, const K1Build& build) {
   a.x_rows = b.arg("x_rows", ptr(bf16));
   a.proj = b.arg("proj", ptr(bf16));
   a.o_rows = b.arg("o_rows", ptr(f32));
+  a.ares = b.arg("ares", ptr(f32));
   a.flags = b.arg("flags", ptr(i32));
   a.counters = b.arg("counters", ptr(i32));
   a.epoch = b.arg("epoch", ptr(i32));
@@ -123,26 +132,28 @@ Args declare(Builder& b, const K1Build& build) {
   return a;
 }
 
-// Stage A: AttnRes of row t, a task per row, then the x row published.
-void stage_attn_res(const K1Build& b, const Args& a, const HandoffContext& hc) {
-  range(program_id(0), b.tokens, num_programs(0), [&](Value t) {
-    AttnResRow row{.hidden = b.hidden,
+// Stage A: AttnRes of every row (attn_res_stage.h); each x row published by its flag.
+AttnResRows attn_res(const K1Build& b, const Args& a) {
+  AttnResRows rows{.hidden = b.hidden,
+                   .tokens = b.tokens,
                    .nblocks = b.nblocks,
                    .write_index = b.write_index,
                    .eps = b.eps,
                    .out_eps = b.out_eps,
-                   .prefix = a.prefix + t * b.hidden,
-                   .delta = std::nullopt,
-                   .blocks = a.blocks + t * a.blocks_token_stride,
+                   .prefix = a.prefix,
+                   .delta = a.delta,
+                   .blocks = a.blocks,
+                   .token_stride = a.blocks_token_stride,
                    .block_stride = a.blocks_block_stride,
                    .norm = a.ares_norm,
                    .proj = a.ares_proj,
                    .out_norm = a.in_norm,
-                   .out = a.x_rows + t * b.hidden};
-    if (a.delta) row.delta = *a.delta + t * b.hidden;
-    attn_res_row(row);
-    publish(a.flags + t, hc);
-  });
+                   .out = a.x_rows,
+                   .partials = a.ares,
+                   .coefficients = a.ares + attn_res_partial_floats(b),
+                   .counters = a.counters,
+                   .flags = a.flags};
+  return rows;
 }
 
 // Stage B: proj = bf16(x W_in^T), 64 rows of W_in a task, W as the matrix unit's A operand and x's
@@ -154,7 +165,8 @@ void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
   auto m_ok = ms < b.tokens;
   if_(program_id(0) < tasks, [&] {
     for (int t = 0; t < b.tokens; ++t) {
-      wait_flag(a.flags + t, static_cast<int32_t>(K1Region::kXRows), full({}, t, i32), hc);
+      auto row = full({}, t, i32);
+      wait_flag(attn_res_row_flag(attn_res(b, a), row), static_cast<int32_t>(K1Region::kXRows), row, hc);
     }
   });
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
@@ -401,7 +413,7 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
     if (a.clock) store(*a.clock + program_id(0) * 4 + stage, global_timer());
   };
   tick(0);
-  stage_attn_res(build, a, hc);
+  attn_res_rows(attn_res(build, a), hc);
   tick(1);
   stage_in_proj(build, a, hc);
   tick(2);
@@ -430,6 +442,7 @@ K1Scratch k1_scratch(const K1Build& b) {
   s.counters = take(int64_t{kHeadCounters + kMaxTokens / 2 * b.heads} * 4);
   s.flags = take(int64_t{kProjFlag + 1} * 4);
   s.zeroed_bytes = at;
+  s.ares = take((attn_res_partial_floats(b) + kMaxTokens * kAttnResSources) * 4);
   s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);
   s.o_rows = take(int64_t{b.requests()} * b.heads * b.q * kHeadDim * 4);

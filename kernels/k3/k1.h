@@ -1,8 +1,9 @@
 // K1, the first launch of a KDA layer on one TP rank: from the residual stream to o_proj's input,
 // as one persistent DSL program (k3_layer.md 3-4; the seed's `kda_pre`). Stages, each a task loop
 // over every program instance, handed on through tagged flags in a scratch buffer:
-//   A. AttnRes per row: the pending delta folded into the prefix (stored in place), the block
-//      write, the mix over the block sources, the input RMSNorm -> x [T, H] (a row a task);
+//   A. AttnRes (attn_res_stage.h): the pending delta folded into the prefix (stored in place), the
+//      block write, the mix over the block sources, the input RMSNorm -> x [T, H], as (row, chunk)
+//      tasks in two loops;
 //   B. the merged in_proj GEMV x W_in^T -> proj [T, rows] (row blocks; waits for every x row; the
 //      last block to finish publishes the whole proj);
 //   C. per (request, head, quarter of the state rows): f_b on f_a, the short causal conv, gates,
@@ -81,7 +82,7 @@ std::string k1_name(const K1Build& build);
 //   state (ptr<f32>), state_slot_stride (i64; a multiple of 4): V-first [slots, NHl, 128, 128],
 //   state_indices (ptr<i32>), state_indices_stride (i64): [N, q], column 0 the conv slot,
 //   num_accepted (ptr<i32> [N], 1..q), core (ptr<bf16> [T, Pl]),
-//   the scratch views of K1Scratch (x_rows, proj, o_rows, flags, counters),
+//   the scratch views of K1Scratch (x_rows, proj, o_rows, ares, flags, counters),
 //   epoch (ptr<i32>: the step epoch), layer (i32: the tag slot, < 128),
 //   health (ptr<i32>: kHealthWords(programs)), alarm (ptr<i32>)[, clock (ptr<i64>)].
 // Any number of programs may run it (num_programs(0); one per SM is the intent), all resident at
@@ -96,9 +97,10 @@ std::vector<std::string> k1_parameters(const K1Build& build);
 // the buffer is made, and no launch needs them reset (flags compare with the launch's tag, counters
 // only ever grow, by multiples of 4). The buffer of the widest build serves every width.
 struct K1Scratch {
-  int64_t counters = 0;  // i32 [1 + 8 NHl]: in_proj tasks done, then quarters done per (request, head)
-  int64_t flags = 0;     // i32 [17]: the x rows', then "proj written"
+  int64_t counters = 0;  // i32 [33 + 8 NHl]: AttnRes's, in_proj tasks done, quarters per (request, head)
+  int64_t flags = 0;     // i32 [33]: AttnRes's (coefficients, x rows), then "proj written"
   int64_t zeroed_bytes = 0;  // [0, zeroed_bytes) must be zero before the first launch
+  int64_t ares = 0;      // f32: AttnRes's partials and coefficients
   int64_t x_rows = 0;    // bf16 [T, H]
   int64_t proj = 0;      // bf16 [T, rows]
   int64_t o_rows = 0;    // f32 [N, NHl, q, 128]
@@ -115,6 +117,6 @@ inline int64_t health_words(int programs) { return int64_t{programs + 1} * kHeal
 inline int32_t step_tag(int32_t epoch, int slot) { return (epoch & ((1 << 22) - 1)) * 256 + slot + 1; }
 
 // Region ids in the health records.
-enum class K1Region : int32_t { kXRows = 1, kProj = 2 };
+enum class K1Region : int32_t { kAttnRes = 1, kXRows = 2, kProj = 3 };
 
 }  // namespace monotile::kernels::k3

@@ -128,7 +128,8 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
   const K1Scratch layout = k1_scratch(build);
   MT_ASSIGN_OR_RETURN(uint64_t scratch, buffer(layout.bytes));
   for (auto [offset, type] : {std::pair{layout.x_rows, ScalarType::kBf16}, std::pair{layout.proj, ScalarType::kBf16},
-                              std::pair{layout.o_rows, ScalarType::kF32}, std::pair{layout.flags, ScalarType::kI32},
+                              std::pair{layout.o_rows, ScalarType::kF32}, std::pair{layout.ares, ScalarType::kF32},
+                              std::pair{layout.flags, ScalarType::kI32},
                               std::pair{layout.counters, ScalarType::kI32}}) {
     args.push_back(runtime::KernelArgument::pointer(reinterpret_cast<const void*>(scratch + offset), type));
   }

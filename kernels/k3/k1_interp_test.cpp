@@ -41,6 +41,8 @@ std::vector<K1Case> cases() {
   out.push_back({.tp = 8, .rank = 5, .requests = 2, .q = 2, .padded = 1});
   out.push_back({.requests = 4, .q = 4, .programs = 5});               // fewer programs than tasks
   out.push_back({.requests = 1, .q = 4, .programs = 40});              // more programs than tasks
+  // K3's TP 8 rank: 7168 columns in 7 AttnRes chunks, 99 in_proj tasks, 12 heads.
+  out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 13, .requests = 1, .q = 2, .programs = 16});
   return out;
 }
 

@@ -281,6 +281,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.x_rows));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.proj));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.o_rows));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.ares));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.flags));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.counters));
   MT_RETURN_IF_ERROR(i32_arg({1}, "epoch").status());
