@@ -43,10 +43,7 @@ absl::StatusOr<Kernel> load_k1(Device& device, const K1Build& build, jit::Jit& j
 }
 
 absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, int programs) {
-  if (programs < build.tokens) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("K1 needs at least one program per token: ", programs, " programs for ", build.tokens, " tokens"));
-  }
+  if (programs < 1) return absl::InvalidArgumentError(absl::StrCat("K1 needs at least one program, got ", programs));
   K1Launch launch;
   launch.device_ = &device;
   launch.build_ = build;
@@ -56,6 +53,10 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
   MT_ASSIGN_OR_RETURN(launch.health_, device.allocate(static_cast<size_t>(health_bytes)));
   MT_ASSIGN_OR_RETURN(launch.words_, device.allocate(8));
+  if (build.stage_clock) {
+    MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) * 4 * 8));
+    MT_RETURN_IF_ERROR(device.fill_bytes(launch.clock_.address(), 0, launch.clock_.size()));
+  }
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0, static_cast<size_t>(launch.layout_.zeroed_bytes)));
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.health_.address(), 0, static_cast<size_t>(health_bytes)));
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.words_.address(), 0, 8));
@@ -103,6 +104,7 @@ std::vector<KernelArgument> K1Launch::arguments(const K1Tensors& t, int layer) c
       {"layer", KernelArgument::integer(ScalarType::kI32, layer)},
       {"health", pointer(health_.address(), ScalarType::kI32)},
       {"alarm", pointer(words_.address(), ScalarType::kI32)},
+      {"clock", pointer(clock_.address(), ScalarType::kI64)},
   };
   std::vector<KernelArgument> args;
   for (const std::string& name : kernels::k3::k1_parameters(build_)) {
@@ -152,7 +154,8 @@ absl::Status K1Launch::check_health() const {
   if (records.empty() && alarm == 0) return absl::OkStatus();
   std::vector<std::string> lines;
   for (const K1WaitRecord& r : records) {
-    const char* region = r.region == static_cast<int32_t>(kernels::k3::K1Region::kXRows) ? "x rows"
+    const char* region = r.region == static_cast<int32_t>(kernels::k3::K1Region::kAttnRes) ? "AttnRes"
+                         : r.region == static_cast<int32_t>(kernels::k3::K1Region::kXRows) ? "x rows"
                          : r.region == static_cast<int32_t>(kernels::k3::K1Region::kProj) ? "in_proj"
                                                                                            : "unknown region";
     lines.push_back(absl::StrCat("program ", r.program, " waited on ", region, " (region ", r.region, ") flag ",

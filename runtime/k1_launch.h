@@ -56,18 +56,19 @@ struct K1WaitRecord {
 
 // Program instances K1 runs with on `device`: one per compute unit on a GPU (K1 is persistent, all
 // instances resident), max(tokens, 8) on the CPU device (one host thread each); never fewer than
-// build.tokens.
+// build.tokens (any count >= 1 is correct; fewer than the rows only serializes the AttnRes rows).
 int k1_programs(const DeviceInfo& device, const kernels::k3::K1Build& build);
 
 // K1's program as a Kernel on `device`: on a GPU lowered and compiled through `jit` (the kernel
 // cache), on the CPU device added to ProgramCatalog::process(), which discover_devices()'s CPU
-// device loads from.
+// device loads from. `build` should come from k1_for_target(build, device.info().target).
 absl::StatusOr<Kernel> load_k1(Device& device, const kernels::k3::K1Build& build, jit::Jit& jit);
 
 class K1Launch {
  public:
   // Allocates the scratch of k1_scratch(build) with [0, zeroed_bytes) zeroed, and the health words
-  // for `programs` instances, the alarm and the epoch, all zeroed. `programs` must be >= tokens.
+  // for `programs` instances (>= 1), the alarm and the epoch, all zeroed; with build.stage_clock,
+  // the clock words i64 [programs, 4] too. `build` is the one launched: after k1_for_target.
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs);
 
   // The arguments in k1_parameters(build) order; `layer` is the tag slot (0..127).
@@ -94,6 +95,8 @@ class K1Launch {
   DevicePtr health() const { return health_.address(); }
   // The AttnRes output x [T, H] bf16 the launch left in the scratch.
   DevicePtr x_rows() const { return scratch_.address() + static_cast<DevicePtr>(layout_.x_rows); }
+  // i64 [programs, 4]: each program's start and the ends of stages A, B, C (build.stage_clock only).
+  DevicePtr clock() const { return clock_.address(); }
 
  private:
   K1Launch() = default;
@@ -104,6 +107,7 @@ class K1Launch {
   DeviceBuffer scratch_;
   DeviceBuffer health_;
   DeviceBuffer words_;  // i32 [2]: the alarm, then the epoch
+  DeviceBuffer clock_;  // only with build.stage_clock
 };
 
 }  // namespace monotile::runtime

@@ -64,11 +64,23 @@ TEST(K1Launch, ZeroesTheControlWordsAndTheHealthWords) {
   EXPECT_TRUE(launch->check_health().ok());
 }
 
-TEST(K1Launch, RefusesFewerProgramsThanTokens) {
+TEST(K1Launch, RefusesNoPrograms) {
   std::unique_ptr<Device> device = make_cpu_device();
-  absl::StatusOr<K1Launch> launch = K1Launch::create(*device, tiny_build(8, 4), 6);
+  absl::StatusOr<K1Launch> launch = K1Launch::create(*device, tiny_build(8, 4), 0);
   ASSERT_FALSE(launch.ok());
-  EXPECT_EQ(std::string(launch.status().message()), "K1 needs at least one program per token: 6 programs for 8 tokens");
+  EXPECT_EQ(std::string(launch.status().message()), "K1 needs at least one program, got 0");
+}
+
+TEST(K1Launch, TheStageClockIsBound) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  kernels::k3::K1Build build = tiny_build(4, 2);
+  build.stage_clock = true;
+  absl::StatusOr<K1Launch> launch = K1Launch::create(*device, build, 8);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  const std::vector<KernelArgument> args = launch->arguments({}, 1);
+  ASSERT_EQ(kernels::k3::k1_parameters(build).back(), "clock");
+  EXPECT_EQ(args.back().int_value(), static_cast<int64_t>(launch->clock()));
+  EXPECT_NE(launch->clock(), 0u);
 }
 
 TEST(K1Launch, ProgramsPerDevice) {
@@ -98,7 +110,8 @@ TEST(K1Launch, AFailedWaitIsAnErrorNamingIt) {
   EXPECT_EQ(std::string(launch->check_health().message()),
             absl::StrCat("K1 \"", kernels::k3::k1_name(build),
                          "\" over 8 programs: a hand-off wait gave up after 10000 ms: program 5 waited on in_proj "
-                         "(region 2) flag 0: expected tag 260, saw 0; hint: every program must be resident at once (a "
+                         "(region ", static_cast<int32_t>(kernels::k3::K1Region::kProj),
+                         ") flag 0: expected tag 260, saw 0; hint: every program must be resident at once (a "
                          "persistent kernel)"));
 }
 

@@ -58,13 +58,14 @@ OutputCheck check_output(const std::string& name, std::span<const double> actual
       continue;
     }
     if (!std::isfinite(a) || !std::isfinite(e)) {
-      check.worst_ulps = std::numeric_limits<double>::infinity();
+      check.worst_ulps = check.worst_rms = std::numeric_limits<double>::infinity();
       fail(static_cast<int64_t>(i), " (not finite)");
       continue;
     }
     const double error = std::fabs(a - e);
     const double ulps = bf16_ulps(error, e);
     check.worst_ulps = std::max(check.worst_ulps, ulps);
+    if (rms > 0) check.worst_rms = std::max(check.worst_rms, error / rms);
     if (ulps <= rule.ulps || error <= rule.abs_share * rms) continue;
     if (error <= rule.outlier_abs_share * rms) {
       ++check.outliers;

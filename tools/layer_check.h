@@ -27,6 +27,7 @@ struct OutputCheck {
   int64_t outliers = 0;
   int64_t failures = 0;
   double worst_ulps = 0;       // over the values judged by ulps; infinity for NaN or infinity
+  double worst_rms = 0;        // the worst |error| / RMS(reference): near zero, ulps overstate an error
   std::string first_failure;   // "core[3, 17]: got ..., expected ..."
   bool passed() const { return failures == 0; }
 };

@@ -46,11 +46,13 @@ constexpr const char* kUsage =
     "the file's tensor names and layouts: docs/layer_run.md\n";
 
 int misuse(const std::string& message) {
+  std::fflush(stdout);
   std::fprintf(stderr, "monotile layer: %s\n%s", message.c_str(), kUsage);
   return 2;
 }
 
 int failure(const absl::Status& status) {
+  std::fflush(stdout);  // what the run printed comes before the error, in one stream too
   std::fprintf(stderr, "monotile layer: %s\n", std::string(status.message()).c_str());
   return 1;
 }
@@ -260,6 +262,7 @@ absl::StatusOr<RunResult> run_k1(const LayerModel& m, const LayerStep& step, con
   MT_ASSIGN_OR_RETURN(kernels::k3::K1Build build,
                       kernels::k3::k1_build(m.config, m.layer, m.dims.kda_heads, static_cast<int>(m.dims.in_proj_rows),
                                             step.tokens(), step.q, static_cast<int>(step.state_len), step.has_delta));
+  build = kernels::k3::k1_for_target(build, device.info().target);
   RunResult result;
   result.device = runtime::describe(device.info());
   result.programs = runtime::k1_programs(device.info(), build);
@@ -369,7 +372,8 @@ absl::StatusOr<bool> check(const LayerModel& m, const LayerStep& step, const Lay
   add("recurrent_state", doubles(out.recurrent_state), expected.cache.state, {step.slots, shape.heads, 128, 128},
       &state_exact);
   std::printf("check against the float64 reference (bf16 rounding points; ulps of bf16 at the reference's magnitude):\n");
-  std::printf("  %-16s %10s %10s %11s %9s  %s\n", "output", "values", "bit-exact", "worst ulps", "outliers", "verdict");
+  std::printf("  %-16s %10s %10s %11s %10s %9s  %s\n", "output", "values", "bit-exact", "worst ulps", "worst/RMS", "outliers",
+              "verdict");
   bool all = true;
   for (const OutputCheck& c : checks) {
     const CheckRule rule = rule_for(c.name);
@@ -378,8 +382,8 @@ absl::StatusOr<bool> check(const LayerModel& m, const LayerStep& step, const Lay
     if (rule.outlier_share > 0) {
       absl::StrAppendFormat(&bound, ", %g%% outliers within %g x RMS", rule.outlier_share * 100, rule.outlier_abs_share);
     }
-    std::printf("  %-16s %10lld %10lld %11.2f %9lld  %s (%s)\n", c.name.c_str(), static_cast<long long>(c.compared),
-                static_cast<long long>(c.exact_compared), c.worst_ulps, static_cast<long long>(c.outliers),
+    std::printf("  %-16s %10lld %10lld %11.2f %10.2e %9lld  %s (%s)\n", c.name.c_str(), static_cast<long long>(c.compared),
+                static_cast<long long>(c.exact_compared), c.worst_ulps, c.worst_rms, static_cast<long long>(c.outliers),
                 c.passed() ? "pass" : "FAIL", bound.c_str());
     all = all && c.passed();
   }

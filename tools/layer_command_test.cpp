@@ -249,6 +249,74 @@ TEST_F(LayerCommandRefuses, BothConvLayouts) {
                                        "expected exactly one"));
 }
 
+TEST_F(LayerCommandRefuses, NeitherConvLayout) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    std::erase_if(tensors, [](const model::TensorToWrite& t) { return t.name == "conv_state"; });
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("bad.safetensors: neither of \"conv_state\" [slots, SL, 3 Pl] and "
+                                       "\"conv_state_dim_first\" [slots, 3 Pl, SL]; expected exactly one; hint: name the "
+                                       "conv state by its layout"));
+}
+
+TEST_F(LayerCommandRefuses, NoTokens) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    model::TensorToWrite& indices = tensor(tensors, "state_indices");
+    indices.shape = {0, 4};
+    indices.data.clear();
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"state_indices\": shape [0, 4] has no token; hint: a step has at least "
+                                       "one request of q >= 2 tokens"));
+}
+
+TEST_F(LayerCommandRefuses, AStridedTensor) {
+  // A header whose num_accepted range is longer than its shape needs (how a padded dump looks).
+  rewrite(path("in.safetensors"), path("bad.safetensors"), [](auto&) {});
+  absl::StatusOr<std::unique_ptr<model::SafetensorsFile>> good = model::SafetensorsFile::open(path("bad.safetensors"));
+  ASSERT_TRUE(good.ok());
+  std::string header = "{";
+  std::string data;
+  for (const model::TensorInfo& info : (*good)->tensors()) {
+    std::span<const uint8_t> bytes = (*good)->bytes(info);
+    std::string stored(bytes.begin(), bytes.end());
+    if (info.name == "num_accepted") stored += std::string(8, '\0');
+    while (data.size() % 8 != 0) data += '\0';
+    std::string shape;
+    for (int64_t dim : info.shape) absl::StrAppend(&shape, shape.empty() ? "" : ",", dim);
+    absl::StrAppend(&header, header.size() > 1 ? "," : "", "\"", info.name, "\":{\"dtype\":\"",
+                    std::string(model::dtype_name(info.dtype)), "\",\"shape\":[", shape, "],\"data_offsets\":[",
+                    data.size(), ",", data.size() + stored.size(), "]}");
+    data += stored;
+  }
+  header += "}";
+  while (header.size() % 8 != 0) header += ' ';
+  std::ofstream out(path("strided.safetensors"), std::ios::binary);
+  const uint64_t length = header.size();
+  out.write(reinterpret_cast<const char*>(&length), 8);
+  out << header << data;
+  out.close();
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("strided.safetensors"),
+                                                " --out ", path("out.safetensors"), " --device cpu"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("strided.safetensors: tensor \"num_accepted\" is stored strided or padded (16 bytes "
+                                       "for 8); hint: save a contiguous tensor"));
+}
+
+TEST_F(LayerCommandRefuses, ALayerPastTheModel) {
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 1 --rank 0 --layer 13 --inputs ",
+                                                path("in.safetensors"), " --out ", path("out.safetensors")));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("--layer 13 is outside 0..12 (k3-tiny has 13 layers)"));
+}
+
+TEST_F(LayerCommandRefuses, AModelThatIsNeitherNameNorFolder) {
+  const CommandResult result = run(absl::StrCat("layer run --model k4 --tp 1 --rank 0 --layer 1 --inputs ",
+                                                path("in.safetensors"), " --out ", path("out.safetensors")));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("--model \"k4\" is neither an embedded config (k3, k3-tiny) nor a checkpoint folder"));
+}
+
 TEST_F(LayerCommandRefuses, ANanToCheckFails) {
   rewrite(path("in.safetensors"), path("bad.safetensors"), [](auto& tensors) {
     const uint16_t nan = 0x7fc0;
