@@ -21,7 +21,7 @@ int attn_res_chunk(int hidden) {
   return 0;
 }
 
-Value attn_res_row_flag(const AttnResRows& r, const Value& t) { return r.flags + kRows + t; }
+Value attn_res_done_flag(const AttnResRows& r) { return r.flags + kRows; }
 
 void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
   const int chunk = attn_res_chunk(r.hidden), chunks = r.hidden / chunk, sources = r.nblocks + 1;
@@ -94,7 +94,8 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
     auto a = load(r.coefficients + t * kS + ss, {.cache = Cache::global});
     auto mixed = sum(col(a) * source_tile(t, cols).to(f32), 0);
     store(r.out + t * r.hidden + cols, (mixed * load(r.out_norm + cols).to(f32)).to(bf16));
-    arrive(r.counters + kRows + t, chunks, attn_res_row_flag(r, t), hc);
+    // One counter per width: each launch adds exactly its width's task count to it.
+    arrive(r.counters + kRows + (r.tokens - 1), tasks, attn_res_done_flag(r), hc);
   });
 }
 

@@ -6,8 +6,8 @@
 //      row to finish sums the row's partials and turns them into the mix's coefficients
 //      a_s = softmax(logits)_s * rstd(mix), where the mix's sum of squares is a^T G a (so no pass
 //      over the mixed row is needed), and publishes them;
-//   2. per task: out = bf16((sum_s a_s v_s) * out_norm) for the chunk; the last task of a row
-//      publishes the row.
+//   2. per task: out = bf16((sum_s a_s v_s) * out_norm) for the chunk; the last task to finish
+//      publishes the whole output (one flag, so a consumer waits once).
 // Every wait is for the previous loop's work, which every program finishes before starting the
 // next loop, so any number of resident programs completes.
 #pragma once
@@ -40,15 +40,15 @@ struct AttnResRows {
   dsl::Value token_stride, block_stride;
   dsl::Value norm, proj, out_norm;  // ptr<bf16> [H]
   dsl::Value out;         // ptr<bf16> [T, H]
-  // Scratch: partials f32 [T, chunks, kAttnResPartials], coefficients f32 [T, 16]; per row two
-  // counters (loop 1, loop 2) and two flags (coefficients ready, row ready).
+  // Scratch: partials f32 [T, chunks, kAttnResPartials], coefficients f32 [T, 16]; counters: loop
+  // 1's per row, then loop 2's per width (T); flags: the coefficients' per row, then "out written".
   dsl::Value partials, coefficients;
-  dsl::Value counters, flags;  // ptr<i32> [2, 16] each
+  dsl::Value counters, flags;  // ptr<i32> [32] and [17]
 };
 
 void attn_res_rows(const AttnResRows& rows, const HandoffContext& context);
 
-// The flag that says row t of `out` is written: rows.flags + 16 + t.
-dsl::Value attn_res_row_flag(const AttnResRows& rows, const dsl::Value& t);
+// The flag that says all of `out` is written: rows.flags + 16.
+dsl::Value attn_res_done_flag(const AttnResRows& rows);
 
 }  // namespace monotile::kernels::k3

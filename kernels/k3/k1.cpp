@@ -31,6 +31,10 @@ constexpr int kTasksPerHead = kHeadDim / kTaskRows;
 // GEMV: rows of W_in per task (16 per warp on the matrix unit, W as its A operand).
 constexpr int kGemvRows = 64;
 constexpr float kL2NormEps = 1e-6f;
+// Clock points of a stage_clock build (k1.h): program start, stage A, B and C done, then in the
+// program's last KDA task: its inputs ready, its recurrence done, its arrival (and the head's
+// finish, when last) done.
+constexpr int kClockPoints = 7;
 // Control words: counters and flags 0..31 are AttnRes's (attn_res_stage.h); flag 32 says the whole
 // proj is written; counter 32 counts the in_proj tasks, counters 33.. the quarters of each
 // (request, head).
@@ -91,6 +95,10 @@ struct Args {
   Value epoch, layer, health, alarm;
   std::optional<Value> clock;
 };
+
+void tick(const Args& a, int point) {
+  if (a.clock) store(*a.clock + program_id(0) * kClockPoints + point, global_timer());
+}
 
 Args declare(Builder& b, const K1Build& build) {
   Args a;
@@ -164,10 +172,7 @@ void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
   auto ms = arange(0, padded);
   auto m_ok = ms < b.tokens;
   if_(program_id(0) < tasks, [&] {
-    for (int t = 0; t < b.tokens; ++t) {
-      auto row = full({}, t, i32);
-      wait_flag(attn_res_row_flag(attn_res(b, a), row), static_cast<int32_t>(K1Region::kXRows), row, hc);
-    }
+    wait_flag(attn_res_done_flag(attn_res(b, a)), static_cast<int32_t>(K1Region::kXRows), full({}, 0, i32), hc);
   });
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     auto rows = task * kGemvRows + arange(0, kGemvRows);
@@ -273,6 +278,7 @@ void kda_task(const K1Build& b, const Args& a, const Value& task) {
   std::vector<Value> v_in = conv(b, a, r, 2 * pl + h * kHeadDim + vv);
   std::vector<Value> decay = decays(b, a, r, h);
   const float q_scale = 1.0f / std::sqrt(float(kHeadDim));
+  tick(a, 4);
   for (int t = 0; t < b.q; ++t) {
     auto token = r.n * b.q + t;
     auto qn = l2_normalized(q_in[t]) * q_scale, kn = l2_normalized(k_in[t]);
@@ -286,6 +292,7 @@ void kda_task(const K1Build& b, const Args& a, const Value& task) {
           {.cache = Cache::streaming});
   }
 
+  tick(a, 5);
   // The last quarter of the head to arrive finishes it: every quarter's o rows and its reads of the
   // old conv state are ordered before its arrival.
   fence(Order::release, Scope::gpu);
@@ -322,7 +329,10 @@ void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc) {
   if_(program_id(0) < tasks, [&] {
     wait_flag(a.flags + kProjFlag, static_cast<int32_t>(K1Region::kProj), full({}, 0, i32), hc);
   });
-  range(program_id(0), tasks, num_programs(0), [&](Value task) { kda_task(b, a, task); });
+  range(program_id(0), tasks, num_programs(0), [&](Value task) {
+    kda_task(b, a, task);
+    tick(a, 6);
+  });
 }
 
 std::string hex(uint64_t value) {
@@ -409,16 +419,13 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   Builder b(k1_name(build), {.num_warps = build.num_warps}, loc);
   Args a = declare(b, build);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
-  auto tick = [&](int stage) {
-    if (a.clock) store(*a.clock + program_id(0) * 4 + stage, global_timer());
-  };
-  tick(0);
+  tick(a, 0);
   attn_res_rows(attn_res(build, a), hc);
-  tick(1);
+  tick(a, 1);
   stage_in_proj(build, a, hc);
-  tick(2);
+  tick(a, 2);
   stage_kda(build, a, hc);
-  tick(3);
+  tick(a, 3);
   return b.finish(loc);
 }
 

@@ -47,8 +47,9 @@ struct K1Build {
   // the in_proj GEMV's K step (its W tile goes through shared memory / LDS).
   int num_warps = 8;
   int gemv_step = 256;
-  // Adds a last parameter `clock` (ptr<i64> [programs, 4]): each program stores global_timer() at
-  // its start and at the end of stages A, B and C (for k1_bench --stages).
+  // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
+  // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
+  // its recurrence is done and the task is done (for k1_bench --stages).
   bool stage_clock = false;
 
   int requests() const { return tokens / q; }

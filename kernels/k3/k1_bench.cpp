@@ -30,6 +30,7 @@ namespace {
 constexpr int64_t kFlushBytes = int64_t{256} << 20;
 constexpr int64_t kCopyBytes = int64_t{1} << 30;
 constexpr int kSlotsPerRequest = 8;
+constexpr int kClockPoints = 7;  // k1.cpp's
 
 struct Timing {
   double median_ms = 0, best_ms = 0;
@@ -140,7 +141,7 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
   MT_RETURN_IF_ERROR(pointer(4, ScalarType::kI32).status());
   std::optional<uint64_t> clock;
   if (build.stage_clock) {
-    MT_ASSIGN_OR_RETURN(uint64_t address, pointer(int64_t{programs} * 4 * 8, ScalarType::kI64));
+    MT_ASSIGN_OR_RETURN(uint64_t address, pointer(int64_t{programs} * kClockPoints * 8, ScalarType::kI64));
     clock = address;
   }
   MT_ASSIGN_OR_RETURN(uint64_t flush, buffer(kFlushBytes));
@@ -165,17 +166,22 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
   if (clock) {
     // The last launch's stage ends, relative to the earliest program start: the latest program's
     // and the median program's, per stage.
-    std::vector<int64_t> ticks(static_cast<size_t>(programs) * 4);
+    std::vector<int64_t> ticks(static_cast<size_t>(programs) * kClockPoints);
     MT_RETURN_IF_ERROR(device.copy_to_host(ticks.data(), *clock, ticks.size() * 8));
     int64_t first = ticks[0];
-    for (int p = 0; p < programs; ++p) first = std::min(first, ticks[p * 4]);
-    std::printf("  stages of %s (us from the first program's start; latest / median program):", k1_name(build).c_str());
-    for (int stage = 0; stage < 4; ++stage) {
+    for (int p = 0; p < programs; ++p) first = std::min(first, ticks[p * kClockPoints]);
+    std::printf("  stages of %s (us from the first start; latest / median program; KDA points of the programs that ran a task):\n   ",
+                k1_name(build).c_str());
+    static const char* names[kClockPoints] = {"start", "A", "B", "C", "kda-inputs", "kda-recurrence", "kda-task"};
+    for (int point = 0; point < kClockPoints; ++point) {
       std::vector<int64_t> at;
-      for (int p = 0; p < programs; ++p) at.push_back(ticks[p * 4 + stage] - first);
+      for (int p = 0; p < programs; ++p) {
+        const int64_t tick = ticks[p * kClockPoints + point];
+        if (tick != 0) at.push_back(tick - first);
+      }
+      if (at.empty()) continue;
       std::sort(at.begin(), at.end());
-      std::printf(" %s %.2f / %.2f", stage == 0 ? "start" : stage == 1 ? "A" : stage == 2 ? "B" : "C",
-                  at.back() / 1e3, at[at.size() / 2] / 1e3);
+      std::printf(" %s %.2f / %.2f", names[point], at.back() / 1e3, at[at.size() / 2] / 1e3);
     }
     std::printf("\n");
   }
