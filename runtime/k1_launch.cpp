@@ -54,7 +54,7 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
   MT_ASSIGN_OR_RETURN(launch.health_, device.allocate(static_cast<size_t>(health_bytes)));
   MT_ASSIGN_OR_RETURN(launch.words_, device.allocate(8));
   if (build.stage_clock) {
-    MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) * 4 * 8));
+    MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) * kernels::k3::kK1ClockPoints * 8));
     MT_RETURN_IF_ERROR(device.fill_bytes(launch.clock_.address(), 0, launch.clock_.size()));
   }
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0, static_cast<size_t>(launch.layout_.zeroed_bytes)));

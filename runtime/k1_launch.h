@@ -68,7 +68,7 @@ class K1Launch {
  public:
   // Allocates the scratch of k1_scratch(build) with [0, zeroed_bytes) zeroed, and the health words
   // for `programs` instances (>= 1), the alarm and the epoch, all zeroed; with build.stage_clock,
-  // the clock words i64 [programs, 4] too. `build` is the one launched: after k1_for_target.
+  // the clock words i64 [programs, kK1ClockPoints] too. `build` is the one launched: after k1_for_target.
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs);
 
   // The arguments in k1_parameters(build) order; `layer` is the tag slot (0..127).
@@ -95,7 +95,7 @@ class K1Launch {
   DevicePtr health() const { return health_.address(); }
   // The AttnRes output x [T, H] bf16 the launch left in the scratch.
   DevicePtr x_rows() const { return scratch_.address() + static_cast<DevicePtr>(layout_.x_rows); }
-  // i64 [programs, 4]: each program's start and the ends of stages A, B, C (build.stage_clock only).
+  // i64 [programs, kK1ClockPoints]: the stage clock's points (k1.h; build.stage_clock only).
   DevicePtr clock() const { return clock_.address(); }
 
  private:

@@ -34,7 +34,7 @@ constexpr float kL2NormEps = 1e-6f;
 // Clock points of a stage_clock build (k1.h): program start, stage A, B and C done, then in the
 // program's last KDA task: its inputs ready, its recurrence done, its arrival (and the head's
 // finish, when last) done.
-constexpr int kClockPoints = 7;
+constexpr int kClockPoints = kK1ClockPoints;
 // Control words: counters and flags 0..31 are AttnRes's (attn_res_stage.h); flag 32 says the whole
 // proj is written; counter 32 counts the in_proj tasks, counters 33.. the quarters of each
 // (request, head).

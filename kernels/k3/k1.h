@@ -117,6 +117,9 @@ inline int64_t health_words(int programs) { return int64_t{programs + 1} * kHeal
 // The tag every flag of one launch carries: (epoch mod 2^22) * 256 + slot + 1 (never 0).
 inline int32_t step_tag(int32_t epoch, int slot) { return (epoch & ((1 << 22) - 1)) * 256 + slot + 1; }
 
+// The stage_clock build's i64 words per program (K1Build::stage_clock).
+inline constexpr int kK1ClockPoints = 7;
+
 // Region ids in the health records.
 enum class K1Region : int32_t { kAttnRes = 1, kXRows = 2, kProj = 3 };
 

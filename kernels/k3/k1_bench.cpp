@@ -30,7 +30,7 @@ namespace {
 constexpr int64_t kFlushBytes = int64_t{256} << 20;
 constexpr int64_t kCopyBytes = int64_t{1} << 30;
 constexpr int kSlotsPerRequest = 8;
-constexpr int kClockPoints = 7;  // k1.cpp's
+constexpr int kClockPoints = kK1ClockPoints;
 
 struct Timing {
   double median_ms = 0, best_ms = 0;
