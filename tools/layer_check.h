@@ -15,7 +15,8 @@ namespace monotile::tools {
 struct CheckRule {
   double ulps = 0;               // the tight bound, in bf16 ulps at the reference's magnitude
   double abs_share = 0;          // or |error| <= abs_share x RMS(reference)
-  double outlier_share = 0;      // at most this share of the values may miss the tight bound...
+  double outlier_share = 0;      // at most this share of the values judged by the rule (those not
+                                 // compared bit for bit) may miss the tight bound...
   double outlier_abs_share = 0;  // ...each within outlier_abs_share x RMS(reference)
   std::string why;               // the rule's justification, printed with --check
 };
@@ -24,6 +25,7 @@ struct OutputCheck {
   std::string name;
   int64_t compared = 0;
   int64_t exact_compared = 0;  // of them, values that must keep their bits
+  int64_t differing = 0;       // values judged by the rule that differ from the reference at all
   int64_t outliers = 0;
   int64_t failures = 0;
   double worst_ulps = 0;       // over the values judged by ulps; infinity for NaN or infinity

@@ -372,8 +372,8 @@ absl::StatusOr<bool> check(const LayerModel& m, const LayerStep& step, const Lay
   add("recurrent_state", doubles(out.recurrent_state), expected.cache.state, {step.slots, shape.heads, 128, 128},
       &state_exact);
   std::printf("check against the float64 reference (bf16 rounding points; ulps of bf16 at the reference's magnitude):\n");
-  std::printf("  %-16s %10s %10s %11s %10s %9s  %s\n", "output", "values", "bit-exact", "worst ulps", "worst/RMS", "outliers",
-              "verdict");
+  std::printf("  %-16s %10s %10s %9s %11s %10s %9s  %s\n", "output", "values", "bit-exact", "differ", "worst ulps",
+              "worst/RMS", "outliers", "verdict");
   bool all = true;
   for (const OutputCheck& c : checks) {
     const CheckRule rule = rule_for(c.name);
@@ -382,8 +382,9 @@ absl::StatusOr<bool> check(const LayerModel& m, const LayerStep& step, const Lay
     if (rule.outlier_share > 0) {
       absl::StrAppendFormat(&bound, ", %g%% outliers within %g x RMS", rule.outlier_share * 100, rule.outlier_abs_share);
     }
-    std::printf("  %-16s %10lld %10lld %11.2f %10.2e %9lld  %s (%s)\n", c.name.c_str(), static_cast<long long>(c.compared),
-                static_cast<long long>(c.exact_compared), c.worst_ulps, c.worst_rms, static_cast<long long>(c.outliers),
+    std::printf("  %-16s %10lld %10lld %9lld %11.2f %10.2e %9lld  %s (%s)\n", c.name.c_str(),
+                static_cast<long long>(c.compared), static_cast<long long>(c.exact_compared),
+                static_cast<long long>(c.differing), c.worst_ulps, c.worst_rms, static_cast<long long>(c.outliers),
                 c.passed() ? "pass" : "FAIL", bound.c_str());
     all = all && c.passed();
   }
