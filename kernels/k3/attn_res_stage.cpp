@@ -1,5 +1,7 @@
 #include "kernels/k3/attn_res_stage.h"
 
+#include <vector>
+
 #include "dsl/dsl.h"
 
 namespace monotile::kernels::k3 {
@@ -61,13 +63,19 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
     auto before = atomic_add(r.counters + t, 1, Scope::gpu, Order::acq_rel);
     if_((before + 1) % chunks == 0, [&] {
       fence(Order::acquire, Scope::gpu);
+      // Every chunk's partials loaded at once (plain loads, which the acquire covers), then summed
+      // in chunk order.
       auto row_partials = r.partials + t * chunks * kAttnResPartials;
-      auto g = range(0, chunks, 1, zeros({kS, kS}, f32), [&](Value k, Value acc) {
-        return acc + load(row_partials + k * kAttnResPartials + col(ss) * kS + row(ss), {.cache = Cache::global});
-      });
-      auto d = range(0, chunks, 1, zeros({kS}, f32), [&](Value k, Value acc) {
-        return acc + load(row_partials + k * kAttnResPartials + kS * kS + ss, {.cache = Cache::global});
-      });
+      std::vector<Value> gs, ds;
+      for (int k = 0; k < chunks; ++k) {
+        gs.push_back(load(row_partials + k * kAttnResPartials + col(ss) * kS + row(ss)));
+        ds.push_back(load(row_partials + k * kAttnResPartials + kS * kS + ss));
+      }
+      Value g = gs[0], d = ds[0];
+      for (int k = 1; k < chunks; ++k) {
+        g = g + gs[k];
+        d = d + ds[k];
+      }
       auto real = ss < sources;
       auto diagonal = sum(where(col(ss) == row(ss), g, 0.0f), 1);
       Value e;
@@ -91,7 +99,7 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
     auto t = task / chunks, c = task % chunks;
     auto cols = c * chunk + offsets;
     wait_flag(r.flags + t, kRegion, t, hc);
-    auto a = load(r.coefficients + t * kS + ss, {.cache = Cache::global});
+    auto a = load(r.coefficients + t * kS + ss);
     auto mixed = sum(col(a) * source_tile(t, cols).to(f32), 0);
     store(r.out + t * r.hidden + cols, (mixed * load(r.out_norm + cols).to(f32)).to(bf16));
     // One counter per width: each launch adds exactly its width's task count to it.

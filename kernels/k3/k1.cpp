@@ -278,13 +278,17 @@ void kda_task(const K1Build& b, const Args& a, const Value& task) {
   std::vector<Value> v_in = conv(b, a, r, 2 * pl + h * kHeadDim + vv);
   std::vector<Value> decay = decays(b, a, r, h);
   const float q_scale = 1.0f / std::sqrt(float(kHeadDim));
+  // Every per-token input before the first state store: a streaming store is ordered like a
+  // fence in the generated code, so a load after it would wait for the previous token's math.
+  std::vector<Value> beta;
+  for (int t = 0; t < b.q; ++t) {
+    beta.push_back(sigmoid(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + 4 * pl + kHeadDim + h).to(f32)));
+  }
   tick(a, 4);
   for (int t = 0; t < b.q; ++t) {
-    auto token = r.n * b.q + t;
     auto qn = l2_normalized(q_in[t]) * q_scale, kn = l2_normalized(k_in[t]);
-    auto beta = sigmoid(load(a.proj + token * b.in_proj_rows + 4 * pl + kHeadDim + h).to(f32));
     auto decayed = S * row(decay[t]);
-    auto e = (v_in[t] - sum(decayed * row(kn), 1)) * beta;
+    auto e = (v_in[t] - sum(decayed * row(kn), 1)) * beta[t];
     S = decayed + col(e) * row(kn);
     auto o = where(r.has_state, sum(S * row(qn), 1), 0.0f).to(bf16).to(f32);
     store(a.o_rows + ((r.n * heads + h) * b.q + t) * kHeadDim + vv, o);
@@ -300,25 +304,35 @@ void kda_task(const K1Build& b, const Args& a, const Value& task) {
   auto arrived = atomic_add(a.counters + kHeadCounters + r.n * heads + h, 1, Scope::gpu, Order::acq_rel);
   if_(arrived % kTasksPerHead == kTasksPerHead - 1, [&] {
     fence(Order::acquire, Scope::gpu);
+    // Every load first (plain loads, which the acquire covers), so they are in flight together.
     auto w = load(a.o_norm + kk).to(f32);
+    std::vector<Value> o, gate;
     for (int t = 0; t < b.q; ++t) {
       auto token = r.n * b.q + t;
-      auto o = load(a.o_rows + ((r.n * heads + h) * b.q + t) * kHeadDim + kk, {.cache = Cache::global});
-      auto gate = load(a.proj + token * b.in_proj_rows + 3 * pl + h * kHeadDim + kk).to(f32);
-      auto y = o * rsqrt(sum(o * o) / float(kHeadDim) + b.onorm_eps) * w * sigmoid(gate);
-      store(a.core + token * pl + h * kHeadDim + kk, y.to(bf16));
+      o.push_back(load(a.o_rows + ((r.n * heads + h) * b.q + t) * kHeadDim + kk));
+      gate.push_back(load(a.proj + token * b.in_proj_rows + 3 * pl + h * kHeadDim + kk).to(f32));
     }
     // The head's new conv state: entries 0..q+1 = [old[a + 1], old[a + 2], x_0 .. x_{q-1}] for its
     // q, k and v channels (entries past q + 1 are left as they are).
+    std::vector<std::vector<Value>> entries(3);
     for (int part = 0; part < 3; ++part) {
       auto channels = part * pl + h * kHeadDim + kk;
-      std::vector<Value> entries;
       for (int j = 1; j < kConvWidth - 1; ++j) {
-        entries.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv));
+        entries[part].push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv));
       }
-      for (int t = 0; t < b.q; ++t) entries.push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels));
-      for (size_t e = 0; e < entries.size(); ++e) {
-        store(conv_entry(a, r, channels, full({}, static_cast<int>(e), i32)), entries[e], r.has_conv);
+      for (int t = 0; t < b.q; ++t) {
+        entries[part].push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels));
+      }
+    }
+    for (int t = 0; t < b.q; ++t) {
+      auto token = r.n * b.q + t;
+      auto y = o[t] * rsqrt(sum(o[t] * o[t]) / float(kHeadDim) + b.onorm_eps) * w * sigmoid(gate[t]);
+      store(a.core + token * pl + h * kHeadDim + kk, y.to(bf16));
+    }
+    for (int part = 0; part < 3; ++part) {
+      auto channels = part * pl + h * kHeadDim + kk;
+      for (size_t e = 0; e < entries[part].size(); ++e) {
+        store(conv_entry(a, r, channels, full({}, static_cast<int>(e), i32)), entries[part][e], r.has_conv);
       }
     }
   });
