@@ -2,6 +2,7 @@
 // vLLM. `inputs` writes a valid random step file; `run` reads one (docs/layer_run.md), runs K1 on
 // the CPU interpreter or a GPU, writes every output and cache after the step, and with --check
 // compares them with the float64 reference (exit 0 only when every output passes).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
