@@ -20,7 +20,8 @@
 
 namespace monotile::kernels::k3 {
 
-// The column chunk of a task: the largest of 1024, 512, ..., 16 dividing `hidden`.
+// The column chunk of a task: the largest of 1024, 512, ..., 16 dividing `hidden` (with 512, ptxas
+// capped some sm_90a builds at 128 registers and spilled; 1024 did not spill, at 230-255).
 int attn_res_chunk(int hidden);
 // Sources of a chunk tile: the blocks and the prefix, padded to the matrix unit's 16 rows.
 inline constexpr int kAttnResSources = 16;

@@ -312,27 +312,23 @@ void kda_task(const K1Build& b, const Args& a, const Value& task) {
       o.push_back(load(a.o_rows + ((r.n * heads + h) * b.q + t) * kHeadDim + kk));
       gate.push_back(load(a.proj + token * b.in_proj_rows + 3 * pl + h * kHeadDim + kk).to(f32));
     }
-    // The head's new conv state: entries 0..q+1 = [old[a + 1], old[a + 2], x_0 .. x_{q-1}] for its
-    // q, k and v channels (entries past q + 1 are left as they are).
-    std::vector<std::vector<Value>> entries(3);
-    for (int part = 0; part < 3; ++part) {
-      auto channels = part * pl + h * kHeadDim + kk;
-      for (int j = 1; j < kConvWidth - 1; ++j) {
-        entries[part].push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv));
-      }
-      for (int t = 0; t < b.q; ++t) {
-        entries[part].push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels));
-      }
-    }
     for (int t = 0; t < b.q; ++t) {
       auto token = r.n * b.q + t;
       auto y = o[t] * rsqrt(sum(o[t] * o[t]) / float(kHeadDim) + b.onorm_eps) * w * sigmoid(gate[t]);
       store(a.core + token * pl + h * kHeadDim + kk, y.to(bf16));
     }
+    // The head's new conv state: entries 0..q+1 = [old[a + 1], old[a + 2], x_0 .. x_{q-1}] for its
+    // q, k and v channels (entries past q + 1 are left as they are); a part's loads go together
+    // (three parts at once would hold 3 (q + 2) tiles: they spill at q = 8).
     for (int part = 0; part < 3; ++part) {
       auto channels = part * pl + h * kHeadDim + kk;
-      for (size_t e = 0; e < entries[part].size(); ++e) {
-        store(conv_entry(a, r, channels, full({}, static_cast<int>(e), i32)), entries[part][e], r.has_conv);
+      std::vector<Value> entries;
+      for (int j = 1; j < kConvWidth - 1; ++j) {
+        entries.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv));
+      }
+      for (int t = 0; t < b.q; ++t) entries.push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels));
+      for (size_t e = 0; e < entries.size(); ++e) {
+        store(conv_entry(a, r, channels, full({}, static_cast<int>(e), i32)), entries[e], r.has_conv);
       }
     }
   });

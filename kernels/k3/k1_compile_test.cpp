@@ -51,11 +51,14 @@ void expect_compiles(const std::string& arch, const std::vector<K1Build>& builds
 
 std::vector<K1Build> builds() {
   std::vector<K1Build> out;
-  for (auto [tokens, q] : {std::pair{4, 4}, std::pair{16, 4}, std::pair{2, 2}, std::pair{8, 8}}) {
+  for (auto [tokens, q] : {std::pair{4, 4}, std::pair{16, 4}, std::pair{2, 2}, std::pair{8, 8}, std::pair{16, 8}}) {
     out.push_back(k3_rank_build(tokens, q, 1));
   }
   out.push_back(k3_rank_build(8, 4, 12));  // block write
   out.push_back(k3_rank_build(8, 2, 0));   // no block source
+  K1Build widest = k3_rank_build(16, 8, 0);
+  widest.state_len = 12;
+  out.push_back(widest);
   model::ModelConfig tiny = *model::load_config("k3-tiny");
   model::RankDims dims = *model::rank_dims(tiny, 1, 0);
   out.push_back(*k1_build(tiny, 1, dims.kda_heads, static_cast<int>(dims.in_proj_rows), 8, 4, 6, false));
