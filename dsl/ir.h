@@ -262,6 +262,9 @@ struct KernelOptions {
   // Reductions whose lanes hold several result values exchange half of them per shuffle level
   // (fewer shuffles, a longer dependent chain); false: every value runs its own butterfly.
   bool multi_row_reductions = true;
+  // NVIDIA: __launch_bounds__'s minimum blocks per SM (0: not given). A persistent kernel that runs
+  // one program per SM says 1, so ptxas never trades registers for an occupancy it cannot have.
+  int min_programs_per_sm = 0;
   friend bool operator==(const KernelOptions&, const KernelOptions&) = default;
 };
 

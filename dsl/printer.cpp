@@ -54,6 +54,9 @@ class Printer {
     if (program_.options.mma == MmaKind::kWarpgroup) out_ += " mma=warpgroup";
     if (program_.options.mma == MmaKind::kWarpgroupSerial) out_ += " mma=warpgroup_serial";
     if (!program_.options.multi_row_reductions) out_ += " multi_row_reductions=false";
+    if (program_.options.min_programs_per_sm > 0) {
+      absl::StrAppend(&out_, " min_programs_per_sm=", program_.options.min_programs_per_sm);
+    }
     out_ += " (";
     for (size_t i = 0; i < program_.params.size(); ++i) {
       const Param& param = program_.params[i];

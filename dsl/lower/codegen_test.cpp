@@ -5,6 +5,7 @@
 
 #include "dsl/dsl.h"
 #include "dsl/lower/lower.h"
+#include "dsl/printer.h"
 #include "dsl/lower/lower_test_util.h"
 #include "dsl/test_programs.h"
 #include "gmock/gmock.h"
@@ -282,6 +283,17 @@ TEST(Codegen, EverySampleNeedsNoHeaderAndSetsLaunchBounds) {
           << sample.name << " " << target;
     }
   }
+}
+
+TEST(Codegen, MinProgramsPerSmReachesNvidiaLaunchBoundsOnly) {
+  Builder b("persistent", {.num_warps = 8, .min_programs_per_sm = 1});
+  auto x = b.arg("x", ptr(f32));
+  store(x + arange(0, 256), 1.0f);
+  Program program = b.finish();
+  EXPECT_THAT(lowered(program, "sm_90a").source, HasSubstr("__launch_bounds__(256, 1) persistent("));
+  // HIP's second argument is a wave count per execution unit, another meaning: left out.
+  EXPECT_THAT(lowered(program, "gfx90a").source, HasSubstr("__launch_bounds__(512) persistent("));
+  EXPECT_THAT(to_text(program), HasSubstr("kernel persistent num_warps=8 min_programs_per_sm=1 ("));
 }
 
 TEST(Codegen, AKernelWithoutASideEffectIsRefusedNamingIt) {

@@ -426,7 +426,7 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target) {
 
 Program k1_program(const K1Build& build, SourceLocation loc) {
   check(build, loc);
-  Builder b(k1_name(build), {.num_warps = build.num_warps}, loc);
+  Builder b(k1_name(build), {.num_warps = build.num_warps, .min_programs_per_sm = 1}, loc);
   Args a = declare(b, build);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   tick(a, 0);

@@ -85,7 +85,7 @@ std::string k1_name(const K1Build& build);
 //   num_accepted (ptr<i32> [N], 1..q), core (ptr<bf16> [T, Pl]),
 //   the scratch views of K1Scratch (x_rows, proj, o_rows, ares, flags, counters),
 //   epoch (ptr<i32>: the step epoch), layer (i32: the tag slot, < 128),
-//   health (ptr<i32>: kHealthWords(programs)), alarm (ptr<i32>)[, clock (ptr<i64>)].
+//   health (ptr<i32>: health_words(programs)), alarm (ptr<i32>)[, clock (ptr<i64>)].
 // Any number of programs may run it (num_programs(0); one per SM is the intent), all resident at
 // once: a program waits only for work that programs which never wait before it produce.
 dsl::Program k1_program(const K1Build& build, SourceLocation loc = SourceLocation::current());
