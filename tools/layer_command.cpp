@@ -263,10 +263,10 @@ absl::StatusOr<RunResult> run_k1(const LayerModel& m, const LayerStep& step, con
   MT_ASSIGN_OR_RETURN(kernels::k3::K1Build build,
                       kernels::k3::k1_build(m.config, m.layer, m.dims.kda_heads, static_cast<int>(m.dims.in_proj_rows),
                                             step.tokens(), step.q, static_cast<int>(step.state_len), step.has_delta));
-  build = kernels::k3::k1_for_target(build, device.info().target);
   RunResult result;
   result.device = runtime::describe(device.info());
   result.programs = runtime::k1_programs(device.info(), build);
+  build = kernels::k3::k1_for_target(build, device.info().target, result.programs);
   DeviceTensors t(device);
   runtime::K1Tensors k;
   const int64_t tokens = step.tokens(), channels = shape.channels();

@@ -28,8 +28,6 @@ constexpr int kMaxQ = 8;
 // recurrence and a task's state slice (32 x 128 fp32) stays in registers.
 constexpr int kTaskRows = 32;
 constexpr int kTasksPerHead = kHeadDim / kTaskRows;
-// GEMV: rows of W_in per task (16 per warp on the matrix unit, W as its A operand).
-constexpr int kGemvRows = 64;
 constexpr float kL2NormEps = 1e-6f;
 // Clock points of a stage_clock build (k1.h): program start, stage A, B and C done, then in the
 // program's last KDA task: its inputs ready, its recurrence done, its arrival (and the head's
@@ -44,7 +42,7 @@ constexpr int kProjCounter = kAttnResWords;
 constexpr int kHeadCounters = kAttnResWords + 1;
 
 
-int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + kGemvRows - 1) / kGemvRows; }
+int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + b.gemv_rows - 1) / b.gemv_rows; }
 
 int64_t pow2_at_least(int64_t n) {
   int64_t p = 1;
@@ -78,6 +76,8 @@ void check(const K1Build& b, const SourceLocation& loc) {
   require(b.heads >= 1 && b.in_proj_rows >= 4 * b.projection() + kHeadDim + b.heads, loc,
           "in_proj has too few rows for the heads", ">= 4 Pl + 128 + NHl", std::to_string(b.in_proj_rows),
           "pass the rank's merged in_proj row count");
+  require(b.gemv_rows == 48 || b.gemv_rows == 64, loc, "gemv_rows must be 48 or 64", "48 or 64",
+          std::to_string(b.gemv_rows), "k1_for_target chooses it");
   require(attn_res_chunk(b.hidden) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc,
           "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
           std::to_string(b.hidden), "K3 models have hidden 7168; k1_for_target picks the step");
@@ -175,9 +175,9 @@ void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
     wait_flag(attn_res_done_flag(attn_res(b, a)), static_cast<int32_t>(K1Region::kXRows), full({}, 0, i32), hc);
   });
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
-    auto rows = task * kGemvRows + arange(0, kGemvRows);
+    auto rows = task * b.gemv_rows + arange(0, b.gemv_rows);
     auto row_ok = rows < b.in_proj_rows;
-    auto acc = range(0, b.hidden, step, zeros({kGemvRows, padded}, f32), [&](Value k0, Value acc) {
+    auto acc = range(0, b.hidden, step, zeros({b.gemv_rows, padded}, f32), [&](Value k0, Value acc) {
       auto ks = k0 + arange(0, step);
       auto w = load(a.w_in + col(rows).to(i64) * b.hidden + row(ks), col(row_ok), {.cache = Cache::streaming});
       auto xs = load(a.x_rows + col(ms) * b.hidden + row(ks), col(m_ok));
@@ -398,7 +398,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
-                                  "_nw", b.num_warps, "_k", b.gemv_step, b.stage_clock ? "_clock" : "");
+                                  "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
@@ -416,11 +416,15 @@ std::string k1_name(const K1Build& b) {
   return name;
 }
 
-K1Build k1_for_target(K1Build build, const dsl::Target& target) {
+K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs) {
   if (target.vendor() == dsl::Vendor::kAmd) {
     build.num_warps = 4;
     build.gemv_step = 128;
   }
+  // The in_proj tasks in one round where 48-row tasks make that possible (K3's TP 8 rank: 131 tasks
+  // on 132 SMs instead of 99, which left a quarter of the SMs without W to stream).
+  const int rows = build.in_proj_rows;
+  if (programs > 0 && (rows + 63) / 64 < programs && (rows + 47) / 48 <= programs) build.gemv_rows = 48;
   return build;
 }
 

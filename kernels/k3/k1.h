@@ -47,6 +47,7 @@ struct K1Build {
   // the in_proj GEMV's K step (its W tile goes through shared memory / LDS).
   int num_warps = 8;
   int gemv_step = 256;
+  int gemv_rows = 64;  // rows of W_in an in_proj task takes: 64, or 48 to fit the tasks in one round
   // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
@@ -64,9 +65,10 @@ struct K1Build {
 absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, int heads, int in_proj_rows,
                                  int tokens, int q, int state_len, bool delta);
 
-// The build for `target`: on AMD (64-wide wavefronts, 64 KiB of LDS) 4 wavefronts and 128-wide
-// GEMV steps, so that the program has as many threads as on NVIDIA and its LDS fits.
-K1Build k1_for_target(K1Build build, const dsl::Target& target);
+// The build for `target` and the number of programs it will run with (0: unknown): on AMD (64-wide
+// wavefronts, 64 KiB of LDS) 4 wavefronts and 128-wide GEMV steps, so that the program has as many
+// threads as on NVIDIA and its LDS fits; 48-row in_proj tasks where that fits them in one round.
+K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs = 0);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}" plus a hash of the eps values and the
 // lower bound when they differ from the defaults.
