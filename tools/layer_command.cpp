@@ -25,12 +25,17 @@
 #include "runtime/k1_launch.h"
 #include "support/status_macros.h"
 #include "tools/commands.h"
-#include "tools/layer_check.h"
+#include "kernels/k3/k1_check.h"
 #include "tools/layer_io.h"
 #include "tools/layer_weights.h"
 
 namespace monotile::tools {
 namespace {
+
+using kernels::k3::check_output;
+using kernels::k3::CheckRule;
+using kernels::k3::OutputCheck;
+using kernels::k3::rule_for;
 
 constexpr const char* kUsage =
     "usage: monotile layer run --model DIR|NAME [--seed S] --tp T --rank R --layer L --inputs IN.safetensors\n"

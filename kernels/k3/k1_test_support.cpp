@@ -89,64 +89,6 @@ std::span<std::byte> writable_bytes(std::vector<T>& v) {
   return std::as_writable_bytes(std::span<T>(v));
 }
 
-// bf16 ulps of `error` at the magnitude of `expected` (the spacing of bf16 values there; values
-// below the smallest normal bf16 use its spacing).
-double bf16_ulps(double error, double expected) {
-  const double magnitude = std::max(std::fabs(expected), std::ldexp(1.0, -126));
-  return error / std::ldexp(1.0, std::ilogb(magnitude) - 7);
-}
-
-// A value passes within `ulps` bf16 ulps or within abs_share x the output's RMS (values near zero).
-// A float64 reference with the kernel's bf16 rounding points still differs from any fp32 kernel
-// where a rounding lands the other way (x, proj, the gate g): one flipped g moves a whole column of
-// a head's state by up to ~15% (the decay's slope at exp(A_log) = 16), one flipped x element moves
-// every projection by ~1e-4. So up to `outlier_share` of the values may miss the tight rule, each
-// still within `outlier_abs_share` x RMS; a wrong index or formula fails far more values than that.
-struct Rule {
-  double ulps = 0;
-  double abs_share = 0;
-  double outlier_share = 0;
-  double outlier_abs_share = 0;
-};
-
-OutputCheck compare(const std::string& name, const Vec& actual, const Vec& expected, Rule rule,
-                    const std::vector<bool>* exact = nullptr) {
-  OutputCheck check;
-  check.name = name;
-  double rms = 0;
-  for (double e : expected) rms += e * e;
-  rms = std::sqrt(rms / std::max<size_t>(1, expected.size()));
-  for (size_t i = 0; i < expected.size(); ++i) {
-    ++check.compared;
-    const double a = actual[i], e = expected[i];
-    bool ok;
-    double ulps = 0;
-    if (exact != nullptr && (*exact)[i]) {
-      ok = std::memcmp(&a, &e, sizeof a) == 0 || a == e;
-    } else if (std::isnan(a) || std::isnan(e) || std::isinf(a) || std::isinf(e)) {
-      ok = false;
-    } else {
-      ulps = bf16_ulps(std::fabs(a - e), e);
-      ok = ulps <= rule.ulps || std::fabs(a - e) <= rule.abs_share * rms;
-      if (!ok && std::fabs(a - e) <= rule.outlier_abs_share * rms) {
-        ++check.outliers;
-        ok = true;
-      }
-    }
-    if (!std::isnan(ulps)) check.worst_ulps = std::max(check.worst_ulps, ulps);
-    if (!ok) {
-      if (check.failures == 0) check.first_failure = absl::StrCat(name, "[", i, "]: got ", a, ", expected ", e);
-      ++check.failures;
-    }
-  }
-  if (check.outliers > rule.outlier_share * check.compared) {
-    check.first_failure = absl::StrCat(check.outliers, " values only within the loose bound, more than ",
-                                       rule.outlier_share * 100, "% of them; ", check.first_failure);
-    check.failures += check.outliers;
-  }
-  return check;
-}
-
 }  // namespace
 
 std::string case_name(const K1Case& c) {
@@ -158,7 +100,7 @@ std::string case_name(const K1Case& c) {
 bool K1Result::ok() const {
   if (!health.empty() && health[0] != 0) return false;
   for (const OutputCheck& o : outputs) {
-    if (o.failures != 0) return false;
+    if (!o.passed()) return false;
   }
   return true;
 }
@@ -174,8 +116,8 @@ std::string K1Result::report() const {
     absl::StrAppend(&out, "\n");
   }
   for (const OutputCheck& o : outputs) {
-    absl::StrAppend(&out, o.name, ": ", o.compared, " values, worst ", o.worst_ulps, " bf16 ulps, ", o.outliers,
-                    " loose, ", o.failures, " failures", o.failures ? " (first: " + o.first_failure + ")" : "", "\n");
+    absl::StrAppend(&out, o.name, ": ", o.compared, " values, worst ", o.worst_ulps, " bf16 ulps (", o.worst_rms,
+                    " x RMS), ", o.outliers, " loose, ", o.failures, " failures", o.failures ? " (first: " + o.first_failure + ")" : "", "\n");
   }
   return out;
 }
@@ -304,18 +246,14 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(result.health), health_buffer));
   std::vector<uint16_t> bits(static_cast<size_t>(tokens * h));
   MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), prefix));
-  result.outputs.push_back(compare("prefix", from_bf16(bits), expected.prefix, {.ulps = 0}));
+  result.outputs.push_back(check_output("prefix", from_bf16(bits), expected.prefix, {tokens, h}, rule_for("prefix")));
   bits.resize(static_cast<size_t>(tokens * blocks * h));
   MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), blocks_buffer));
-  result.outputs.push_back(compare("blocks", from_bf16(bits), expected.blocks, {.ulps = 0}));
-  // core: bf16 after eight rounding points (x, proj, g, conv, o, the norm); a rounding that
-  // flips at any of them moves the result by about one ulp of that value, so a few ulps, or a small
-  // share of the RMS for values near zero.
+  result.outputs.push_back(
+      check_output("blocks", from_bf16(bits), expected.blocks, {tokens, blocks, h}, rule_for("blocks")));
   bits.resize(static_cast<size_t>(tokens * pl));
   MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), core));
-  result.outputs.push_back(compare("core", from_bf16(bits), expected.core,
-                                   {.ulps = 8, .abs_share = 1.0 / 64, .outlier_share = 0.005, .outlier_abs_share = 0.25}));
-  // The conv state holds raw bf16 projections: exact except where a projection's rounding flipped.
+  result.outputs.push_back(check_output("core", from_bf16(bits), expected.core, {tokens, pl}, rule_for("core")));
   bits.resize(conv_host.size());
   MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), conv_buffer));
   Vec conv_actual(conv_host.size());
@@ -344,14 +282,12 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
     for (int64_t i = 0; i < state_len * channels; ++i) conv_exact[s * state_len * channels + i] = untouched;
     for (int64_t i = 0; i < nhl * kD * kD; ++i) state_exact[s * nhl * kD * kD + i] = untouched;
   }
-  result.outputs.push_back(compare("conv_state", conv_actual, expected.cache.conv,
-                                   {.ulps = 1, .outlier_share = 0.005, .outlier_abs_share = 1.0 / 16}, &conv_exact));
+  result.outputs.push_back(check_output("conv_state", conv_actual, expected.cache.conv, {slots, state_len, channels},
+                                        rule_for("conv_state"), &conv_exact));
   std::vector<float> state(cache.state.size());
   MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(state), state_buffer));
-  // The recurrent state is fp32: held to half a bf16 ulp, outliers (flipped gates) aside.
-  result.outputs.push_back(compare("recurrent_state", Vec(state.begin(), state.end()), expected.cache.state,
-                                   {.ulps = 0.5, .abs_share = 1.0 / 256, .outlier_share = 0.01, .outlier_abs_share = 0.25},
-                                   &state_exact));
+  result.outputs.push_back(check_output("recurrent_state", Vec(state.begin(), state.end()), expected.cache.state,
+                                        {slots, nhl, kD, kD}, rule_for("recurrent_state"), &state_exact));
   executor.release_all();
   return result;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/k3/k1.h"
+#include "kernels/k3/k1_check.h"
 #include "kernels/reference/k3_layer_reference.h"
 #include "model/config.h"
 #include "tests/conformance/executor.h"
@@ -31,16 +32,6 @@ struct K1Case {
 };
 
 std::string case_name(const K1Case& c);
-
-// The worst disagreement of one output, and whether it passed.
-struct OutputCheck {
-  std::string name;
-  int64_t compared = 0;
-  int64_t failures = 0;
-  int64_t outliers = 0;   // values that passed only within the loose bound
-  double worst_ulps = 0;  // bf16 ulps at the reference value's magnitude
-  std::string first_failure;
-};
 
 struct K1Result {
   std::vector<OutputCheck> outputs;

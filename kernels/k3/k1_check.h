@@ -1,7 +1,7 @@
-// `monotile layer run --check`: one output of a run against the float64 reference, by the rule of
-// its kind. Errors are measured in bf16 ulps at the reference value's magnitude; a rule allows a
-// few ulps, an absolute floor near zero (a share of the output's RMS), and a small share of
-// outliers within a loose bound (roundings that flipped upstream). NaN or infinity never passes;
+// One output of a K1 run against the float64 reference, by the rule of its kind (`monotile layer run
+// --check` and K1's tests). Errors are measured in bf16 ulps at the reference value's magnitude; a
+// rule allows a few ulps, an absolute floor near zero (a share of the output's RMS), and a small share
+// of outliers within a loose bound (roundings that flipped upstream). NaN or infinity never passes;
 // values marked exact (cache slots the step does not touch) must keep their bits.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace monotile::tools {
+namespace monotile::kernels::k3 {
 
 struct CheckRule {
   double ulps = 0;               // the tight bound, in bf16 ulps at the reference's magnitude
@@ -47,4 +47,4 @@ OutputCheck check_output(const std::string& name, std::span<const double> actual
 // The rule of each output of K1 (prefix, blocks, x, core, conv_state, recurrent_state).
 CheckRule rule_for(const std::string& output);
 
-}  // namespace monotile::tools
+}  // namespace monotile::kernels::k3

@@ -1,5 +1,5 @@
-// The comparison of `monotile layer run --check`; see layer_check.h.
-#include "tools/layer_check.h"
+// K1's outputs against the float64 reference; see k1_check.h.
+#include "kernels/k3/k1_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace monotile::tools {
+namespace monotile::kernels::k3 {
 namespace {
 
 std::string position(const std::string& name, int64_t index, const std::vector<int64_t>& shape) {
@@ -117,4 +117,4 @@ CheckRule rule_for(const std::string& output) {
           .why = "fp32 state: relative error within half a bf16 ulp (2^-9), flipped gates aside (outliers)"};
 }
 
-}  // namespace monotile::tools
+}  // namespace monotile::kernels::k3
