@@ -296,6 +296,30 @@ TEST(Codegen, MinProgramsPerSmReachesNvidiaLaunchBoundsOnly) {
   EXPECT_THAT(to_text(program), HasSubstr("kernel persistent num_warps=8 min_programs_per_sm=1 ("));
 }
 
+TEST(Codegen, ATileLargerThanTheRegistersIsRefusedAtItsLineBeforeCompiling) {
+  Builder b("whole_rows", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32));
+  auto offsets = col(arange(0, 16)) * 7168 + row(arange(0, 7168));
+  const int line = __LINE__ + 1;
+  auto rows = load(x + offsets);
+  store(x + offsets, rows * 2.0f);
+  absl::StatusOr<LoweredKernel> kernel = lower(b.finish(), *Target::parse("sm_90a"));
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_EQ(kernel.status().code(), absl::StatusCode::kResourceExhausted);
+  // Where (the user's line), what (the tile, its registers and the target's), and a hint.
+  EXPECT_THAT(kernel.status().message(), HasSubstr("codegen_test.cpp:" + std::to_string(line)));
+  EXPECT_THAT(kernel.status().message(),
+              HasSubstr("load makes a tile of f32[16, 7168] that needs 896 registers per thread (896 elements over 4 "
+                        "warps of 32), the target has 255"));
+  EXPECT_THAT(kernel.status().message(), HasSubstr("hint: loop over the long dimension with range()"));
+  // The same tile on 16 warps per row block fits no better than the registers allow: 224 fits.
+  Builder wide("whole_rows_wide", {.num_warps = 16});
+  auto y = wide.arg("y", ptr(f32));
+  auto wide_offsets = col(arange(0, 16)) * 7168 + row(arange(0, 7168));
+  store(y + wide_offsets, load(y + wide_offsets) * 2.0f);
+  EXPECT_TRUE(lower(wide.finish(), *Target::parse("sm_90a")).ok());
+}
+
 TEST(Codegen, AKernelWithoutASideEffectIsRefusedNamingIt) {
   Builder b("forgot_the_store");
   auto x = b.arg("x", ptr(f32));

@@ -12,6 +12,7 @@
 #include "dsl/lower/layout_assignment.h"
 #include "dsl/lower/lowering_state.h"
 #include "dsl/lower/op_lowering.h"
+#include "dsl/lower/register_precheck.h"
 #include "dsl/lower/verify_pass.h"
 #include "dsl/simplify.h"
 #include "support/status_macros.h"
@@ -43,6 +44,7 @@ absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target
   dump("simplify", dumping ? dump_program(state, false, false) : "");
   assign_layouts(state);
   dump("layouts", dumping ? dump_program(state, true, false) : "");
+  MT_RETURN_IF_ERROR(check_tile_registers(state));
   analyze_axes(state);
   dump("axis", dumping ? dump_program(state, true, true) : "");
   MT_ASSIGN_OR_RETURN(LoweredBody body, lower_ops(state));
