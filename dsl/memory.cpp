@@ -6,6 +6,7 @@
 
 #include "dsl/builder.h"
 #include "dsl/error.h"
+#include "dsl/op_rules.h"
 #include "dsl/promote.h"
 #include "dsl/shape_rules.h"
 
@@ -125,22 +126,6 @@ void build_store(const Value& ptr, const Operand& value, const Value* mask, Acce
   builder.emit(OpCode::kStore, operands, std::move(attrs), {}, loc);
 }
 
-bool atomic_takes(AtomicKind kind, ScalarType type) {
-  bool int32_64 = type == ScalarType::kI32 || type == ScalarType::kU32 || type == ScalarType::kI64;
-  bool wide_float = type == ScalarType::kF32 || type == ScalarType::kF64;
-  switch (kind) {
-    case AtomicKind::kAdd:
-      return int32_64 || wide_float || type == ScalarType::kF16 || type == ScalarType::kBf16;
-    case AtomicKind::kMax:
-    case AtomicKind::kMin:
-    case AtomicKind::kXchg: return int32_64 || wide_float;
-    case AtomicKind::kAnd:
-    case AtomicKind::kOr:
-    case AtomicKind::kXor: return int32_64;
-  }
-  return false;
-}
-
 Value build_atomic(AtomicKind kind, const Value& ptr, const Operand& value, MemScope scope,
                    MemOrder order, const std::optional<Value>& mask, const SourceLocation& loc) {
   std::string op = "atomic_" + std::string(atomic_name(kind));
@@ -217,7 +202,7 @@ Value atomic_cas(const Value& ptr, const Operand& expected, const Operand& desir
   check_order(order, {MemOrder::kRelaxed, MemOrder::kAcquire, MemOrder::kRelease, MemOrder::kAcqRel},
               "atomic_cas", loc);
   ScalarType scalar = pointer.element.scalar;
-  if (scalar != ScalarType::kI32 && scalar != ScalarType::kU32 && scalar != ScalarType::kI64) {
+  if (!atomic_cas_takes(scalar)) {
     throw Error(at(loc), "atomic_cas",
                 "atomic_cas does not take " + dtype_str(ElementType{scalar}) + " memory",
                 "i32, u32 or i64", dtype_str(ElementType{scalar}),

@@ -221,6 +221,10 @@ std::string Rule::memory_access() const {
       if (a.has_mask) MT_RULE(mask(1 + values));
       MT_REQUIRE(a.order != MemOrder::kPlain, "an atomic needs an order other than plain");
       MT_REQUIRE(out(0) == in(1), "result is " + out(0).str() + ", expected " + in(1).str());
+      MT_REQUIRE(op_.code == OpCode::kAtomicCas ? atomic_cas_takes(in(1).element.scalar)
+                                                 : atomic_takes(a.atomic, in(1).element.scalar),
+                 std::string(op_.code == OpCode::kAtomicCas ? "atomic_cas" : "atomic_" + std::string(atomic_name(a.atomic))) +
+                     " does not take " + std::string(scalar_type_name(in(1).element.scalar)) + " memory");
       return "";
     }
     case OpCode::kWaitUntil: {
@@ -469,5 +473,25 @@ std::string Rule::check() const {
 }  // namespace
 
 std::string check_op(const Program& program, const Op& op) { return Rule(program, op).check(); }
+
+bool atomic_takes(AtomicKind kind, ScalarType type) {
+  const bool int32_64 = type == ScalarType::kI32 || type == ScalarType::kU32 || type == ScalarType::kI64;
+  const bool wide_float = type == ScalarType::kF32 || type == ScalarType::kF64;
+  switch (kind) {
+    case AtomicKind::kAdd:
+      return int32_64 || wide_float || type == ScalarType::kF16 || type == ScalarType::kBf16;
+    case AtomicKind::kMax:
+    case AtomicKind::kMin:
+    case AtomicKind::kXchg: return int32_64 || wide_float;
+    case AtomicKind::kAnd:
+    case AtomicKind::kOr:
+    case AtomicKind::kXor: return int32_64;
+  }
+  return false;
+}
+
+bool atomic_cas_takes(ScalarType type) {
+  return type == ScalarType::kI32 || type == ScalarType::kU32 || type == ScalarType::kI64;
+}
 
 }  // namespace monotile::dsl

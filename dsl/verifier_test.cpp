@@ -123,6 +123,21 @@ TEST(Verifier, ConstantsHoldValuesOfTheirDtype) {
   EXPECT_THAT(message(verify(program)), HasSubstr("integer constant 300 does not fit u8"));
 }
 
+TEST(Verifier, AtomicsTakeTheBuildersDtypesOnly) {
+  // The builder refuses atomic_xor on f32 memory; IR that a pass or a hand edit makes with it is
+  // refused by the verifier by the same rule.
+  Builder b("xor");
+  auto p = b.arg("p", ptr(i32));
+  atomic_xor(p, 1, Scope::gpu, Order::relaxed);
+  Program program = b.finish();
+  ASSERT_TRUE(verify(program).ok());
+  for (Type& type : program.value_types) {
+    if (type.element.scalar == ScalarType::kI32) type.element.scalar = ScalarType::kF32;
+  }
+  program.params[0].type.scalar = ScalarType::kF32;
+  EXPECT_THAT(message(verify(program)), HasSubstr("atomic_xor does not take f32 memory"));
+}
+
 TEST(Verifier, ResultWithoutATypeIsAnErrorNotACrash) {
   Program program = small();
   find(program, OpCode::kAdd).results[0] = 1000;
