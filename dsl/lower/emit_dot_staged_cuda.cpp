@@ -1,5 +1,6 @@
-// Pipelined dots (plan in pipeline.h): the staged loads of a `for` body are issued as asynchronous
-// 16-byte global -> shared copies `ahead` iterations ahead (a prologue fills the first stages), and
+// Pipelined dots, NVIDIA only (sm_80+: cp.async, ldmatrix, mma.sync; sm_90a: wgmma; the plan is in
+// pipeline.h): the staged loads of a `for` body are issued as asynchronous 16-byte global -> shared
+// copies `ahead` iterations ahead (a prologue fills the first stages), and
 // the dot reads its fragments from the stage with matrix loads. Invariant: at the top of iteration
 // t, after the wait and the barrier, stage t % stages holds iteration t's tiles and no thread or
 // MMA still reads stage (t + ahead) % stages, which the copies for iteration t + ahead refill

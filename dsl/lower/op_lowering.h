@@ -101,7 +101,7 @@ class OpLowering {
   absl::Status sort(const Op& op);  // emit_sort.cpp
   absl::Status dot(const Op& op);   // emit_dot.cpp
   absl::Status dot_fma(const Op& op, const Layout& out_layout);
-  // Pipelined dots (emit_dot_staged.cpp): the shared-memory stages of one `for` loop.
+  // Pipelined dots (emit_dot_staged_cuda.cpp): the shared-memory stages of one `for` loop.
   struct LoopPipeline {
     std::string base;   // u32 shared address of stage 0
     std::string read;   // the stage iteration t reads

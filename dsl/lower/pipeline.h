@@ -2,7 +2,7 @@
 // dot (directly, or through a 2-D trans), with the loaded tile's last dim contiguous and 16-byte
 // aligned (a mask constant over 16 bytes, no `other`), so that they can be copied global -> shared asynchronously a few iterations ahead
 // instead of passing through registers. Only targets whose spelling stages operands get a plan; the
-// emission is in emit_dot_staged.cpp. The program's meaning is unchanged: the same elements are read.
+// emission is in emit_dot_staged_cuda.cpp. The program's meaning is unchanged: the same elements are read.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,7 @@ struct StagedDot {
   StagedOperand b;  // [N, K]
   // On the warpgroup MMA (matrix_unit.h warpgroup_mma_fits, both operands K-contiguous in 128-byte
   // rows): the unit reads the stage itself through matrix descriptors, so A's rows are stored in
-  // the order its instructions take them (emit_dot_staged.cpp) and the stage is 1024-byte aligned.
+  // the order its instructions take them (emit_dot_staged_cuda.cpp) and the stage is 1024-byte aligned.
   bool warpgroup = false;
 };
 
