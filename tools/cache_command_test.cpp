@@ -10,6 +10,7 @@
 #include "cache/cache.h"
 #include "cache/layout.h"
 #include "cache/testing.h"
+#include "tests/testing/command.h"
 
 namespace monotile::tools {
 namespace {
@@ -18,10 +19,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using cache::testing::TempDir;
 
-struct CommandResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using CommandResult = monotile::testing::CommandResult;
 
 class CacheCommandTest : public ::testing::Test {
  protected:
@@ -30,13 +28,7 @@ class CacheCommandTest : public ::testing::Test {
   CommandResult run(const std::string& args) const {
     std::string command = "env -u MONOTILE_CACHE_READONLY_DIRS -u MONOTILE_CACHE_DISABLE -u MONOTILE_CACHE_MAX_SIZE "
                           "MONOTILE_CACHE_DIR='" + dir().string() + "' " MONOTILE_BINARY " cache " + args + " 2>&1";
-    CommandResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    char buffer[4096];
-    while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, got);
-    int status = pclose(pipe);
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
+    return monotile::testing::run_command(command);
   }
 
   // Fills the cache with two kernels, one looked up once (a hit) and one missed first.
@@ -183,14 +175,10 @@ TEST_F(CacheCommandTest, UsageErrorsSayWhatIsWrong) {
 }
 
 TEST(CacheCommand, EmptyCacheDirSaysSo) {
-  FILE* pipe = popen("env MONOTILE_CACHE_DIR= " MONOTILE_BINARY " cache list 2>&1; echo \"rc=$?\"", "r");
-  std::string output;
-  char buffer[1024];
-  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, got);
-  pclose(pipe);
-  EXPECT_THAT(output, HasSubstr("monotile cache: no cache directory (MONOTILE_CACHE_DIR is set but empty); "
-                                "hint: pass --dir DIR"));
-  EXPECT_THAT(output, HasSubstr("rc=1"));
+  CommandResult result = monotile::testing::run_command("env MONOTILE_CACHE_DIR= " MONOTILE_BINARY " cache list 2>&1");
+  EXPECT_THAT(result.output, HasSubstr("monotile cache: no cache directory (MONOTILE_CACHE_DIR is set but empty); "
+                                       "hint: pass --dir DIR"));
+  EXPECT_EQ(result.status, 1);
 }
 
 }  // namespace

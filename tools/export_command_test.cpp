@@ -13,28 +13,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/test_support.h"
+#include "tests/testing/command.h"
 
 namespace monotile::tools {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandRun {
-  int status = -1;
-  std::string output;
-};
+using CommandRun = monotile::testing::CommandResult;
 
 CommandRun export_run(const std::string& args, const std::filesystem::path& home) {
   std::string command = "env MONOTILE_CACHE_DIR='" + (home / "cache").string() + "' " MONOTILE_BINARY
                         " export " + args + " 2>&1";
-  CommandRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer;
-  size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), got);
-  int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return monotile::testing::run_command(command);
 }
 
 std::string read(const std::filesystem::path& path) {

@@ -12,29 +12,20 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/test_support.h"
+#include "tests/testing/command.h"
 
 namespace monotile::tools {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandRun {
-  int status = -1;
-  std::string output;
-};
+using CommandRun = monotile::testing::CommandResult;
 
 CommandRun first_call(const std::string& args) {
   jit::testing::TempDir dir;
   std::string command = "env MONOTILE_CACHE_DIR='" + (dir.path() / "cache").string() + "' " MONOTILE_BINARY
                         " first-call " + args + " 2>&1";
-  CommandRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer;
-  size_t got = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), got);
-  int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return monotile::testing::run_command(command);
 }
 
 bool has_cuda_driver() {

@@ -12,26 +12,18 @@
 
 #include "absl/strings/str_join.h"
 #include "runtime/discovery.h"
+#include "tests/testing/command.h"
 
 namespace monotile::tools {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int status = -1;
-  std::string output;
-};
+using CommandResult = monotile::testing::CommandResult;
 
 CommandResult run(const std::string& args) {
   const std::string command = std::string(MONOTILE_BINARY) + " layer " + args + " 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, got);
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return monotile::testing::run_command(command);
 }
 
 TEST(LayerCommandGpu, K3Tp8RankShapesMatchTheReference) {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/safetensors.h"
 #include "runtime/discovery.h"
+#include "tests/testing/command.h"
 
 namespace monotile::tools {
 namespace {
@@ -27,20 +28,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using CommandResult = monotile::testing::CommandResult;
 
 CommandResult run(const std::string& args) {
   const std::string command = absl::StrCat(MONOTILE_BINARY, " ", args, " 2>&1");
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, got);
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return monotile::testing::run_command(command);
 }
 
 class LayerCommand : public ::testing::Test {

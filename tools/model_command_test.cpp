@@ -7,26 +7,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include "tests/testing/command.h"
 
 namespace monotile::tools {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using CommandResult = monotile::testing::CommandResult;
 
 CommandResult run(const std::string& args) {
   std::string command = std::string(MONOTILE_BINARY) + " model " + args + " 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, got);
-  int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return monotile::testing::run_command(command);
 }
 
 std::string temp_dir(const std::string& name) {
