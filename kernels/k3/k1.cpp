@@ -422,9 +422,13 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs) {
     build.gemv_step = 128;
   }
   // The in_proj tasks in one round where 48-row tasks make that possible (K3's TP 8 rank: 131 tasks
-  // on 132 SMs instead of 99, which left a quarter of the SMs without W to stream).
+  // on 132 SMs instead of 99, which left a quarter of the SMs without W to stream). NVIDIA only: 48
+  // rows do not spread over AMD's 4 wavefronts of the matrix unit.
   const int rows = build.in_proj_rows;
-  if (programs > 0 && (rows + 63) / 64 < programs && (rows + 47) / 48 <= programs) build.gemv_rows = 48;
+  if (target.vendor() == dsl::Vendor::kNvidia && programs > 0 && (rows + 63) / 64 < programs &&
+      (rows + 47) / 48 <= programs) {
+    build.gemv_rows = 48;
+  }
   return build;
 }
 
