@@ -35,7 +35,7 @@ for compiler in $compilers; do
       echo "ok    $compiler $type ($version): $(( $(date +%s) - start )) s"
     else
       echo "FAIL  $compiler $type ($version): see $log"
-      grep -m3 -E "error|Error" "$log" | sed 's/^/      /'
+      grep -m3 -E "FAILED:|error:" "$log" | sed 's/^/      /'
       status=1
     fi
     [ $keep -eq 1 ] || rm -rf "$dir"
