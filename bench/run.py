@@ -22,10 +22,10 @@ from bench.monotile_kernels import KernelDir
 from bench.peers.fla_kda import fla_version
 from bench.report import Row, format_table, write_results
 from bench.tables import copy as copy_table
-from bench.tables import gemm, gemv, jit, kda, rows
+from bench.tables import gemm, gemv, jit, kda, kda_half, rows
 from bench.timing import DEFAULT_REPEATS, copy_bandwidth, copy_bandwidth_methods
 
-TABLES = {"copy": copy_table, "gemv": gemv, "rows": rows, "gemm": gemm, "kda": kda, "jit": jit}
+TABLES = {"copy": copy_table, "gemv": gemv, "rows": rows, "gemm": gemm, "kda": kda, "jit": jit, "kda_half": kda_half}
 TITLES = {
     "copy": "1. copy: ours vs the driver's device-to-device copy",
     "gemv": "2. decode GEMV / small-M GEMM y = x W^T (bf16, f32 acc)",
@@ -33,6 +33,7 @@ TITLES = {
     "gemm": "4. square bf16 GEMM",
     "kda": "5. KDA spec-verify recurrence (q = 4)",
     "jit": "6. JIT: first call in a fresh process",
+    "kda_half": "7. KDA half (K1 + o_proj, K3 TP8 rank): the unfused path; ours from k1_bench --json",
 }
 
 
@@ -43,6 +44,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--tables", default=",".join(TABLES), help=f"comma-separated subset of {','.join(TABLES)}")
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed graph replays per implementation")
     parser.add_argument("--quick", action="store_true", help="no tuning of the Triton peers, one JIT trial")
+    parser.add_argument("--k1-json", type=Path, default=None,
+                        help="kernels/k3/k1_bench --json output: ours in the kda_half table (absent: unfused only)")
     parser.add_argument("--list-kernels", action="store_true", help="print the kernel names and parameters ours must export")
     return parser.parse_args(argv)
 
@@ -88,6 +91,10 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"bench.run: unknown tables {unknown}; expected a subset of {list(TABLES)}", file=sys.stderr)
         return 2
+    if args.k1_json is not None and not args.k1_json.is_file():
+        print(f"bench.run: --k1-json {args.k1_json}: no such file; expected kernels/k3/k1_bench --json output",
+              file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("bench.run: no CUDA device; the benchmarks need the GPU machine", file=sys.stderr)
         return 2
@@ -107,6 +114,9 @@ def main(argv: list[str]) -> int:
         print(f"the same copy by method: error: {type(err).__name__}: {err}", flush=True)
     torch.cuda.empty_cache()
     ctx = Context(KernelDir(args.ours), copy_bandwidth=bandwidth, repeats=args.repeats, quick=args.quick)
+    if args.k1_json is not None:
+        ctx.shapes["k1_json"] = str(args.k1_json)
+        meta["k1_json"] = str(args.k1_json)
     all_rows: list[Row] = []
     for name in wanted:
         started = time.perf_counter()

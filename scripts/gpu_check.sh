@@ -3,19 +3,23 @@
 # travel in .device-deps/, takes a build carried from the CI-type machine (default) or makes one
 # here (--build), runs `ctest -L gpu` and the GPU benchmarks, and writes logs and summary.txt into
 # OUTDIR. Exit status: 0 all passed, 1 a test or benchmark failed, 2 usage or set-up error, 3 GPU
-# tests skipped although a GPU is visible.
+# tests skipped although a GPU is visible. Last, where python3 imports torch, the bench/ tables that
+# read the benchmarks' output (the KDA half against the unfused path: bench/tables/kda_half.py).
 # usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N] [--only REGEX] [--tests REGEX]
 # --only REGEX: build only the targets whose names match (plus the compile worker and the command
 # line) and run only the matching benchmarks; --tests REGEX: run only the GPU tests whose names
 # match (ctest -R); together they spend less device time.
 set -euo pipefail
 
-# Benchmarks to run after the tests: "<path in the build dir> [args...]". Add a line per benchmark;
-# one that was not built is reported as such, not as a failure.
+# Benchmarks to run after the tests: "<path in the build dir> [args...]" (@OUTDIR@ becomes OUTDIR).
+# Add a line per benchmark; one that was not built is reported as such, not as a failure.
 BENCHMARKS=(
   "tests/gpu/gpu_copy_bench"
-  "kernels/k3/k1_bench --stages"
+  "kernels/k3/k1_bench --stages --json @OUTDIR@/k1.json"
 )
+# The bench/ tables run after them (python3 -m bench.run), with k1_bench's JSON: ours beside the
+# unfused KDA half. fla travels as wheels in .whl/ (docs/bench.md), installed into a temporary folder.
+PY_TABLES=copy,kda_half
 # What --build builds: the GPU tests, the benchmarks and what they need (see tests/gpu/CMakeLists.txt).
 BUILD_TARGET=gpu_check
 TEST_TIMEOUT_S=${MONOTILE_GPU_TEST_TIMEOUT:-300}
@@ -183,11 +187,42 @@ for entry in "${BENCHMARKS[@]}"; do
     continue
   fi
   bench_status=0
-  timeout "$BENCH_TIMEOUT_S" "$binary" "${words[@]:1}" > "$outdir/bench_$name.log" 2>&1 || bench_status=$?
+  bench_args=("${words[@]:1}")
+  bench_args=("${bench_args[@]//@OUTDIR@/$outdir}")
+  timeout "$BENCH_TIMEOUT_S" "$binary" "${bench_args[@]}" > "$outdir/bench_$name.log" 2>&1 || bench_status=$?
   log "  $name: exit $bench_status (bench_$name.log)"
   sed 's/^/    /' "$outdir/bench_$name.log" | tail -20 >> "$summary"
   [ "$bench_status" -eq 0 ] || { [ "$status" -ne 0 ] || status=1; }
 done
+
+# 6. The bench/ tables that read the benchmarks' output (with --only: when it matches k1_bench or kda_half).
+if [ -z "$only" ] || grep -qE "$only" <<<"k1_bench" || grep -qE "$only" <<<"kda_half"; then
+  if ! command -v python3 >/dev/null || ! python3 -c 'import torch' >/dev/null 2>&1; then
+    log "  bench.run ($PY_TABLES): skipped, python3 cannot import torch here"
+  else
+    py_log=$outdir/bench_kda_half.log
+    : > "$py_log"
+    site=""
+    shopt -s nullglob
+    wheels=("$repo"/.whl/*.whl)
+    shopt -u nullglob
+    if [ ${#wheels[@]} -gt 0 ]; then
+      site=$(mktemp -d)
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
+        "${wheels[@]}" >> "$py_log" 2>&1 || log "  bench.run: installing ${#wheels[@]} wheels from .whl failed (see $py_log)"
+    else
+      log "  bench.run: no .whl/*.whl (fla's wheels, docs/bench.md): the unfused KDA half needs fla"
+    fi
+    py_args=(--tables "$PY_TABLES" --out "$outdir/bench")
+    if [ -f "$outdir/k1.json" ]; then py_args+=(--k1-json "$outdir/k1.json"); fi
+    py_status=0
+    PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "$BENCH_TIMEOUT_S" \
+      python3 -m bench.run "${py_args[@]}" >> "$py_log" 2>&1 || py_status=$?
+    log "  bench.run ${py_args[*]}: exit $py_status (bench_kda_half.log)"
+    sed -n '/^== KDA half/,$p' "$py_log" | head -14 | sed 's/^/    /' >> "$summary"
+    [ "$py_status" -eq 0 ] || { [ "$status" -ne 0 ] || status=1; }
+  fi
+fi
 
 log "--- result: $(case $status in 0) echo passed ;; 3) echo 'GPU tests skipped on a GPU machine' ;; *) echo failed ;; esac)"
 exit "$status"

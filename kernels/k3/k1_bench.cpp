@@ -5,10 +5,17 @@
 // the previous launch's) after a 256 MiB memset that pushes K1's inputs out of L2. Prints, per
 // shape: bytes, median and best time, the floor's time, and the ratio. Without a GPU it says why
 // and exits 0.
-// usage: k1_bench [--iterations N] [--stages]
+// The KDA half: K1 followed by o_proj, our DSL GEMV y = core W_o^T (kernels/bench/gemv.h at
+// m = T, k = Pl, n = H; the rank's partial, no all-reduce), timed the same way (a fresh epoch and
+// the L2 flush before each K1 + GEMV pair, events around the pair), its launches interleaved with
+// K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
+// usage: k1_bench [--iterations N] [--stages] [--json FILE]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
+// --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
+// for bench/tables/kda_half.py; without a GPU the file says why ("gpu": false, "reason").
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -18,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
+#include "kernels/bench/gemv.h"
 #include "kernels/k3/k1.h"
 #include "model/config.h"
 #include "runtime/discovery.h"
@@ -34,6 +42,12 @@ constexpr int kClockPoints = kK1ClockPoints;
 
 struct Timing {
   double median_ms = 0, best_ms = 0;
+};
+
+// K1 alone and the KDA half (K1 then the o_proj GEMV), from interleaved launches.
+struct HalfTimings {
+  Timing k1, half;
+  std::string gemv_label;  // the GEMV's configuration (kernels/bench/gemv.h)
 };
 
 Timing summarize(std::vector<float> times) {
@@ -54,6 +68,13 @@ int64_t must_move(const K1Build& b) {
   return bytes;
 }
 
+// The KDA half's bytes: K1's, plus o_proj's weight W_o [H, Pl], its input `core` [T, Pl] read back
+// and the rank's partial [T, H] written (bf16).
+int64_t half_bytes(const K1Build& b) {
+  const int64_t t = b.tokens, h = b.hidden, pl = b.projection();
+  return must_move(b) + h * pl * 2 + t * pl * 2 + t * h * 2;
+}
+
 absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream, int iterations) {
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer from, device.allocate(kCopyBytes));
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer to, device.allocate(kCopyBytes));
@@ -71,8 +92,10 @@ absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stre
   return summarize(times);
 }
 
-absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream, const K1Build& build,
-                               int iterations) {
+// Times K1 alone and, with `half`, K1 followed by the o_proj GEMV, their launches interleaved
+// (without `half`, `half` of the result stays zero).
+absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& stream, const K1Build& build,
+                                    int iterations, bool half) {
   const dsl::Target& target = device.info().target;
   MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(k1_program(build), target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit::Jit::process_default().compile_build(made.build));
@@ -125,7 +148,7 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
   integer(ScalarType::kI64, build.q);
   MT_ASSIGN_OR_RETURN(uint64_t accepted_address, pointer(accepted.size() * 4, ScalarType::kI32));
   MT_RETURN_IF_ERROR(device.copy_to_device(accepted_address, accepted.data(), accepted.size() * 4));
-  MT_RETURN_IF_ERROR(pointer(t * pl * 2, ScalarType::kBf16).status());
+  MT_ASSIGN_OR_RETURN(uint64_t core, pointer(t * pl * 2, ScalarType::kBf16));
   const K1Scratch layout = k1_scratch(build);
   MT_ASSIGN_OR_RETURN(uint64_t scratch, buffer(layout.bytes));
   for (auto [offset, type] : {std::pair{layout.x_rows, ScalarType::kBf16}, std::pair{layout.proj, ScalarType::kBf16},
@@ -146,19 +169,61 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
   }
   MT_ASSIGN_OR_RETURN(uint64_t flush, buffer(kFlushBytes));
 
-  std::vector<float> times;
-  for (int i = 0; i < iterations + 2; ++i) {
-    // A fresh epoch (bytes 1..255 repeated: distinct tags) and a cold L2.
-    MT_RETURN_IF_ERROR(device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + i % 255), 4, stream));
-    MT_RETURN_IF_ERROR(device.fill_bytes_async(flush, static_cast<uint8_t>(i), kFlushBytes, stream));
+  // o_proj: y = core W_o^T, W_o [H, Pl] (zero bytes, as K1's weights), y [T, H], and the GEMV's
+  // split-K workspaces (partials, counters zero once) when its configuration splits K.
+  std::optional<runtime::Kernel> gemv;
+  std::vector<runtime::KernelArgument> gemv_args;
+  runtime::Dim3 gemv_grid{1, 1, 1};
+  std::string gemv_label;
+  if (half) {
+    const int m = static_cast<int>(t), n_out = static_cast<int>(h), k_in = static_cast<int>(pl);
+    const bench::GemvConfig gemv_shape = bench::gemv_config(m, n_out, k_in);
+    const bench::BenchKernel o_proj = bench::gemv_kernel(m, n_out, k_in, gemv_shape);
+    gemv_label = bench::gemv_label(gemv_shape);
+    MT_ASSIGN_OR_RETURN(jit::ProgramBuild gemv_made, jit::make_build(o_proj.program, target));
+    MT_ASSIGN_OR_RETURN(jit::CompiledBuild gemv_compiled, jit::Jit::process_default().compile_build(gemv_made.build));
+    MT_ASSIGN_OR_RETURN(runtime::Kernel loaded_gemv,
+                        runtime::Kernel::load(device, gemv_compiled, std::move(gemv_made.params)));
+    gemv.emplace(std::move(loaded_gemv));
+    MT_ASSIGN_OR_RETURN(uint64_t w_o, buffer(h * pl * 2));
+    MT_ASSIGN_OR_RETURN(uint64_t y, buffer(t * h * 2));
+    auto as_pointer = [](uint64_t address, dsl::ScalarType type) {
+      return runtime::KernelArgument::pointer(reinterpret_cast<const void*>(address), type);
+    };
+    gemv_args = {as_pointer(core, ScalarType::kBf16), as_pointer(w_o, ScalarType::kBf16), as_pointer(y, ScalarType::kBf16)};
+    for (const bench::BenchWorkspace& workspace : o_proj.workspaces) {
+      MT_ASSIGN_OR_RETURN(uint64_t space, buffer(workspace.bytes));
+      gemv_args.push_back(
+          as_pointer(space, workspace.name == bench::kGemvCounters ? ScalarType::kI32 : ScalarType::kF32));
+    }
+    gemv_grid = {static_cast<uint32_t>(o_proj.grid[0]), static_cast<uint32_t>(o_proj.grid[1]),
+                 static_cast<uint32_t>(o_proj.grid[2])};
+  }
+
+  // One timed launch (K1, then with `with_gemv` the GEMV) after a fresh epoch (bytes 1..255 in
+  // turn: distinct tags from one launch to the next) and a cold L2.
+  int launches = 0;
+  auto timed = [&](bool with_gemv) -> absl::StatusOr<float> {
+    MT_RETURN_IF_ERROR(device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + launches % 255), 4, stream));
+    MT_RETURN_IF_ERROR(device.fill_bytes_async(flush, static_cast<uint8_t>(launches), kFlushBytes, stream));
+    ++launches;
     MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
     MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
     MT_RETURN_IF_ERROR(device.record(start, stream));
     MT_RETURN_IF_ERROR(kernel.launch({static_cast<uint32_t>(programs), 1, 1}, args, stream));
+    if (with_gemv) MT_RETURN_IF_ERROR(gemv->launch(gemv_grid, gemv_args, stream));
     MT_RETURN_IF_ERROR(device.record(end, stream));
     MT_RETURN_IF_ERROR(device.synchronize(end));
-    MT_ASSIGN_OR_RETURN(float ms, device.elapsed_ms(start, end));
+    return device.elapsed_ms(start, end);
+  };
+  std::vector<float> times, half_times;
+  for (int i = 0; i < iterations + 2; ++i) {
+    MT_ASSIGN_OR_RETURN(float ms, timed(false));
     if (i >= 2) times.push_back(ms);
+    if (half) {
+      MT_ASSIGN_OR_RETURN(float pair_ms, timed(true));
+      if (i >= 2) half_times.push_back(pair_ms);
+    }
   }
   int32_t failed = 0;
   MT_RETURN_IF_ERROR(device.copy_to_host(&failed, health, 4));
@@ -185,16 +250,73 @@ absl::StatusOr<Timing> time_k1(runtime::Device& device, runtime::Stream& stream,
     }
     std::printf("\n");
   }
-  return summarize(times);
+  HalfTimings result;
+  result.k1 = summarize(times);
+  if (half) result.half = summarize(half_times);
+  result.gemv_label = gemv_label;
+  return result;
 }
 
-int run(int iterations, bool stages) {
+// A JSON string literal of `text` (quotes, backslashes and control characters escaped).
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// One shape's results, for --json.
+struct ShapeResult {
+  std::string name, gemv;
+  int requests = 0, q = 0, tokens = 0;
+  int64_t k1_bytes = 0, bytes = 0;
+  HalfTimings timings;
+  double k1_floor_us = 0, floor_us = 0;
+};
+
+// Writes the --json document; false (with a message) when the file cannot be written.
+bool write_json(const std::string& path, const std::string& header, const std::vector<ShapeResult>& shapes) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) {
+    std::fprintf(stderr, "k1_bench: cannot write %s\n", path.c_str());
+    return false;
+  }
+  std::fprintf(file, "{\n%s,\n \"shapes\": [", header.c_str());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ShapeResult& r = shapes[i];
+    std::fprintf(file,
+                 "%s\n  {\"name\": %s, \"N\": %d, \"q\": %d, \"T\": %d, \"gemv\": %s, \"k1_bytes\": %lld, "
+                 "\"bytes\": %lld,\n   \"k1_median_us\": %.4f, \"k1_best_us\": %.4f, \"k1_floor_us\": %.4f,\n"
+                 "   \"half_median_us\": %.4f, \"half_best_us\": %.4f, \"floor_us\": %.4f}",
+                 i == 0 ? "" : ",", json_string(r.name).c_str(), r.requests, r.q, r.tokens,
+                 json_string(r.gemv).c_str(), static_cast<long long>(r.k1_bytes), static_cast<long long>(r.bytes),
+                 r.timings.k1.median_ms * 1e3, r.timings.k1.best_ms * 1e3, r.k1_floor_us,
+                 r.timings.half.median_ms * 1e3, r.timings.half.best_ms * 1e3, r.floor_us);
+  }
+  std::fprintf(file, "\n ]\n}\n");
+  return std::fclose(file) == 0;
+}
+
+int run(int iterations, bool stages, const std::string& json) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
   if (found.devices.empty()) {
-    std::printf("k1_bench: no GPU%s%s\n", found.missing.empty() ? "" : ": ",
-                found.missing.empty() ? "" : found.missing.front().reason.c_str());
+    const std::string reason = found.missing.empty() ? "" : found.missing.front().reason;
+    std::printf("k1_bench: no GPU%s%s\n", reason.empty() ? "" : ": ", reason.c_str());
+    if (!json.empty()) {
+      write_json(json, " \"gpu\": false,\n \"reason\": " + json_string("no GPU" + (reason.empty() ? "" : ": " + reason)), {});
+    }
     return 0;
   }
   runtime::Device& device = *found.devices.front();
@@ -211,11 +333,14 @@ int run(int iterations, bool stages) {
   const double bandwidth = 2.0 * kCopyBytes / (floor->best_ms * 1e-3);  // bytes read + written per second
   std::printf("k1_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d)\n",
               device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations);
-  std::printf("%-52s %10s %10s %10s %10s %7s\n", "build (K3 TP8 rank 0, layer 1, delta)", "MB", "median us",
-              "best us", "floor us", "ratio");
+  std::printf("half = K1 + the o_proj GEMV (core [T, 1536] x W_o^T [1536, 7168], the rank's partial); median of %d\n",
+              iterations);
+  std::printf("%-52s %8s %9s %9s %9s %6s | %8s %9s %9s %9s %6s\n", "build (K3 TP8 rank 0, layer 1, delta)", "K1 MB",
+              "median us", "best us", "floor us", "ratio", "half MB", "median us", "best us", "floor us", "ratio");
   model::ModelConfig config = *model::load_config("k3");
   model::RankDims dims = *model::rank_dims(config, 8, 0);
   int status = 0;
+  std::vector<ShapeResult> results;
   for (int q : {4, 2}) {
     for (int n : {1, 2, 4}) {
       absl::StatusOr<K1Build> build = k1_build(config, 1, dims.kda_heads, static_cast<int>(dims.in_proj_rows), n * q, q,
@@ -228,20 +353,40 @@ int run(int iterations, bool stages) {
       if (stages) {
         K1Build clocked = *build;
         clocked.stage_clock = true;
-        absl::StatusOr<Timing> timing = time_k1(device, *stream, clocked, 3);
+        absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false);
         if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
       }
-      absl::StatusOr<Timing> timing = time_k1(device, *stream, *build, iterations);
+      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, *build, iterations, true);
       if (!timing.ok()) {
         std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
         status = 1;
         continue;
       }
-      const int64_t bytes = must_move(*build);
-      const double floor_us = bytes / bandwidth * 1e6;
-      std::printf("%-52s %10.2f %10.2f %10.2f %10.2f %7.3f\n", k1_name(*build).c_str(), bytes / 1e6,
-                  timing->median_ms * 1e3, timing->best_ms * 1e3, floor_us, timing->median_ms * 1e3 / floor_us);
+      ShapeResult r;
+      r.name = k1_name(*build);
+      r.gemv = timing->gemv_label;
+      r.requests = n;
+      r.q = q;
+      r.tokens = n * q;
+      r.k1_bytes = must_move(*build);
+      r.bytes = half_bytes(*build);
+      r.timings = *timing;
+      r.k1_floor_us = r.k1_bytes / bandwidth * 1e6;
+      r.floor_us = r.bytes / bandwidth * 1e6;
+      const double k1_us = timing->k1.median_ms * 1e3, half_us = timing->half.median_ms * 1e3;
+      std::printf("%-52s %8.2f %9.2f %9.2f %9.2f %6.3f | %8.2f %9.2f %9.2f %9.2f %6.3f\n", r.name.c_str(),
+                  r.k1_bytes / 1e6, k1_us, timing->k1.best_ms * 1e3, r.k1_floor_us, k1_us / r.k1_floor_us,
+                  r.bytes / 1e6, half_us, timing->half.best_ms * 1e3, r.floor_us, half_us / r.floor_us);
+      results.push_back(std::move(r));
     }
+  }
+  if (!json.empty()) {
+    char header[512];
+    std::snprintf(header, sizeof header,
+                  " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
+                  " \"copy_bandwidth_bytes_per_s\": %.6e",
+                  json_string(device.info().name).c_str(), device.info().compute_units, iterations, bandwidth);
+    if (!write_json(json, header, results)) status = 1;
   }
   return status;
 }
@@ -252,15 +397,18 @@ int run(int iterations, bool stages) {
 int main(int argc, char** argv) {
   int iterations = 50;
   bool stages = false;
+  std::string json;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--stages") {
       stages = true;
+    } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
+      json = argv[++i];
     } else if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: k1_bench [--iterations N] [--stages]\n");
+      std::fprintf(stderr, "usage: k1_bench [--iterations N] [--stages] [--json FILE]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), stages);
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json);
 }
