@@ -152,6 +152,7 @@ class Unfused:
     def step(self, i: int) -> None:
         layer = self.layers[i]
         x = self.attn_res(layer)
+        self.x = x  # kept for the check
         torch.mm(x, layer.w_in.t(), out=self.proj)
         torch.mm(self.proj[:, _F_A:_F_A + F_A], layer.w_fb.t(), out=self.g_raw)
         self.conv(layer)
@@ -161,26 +162,59 @@ class Unfused:
         torch.mm(self.core, layer.w_o.t(), out=layer.out)
 
     def check(self) -> str:
-        """Runs copy 0 once; the recurrence against float64 on the inputs the chain gave it, o_proj
-        against f32 on core; every output finite."""
+        """Runs copy 0 once and checks it; a check that raises is reported as a failure, so the
+        timing still runs."""
+        try:
+            return self._check()
+        except Exception as err:  # noqa: BLE001 (a broken check must not cost the row its time)
+            return f"FAIL the check raised {type(err).__name__}: {err}"[:300]
+
+    def _check(self) -> str:
+        """AttnRes and the conv (its output and the state it wrote) against float64 on the same
+        inputs, the recurrence against the float64 reference (bench/kda_check.py, fla's rules) on
+        the inputs the chain gave it, o_proj against f32 on core; every output finite."""
         layer = self.layers[0]
-        state_before = layer.state.clone()
+        before = {name: getattr(layer, name).clone() for name in ("prefix", "delta", "blocks", "conv_state", "state")}
         layer.out.fill_(float("nan"))
         self.o.fill_(float("nan"))
         self.step(0)
         if layer.out.is_cuda:
             torch.cuda.synchronize()
-        inputs = self.kda_inputs(layer, state=state_before)
-        kda = check_kda("fla", inputs, self.o, layer.state, reference_for(inputs), as_numpy(state_before))
-        if not kda.ok:
-            return f"FAIL recurrence {kda.summary()}"
-        for name, value in (("core", self.core), ("proj", self.proj), ("qkv", self.qkv)):
+        results = []
+        # AttnRes in float64 from the bf16-rounded prefix + delta.
+        prefix = (before["prefix"].double() + before["delta"].double()).to(torch.bfloat16).double()
+        sources = torch.cat((before["blocks"][:, :NBLOCKS].double(), prefix.unsqueeze(1)), 1)
+        c = layer.ares_norm.double() * layer.ares_proj.double()
+        weights = torch.softmax((sources * c).sum(-1) / torch.sqrt(sources.pow(2).mean(-1) + EPS), dim=1)
+        mixed = (weights.unsqueeze(-1) * sources).sum(1)
+        x = mixed / torch.sqrt(mixed.pow(2).mean(-1, keepdim=True) + EPS) * layer.in_norm.double()
+        results.append(("attn_res", compare(self.x, x, 1e-2)))
+        # The conv from the state before and the bf16 projections this step made.
+        n, q, pl = self.requests, self.q, PROJECTION
+        slots = self.state_indices[:, 0].long().tolist()
+        accepted = self.num_accepted.tolist()
+        seqs = [torch.cat((before["conv_state"][slots[r], accepted[r] - 1:accepted[r] + 2],
+                           self.proj[r * q:(r + 1) * q, :3 * pl])).double() for r in range(n)]
+        w = layer.conv_w.double()
+        outs = []
+        for seq in seqs:
+            acc = sum(seq[j:j + q] * w[:, j] for j in range(4))
+            outs.append(acc * torch.sigmoid(acc))
+        conv = torch.cat(outs).view(self.t, 3, pl).transpose(0, 1)
+        results.append(("conv", compare(self.qkv, conv, 1e-2)))
+        stored = all(torch.equal(layer.conv_state[slots[r], :q + 2].double(), seqs[r][1:]) for r in range(n))
+        results.append(("conv state", "ok" if stored else "FAIL the new conv state differs"))
+        inputs = self.kda_inputs(layer, state=before["state"])
+        kda = check_kda("fla", inputs, self.o, layer.state, reference_for(inputs), as_numpy(before["state"]))
+        results.append(("rec", kda.summary()))
+        for name, value in (("core", self.core), ("out", layer.out)):
             if not torch.isfinite(value.float()).all():
-                return f"FAIL non-finite {name}"
-        o_proj = compare(layer.out, self.core.float() @ layer.w_o.float().t(), 1e-2)
-        if not o_proj.startswith("ok"):
-            return f"FAIL o_proj {o_proj}"
-        return f"ok rec {kda.summary()[3:]}, o_proj {o_proj[3:]}"
+                results.append((name, "FAIL non-finite"))
+        results.append(("o_proj", compare(layer.out, self.core.float() @ layer.w_o.float().t(), 1e-2)))
+        failed = [f"{name} {text}" for name, text in results if not text.startswith("ok")]
+        if failed:
+            return "FAIL " + "; ".join(failed)
+        return "ok " + ", ".join(f"{name} {text[3:]}" for name, text in results if text[3:])
 
 
 def _ours(ctx: Context) -> OursRun | None:
