@@ -18,8 +18,10 @@ Inputs rotate over enough copies (weights, caches and activations: a whole layer
 L2 never holds the next one. Ours is not launched here: kernels/k3/k1_bench times K1 + our o_proj
 GEMV and writes --json; `bench.run --k1-json FILE` reads it (ctx.shapes["k1_json"]) and the table
 prints both side by side (bench/kda_half_report.py), with the stock anchors of anchors.md.
-Check: the recurrence's output and stored states against the float64 reference on the inputs
-the unfused chain handed it (bench/kda_check.py, fla's rules), and o_proj against f32 on core.
+Check (copy 0, before and after timing): AttnRes and the conv (its output and the conv state it
+stored) against float64 on the same inputs, the recurrence's output and stored states against
+the float64 reference on the inputs the chain handed it (bench/kda_check.py, fla's rules), and
+o_proj against f32 on core.
 """
 
 from __future__ import annotations
@@ -217,6 +219,10 @@ class Unfused:
         return "ok " + ", ".join(f"{name} {text[3:]}" for name, text in results if text[3:])
 
 
+def _us(value: float | None, why: str) -> str:
+    return f"{value:.2f} us" if value is not None else why
+
+
 def _ours(ctx: Context) -> OursRun | None:
     path = ctx.shapes.get("k1_json")
     if not path:
@@ -268,6 +274,8 @@ def run(ctx: Context) -> list[Row]:
             row.results[STOCK] = Result(STOCK, timing=Timing(stock, stock, stock, launches=0, copies=0))
         rows.append(row)
         lines.append(line)
+        ctx.log(f"  kda_half {shape}: unfused {_us(line.unfused_us, line.unfused_status)}, ours "
+                f"{_us(mine.half_median_us if mine else None, 'not given')} ({line.check or 'no check'})")
         if ctx.device.startswith("cuda"):
             torch.cuda.empty_cache()
     ctx.log(format_half_table(lines, ctx.copy_bandwidth, ours))
