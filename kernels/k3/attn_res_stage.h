@@ -1,15 +1,18 @@
 // AttnRes of every row inside a layer kernel (k3_layer.md 3), spread over the program instances
-// as (row, column chunk) tasks in two task loops:
-//   1. per task: the pending delta folded into the prefix (stored in place, and to the written
-//      block), the sources' chunk as one [16, chunk] tile (blocks, then the prefix, then zero rows),
-//      its Gram matrix V V^T on the matrix unit and its dots with norm * proj; the last task of a
-//      row to finish sums the row's partials and turns them into the mix's coefficients
+// as (row, column chunk) tasks. A task has two halves:
+//   1. the pending delta folded into the prefix (stored in place, and to the written block), the
+//      sources' chunk as one [16, chunk] tile (blocks, then the prefix, then zero rows), its Gram
+//      matrix V V^T on the matrix unit and its dots with norm * proj, stored as the task's
+//      partials; the last task of a row to arrive publishes the row's flag;
+//   2. after the row's flag: the row's partials summed (every task does it: a coefficient store
+//      and its flag would cost two more round trips) into the mix's coefficients
 //      a_s = softmax(logits)_s * rstd(mix), where the mix's sum of squares is a^T G a (so no pass
-//      over the mixed row is needed), and publishes them;
-//   2. per task: out = bf16((sum_s a_s v_s) * out_norm) for the chunk; the last task to finish
-//      publishes the whole output (one flag, so a consumer waits once).
-// Every wait is for the previous loop's work, which every program finishes before starting the
-// next loop, so any number of resident programs completes.
+//      over the mixed row is needed); then out = bf16((sum_s a_s v_s) * out_norm) for the chunk.
+//      The last task to finish publishes the whole output (one flag, so a consumer waits once).
+// With a task for every program (the usual case: 7 chunks x up to 16 rows on 100+ SMs), a program
+// runs both halves of its task back to back and keeps the tile in registers. With fewer programs,
+// every program runs its first halves, then its second halves (re-reading the tile), so that each
+// wait is for work that programs finish before they wait: any number of resident programs completes.
 #pragma once
 
 #include <cstdint>
@@ -41,9 +44,9 @@ struct AttnResRows {
   dsl::Value token_stride, block_stride;
   dsl::Value norm, proj, out_norm;  // ptr<bf16> [H]
   dsl::Value out;         // ptr<bf16> [T, H]
-  // Scratch: partials f32 [T, chunks, kAttnResPartials], coefficients f32 [T, 16]; counters: loop
-  // 1's per row, then loop 2's per width (T); flags: the coefficients' per row, then "out written".
-  dsl::Value partials, coefficients;
+  // Scratch: partials f32 [T, chunks, kAttnResPartials]; counters: the first halves' per row, then
+  // the second halves' per width (T); flags: "the row's partials written" per row, then "out written".
+  dsl::Value partials;
   dsl::Value counters, flags;  // ptr<i32> [32] and [17]
 };
 

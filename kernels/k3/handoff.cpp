@@ -39,16 +39,35 @@ void publish(const Value& flag, const HandoffContext& context) {
   store_release(flag, context.tag, Scope::gpu);
 }
 
-void arrive(const Value& counter, int arrivals, const Value& flag, const HandoffContext& context) {
+int arrival_span(int arrivals) {
+  int span = 1;
+  while (span < arrivals) span *= 2;
+  return span;
+}
+
+Value count_arrival(const Value& counter, int arrivals) {
   fence(Order::release, Scope::gpu);
   barrier();
+  const int span = arrival_span(arrivals);
   auto before = atomic_add(counter, 1, Scope::gpu, Order::acq_rel);
+  // `& (span - 1)` is the launch's arrival number in two's complement, wrapped or not (a signed %
+  // would turn negative past the wrap); the counter is a multiple of span when a launch starts.
+  auto last = (before & (span - 1)) == arrivals - 1;
+  if (span > arrivals) {
+    if_(last, [&] { atomic_add(counter, span - arrivals, Scope::gpu, Order::relaxed); });
+  }
+  return last;
+}
+
+void arrive(const Value& counter, int arrivals, const Value& flag, const HandoffContext& context) {
   // The last arrival's acquire makes every earlier share happen before its release of the flag.
-  if_((before + 1) % arrivals == 0, [&] { store_release(flag, context.tag, Scope::gpu); });
+  if_(count_arrival(counter, arrivals), [&] { store_release(flag, context.tag, Scope::gpu); });
 }
 
 void wait_flag(const Value& flag, int32_t region, const Value& index, const HandoffContext& c) {
-  if_(load(c.health, {.cache = Cache::volatile_}) == 0, [&] {
+  auto failed = load(c.health, {.cache = Cache::volatile_});
+  auto seen = load_acquire(flag, Scope::gpu);
+  if_((seen != c.tag) & (failed == 0), [&] {
     auto timed_out = wait_until(flag, Cmp::eq, c.tag, c.wait_ns, Scope::gpu);
     if_(timed_out, [&] { record_give_up(c, region, index, load(flag, {.cache = Cache::volatile_})); });
   });

@@ -27,13 +27,23 @@ dsl::Value launch_tag(const dsl::Value& epoch, const dsl::Value& slot);
 void publish(const dsl::Value& flag, const HandoffContext& context);
 
 // One of `arrivals` programs that each finish a share of one piece of work: makes this program's
-// earlier stores visible, counts it on *counter (which only ever grows: every launch adds exactly
-// `arrivals`), and the last to arrive sets *flag = tag, publishing every share.
+// earlier stores visible, counts it on *counter, and the last to arrive sets *flag = tag, publishing
+// every share. A counter is never reset: every launch adds exactly arrival_span(arrivals), a power
+// of two (the last arrival adds the rest), so a launch's arrivals are told apart by the counter's
+// low bits, through any number of launches and across the i32 wrap.
 void arrive(const dsl::Value& counter, int arrivals, const dsl::Value& flag, const HandoffContext& context);
 
+// What arrive() adds to its counter per launch: the least power of two >= arrivals.
+int arrival_span(int arrivals);
+
+// Counts this program on *counter as arrive() does, without a flag, and returns whether it was the
+// last of the `arrivals` (an i1 scalar); the last one's acquire covers every earlier share.
+dsl::Value count_arrival(const dsl::Value& counter, int arrivals);
+
 // Waits (wait_until, acquire) until *flag holds the tag, the timeout passes (recorded under
-// `region` and `index` with the value seen), or the rank has already failed (no wait at all).
-// Later plain loads of every thread of the program see what the flag's publisher stored.
+// `region` and `index` with the value seen), or the rank has already failed (no wait at all). The
+// first look at the flag and the health word go together, so a flag already set costs one round
+// trip. Later plain loads of every thread of the program see what the flag's publisher stored.
 void wait_flag(const dsl::Value& flag, int32_t region, const dsl::Value& index, const HandoffContext& context);
 
 }  // namespace monotile::kernels::k3

@@ -52,7 +52,7 @@ int64_t pow2_at_least(int64_t n) {
 
 int64_t align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// AttnRes's partials: per (row, chunk) the Gram matrix and the dots; its coefficients follow.
+// AttnRes's partials: per (row, chunk) the Gram matrix and the dots.
 int64_t attn_res_partial_floats(const K1Build& b) {
   return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
 }
@@ -158,7 +158,6 @@ AttnResRows attn_res(const K1Build& b, const Args& a) {
                    .out_norm = a.in_norm,
                    .out = a.x_rows,
                    .partials = a.ares,
-                   .coefficients = a.ares + attn_res_partial_floats(b),
                    .counters = a.counters,
                    .flags = a.flags};
   return rows;
@@ -214,22 +213,35 @@ Value conv_entry(const Args& a, const Request& r, const Value& channels, const V
          entry.to(i64) * a.conv_entry_stride;
 }
 
-// The short causal conv (4.2) of `channels` over the request's q tokens: per token the SiLU of the
-// four taps on [state window, x_0 .. x_t], rounded to bf16; zero without a conv slot.
-std::vector<Value> conv(const K1Build& b, const Args& a, const Request& r, const Value& channels) {
-  std::vector<Value> seq;
-  for (int j = 0; j < kConvWidth - 1; ++j) {
-    seq.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv).to(f32));
-  }
-  for (int t = 0; t < b.q; ++t) {
-    seq.push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels).to(f32));
-  }
+// The conv inputs of `channels` that no stage of this launch writes: the state window (entries
+// a .. a + 2 after the accepted token a, f32; zero without a conv slot) and the four taps.
+struct ConvInputs {
+  Value channels;
+  std::vector<Value> window;
   std::array<Value, kConvWidth> taps;
-  for (int j = 0; j < kConvWidth; ++j) taps[j] = load(a.conv_w + channels * kConvWidth + j);
+};
+
+ConvInputs conv_inputs(const Args& a, const Request& r, const Value& channels) {
+  ConvInputs c;
+  c.channels = channels;
+  for (int j = 0; j < kConvWidth - 1; ++j) {
+    c.window.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv).to(f32));
+  }
+  for (int j = 0; j < kConvWidth; ++j) c.taps[j] = load(a.conv_w + channels * kConvWidth + j);
+  return c;
+}
+
+// The short causal conv (4.2) over the request's q tokens: per token the SiLU of the four taps on
+// [state window, x_0 .. x_t], rounded to bf16; zero without a conv slot.
+std::vector<Value> conv(const K1Build& b, const Args& a, const Request& r, const ConvInputs& in) {
+  std::vector<Value> seq = in.window;
+  for (int t = 0; t < b.q; ++t) {
+    seq.push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + in.channels).to(f32));
+  }
   std::vector<Value> out;
   for (int t = 0; t < b.q; ++t) {
-    Value acc = taps[0] * seq[t];
-    for (int j = 1; j < kConvWidth; ++j) acc = acc + taps[j] * seq[t + j];
+    Value acc = in.taps[0] * seq[t];
+    for (int j = 1; j < kConvWidth; ++j) acc = acc + in.taps[j] * seq[t + j];
     out.push_back(where(r.has_conv, (acc * sigmoid(acc)).to(bf16).to(f32), 0.0f));
   }
   return out;
@@ -258,24 +270,47 @@ std::vector<Value> decays(const K1Build& b, const Args& a, const Request& r, con
   return out;
 }
 
-// Stage C, one task: a quarter of head h's state rows for request n, through all q tokens.
-void kda_task(const K1Build& b, const Args& a, const Value& task) {
+// What a KDA task reads that no stage of this launch writes (its request's metadata, its state
+// slice, its conv windows and taps): loaded ahead of the in_proj stage for a program's first task,
+// so that its round trips hide behind the GEMV's stream.
+struct KdaPrologue {
+  Value n, h, vv, tile;
+  Request r;
+  Value S;
+  ConvInputs q, k, v;
+};
+
+KdaPrologue kda_prologue(const K1Build& b, const Args& a, const Value& task) {
   const int heads = b.heads;
   const int64_t pl = b.projection();
-  auto n = task / (heads * kTasksPerHead);
-  auto h = task / kTasksPerHead % heads;
+  KdaPrologue p;
+  p.n = task / (heads * kTasksPerHead);
+  p.h = task / kTasksPerHead % heads;
   auto quarter = task % kTasksPerHead;
   auto kk = arange(0, kHeadDim);
-  auto vv = quarter * kTaskRows + arange(0, kTaskRows);
-  Request r = request(b, a, n);
+  p.vv = quarter * kTaskRows + arange(0, kTaskRows);
+  p.r = request(b, a, p.n);
+  // The state slice's load goes first: it is the largest.
+  p.tile = col(p.h * kHeadDim + p.vv).to(i64) * kHeadDim + row(kk);
+  p.S = load(a.state + p.r.read_slot.to(i64) * a.state_slot_stride + p.tile, p.r.has_state, 0.0f,
+             {.cache = Cache::streaming});
+  p.q = conv_inputs(a, p.r, p.h * kHeadDim + kk);
+  p.k = conv_inputs(a, p.r, pl + p.h * kHeadDim + kk);
+  p.v = conv_inputs(a, p.r, 2 * pl + p.h * kHeadDim + p.vv);
+  return p;
+}
 
-  // The state slice's load goes first; everything else is computed while it is in flight.
-  auto tile = col(h * kHeadDim + vv).to(i64) * kHeadDim + row(kk);
-  auto S = load(a.state + r.read_slot.to(i64) * a.state_slot_stride + tile, r.has_state, 0.0f,
-                {.cache = Cache::streaming});
-  std::vector<Value> q_in = conv(b, a, r, h * kHeadDim + kk);
-  std::vector<Value> k_in = conv(b, a, r, pl + h * kHeadDim + kk);
-  std::vector<Value> v_in = conv(b, a, r, 2 * pl + h * kHeadDim + vv);
+// Stage C, one task: a quarter of head h's state rows for request n, through all q tokens.
+void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p) {
+  const int heads = b.heads;
+  const int64_t pl = b.projection();
+  const Value &h = p.h, &vv = p.vv, &tile = p.tile;
+  const Request& r = p.r;
+  Value S = p.S;
+  auto kk = arange(0, kHeadDim);
+  std::vector<Value> q_in = conv(b, a, r, p.q);
+  std::vector<Value> k_in = conv(b, a, r, p.k);
+  std::vector<Value> v_in = conv(b, a, r, p.v);
   std::vector<Value> decay = decays(b, a, r, h);
   const float q_scale = 1.0f / std::sqrt(float(kHeadDim));
   // Every per-token input before the first state store: a streaming store is ordered like a
@@ -299,10 +334,7 @@ void kda_task(const K1Build& b, const Args& a, const Value& task) {
   tick(a, 5);
   // The last quarter of the head to arrive finishes it: every quarter's o rows and its reads of the
   // old conv state are ordered before its arrival.
-  fence(Order::release, Scope::gpu);
-  barrier();
-  auto arrived = atomic_add(a.counters + kHeadCounters + r.n * heads + h, 1, Scope::gpu, Order::acq_rel);
-  if_(arrived % kTasksPerHead == kTasksPerHead - 1, [&] {
+  if_(count_arrival(a.counters + kHeadCounters + r.n * heads + h, kTasksPerHead), [&] {
     fence(Order::acquire, Scope::gpu);
     // Every load first (plain loads, which the acquire covers), so they are in flight together.
     auto w = load(a.o_norm + kk).to(f32);
@@ -334,14 +366,21 @@ void kda_task(const K1Build& b, const Args& a, const Value& task) {
   });
 }
 
-void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc) {
+// `first`: the program's first task's inputs, loaded early (K1Build::early_inputs).
+void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc, const std::optional<KdaPrologue>& first) {
   const int tasks = b.requests() * b.heads * kTasksPerHead;
   if_(program_id(0) < tasks, [&] {
     wait_flag(a.flags + kProjFlag, static_cast<int32_t>(K1Region::kProj), full({}, 0, i32), hc);
-  });
-  range(program_id(0), tasks, num_programs(0), [&](Value task) {
-    kda_task(b, a, task);
-    tick(a, 6);
+    Value later = program_id(0);
+    if (first) {
+      kda_task(b, a, *first);
+      tick(a, 6);
+      later = later + num_programs(0);
+    }
+    range(later, tasks, num_programs(0), [&](Value task) {
+      kda_task(b, a, kda_prologue(b, a, task));
+      tick(a, 6);
+    });
   });
 }
 
@@ -398,7 +437,8 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
-                                  "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.stage_clock ? "_clock" : "");
+                                  "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
+                                  b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
@@ -421,6 +461,9 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs) {
     build.num_warps = 4;
     build.gemv_step = 128;
   }
+  // Held through stage B, the early inputs cost about 16 registers a thread: at q = 8 sm_90a then
+  // spilled (255 registers, 12 spill stores), and gfx90a went from at most 149 spills to 257.
+  build.early_inputs = build.early_inputs && target.vendor() == dsl::Vendor::kNvidia && build.q <= 4;
   // The in_proj tasks in one round where 48-row tasks make that possible (K3's TP 8 rank: 131 tasks
   // on 132 SMs instead of 99, which left a quarter of the SMs without W to stream). NVIDIA only: 48
   // rows do not spread over AMD's 4 wavefronts of the matrix unit.
@@ -440,9 +483,13 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   tick(a, 0);
   attn_res_rows(attn_res(build, a), hc);
   tick(a, 1);
+  // A program without a KDA task loads the last task's inputs instead (L2 hits, never used).
+  const int kda_tasks = build.requests() * build.heads * kTasksPerHead;
+  std::optional<KdaPrologue> first;
+  if (build.early_inputs) first = kda_prologue(build, a, minimum(program_id(0), kda_tasks - 1));
   stage_in_proj(build, a, hc);
   tick(a, 2);
-  stage_kda(build, a, hc);
+  stage_kda(build, a, hc, first);
   tick(a, 3);
   return b.finish(loc);
 }
@@ -467,7 +514,7 @@ K1Scratch k1_scratch(const K1Build& b) {
   s.counters = take(int64_t{kHeadCounters + kMaxTokens / 2 * b.heads} * 4);
   s.flags = take(int64_t{kProjFlag + 1} * 4);
   s.zeroed_bytes = at;
-  s.ares = take((attn_res_partial_floats(b) + kMaxTokens * kAttnResSources) * 4);
+  s.ares = take(attn_res_partial_floats(b) * 4);
   s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);
   s.o_rows = take(int64_t{b.requests()} * b.heads * b.q * kHeadDim * 4);

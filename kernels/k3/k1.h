@@ -3,7 +3,8 @@
 // over every program instance, handed on through tagged flags in a scratch buffer:
 //   A. AttnRes (attn_res_stage.h): the pending delta folded into the prefix (stored in place), the
 //      block write, the mix over the block sources, the input RMSNorm -> x [T, H], as (row, chunk)
-//      tasks in two loops;
+//      tasks; then each program loads its first stage C task's inputs that no stage writes (its
+//      state slice, conv windows, slots), whose round trips then hide behind stage B;
 //   B. the merged in_proj GEMV x W_in^T -> proj [T, rows] (row blocks; waits for every x row; the
 //      last block to finish publishes the whole proj);
 //   C. per (request, head, quarter of the state rows): f_b on f_a, the short causal conv, gates,
@@ -48,6 +49,9 @@ struct K1Build {
   int num_warps = 8;
   int gemv_step = 256;
   int gemv_rows = 64;  // rows of W_in an in_proj task takes: 64, or 48 to fit the tasks in one round
+  // A program's first stage C task loads its inputs that no stage writes before stage B (k1.cpp
+  // KdaPrologue); off where holding them through stage B would spill (AMD, q > 4).
+  bool early_inputs = true;
   // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
@@ -68,7 +72,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 // The build for `target` and the number of programs it will run with (0: unknown): on AMD (64-wide
 // wavefronts, 64 KiB of LDS) 4 wavefronts and 128-wide GEMV steps, so that the program has as many
 // threads as on NVIDIA and its LDS fits; on NVIDIA 48-row in_proj tasks where that fits them in one
-// round.
+// round; early stage C inputs on NVIDIA up to q = 4 (beyond, sm_90a spills them).
 K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs = 0);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}" plus a hash of the eps values and the
@@ -98,13 +102,13 @@ std::vector<std::string> k1_parameters(const K1Build& build);
 
 // K1's scratch: views into one buffer, each 256-byte aligned. The control words (counters, flags)
 // come first and sit at the same offsets for every width of a rank; they must be zero once, when
-// the buffer is made, and no launch needs them reset (flags compare with the launch's tag, counters
-// only ever grow, by multiples of 4). The buffer of the widest build serves every width.
+// the buffer is made, and no launch needs them reset (flags compare with the launch's tag; a counter
+// grows by the same power of two every launch, wrapping at 2^32: handoff.h arrive). The buffer of the widest build serves every width.
 struct K1Scratch {
   int64_t counters = 0;  // i32 [33 + 8 NHl]: AttnRes's, in_proj tasks done, quarters per (request, head)
-  int64_t flags = 0;     // i32 [33]: AttnRes's (coefficients, x rows), then "proj written"
+  int64_t flags = 0;     // i32 [33]: AttnRes's (a row's partials, x written), then "proj written"
   int64_t zeroed_bytes = 0;  // [0, zeroed_bytes) must be zero before the first launch
-  int64_t ares = 0;      // f32: AttnRes's partials and coefficients
+  int64_t ares = 0;      // f32: AttnRes's partials
   int64_t x_rows = 0;    // bf16 [T, H]
   int64_t proj = 0;      // bf16 [T, rows]
   int64_t o_rows = 0;    // f32 [N, NHl, q, 128]

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 
 #include "kernels/k3/k1_test_support.h"
 #include "tests/conformance/interpreter_executor.h"
@@ -46,6 +47,11 @@ std::vector<K1Case> cases() {
   // The H200's shape of the same build: 48-row in_proj tasks, 131 of them on 132 programs.
   out.push_back({.model = "k3", .tp = 8, .rank = 5, .layer = 1, .requests = 2, .q = 4, .programs = 132,
                  .target = "sm_90a"});
+  // AMD's shape: 4 wavefronts, 128-wide GEMV steps, stage C's inputs loaded by each task itself.
+  out.push_back({.requests = 2, .q = 4, .programs = 6, .target = "gfx90a"});
+  // Counters far along: every launch's arrivals are told apart past the i32 wrap.
+  out.push_back({.requests = 2, .q = 3, .counter_start = std::numeric_limits<int32_t>::min()});
+  out.push_back({.requests = 4, .q = 2, .programs = 5, .counter_start = std::numeric_limits<int32_t>::max() - 255});
   return out;
 }
 

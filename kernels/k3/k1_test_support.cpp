@@ -94,7 +94,7 @@ std::span<std::byte> writable_bytes(std::vector<T>& v) {
 std::string case_name(const K1Case& c) {
   return absl::StrCat(c.model, "_tp", c.tp, "r", c.rank, "_L", c.layer, "_n", c.requests, "_q", c.q, "_sl",
                       c.state_len == 0 ? c.q + 2 : c.state_len, c.delta ? "_delta" : "", c.padded ? "_padded" : "",
-                      c.dim_first ? "_dimfirst" : "");
+                      c.dim_first ? "_dimfirst" : "", c.counter_start != 0 ? "_counters_far" : "");
 }
 
 bool K1Result::ok() const {
@@ -219,6 +219,8 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   const K1Scratch layout = k1_scratch(build);
   std::vector<uint8_t> scratch_host(static_cast<size_t>(layout.bytes), 0xa5);  // poisoned data...
   std::fill(scratch_host.begin(), scratch_host.begin() + layout.zeroed_bytes, 0);  // ...zeroed control words
+  // Counters as a long-running rank leaves them: any multiple of every launch's span (handoff.h).
+  for (int64_t at = layout.counters; at < layout.flags; at += 4) std::memcpy(&scratch_host[at], &c.counter_start, 4);
   MT_ASSIGN_OR_RETURN(DeviceBuffer scratch, upload(bytes_of(scratch_host), "scratch"));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.x_rows));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.proj));
