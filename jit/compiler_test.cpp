@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "jit/jit.h"
 #include "jit/test_support.h"
-#include "kernels/samples/samples.h"
+#include "tests/jit_fixtures/samples.h"
 
 namespace monotile::jit {
 namespace {
@@ -159,7 +159,7 @@ TEST(Assembly, PtxForNvidia) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   testing::TempDir dir;
   Jit jit(testing::config_in(dir.path()));
-  absl::StatusOr<std::string> ptx = jit.assembly(kernels::samples::matrix_tile(target("sm_90a")));
+  absl::StatusOr<std::string> ptx = jit.assembly(monotile::testing::samples::matrix_tile(target("sm_90a")));
   ASSERT_TRUE(ptx.ok()) << ptx.status();
   EXPECT_THAT(*ptx, HasSubstr(".entry mt_matrix_tile"));
   EXPECT_THAT(*ptx, HasSubstr("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
@@ -169,7 +169,7 @@ TEST(Assembly, IsaForAmd) {
   MT_SKIP_WITHOUT_COMPILER("gfx90a");
   testing::TempDir dir;
   Jit jit(testing::config_in(dir.path()));
-  absl::StatusOr<std::string> isa = jit.assembly(kernels::samples::matrix_tile(target("gfx90a")));
+  absl::StatusOr<std::string> isa = jit.assembly(monotile::testing::samples::matrix_tile(target("gfx90a")));
   ASSERT_TRUE(isa.ok()) << isa.status();
   EXPECT_THAT(*isa, HasSubstr("v_mfma_f32_32x32x8bf16_1k"));
 }

@@ -12,7 +12,7 @@
 #include "jit/compile_all.h"
 #include "jit/jit.h"
 #include "jit/test_support.h"
-#include "kernels/registry.h"
+#include "tests/jit_fixtures/samples.h"
 #include "support/check.h"
 
 namespace monotile::jit {
@@ -22,10 +22,10 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<Build> registry_for(const std::vector<dsl::Target>& targets) {
+std::vector<Build> samples_for(const std::vector<dsl::Target>& targets) {
   std::vector<Build> builds;
   for (const dsl::Target& target : targets) {
-    std::vector<Build> found = *kernels::registry_builds(target);
+    std::vector<Build> found = monotile::testing::samples::sample_builds(target);
     builds.insert(builds.end(), found.begin(), found.end());
   }
   return builds;
@@ -47,7 +47,7 @@ int run(int repeats) {
     }
     targets.push_back(target);
   }
-  std::vector<Build> builds = registry_for(targets);
+  std::vector<Build> builds = samples_for(targets);
 
   std::printf("cold compile per build (median of %d; cache off)\n", repeats);
   std::printf("%-14s %-8s %12s %12s %8s\n", "build", "target", "worker s", "in-proc s", "regs");

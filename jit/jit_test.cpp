@@ -10,17 +10,17 @@
 #include "jit/build_key.h"
 #include "jit/compile_all.h"
 #include "jit/test_support.h"
-#include "kernels/registry.h"
+#include "tests/jit_fixtures/samples.h"
 
 namespace monotile::jit {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::vector<Build> registry_for(std::initializer_list<const char*> targets) {
+std::vector<Build> samples_for(std::initializer_list<const char*> targets) {
   std::vector<Build> builds;
   for (const char* text : targets) {
-    std::vector<Build> found = *kernels::registry_builds(*dsl::Target::parse(text));
+    std::vector<Build> found = monotile::testing::samples::sample_builds(*dsl::Target::parse(text));
     builds.insert(builds.end(), found.begin(), found.end());
   }
   return builds;
@@ -47,7 +47,7 @@ TEST(CompileBuild, SecondCallIsAHit) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   testing::TempDir dir;
   Jit jit(testing::config_in(dir.path()));
-  Build build = kernels::registry_builds(*dsl::Target::parse("sm_90a"))->front();
+  Build build = monotile::testing::samples::sample_builds(*dsl::Target::parse("sm_90a")).front();
   absl::StatusOr<CompiledBuild> cold = jit.compile_build(build);
   ASSERT_TRUE(cold.ok()) << cold.status();
   EXPECT_FALSE(cold->hit);
@@ -65,7 +65,7 @@ TEST(CompileBuild, DumpDirReceivesSourcePtxLogAndReport) {
   JitConfig config = testing::config_in(dir.path());
   config.dump_dir = dir.path() / "dump";
   Jit jit(config);
-  Build build = kernels::registry_builds(*dsl::Target::parse("sm_90a"))->front();
+  Build build = monotile::testing::samples::sample_builds(*dsl::Target::parse("sm_90a")).front();
   ASSERT_TRUE(jit.compile_build(build).ok());
   for (const char* suffix : {".cu", ".ptx", ".log", ".report"}) {
     EXPECT_TRUE(std::filesystem::exists(dir.path() / "dump" / (build.name + "-sm_90a" + suffix))) << suffix;
@@ -76,7 +76,7 @@ TEST(CompileAll, DeduplicatesReportsProgressAndSecondRunCompilesNothing) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   MT_SKIP_WITHOUT_COMPILER("gfx90a");
   testing::TempDir dir;
-  std::vector<Build> builds = registry_for({"sm_90a", "gfx90a"});
+  std::vector<Build> builds = samples_for({"sm_90a", "gfx90a"});
   Build duplicate = builds[0];
   duplicate.name = "vector_add_again";
   builds.push_back(duplicate);
@@ -117,7 +117,7 @@ TEST(CompileAll, FailureDoesNotStopTheOthers) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   testing::TempDir dir;
   Jit jit(testing::config_in(dir.path()));
-  std::vector<Build> builds = registry_for({"sm_90a"});
+  std::vector<Build> builds = samples_for({"sm_90a"});
   builds.insert(builds.begin(), Build("broken", "mt_broken", "this is not C++", *dsl::Target::parse("sm_90a")));
   builds.push_back(Build("unbuildable", "k", "", *dsl::Target::parse("gfx942")));
   CompileAllOptions options;

@@ -38,23 +38,7 @@ jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::
   return jit::compile_all(jit, builds, options);
 }
 
-void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result) {
-  std::fprintf(out, "%-14s %-24s %5s %5s %5s %11s %8s %8s %8s  %s\n", "build", "target", "regs", "agprs",
-               "sgprs", "spills s/l", "smem B", "scratch", "time ms", "cache");
-  for (size_t i = 0; i < builds.size(); ++i) {
-    const absl::StatusOr<jit::CompiledBuild>& compiled = result.results[i];
-    if (!compiled.ok()) {
-      std::fprintf(out, "%-14s %-24s %5s %5s %5s %11s %8s %8s %8s  %s\n", builds[i].name.c_str(),
-                   builds[i].target.str().c_str(), "-", "-", "-", "-", "-", "-", "-", "FAILED");
-      continue;
-    }
-    const jit::ResourceReport& report = compiled->report;
-    std::string spills = absl::StrCat(report.spill_stores, "/", report.spill_loads);
-    std::fprintf(out, "%-14s %-24s %5d %5d %5d %11s %8lld %8lld %8.1f  %s\n", compiled->name.c_str(),
-                 compiled->target.c_str(), report.registers, report.agprs, report.sgprs, spills.c_str(),
-                 static_cast<long long>(report.shared_memory), static_cast<long long>(report.stack_frame),
-                 compiled->seconds * 1e3, compiled->hit ? "hit" : "miss");
-  }
+void print_build_errors(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result) {
   // One error a cause: a target the compiler refuses fails every build the same way, so builds
   // whose messages differ only in their own name are listed together under one message.
   std::vector<std::pair<std::string, std::vector<std::string>>> causes;
@@ -71,6 +55,28 @@ void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit:
     std::fprintf(out, "\nerror (%s %s): %s\n", names.size() == 1 ? "build" : "builds", absl::StrJoin(names, ", ").c_str(),
                  message.c_str());
   }
+}
+
+void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result) {
+  int width = 14;  // the name column fits the longest name
+  for (const jit::Build& build : builds) width = std::max(width, static_cast<int>(build.name.size()));
+  std::fprintf(out, "%-*s %-24s %5s %5s %5s %11s %8s %8s %8s  %s\n", width, "build", "target", "regs", "agprs",
+               "sgprs", "spills s/l", "smem B", "scratch", "time ms", "cache");
+  for (size_t i = 0; i < builds.size(); ++i) {
+    const absl::StatusOr<jit::CompiledBuild>& compiled = result.results[i];
+    if (!compiled.ok()) {
+      std::fprintf(out, "%-*s %-24s %5s %5s %5s %11s %8s %8s %8s  %s\n", width, builds[i].name.c_str(),
+                   builds[i].target.str().c_str(), "-", "-", "-", "-", "-", "-", "-", "FAILED");
+      continue;
+    }
+    const jit::ResourceReport& report = compiled->report;
+    std::string spills = absl::StrCat(report.spill_stores, "/", report.spill_loads);
+    std::fprintf(out, "%-*s %-24s %5d %5d %5d %11s %8lld %8lld %8.1f  %s\n", width, compiled->name.c_str(),
+                 compiled->target.c_str(), report.registers, report.agprs, report.sgprs, spills.c_str(),
+                 static_cast<long long>(report.shared_memory), static_cast<long long>(report.stack_frame),
+                 compiled->seconds * 1e3, compiled->hit ? "hit" : "miss");
+  }
+  print_build_errors(out, builds, result);
   std::fprintf(out, "\n%zu builds (%zu unique): %zu hits, %zu misses, %zu failed in %.2f s\n", builds.size(),
                result.unique, result.hits, result.misses, result.failures, result.seconds);
 }

@@ -1,4 +1,4 @@
-// Shared by `monotile warmup` and `monotile demo`: compile a list of builds with a progress bar on
+// Shared by `monotile warmup`, `demo` and `compile`: compile a list of builds with a progress bar on
 // a terminal (plain lines otherwise), then print the table of builds with their resource reports.
 #pragma once
 
@@ -18,5 +18,9 @@ jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::
 // One row per build: name, target, registers, spills, shared memory, scratch, time, hit/miss;
 // then the failures' messages and a summary line.
 void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result);
+
+// The failures' messages, one per cause: builds whose messages differ only in their own name (a
+// target the compiler refuses fails every build alike) are listed together under one message.
+void print_build_errors(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result);
 
 }  // namespace monotile::tools

@@ -12,6 +12,7 @@ using Args = std::span<const std::string_view>;
 int devices_command(Args args);
 int cache_command(Args args);
 int warmup_command(Args args);
+int compile_command(Args args);
 int demo_command(Args args);
 int export_command(Args args);
 int first_call_command(Args args);

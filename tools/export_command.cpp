@@ -1,4 +1,5 @@
-// `monotile export`: lowers and compiles every benchmark kernel (kernels/bench) for one target and
+// `monotile export`: lowers and compiles every benchmark kernel of the registry (kernels/registry.h:
+// those with a launch grid, from kernels/bench) for one target and
 // writes `<name>.cubin` (NVIDIA; `<name>.hsaco` for AMD) + `<name>.json` per kernel into a folder,
 // in the format the side-by-side harness loads (docs/bench.md, "Export format"), printing each
 // kernel's resource report. Exits 1 when any kernel failed, 2 on misuse.
@@ -16,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
-#include "kernels/bench/bench_kernels.h"
+#include "kernels/registry.h"
 #include "support/files.h"
 #include "tools/build_report.h"
 #include "tools/commands.h"
@@ -59,7 +60,7 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-absl::StatusOr<std::string> kernel_json(const kernels::bench::BenchKernel& kernel, const jit::ProgramBuild& made) {
+absl::StatusOr<std::string> kernel_json(const kernels::RegistryEntry& kernel, const jit::ProgramBuild& made) {
   const jit::LaunchInfo& launch = made.build.launch;
   std::vector<std::string> params;
   for (const dsl::lower::KernelParam& param : made.params) {
@@ -146,8 +147,11 @@ int export_command(Args args) {
   absl::StatusOr<dsl::Target> target = dsl::Target::parse(target_text);
   if (!target.ok()) return misuse(std::string(target.status().message()));
 
-  std::vector<kernels::bench::BenchKernel> all = kernels::bench::bench_kernels();
-  std::vector<kernels::bench::BenchKernel> chosen;
+  std::vector<const kernels::RegistryEntry*> all;
+  for (const kernels::RegistryEntry& entry : kernels::registry()) {
+    if (entry.family == kernels::KernelFamily::kBench) all.push_back(&entry);
+  }
+  std::vector<const kernels::RegistryEntry*> chosen;
   if (only_text.empty()) {
     chosen = all;
   } else {
@@ -155,10 +159,10 @@ int export_command(Args args) {
     for (absl::string_view name : absl::StrSplit(only_text, ',', absl::SkipEmpty())) wanted.insert(std::string(name.data(), name.size()));
     std::vector<std::string> known;
     size_t variants = 0;
-    for (const kernels::bench::BenchKernel& kernel : all) {
-      if (kernel.program.name.find("__") == std::string::npos) known.push_back(kernel.program.name);
+    for (const kernels::RegistryEntry* kernel : all) {
+      if (kernel->name.find("__") == std::string::npos) known.push_back(kernel->name);
       else ++variants;
-      if (wanted.erase(kernel.program.name) > 0) chosen.push_back(kernel);
+      if (wanted.erase(kernel->name) > 0) chosen.push_back(kernel);
     }
     if (!wanted.empty()) {
       return misuse("--only names no benchmark kernel \"" + *wanted.begin() + "\"; the kernels are:\n" +
@@ -186,14 +190,14 @@ int export_command(Args args) {
   };
   std::vector<std::string> names, jsons;
   std::vector<jit::Build> builds;
-  for (const kernels::bench::BenchKernel& kernel : chosen) {
-    absl::StatusOr<jit::ProgramBuild> made = jit::make_build(kernel.program, *target);
-    absl::StatusOr<std::string> json = made.ok() ? kernel_json(kernel, *made) : made.status();
+  for (const kernels::RegistryEntry* kernel : chosen) {
+    absl::StatusOr<jit::ProgramBuild> made = kernels::registry_build(*kernel, *target);
+    absl::StatusOr<std::string> json = made.ok() ? kernel_json(*kernel, *made) : made.status();
     if (!json.ok()) {
-      report_failure(kernel.program.name, json.status());
+      report_failure(kernel->name, json.status());
       continue;
     }
-    names.push_back(kernel.program.name);
+    names.push_back(kernel->name);
     jsons.push_back(*std::move(json));
     builds.push_back(std::move(made->build));
   }

@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
-#include "kernels/bench/bench_kernels.h"
+#include "kernels/registry.h"
 #include "runtime/device_cuda.h"
 #include "runtime/kernel.h"
 #include "tools/commands.h"
@@ -89,18 +89,15 @@ int first_call_command(Args args) {
   }
   if (name.empty()) return misuse("no kernel name");
 
-  // The program is built before the clock (every benchmark program at once: the list is the
-  // registry); building one program takes 0.02-0.5 ms (docs/perf.md, DSL front end).
-  std::vector<kernels::bench::BenchKernel> all = kernels::bench::bench_kernels();
-  const kernels::bench::BenchKernel* kernel = nullptr;
-  std::vector<std::string> known;
-  for (const kernels::bench::BenchKernel& candidate : all) {
-    known.push_back(candidate.program.name);
-    if (candidate.program.name == name) kernel = &candidate;
+  // The program is built before the clock (every registered program is listed once; building one
+  // takes 0.02-0.5 ms, docs/perf.md, DSL front end). Only benchmark kernels carry a launch grid.
+  absl::StatusOr<const kernels::RegistryEntry*> entry = kernels::find_kernel(name);
+  if (!entry.ok()) return misuse(std::string(entry.status().message()));
+  if ((*entry)->family != kernels::KernelFamily::kBench) {
+    return misuse("\"" + name + "\" is not a benchmark kernel: it has no launch grid to time it with; hint: "
+                  "monotile compile --list shows the benchmark kernels with their grids");
   }
-  if (kernel == nullptr) {
-    return misuse("no benchmark kernel \"" + name + "\"; the kernels are: " + absl::StrJoin(known, ", "));
-  }
+  const kernels::RegistryEntry* kernel = *entry;
 
   absl::StatusOr<runtime::BackendDevices> found = runtime::open_cuda_devices();
   if (!found.ok()) return failure("no NVIDIA GPU", found.status());
@@ -111,11 +108,12 @@ int first_call_command(Args args) {
   const dsl::Target target = device.info().target;
   absl::StatusOr<runtime::Stream> stream = device.create_stream();
   if (!stream.ok()) return failure("creating a stream", stream.status());
+  const dsl::Program program = kernel->program(target);
 
   // Arguments, in the program's parameter order.
   std::vector<runtime::DeviceBuffer> buffers;
   std::vector<runtime::KernelArgument> arguments;
-  for (const dsl::Param& param : kernel->program.params) {
+  for (const dsl::Param& param : program.params) {
     if (param.type.pointer) {
       absl::StatusOr<runtime::DeviceBuffer> buffer = device.allocate(buffer_bytes);
       if (!buffer.ok()) return failure("allocating \"" + param.name + "\"", buffer.status());
@@ -155,7 +153,7 @@ int first_call_command(Args args) {
 
   // The clock: everything from here to the synchronize is the first call.
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<jit::ProgramBuild> made = jit::make_build(kernel->program, target);
+  absl::StatusOr<jit::ProgramBuild> made = jit::make_build(program, target, kernel->options(target));
   if (!made.ok()) return failure("lowering \"" + name + "\"", made.status());
   const double lower_ms = ms_since(start);
   Clock::time_point phase = Clock::now();

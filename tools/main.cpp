@@ -17,7 +17,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"devices", monotile::tools::devices_command, "list the GPUs and the CPU interpreter found, and why any GPU is missing"},
     {"cache", monotile::tools::cache_command, "kernel cache: stats, list, verify, prune, clear, dir"},
-    {"demo", monotile::tools::demo_command, "show the compilers and compile the sample kernels through the cache"},
+    {"demo", monotile::tools::demo_command, "show the compilers, compile registered kernels through the cache, run one on each GPU"},
+    {"compile", monotile::tools::compile_command, "compile a kernel file or a registered kernel for targets: cache hit or not, resources"},
     {"warmup", monotile::tools::warmup_command, "fill the kernel cache (or a bundle) for targets; no GPU needed"},
     {"export", monotile::tools::export_command, "write the benchmark kernels' CUBINs and launch JSON for the bench harness"},
     {"first-call", monotile::tools::first_call_command, "time one benchmark kernel's first call on the GPU: lower, compile or cache hit, load, run"},

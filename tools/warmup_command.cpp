@@ -1,5 +1,5 @@
 // `monotile warmup`: fills the kernel cache (or a fresh bundle folder to ship read-only) with every
-// registry build for the given targets. Needs no GPU. Exits 1 when any build failed, 2 on misuse.
+// registered kernel's build (or those --only names) for the given targets. Needs no GPU. Exits 1 when any build failed, 2 on misuse.
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,9 +19,10 @@ namespace monotile::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: monotile warmup [--target sm_90a,gfx90a] [--cache-dir DIR] [--bundle DIR] [--jobs N]\n"
-    "                       [--dump DIR]\n"
+    "usage: monotile warmup [--target sm_90a,gfx90a] [--only NAME,...] [--cache-dir DIR] [--bundle DIR]\n"
+    "                       [--jobs N] [--dump DIR]\n"
     "  --target   comma-separated targets (default sm_90a,gfx90a)\n"
+    "  --only     these registered kernels only (default: all; monotile compile --list names them)\n"
     "  --cache-dir  the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
     "  --bundle   write every build into DIR, a new folder to ship and list in\n"
     "             MONOTILE_CACHE_READONLY_DIRS on the workers\n"
@@ -41,6 +42,7 @@ int warmup_command(Args args) {
   std::string cache_dir;
   std::string bundle;
   std::string dump;
+  std::vector<std::string> only;
   int jobs = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
@@ -52,6 +54,8 @@ int warmup_command(Args args) {
     std::string value(args[++i]);
     if (arg == "--target") {
       targets_text = value;
+    } else if (arg == "--only") {
+      only = absl::StrSplit(value, ',', absl::SkipEmpty());
     } else if (arg == "--cache-dir") {
       cache_dir = value;
     } else if (arg == "--bundle") {
@@ -72,6 +76,11 @@ int warmup_command(Args args) {
     targets.push_back(*target);
   }
   if (targets.empty()) return misuse("--target lists no target");
+  for (const std::string& name : only) {
+    if (absl::StatusOr<const kernels::RegistryEntry*> entry = kernels::find_kernel(name); !entry.ok()) {
+      return misuse(std::string(entry.status().message()));
+    }
+  }
 
   jit::JitConfig config = jit::JitConfig::from_environment();
   if (!cache_dir.empty()) config.cache.writable_dir = cache_dir;
@@ -97,7 +106,7 @@ int warmup_command(Args args) {
   std::vector<jit::Build> builds;
   int failed_targets = 0;
   for (const dsl::Target& target : targets) {
-    absl::StatusOr<std::vector<jit::Build>> found = kernels::registry_builds(target);
+    absl::StatusOr<std::vector<jit::Build>> found = kernels::registry_builds(target, only);
     if (!found.ok()) {
       std::fprintf(stderr, "monotile warmup: %s\n", std::string(found.status().message()).c_str());
       ++failed_targets;

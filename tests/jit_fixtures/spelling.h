@@ -7,7 +7,7 @@
 
 #include "dsl/target.h"
 
-namespace monotile::kernels::samples {
+namespace monotile::testing::samples {
 
 // Macro definitions for the prelude header: MT_WARP_SIZE (from the target), MT_KERNEL,
 // MT_BARRIER(), MT_SHFL_XOR(value, lane_mask), MT_ATOMIC_ADD(pointer, value).
@@ -27,4 +27,4 @@ struct MatrixTile {
 MatrixTile cuda_matrix_tile();  // mma.sync m16n8k16
 MatrixTile hip_matrix_tile();   // v_mfma_f32_32x32x8bf16_1k
 
-}  // namespace monotile::kernels::samples
+}  // namespace monotile::testing::samples

@@ -1,12 +1,12 @@
 // The vendor-neutral sample kernels, written against the prelude's macros; MT_WARP_SIZE comes from
 // the Target, never a literal.
-#include "kernels/samples/samples.h"
+#include "tests/jit_fixtures/samples.h"
 
 #include "absl/strings/str_cat.h"
-#include "kernels/samples/spelling.h"
+#include "tests/jit_fixtures/spelling.h"
 #include "support/check.h"
 
-namespace monotile::kernels::samples {
+namespace monotile::testing::samples {
 namespace {
 
 constexpr std::string_view kGeneratorVersion = "samples-1";
@@ -46,25 +46,30 @@ std::string block_define() { return absl::StrCat("#define MT_BLOCK ", kBlockThre
 }  // namespace
 
 jit::Header prelude(const dsl::Target& target) {
-  std::string text = absl::StrCat("#pragma once\n", is_nvidia(target) ? cuda_spelling(target) : hip_spelling(target),
-                                  kBf16);
+  std::string text = absl::StrCat(
+      "#pragma once\n", is_nvidia(target) ? cuda_spelling(target) : hip_spelling(target), kBf16);
   return {"monotile_sample.h", std::move(text)};
 }
 
 jit::Build vector_add(const dsl::Target& target) {
-  return make("vector_add", "mt_vector_add", absl::StrCat(R"(#include "monotile_sample.h"
-)", block_define(), R"(
+  return make("vector_add", "mt_vector_add",
+              absl::StrCat(R"(#include "monotile_sample.h"
+)",
+                           block_define(), R"(
 MT_KERNEL void __launch_bounds__(MT_BLOCK) mt_vector_add(const float* __restrict__ a,
     const float* __restrict__ b, float* __restrict__ c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 }
-)"), target, kBlockThreads);
+)"),
+              target, kBlockThreads);
 }
 
 jit::Build block_reduce(const dsl::Target& target) {
-  return make("block_reduce", "mt_block_reduce", absl::StrCat(R"(#include "monotile_sample.h"
-)", block_define(), R"(
+  return make("block_reduce", "mt_block_reduce",
+              absl::StrCat(R"(#include "monotile_sample.h"
+)",
+                           block_define(), R"(
 #define MT_WARPS (MT_BLOCK / MT_WARP_SIZE)
 
 __device__ inline float mt_warp_sum(float v) {
@@ -86,7 +91,8 @@ MT_KERNEL void __launch_bounds__(MT_BLOCK) mt_block_reduce(const float* __restri
     if (lane == 0) out[blockIdx.x] = v;
   }
 }
-)"), target, kBlockThreads);
+)"),
+              target, kBlockThreads);
 }
 
 jit::Build histogram(const dsl::Target& target) {
@@ -124,4 +130,24 @@ jit::Build matrix_tile(const dsl::Target& target) {
               target, target.warp_size());
 }
 
-}  // namespace monotile::kernels::samples
+namespace {
+
+constexpr Sample kSamples[] = {
+    {"vector_add", "elementwise float add", vector_add},
+    {"block_reduce", "block sum: warp shuffles and shared memory", block_reduce},
+    {"histogram", "256-bin byte histogram: shared and global atomics", histogram},
+    {"bf16_axpby", "bf16 axpby, round to nearest even", bf16_axpby},
+    {"matrix_tile", "bf16 matrix tile on the matrix unit (mma.sync / MFMA)", matrix_tile},
+};
+
+}  // namespace
+
+std::span<const Sample> samples() { return kSamples; }
+
+std::vector<jit::Build> sample_builds(const dsl::Target& target) {
+  std::vector<jit::Build> builds;
+  for (const Sample& sample : kSamples) builds.push_back(sample.make(target));
+  return builds;
+}
+
+}  // namespace monotile::testing::samples

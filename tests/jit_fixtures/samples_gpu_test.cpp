@@ -13,12 +13,12 @@
 #include "gtest/gtest.h"
 #include "jit/jit.h"
 #include "jit/test_support.h"
-#include "kernels/samples/samples.h"
-#include "kernels/samples/spelling.h"
+#include "tests/jit_fixtures/samples.h"
+#include "tests/jit_fixtures/spelling.h"
 #include "runtime/discovery.h"
 #include "tests/testing/seed.h"
 
-namespace monotile::kernels {
+namespace monotile::testing {
 namespace {
 
 constexpr uint8_t kPoison = 0xFF;  // NaN floats, all-ones integers: an unwritten element fails
@@ -206,4 +206,4 @@ TEST_F(SamplesOnGpu, MatrixTileMatchesFloat64) {
 }
 
 }  // namespace
-}  // namespace monotile::kernels
+}  // namespace monotile::testing

@@ -2,9 +2,9 @@
 // layouts: A rows groupID / groupID+8, k pairs threadID_in_group*2 (+8); B k pairs likewise, column
 // groupID; C rows groupID / groupID+8, columns threadID_in_group*2, +1).
 #include "absl/strings/str_cat.h"
-#include "kernels/samples/spelling.h"
+#include "tests/jit_fixtures/spelling.h"
 
-namespace monotile::kernels::samples {
+namespace monotile::testing::samples {
 
 std::string cuda_spelling(const dsl::Target& target) {
   return absl::StrCat("#define MT_WARP_SIZE ", target.warp_size(), "\n",
@@ -53,4 +53,4 @@ MT_KERNEL void __launch_bounds__(MT_WARP_SIZE) mt_matrix_tile(const mt_bf16* __r
 )";
 }
 
-}  // namespace monotile::kernels::samples
+}  // namespace monotile::testing::samples

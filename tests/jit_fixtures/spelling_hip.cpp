@@ -2,9 +2,9 @@
 // tile: lane l holds A row l%32 and B column l%32 at k = 4*(l/32) .. +3; accumulator j of lane l is
 // C row 8*(j/4) + 4*(l/32) + j%4, column l%32). hiprtc pre-includes the HIP device header.
 #include "absl/strings/str_cat.h"
-#include "kernels/samples/spelling.h"
+#include "tests/jit_fixtures/spelling.h"
 
-namespace monotile::kernels::samples {
+namespace monotile::testing::samples {
 
 std::string hip_spelling(const dsl::Target& target) {
   return absl::StrCat("#define MT_WARP_SIZE ", target.warp_size(), "\n",
@@ -42,4 +42,4 @@ MT_KERNEL void __launch_bounds__(MT_WARP_SIZE) mt_matrix_tile(const mt_bf16* __r
 )";
 }
 
-}  // namespace monotile::kernels::samples
+}  // namespace monotile::testing::samples

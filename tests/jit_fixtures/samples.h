@@ -1,12 +1,17 @@
-// The hand-written sample kernels: what the JIT, the cache, `monotile demo` and `monotile warmup`
-// exercise until DSL kernels exist. Each returns a Build for a GPU target (sm_* or gfx*); the
-// vendor text comes from spelling_<vendor>.cpp through an in-memory header, monotile_sample.h.
+// The hand-written sample kernels: JIT test fixtures (builds with hand-written HIP/CUDA source, no
+// DSL), which the JIT's, the cache's and the samples' own tests compile. Each returns a Build for a
+// GPU target (sm_* or gfx*); the vendor text comes from spelling_<vendor>.cpp through an in-memory
+// header, monotile_sample.h.
 #pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "dsl/target.h"
 #include "jit/build.h"
 
-namespace monotile::kernels::samples {
+namespace monotile::testing::samples {
 
 // Threads per block of the elementwise, reduction and histogram samples.
 inline constexpr int kBlockThreads = 256;
@@ -31,4 +36,16 @@ jit::Build matrix_tile(const dsl::Target& target);
 // The in-memory header every sample includes: the vendor's spelling plus the shared bf16 helpers.
 jit::Header prelude(const dsl::Target& target);
 
-}  // namespace monotile::kernels::samples
+struct Sample {
+  std::string_view name;
+  std::string_view description;
+  jit::Build (*make)(const dsl::Target& target);
+};
+
+// Every sample, in a stable order.
+std::span<const Sample> samples();
+
+// Every sample's build for `target`.
+std::vector<jit::Build> sample_builds(const dsl::Target& target);
+
+}  // namespace monotile::testing::samples

@@ -1,7 +1,7 @@
-// Every registry sample compiles for sm_90a and gfx90a with no spills or scratch, and its resource
+// Every sample (the JIT's hand-written fixtures) compiles for sm_90a and gfx90a with no spills or scratch, and its resource
 // report says what the kernel is: shared memory where it uses some, the matrix unit's registers,
 // the target's wavefront size. The warp size always comes from the Target.
-#include "kernels/samples/samples.h"
+#include "tests/jit_fixtures/samples.h"
 
 #include <tuple>
 
@@ -9,9 +9,8 @@
 #include "gtest/gtest.h"
 #include "jit/jit.h"
 #include "jit/test_support.h"
-#include "kernels/registry.h"
 
-namespace monotile::kernels {
+namespace monotile::testing {
 namespace {
 
 using ::testing::HasSubstr;
@@ -25,8 +24,8 @@ TEST(Prelude, WarpSizeComesFromTheTarget) {
   EXPECT_THAT(samples::prelude(target("gfx1030")).content, HasSubstr("#define MT_WARP_SIZE 32\n"));
 }
 
-TEST(Registry, SharedSourcesNameNoVendorIntrinsic) {
-  for (const RegistryEntry& entry : registry()) {
+TEST(Samples, SharedSourcesNameNoVendorIntrinsic) {
+  for (const samples::Sample& entry : samples::samples()) {
     if (entry.name == "matrix_tile") continue;
     for (const char* text : {"sm_90a", "gfx90a"}) {
       jit::Build build = entry.make(target(text));
@@ -36,11 +35,6 @@ TEST(Registry, SharedSourcesNameNoVendorIntrinsic) {
   }
 }
 
-TEST(Registry, CpuHasNoCompiledKernels) {
-  EXPECT_THAT(std::string(registry_builds(dsl::Target::cpu()).status().message()),
-              HasSubstr("target \"cpu\" has no compiled kernels"));
-}
-
 class SampleCompiles : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(SampleCompiles, WithoutSpillsAndWithItsResources) {
@@ -48,8 +42,8 @@ TEST_P(SampleCompiles, WithoutSpillsAndWithItsResources) {
   MT_SKIP_WITHOUT_COMPILER(target_text.c_str());
   jit::testing::TempDir dir;
   jit::Jit jit(jit::testing::config_in(dir.path()));
-  const RegistryEntry* entry = nullptr;
-  for (const RegistryEntry& candidate : registry()) {
+  const samples::Sample* entry = nullptr;
+  for (const samples::Sample& candidate : samples::samples()) {
     if (candidate.name == name) entry = &candidate;
   }
   ASSERT_NE(entry, nullptr);
@@ -82,10 +76,10 @@ TEST_P(SampleCompiles, WithoutSpillsAndWithItsResources) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Registry, SampleCompiles,
+    Samples, SampleCompiles,
     ::testing::Combine(::testing::Values("vector_add", "block_reduce", "histogram", "bf16_axpby", "matrix_tile"),
                        ::testing::Values("sm_90a", "gfx90a")),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
 }  // namespace
-}  // namespace monotile::kernels
+}  // namespace monotile::testing
