@@ -28,8 +28,8 @@ RegistryEntry bench_entry(bench::BenchKernel kernel) {
   RegistryEntry entry;
   entry.name = kernel.program.name;
   entry.family = KernelFamily::kBench;
-  entry.description =
-      "benchmark kernel (kernels/bench), launched on grid " + absl::StrJoin(kernel.grid, "x");
+  entry.description = absl::StrCat("benchmark kernel (kernels/bench), launched on grid ",
+                                   absl::StrJoin(kernel.grid, "x"));
   entry.grid = kernel.grid;
   entry.workspaces = std::move(kernel.workspaces);
   entry.program = [program = std::move(kernel.program)](const dsl::Target&) { return program; };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -93,11 +94,13 @@ int compile_command(Args args) {
     }
     if (!arg.starts_with("--")) {
       if (!what.empty())
-        return misuse("one kernel file or name expected, got \"" + what + "\" and \"" + arg + "\"");
+        return misuse(
+            absl::StrCat("one kernel file or name expected, got \"", what, "\" and \"", arg, "\""));
       what = arg;
       continue;
     }
-    if (i + 1 >= args.size()) return misuse("unknown or incomplete option \"" + arg + "\"");
+    if (i + 1 >= args.size())
+      return misuse(absl::StrCat("unknown or incomplete option \"", arg, "\""));
     const std::string value(args[++i]);
     if (arg == "--target") {
       targets_text = value;
@@ -105,9 +108,9 @@ int compile_command(Args args) {
       cache_dir = value;
     } else if (arg == "--jobs") {
       if (!absl::SimpleAtoi(value, &jobs) || jobs < 1)
-        return misuse("--jobs takes a positive integer, got \"" + value + "\"");
+        return misuse(absl::StrCat("--jobs takes a positive integer, got \"", value, "\""));
     } else {
-      return misuse("unknown option \"" + arg + "\"");
+      return misuse(absl::StrCat("unknown option \"", arg, "\""));
     }
   }
   if (what.empty()) return misuse("no kernel file or name");
@@ -168,8 +171,8 @@ int compile_command(Args args) {
     for (const dsl::Target& target : targets) {
       absl::StatusOr<jit::ProgramBuild> made = source.build(target);
       if (!made.ok()) {
-        const std::string message = absl::StrReplaceAll(made.status().message(),
-                                                        {{" " + target.str() + ":", " {target}:"}});
+        const std::string message = absl::StrReplaceAll(
+            made.status().message(), {{absl::StrCat(" ", target.str(), ":"), " {target}:"}});
         auto same = std::find_if(refusals.begin(), refusals.end(),
                                  [&](const auto& r) { return r.first == message; });
         if (same == refusals.end()) same = refusals.insert(refusals.end(), {message, {}});

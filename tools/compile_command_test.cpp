@@ -15,10 +15,12 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Runs `monotile compile <args>` with a cache under `dir`, stdout and stderr captured together.
-testing::CommandResult compile(const std::string& args, const jit::testing::TempDir& dir) {
+// Runs `monotile compile <args>` with a cache under `dir` and `environment` ("NAME=VALUE "...),
+// stdout and stderr captured together.
+testing::CommandResult compile(const std::string& args, const jit::testing::TempDir& dir,
+                               const std::string& environment = "") {
   return monotile::testing::run_command("env MONOTILE_CACHE_DIR='" +
-                                        (dir.path() / "cache").string() + "' " +
+                                        (dir.path() / "cache").string() + "' " + environment +
                                         MONOTILE_BINARY " compile " + args + " 2>&1");
 }
 
@@ -135,6 +137,28 @@ TEST(CompileCommand, UnknownTargetIsMisuse) {
   testing::CommandResult cpu = compile("rmsnorm_rows4_h7168 --target cpu", dir);
   EXPECT_EQ(cpu.status, 2) << cpu.output;
   EXPECT_THAT(cpu.output, HasSubstr("target \"cpu\" has no compiled kernels"));
+}
+
+TEST(CompileCommand, MissingCompilerSaysWhichAndHow) {
+  jit::testing::TempDir dir;
+  testing::CommandResult run =
+      compile(data("scale_add.cpp") + " --target sm_90a", dir, "CXX=/nonexistent/c++ ");
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_THAT(
+      run.output,
+      HasSubstr("cannot run the C++ compiler \"/nonexistent/c++\": No such file or directory; "
+                "hint: install g++, or set CXX to a C++20 compiler"));
+}
+
+TEST(CompileCommand, WrongPackageDirSaysWhatAPackageHolds) {
+  jit::testing::TempDir dir;
+  testing::CommandResult run = compile(data("scale_add.cpp") + " --target sm_90a", dir,
+                                       "MONOTILE_PACKAGE_DIR=" + dir.path().string() + " ");
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("MONOTILE_PACKAGE_DIR \"" + dir.path().string() +
+                        "\" holds no monotile package (include/monotile/dsl/kernel_file.h and "
+                        "libmonotile.so); hint: set it to the prefix given to cmake --install"));
 }
 
 // gfx942 needs a newer hiprtc than some machines have: the JIT's refusal, once, and the other

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
@@ -94,8 +95,9 @@ int first_call_command(Args args) {
   absl::StatusOr<const kernels::RegistryEntry*> entry = kernels::find_kernel(name);
   if (!entry.ok()) return misuse(std::string(entry.status().message()));
   if ((*entry)->family != kernels::KernelFamily::kBench) {
-    return misuse("\"" + name + "\" is not a benchmark kernel: it has no launch grid to time it with; hint: "
-                  "monotile compile --list shows the benchmark kernels with their grids");
+    return misuse(absl::StrCat("\"", name,
+                               "\" is not a benchmark kernel: it has no launch grid to time it with; hint: "
+                               "monotile compile --list shows the benchmark kernels with their grids"));
   }
   const kernels::RegistryEntry* kernel = *entry;
 

@@ -47,6 +47,12 @@ TEST(FirstCallCommand, UnknownKernelSaysHowToList) {
   EXPECT_THAT(run.output, HasSubstr("no kernel \"rmsnorm_rows3_h7168\" in the registry; hint: `monotile compile --list`"));
 }
 
+TEST(FirstCallCommand, LayerKernelHasNoGridToTime) {
+  CommandRun run = first_call("k3_k1_tp8_t4_q4");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.output, HasSubstr("\"k3_k1_tp8_t4_q4\" is not a benchmark kernel: it has no launch grid"));
+}
+
 TEST(FirstCallCommand, TwoNamesAreRefused) {
   CommandRun run = first_call("rmsnorm_rows4_h7168 copy_bytes67108864");
   EXPECT_EQ(run.status, 2);

@@ -51,8 +51,8 @@ bool package_at(const std::filesystem::path& include_dir,
 std::string shell_quoted(const std::vector<std::string>& words) {
   std::vector<std::string> quoted;
   for (const std::string& word : words) {
-    quoted.push_back(word.find_first_of(" \t'\"$\\") == std::string::npos ? word
-                                                                          : "'" + word + "'");
+    quoted.push_back(
+        word.find_first_of(" \t'\"$\\") == std::string::npos ? word : absl::StrCat("'", word, "'"));
   }
   return absl::StrJoin(quoted, " ");
 }
@@ -158,13 +158,13 @@ absl::StatusOr<std::vector<FileKernel>> load_kernel_file(const std::filesystem::
   }
   // -O0: the file only builds programs (milliseconds); the kernels' speed is the JIT's business.
   for (std::string flag : {"-std=c++20", "-fPIC", "-shared", "-O0"}) argv.push_back(flag);
-  argv.push_back("-I" + package.include_dir.string());
-  argv.push_back("-I" + (package.include_dir / "monotile").string());
+  argv.push_back(absl::StrCat("-I", package.include_dir.string()));
+  argv.push_back(absl::StrCat("-I", (package.include_dir / "monotile").string()));
   argv.push_back(file.string());
   argv.push_back("-o");
   argv.push_back(object.string());
-  argv.push_back("-L" + package.library_dir.string());
-  argv.push_back("-Wl,-rpath," + package.library_dir.string());
+  argv.push_back(absl::StrCat("-L", package.library_dir.string()));
+  argv.push_back(absl::StrCat("-Wl,-rpath,", package.library_dir.string()));
   argv.push_back("-lmonotile");
   absl::StatusOr<int> status = run(argv);
   if (!status.ok()) return status.status();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -88,10 +89,13 @@ int check(int rows, int hidden, float eps, std::mt19937& rng) {
 }  // namespace
 
 int main() {
-  std::random_device seed;
-  const unsigned draw = seed();
-  std::printf("seed %u\n", draw);  // a failure names its draw
-  std::mt19937 rng(draw);
+  // Inputs are drawn from MONOTILE_TEST_SEED (the test suite's variable) or a fixed default, so
+  // every run of one seed says the same; set it to draw other inputs, or to replay a failure.
+  const char* text = std::getenv("MONOTILE_TEST_SEED");
+  const unsigned seed =
+      text != nullptr ? static_cast<unsigned>(std::strtoul(text, nullptr, 0)) : 20261204u;
+  std::printf("seed %u (MONOTILE_TEST_SEED=%u replays it)\n", seed, seed);
+  std::mt19937 rng(seed);
   int bad = 0;
   bad += check(6, 128, 1e-5f, rng);
   bad += check(2, 7168, 1e-6f, rng);
