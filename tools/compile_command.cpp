@@ -28,20 +28,17 @@ namespace monotile::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: monotile compile FILE.cpp|NAME [--target sm_90a,gfx90a,gfx942] [--print-source] "
-    "[--report]\n"
-    "                        [--cache-dir DIR] [--jobs N]\n"
+    "usage: monotile compile FILE.cpp|NAME [--target sm_90a,gfx90a,gfx942] [--print-source]\n"
+    "                        [--report] [--cache-dir DIR] [--jobs N]\n"
     "       monotile compile --list\n"
-    "  FILE.cpp        a kernel file: DSL kernels named with MONOTILE_KERNEL "
-    "(docs/tutorial/README.md),\n"
-    "                  built with $CXX or g++ against the installed package "
-    "(MONOTILE_PACKAGE_DIR)\n"
+    "  FILE.cpp        a kernel file: DSL kernels named with MONOTILE_KERNEL\n"
+    "                  (docs/tutorial/researcher/README.md), built with $CXX or g++ and $CXXFLAGS\n"
+    "                  against the installed package (this tool's, or MONOTILE_PACKAGE_DIR)\n"
     "  NAME            a registered kernel (--list prints them)\n"
     "  --target        comma-separated targets (default sm_90a,gfx90a)\n"
     "  --print-source  print each build's generated CUDA/HIP source\n"
     "  --report        print each build's resources: registers, spills, shared memory, scratch\n"
-    "  --cache-dir     the writable cache folder (default MONOTILE_CACHE_DIR or "
-    "~/.cache/monotile)\n"
+    "  --cache-dir     the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
     "  --jobs          parallel compiles (default: one per core)\n";
 
 int misuse(const std::string& message) {

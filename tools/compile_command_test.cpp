@@ -139,6 +139,15 @@ TEST(CompileCommand, UnknownTargetIsMisuse) {
   EXPECT_THAT(cpu.output, HasSubstr("target \"cpu\" has no compiled kernels"));
 }
 
+TEST(CompileCommand, CxxflagsReachTheCompiler) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  testing::CommandResult run =
+      compile(data("scale_add.cpp") + " --target sm_90a", dir, "CXXFLAGS='-DTEST_BLOCK=64 -Wall' ");
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("test_scale_add_b64 sm_90a: compiled in "));
+}
+
 TEST(CompileCommand, MissingCompilerSaysWhichAndHow) {
   jit::testing::TempDir dir;
   testing::CommandResult run =

@@ -160,6 +160,14 @@ absl::StatusOr<std::vector<FileKernel>> load_kernel_file(const std::filesystem::
   for (std::string flag : {"-std=c++20", "-fPIC", "-shared", "-O0"}) argv.push_back(flag);
   argv.push_back(absl::StrCat("-I", package.include_dir.string()));
   argv.push_back(absl::StrCat("-I", (package.include_dir / "monotile").string()));
+#ifdef MONOTILE_ABSL_INCLUDE_DIR
+  argv.push_back(absl::StrCat("-isystem", MONOTILE_ABSL_INCLUDE_DIR));
+#endif
+  // The user's own flags last but before the file: -I for their headers, -D, warnings.
+  const char* cxxflags = std::getenv("CXXFLAGS");
+  for (absl::string_view word : absl::StrSplit(cxxflags != nullptr ? cxxflags : "", ' ', absl::SkipEmpty())) {
+    argv.emplace_back(word);
+  }
   argv.push_back(file.string());
   argv.push_back("-o");
   argv.push_back(object.string());

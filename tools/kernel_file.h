@@ -31,7 +31,7 @@ struct FileKernel {
 };
 
 // Compiles `file` (a path as the user gave it: the compiler's messages and the DSL's errors quote
-// it) with $CXX or g++ into a shared object, loads it (never unloaded: programs keep pointing into
+// it) with $CXX or g++ (and $CXXFLAGS) into a shared object, loads it (never unloaded: programs keep pointing into
 // it) and returns its kernels in line order. The compiler's own messages go to stderr as it writes
 // them; the error then says the file did not compile. Errors: a missing file (NotFound), a file
 // that registers no kernel, a compiler that cannot be run.

@@ -15,3 +15,6 @@ Program scale_add(int block) {
 
 MONOTILE_KERNEL(scale_add(128));
 MONOTILE_KERNEL(scale_add(target.warp_size() * 8));
+#ifdef TEST_BLOCK  // from $CXXFLAGS
+MONOTILE_KERNEL(scale_add(TEST_BLOCK));
+#endif
