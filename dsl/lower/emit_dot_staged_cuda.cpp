@@ -186,6 +186,8 @@ absl::Status OpLowering::dot_staged(const Op& op, const StagedDot& staged, const
   const DimLayout& cols = out_layout.dim(1);
   int64_t tiles_m = m / (unit->shape.m * rows.wpb);
   int64_t tiles_n = n / (unit->shape.n * cols.wpb);
+  MT_CHECK(tiles_m * unit->shape.m * rows.wpb == m && tiles_n * unit->shape.n * cols.wpb == n,
+           "the accumulator's warps must split its tiles evenly");
   int64_t row_stride = out_layout.reg_stride(0);
   std::string a_base = absl::StrCat("(", stage, " + ", staged.a.offset, ")");
   std::string b_base = absl::StrCat("(", stage, " + ", staged.b.offset, ")");

@@ -1,10 +1,12 @@
 // Layouts and axis analysis: the facts that decide access widths and where data moves.
 #include "dsl/lower/layout.h"
 
+#include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
 #include "dsl/lower/axis_analysis.h"
 #include "dsl/lower/layout_assignment.h"
 #include "dsl/lower/lower_test_util.h"
+#include "dsl/lower/matrix_unit.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -34,6 +36,31 @@ TEST(Layout, SmallTilesReplicateInsteadOfWrapping) {
   EXPECT_EQ(layout.num_regs(), 4);
   EXPECT_EQ(layout.replicated_lane_mask(), (warp - 1) & ~3);
   EXPECT_EQ(layout.replicated_warp_mask(), 3);
+}
+
+// A [48, 8] GEMV tile has three m16 tiles: split over two warps, the emitters gave each warp one and
+// the third was never computed (K1's 48-row in_proj tasks on the H200). Uneven splits are refused:
+// the warps left over hold copies.
+TEST(Layout, AccumulatorWarpsSplitTilesEvenly) {
+  for (const char* name : {"sm_90a", "gfx90a"}) {
+    const Target target = testing::target(name);
+    for (int64_t m : {48, 64, 80, 96, 192}) {
+      for (int64_t n : {8, 16, 24}) {
+        std::optional<MatrixUnit> unit = choose_matrix_unit(target, ScalarType::kBf16, ScalarType::kBf16, m, n, 64);
+        if (!unit) continue;
+        for (int warps : {4, 8}) {
+          Layout layout = accumulator_layout(*unit, m, n, target.warp_size(), warps);
+          SCOPED_TRACE(absl::StrCat(name, " m ", m, " n ", n, " warps ", warps));
+          EXPECT_EQ(m % (int64_t{unit->shape.m} * layout.dim(0).wpb), 0);
+          EXPECT_EQ(n % (int64_t{unit->shape.n} * layout.dim(1).wpb), 0);
+        }
+      }
+    }
+  }
+  const Target hopper = testing::target("sm_90a");
+  std::optional<MatrixUnit> unit = choose_matrix_unit(hopper, ScalarType::kBf16, ScalarType::kBf16, 64, 8, 64);
+  ASSERT_TRUE(unit.has_value());
+  EXPECT_EQ(accumulator_layout(*unit, 64, 8, 32, 8).dim(0).wpb, 4);  // four m16 tiles, one a warp
 }
 
 TEST(Layout, NonPowerOfTwoDimsRepeatTheirPowerOfTwoPart) {

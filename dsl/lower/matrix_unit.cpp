@@ -125,13 +125,18 @@ Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp
     MT_CHECK(m % (int64_t{unit.shape.m} * num_warps) == 0, "every warp needs its own rows");
     warps_m = num_warps;
   }
+  // A dimension is split over twice the warps only while its tiles divide evenly: the emitters give
+  // each warp tiles / warps of them, so 3 tiles over 2 warps would leave the third uncomputed. The
+  // warps left over hold copies.
   while (warps_m * warps_n < num_warps) {
     int64_t left_m = m_tiles / warps_m;
     int64_t left_n = n_tiles / warps_n;
-    if (left_m >= left_n && left_m > 1) {
+    if (left_m >= left_n && left_m % 2 == 0) {
       warps_m *= 2;
-    } else if (left_n > 1) {
+    } else if (left_n % 2 == 0) {
       warps_n *= 2;
+    } else if (left_m % 2 == 0) {
+      warps_m *= 2;
     } else {
       break;
     }

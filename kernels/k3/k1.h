@@ -71,8 +71,9 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 
 // The build for `target` and the number of programs it will run with (0: unknown): on AMD (64-wide
 // wavefronts, 64 KiB of LDS) 4 wavefronts and 128-wide GEMV steps, so that the program has as many
-// threads as on NVIDIA and its LDS fits; on NVIDIA 48-row in_proj tasks where that fits them in one
-// round; early stage C inputs on NVIDIA up to q = 4 (beyond, sm_90a spills them).
+// threads as on NVIDIA and its LDS fits; early stage C inputs on NVIDIA up to q = 4 (beyond, sm_90a
+// spills them). `programs` does not change the build today; it is there for task sizes that depend
+// on the SM count (k1.cpp says why 48-row tasks are not chosen).
 K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs = 0);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}" plus a hash of the eps values and the

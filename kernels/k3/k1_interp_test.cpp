@@ -44,7 +44,7 @@ std::vector<K1Case> cases() {
   out.push_back({.requests = 1, .q = 4, .programs = 40});              // more programs than tasks
   // K3's TP 8 rank: 7168 columns in 7 AttnRes chunks, 99 in_proj tasks, 12 heads.
   out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 13, .requests = 1, .q = 2, .programs = 16});
-  // The H200's shape of the same build: 48-row in_proj tasks, 131 of them on 132 programs.
+  // The H200's shape of the same build: 132 programs, early stage C inputs.
   out.push_back({.model = "k3", .tp = 8, .rank = 5, .layer = 1, .requests = 2, .q = 4, .programs = 132,
                  .target = "sm_90a"});
   // AMD's shape: 4 wavefronts, 128-wide GEMV steps, stage C's inputs loaded by each task itself.
