@@ -142,6 +142,7 @@ std::string_view op_name(OpCode code) {
     case OpCode::kDequantMxfp4: return "dequant_mxfp4";
     case OpCode::kLoad: return "load";
     case OpCode::kStore: return "store";
+    case OpCode::kPrefetch: return "prefetch";
     case OpCode::kAtomicRmw: return "atomic_rmw";
     case OpCode::kAtomicCas: return "atomic_cas";
     case OpCode::kFence: return "fence";

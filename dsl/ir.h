@@ -31,6 +31,10 @@
 //   program instance and orders its shared accesses (in the interpreter, an instance is one thread,
 //   so a barrier is a no-op). kWaitUntil spins on an acquire load until the comparison holds or
 //   `timeout_ns` of the global timer pass; it yields true when it timed out. No wait is unbounded.
+// - Prefetch: kPrefetch asks the memory system to bring the lines holding each selected lane's
+//   address into L2. It changes no value and gives no ordering or visibility guarantee; a target
+//   may drop it. Its addresses are checked like a load's (the interpreter refuses an unmasked or
+//   selected lane outside its allocation), and passes keep every one (never merged or removed).
 // - Pointers: kAddPtr advances by whole elements of the pointee type. Pointer arguments may point
 //   into another device's memory (peer access), with the same semantics.
 #pragma once
@@ -155,6 +159,7 @@ enum class OpCode : uint8_t {
   // Memory.
   kLoad,         // (ptr, [mask], [other]); attrs.has_mask/has_other, cache, evict, order, scope
   kStore,        // (ptr, value, [mask]); attrs.has_mask, cache, evict, order, scope
+  kPrefetch,     // (ptr, [mask]); attrs.has_mask; an L2 hint with no result (header comment)
   kAtomicRmw,    // (ptr, value, [mask]) -> old values; attrs.atomic, order, scope
   kAtomicCas,    // (ptr, expected, desired, [mask]) -> old values; attrs.order, scope
   kFence,        // attrs.order, scope

@@ -20,7 +20,8 @@ Type pointer_type(Builder& builder, const Value& ptr, std::string_view op,
   Type type = builder.type_of(ptr, op, loc);
   if (!type.element.pointer) {
     throw Error(at(loc), std::string(op),
-                std::string(op) + " through a non-pointer: the address operand is " + type.str(),
+                std::string(op) + " through a non-pointer: the address operand is " + type.str() +
+                    ", expected a pointer (or a tile of pointers)",
                 "a pointer (or a tile of pointers)", type.str(),
                 "pass a pointer argument plus offsets, e.g. b.arg(\"y\", ptr(f32)) + offsets");
   }
@@ -126,6 +127,18 @@ void build_store(const Value& ptr, const Operand& value, const Value* mask, Acce
   builder.emit(OpCode::kStore, operands, std::move(attrs), {}, loc);
 }
 
+void build_prefetch(const Value& ptr, const Value* mask, const SourceLocation& loc) {
+  Builder& builder = Builder::current("prefetch", loc);
+  Type pointer = pointer_type(builder, ptr, "prefetch", loc);
+  std::vector<Value> operands{ptr};
+  Attrs attrs;
+  if (mask) {
+    operands.push_back(checked_mask(builder, *mask, pointer, "prefetch", loc));
+    attrs.has_mask = true;
+  }
+  builder.emit(OpCode::kPrefetch, operands, std::move(attrs), {}, loc);
+}
+
 Value build_atomic(AtomicKind kind, const Value& ptr, const Operand& value, MemScope scope,
                    MemOrder order, const std::optional<Value>& mask, const SourceLocation& loc) {
   std::string op = "atomic_" + std::string(atomic_name(kind));
@@ -173,6 +186,10 @@ void store(const Value& ptr, const Operand& value, AccessOptions options, Source
 void store(const Value& ptr, const Operand& value, const Value& mask, AccessOptions options,
            SourceLocation loc) {
   build_store(ptr, value, &mask, options, loc);
+}
+void prefetch(const Value& ptr, SourceLocation loc) { build_prefetch(ptr, nullptr, loc); }
+void prefetch(const Value& ptr, const Value& mask, SourceLocation loc) {
+  build_prefetch(ptr, &mask, loc);
 }
 Value load_acquire(const Value& ptr, MemScope scope, SourceLocation loc) {
   return build_load(ptr, nullptr, nullptr, {.order = MemOrder::kAcquire, .scope = scope}, loc);

@@ -1,5 +1,6 @@
-// Global-memory ops: loads and stores (masked, with cache/eviction hints, acquire/release), atomics
-// with explicit scope and order, fences, the block barrier, the global timer and wait_until.
+// Global-memory ops: loads, stores and L2 prefetches (masked, with cache/eviction hints,
+// acquire/release), atomics with explicit scope and order, fences, the block barrier, the global
+// timer and wait_until.
 // Semantics (masking, ordering, peer pointers) are in dsl/ir.h's opening comment.
 #pragma once
 
@@ -66,6 +67,16 @@ void store(const Value& ptr, const Operand& value, AccessOptions options = {},
            SourceLocation loc = SourceLocation::current());
 void store(const Value& ptr, const Operand& value, const Value& mask, AccessOptions options = {},
            SourceLocation loc = SourceLocation::current());
+// A hint: asks the memory system to bring the lines holding each lane's address into L2 (with a
+// mask, i1 broadcast to the pointer's shape: each selected lane's), e.g. weights a later stage
+// streams, issued before a stage they do not depend on. ptr is a pointer or a tile of pointers to
+// any dtype. It changes no value and gives no ordering or visibility guarantee (a later load may
+// still miss), and a target may drop it: NVIDIA issues prefetch.global.L2::evict_last per owned
+// lane group, AMD gfx90a/gfx942 have no L2 prefetch and emit nothing. It is checked like a load:
+// the interpreter refuses an unmasked lane outside its allocation, naming this line.
+void prefetch(const Value& ptr, SourceLocation loc = SourceLocation::current());
+void prefetch(const Value& ptr, const Value& mask,
+              SourceLocation loc = SourceLocation::current());
 // An acquire load / a release store at `scope`.
 Value load_acquire(const Value& ptr, MemScope scope,
                    SourceLocation loc = SourceLocation::current());

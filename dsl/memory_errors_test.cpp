@@ -35,6 +35,23 @@ TEST(MemoryErrors, StoreThroughANonPointer) {
   EXPECT_DSL_ERROR(atomic_add(y, 1.0f, Scope::gpu, Order::relaxed), "atomic_add through a non-pointer");
 }
 
+TEST(MemoryErrors, PrefetchThroughANonPointer) {
+  Builder b("k");
+  auto y = zeros({16}, f32);
+  EXPECT_DSL_ERROR(prefetch(y), "prefetch at memory_errors_test.cpp");
+  EXPECT_DSL_ERROR(prefetch(y), "prefetch through a non-pointer: the address operand is f32[16]");
+  EXPECT_DSL_ERROR(prefetch(y), "is f32[16], expected a pointer (or a tile of pointers)");
+  EXPECT_DSL_ERROR(prefetch(y), "hint: pass a pointer argument plus offsets");
+}
+
+TEST(MemoryErrors, PrefetchMaskLikeALoads) {
+  Builder b("k");
+  auto w = b.arg("w", ptr(bf16));
+  auto cols = arange(0, 64), few = arange(0, 8);
+  EXPECT_DSL_ERROR(prefetch(w + cols, few < 8), "mask shape [8] does not match pointer shape [64]");
+  EXPECT_DSL_ERROR(prefetch(w + cols, cols), "the mask has dtype i32, not i1");
+}
+
 TEST(MemoryErrors, StoredValueMustMatch) {
   Builder b("k");
   auto y = b.arg("y", ptr(bf16));

@@ -212,6 +212,11 @@ std::string Rule::memory_access() const {
       MT_REQUIRE(a.order == MemOrder::kPlain || a.order == MemOrder::kRelaxed || a.order == MemOrder::kRelease,
                  "a store cannot have order " + std::string(order_name(a.order)));
       return "";
+    case OpCode::kPrefetch:
+      MT_RULE(counts(1 + masks, 0));
+      MT_RULE(pointer());
+      if (a.has_mask) MT_RULE(mask(1));
+      return "";
     case OpCode::kAtomicRmw:
     case OpCode::kAtomicCas: {
       size_t values = op_.code == OpCode::kAtomicCas ? 2 : 1;
@@ -427,6 +432,7 @@ std::string Rule::check() const {
     }
     case OpCode::kLoad:
     case OpCode::kStore:
+    case OpCode::kPrefetch:
     case OpCode::kAtomicRmw:
     case OpCode::kAtomicCas:
     case OpCode::kWaitUntil: return memory_access();

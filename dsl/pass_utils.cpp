@@ -6,6 +6,7 @@ namespace monotile::dsl {
 bool has_side_effect(const Op& op) {
   switch (op.code) {
     case OpCode::kStore:
+    case OpCode::kPrefetch:  // a hint the program asked for: kept where written, never merged
     case OpCode::kAtomicRmw:
     case OpCode::kAtomicCas:
     case OpCode::kFence:

@@ -267,6 +267,21 @@ TEST(Dce, KeepsSideEffectsAndRegionsWithThem) {
   EXPECT_EQ(to_text(after), to_text(before));
 }
 
+TEST(Dce, KeepsPrefetchesAndCseNeverMergesThem) {
+  Builder b("warm");
+  auto w = b.arg("w", ptr(bf16)), y = b.arg("y", ptr(f32)), n = b.arg("n", i32);
+  auto cols = arange(0, 64);
+  prefetch(w + cols);
+  prefetch(w + cols);  // the same hint twice: still both, as written
+  prefetch(w, n > 0);
+  store(y, 1.0f);
+  Program program = b.finish();
+  EXPECT_EQ(count(eliminate_dead_code(program).body, OpCode::kPrefetch), 3);
+  EXPECT_EQ(count(eliminate_common_subexpressions(program).body, OpCode::kPrefetch), 3);
+  EXPECT_EQ(count(simplify(program).body, OpCode::kPrefetch), 3);
+  EXPECT_TRUE(verify(simplify(program)).ok());
+}
+
 TEST(Dce, KeepsWhatUsedResultsNeedInsideRegions) {
   Builder b("uses");
   auto p = b.arg("p", ptr(i32));

@@ -161,6 +161,7 @@ class Printer {
       case OpCode::kCmp: return absl::StrCat(" ", to_absl(cmp_name(a.cmp)));
       case OpCode::kLoad:
       case OpCode::kStore: return memory(true);
+      case OpCode::kPrefetch: return memory(false);
       case OpCode::kAtomicRmw:
         return absl::StrCat(" ", to_absl(atomic_name(a.atomic)), memory(false), " order=",
                             to_absl(order_name(a.order)), " scope=", to_absl(scope_name(a.scope)));

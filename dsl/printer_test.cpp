@@ -56,6 +56,20 @@ TEST(Printer, MaskedLoadsAndStores) {
 )");
 }
 
+TEST(Printer, PrefetchHasNoResultAndShowsItsMask) {
+  Builder b("warm");
+  auto w = b.arg("w", ptr(bf16)), n = b.arg("n", i32);
+  prefetch(w);
+  prefetch(w, n > 0);
+  EXPECT_EQ(to_text(b.finish()), R"(kernel warm num_warps=4 (%0: ptr<bf16> "w", %1: i32 "n") {
+  prefetch %0
+  %2 = constant 0 : i32
+  %3 = cmp gt %1, %2 : i1
+  prefetch mask %0, %3
+}
+)");
+}
+
 TEST(Printer, LoopWithACarriedValue) {
   Builder b("loop");
   auto x = b.arg("x", ptr(bf16)), out = b.arg("out", ptr(f32));

@@ -18,6 +18,27 @@ Program scale(float factor) {
   return b.finish();
 }
 
+// scale(2.0f) with an L2 hint first: unmasked, or masked to the first `masked_to` lanes.
+Program warm_then_scale(int masked_to) {
+  Builder b("scale");
+  auto x = b.arg("x", ptr(f32));
+  auto lanes = arange(0, 64);
+  if (masked_to > 0) {
+    prefetch(x + lanes, lanes < masked_to);
+  } else {
+    prefetch(x + lanes);
+  }
+  auto v = load(x + lanes);
+  store(x + lanes, v * 2.0f);
+  return b.finish();
+}
+
+TEST(ProgramHash, APrefetchAndItsMaskChangeTheHash) {
+  EXPECT_NE(program_hash(scale(2.0f)), program_hash(warm_then_scale(0)));
+  EXPECT_NE(program_hash(warm_then_scale(0)), program_hash(warm_then_scale(32)));
+  EXPECT_NE(program_hash(warm_then_scale(16)), program_hash(warm_then_scale(32)));
+}
+
 TEST(ProgramHash, SameProgramSameHash) {
   EXPECT_EQ(program_hash(scale(2.0f)), program_hash(scale(2.0f)));
   EXPECT_EQ(program_hash(testing::rms_norm(7168, 1e-6f)), program_hash(testing::rms_norm(7168, 1e-6f)));

@@ -138,6 +138,23 @@ TEST(Verifier, AtomicsTakeTheBuildersDtypesOnly) {
   EXPECT_THAT(message(verify(program)), HasSubstr("atomic_xor does not take f32 memory"));
 }
 
+TEST(Verifier, PrefetchNeedsAPointerByTheBuildersRule) {
+  Builder b("warm");
+  auto w = b.arg("w", ptr(bf16));
+  auto cols = arange(0, 64);
+  prefetch(w + cols, cols < 32);
+  Program program = b.finish();
+  ASSERT_TRUE(verify(program).ok());
+  Op& op = find(program, OpCode::kPrefetch);
+  Program wrong_address = program;
+  const ValueId lanes = find(wrong_address, OpCode::kArange).results[0];
+  find(wrong_address, OpCode::kPrefetch).operands[0] = lanes;
+  EXPECT_THAT(message(verify(wrong_address)), HasSubstr("prefetch at verifier_test.cpp:"));
+  EXPECT_THAT(message(verify(wrong_address)), HasSubstr("the address is not a pointer"));
+  op.attrs.has_mask = false;
+  EXPECT_THAT(message(verify(program)), HasSubstr("expected 1 operands, got 2"));
+}
+
 TEST(Verifier, ResultWithoutATypeIsAnErrorNotACrash) {
   Program program = small();
   find(program, OpCode::kAdd).results[0] = 1000;

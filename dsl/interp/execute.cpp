@@ -84,7 +84,8 @@ absl::Status exec_op(Frame& frame, const Op& op) {
     case OpCode::kAddPtr:
     case OpCode::kDequantMxfp4: return exec_convert(frame, op);
     case OpCode::kLoad:
-    case OpCode::kStore: return exec_memory(frame, op);
+    case OpCode::kStore:
+    case OpCode::kPrefetch: return exec_memory(frame, op);
     case OpCode::kAtomicRmw:
     case OpCode::kAtomicCas:
     case OpCode::kFence:

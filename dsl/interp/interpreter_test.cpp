@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "dsl/dsl.h"
 #include "dsl/interp/hand_program_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -91,6 +92,46 @@ TEST(Interpreter, OutOfBoundsLoadNamesLineLaneAndElement) {
   EXPECT_THAT(message, HasSubstr("hint: mask the lanes past the end"));
   // Instances 0..2 ran before the failing one and stored their results.
   EXPECT_EQ(buffers.out[95], 1.5f * 95);
+}
+
+// prefetch(x + arange(0, 16)) over a 12-element x, masked by lane < 12 when `masked`.
+Program prefetch_past_the_end(bool masked, int* line) {
+  Builder b("warm");
+  auto x = b.arg("x", ptr(f32));
+  auto lanes = arange(0, 16);
+  if (masked) {
+    *line = __LINE__ + 1;
+    prefetch(x + lanes, lanes < 12);
+  } else {
+    *line = __LINE__ + 1;
+    prefetch(x + lanes);
+  }
+  return b.finish();
+}
+
+absl::Status run_prefetch(bool masked, int* line) {
+  std::vector<float> x(12);
+  InterpretOptions options;
+  options.allocations = {{x.data(), x.size() * 4, "x"}};
+  return interpret(prefetch_past_the_end(masked, line), {1, 1, 1},
+                   std::vector{ArgValue::of(x.data())}, options);
+}
+
+TEST(Interpreter, OutOfBoundsPrefetchIsRefusedLikeALoad) {
+  int line = 0;
+  const absl::Status status = run_prefetch(/*masked=*/false, &line);
+  ASSERT_FALSE(status.ok());
+  const std::string message(status.message());
+  EXPECT_THAT(message, HasSubstr("prefetch at interpreter_test.cpp:" + std::to_string(line) +
+                                 " in \"warm\" instance (0, 0, 0)"));
+  EXPECT_THAT(message, HasSubstr("lane [12] prefetches 4 bytes out of bounds"));
+  EXPECT_THAT(message, HasSubstr("element 12 of \"x\", which holds 12 elements"));
+  EXPECT_THAT(message, HasSubstr("hint: mask the lanes past the end"));
+}
+
+TEST(Interpreter, MaskedPrefetchPastTheEndIsAccepted) {
+  int line = 0;
+  EXPECT_TRUE(run_prefetch(/*masked=*/true, &line).ok());
 }
 
 TEST(Interpreter, OutOfBoundsWithoutAllocationsSaysSo) {

@@ -1,5 +1,6 @@
-// Loads and stores: masked lanes touch no memory (a masked load yields `other`, or zero), every
-// selected lane is bounds- and alignment-checked first, so a failing op has no partial effect.
+// Loads, stores and prefetches: masked lanes touch no memory (a masked load yields `other`, or
+// zero), every selected lane is bounds- and alignment-checked first, so a failing op has no partial
+// effect; a prefetch is only checked.
 #include "absl/strings/str_format.h"
 #include "dsl/interp/memory_access.h"
 #include "dsl/interp/ops.h"
@@ -91,11 +92,21 @@ absl::Status exec_store(Frame& frame, const Op& op) {
   return absl::OkStatus();
 }
 
+// A hint with no effect here, checked as the load it stands for would be.
+absl::Status exec_prefetch(Frame& frame, const Op& op) {
+  const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 1).ints.data() : nullptr;
+  return check_access(frame, op, frame.operand_type(op, 0), frame.operand(op, 0).ints, mask,
+                      "prefetches");
+}
+
 }  // namespace
 
 absl::Status exec_memory(Frame& frame, const Op& op) {
-  if (op.code == OpCode::kLoad) return exec_load(frame, op);
-  return exec_store(frame, op);
+  switch (op.code) {
+    case OpCode::kLoad: return exec_load(frame, op);
+    case OpCode::kPrefetch: return exec_prefetch(frame, op);
+    default: return exec_store(frame, op);
+  }
 }
 
 }  // namespace monotile::dsl::interp

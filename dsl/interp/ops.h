@@ -25,7 +25,7 @@ absl::Status check_access(Frame& frame, const Op& op, const Type& pointer_type, 
 absl::Status exec_shape(Frame& frame, const Op& op);        // shape_ops.cpp: creation and shape ops
 absl::Status exec_elementwise(Frame& frame, const Op& op);  // elementwise.cpp: arithmetic, math, select
 absl::Status exec_convert(Frame& frame, const Op& op);      // convert.cpp: cast, bitcast, addptr, mxfp4
-absl::Status exec_memory(Frame& frame, const Op& op);       // memory.cpp: load, store
+absl::Status exec_memory(Frame& frame, const Op& op);       // memory.cpp: load, store, prefetch
 absl::Status exec_sync(Frame& frame, const Op& op);         // atomics.cpp: atomics, fence, timer, wait
 absl::Status exec_reduction(Frame& frame, const Op& op);    // reduce.cpp: reduce, arg reduce, scan
 absl::Status exec_sort(Frame& frame, const Op& op);         // sort.cpp: sort, topk

@@ -266,6 +266,45 @@ TEST(Codegen, WaitUntilIsABoundedSpinOnTheGlobalTimer) {
   EXPECT_THAT(amd, HasSubstr("if (mt_globaltimer_ns() - mt_start >= mt_limit) {"));
 }
 
+// A persistent kernel's opening hint: rows of weights a later stage streams, then that stage.
+Program warm_then_copy(bool masked) {
+  Builder b("warm_then_copy", {.num_warps = 4});
+  auto w = b.arg("w", ptr(bf16)), x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+  auto n = b.arg("n", i32);
+  auto offs = program_id(0) * 1024 + arange(0, 1024);
+  if (masked) {
+    prefetch(w + offs, offs < n);
+  } else {
+    prefetch(w + offs);
+  }
+  prefetch(w);
+  store(y + arange(0, 256), load(x + arange(0, 256)));
+  return b.finish();
+}
+
+TEST(Codegen, PrefetchIsOneL2HintPerOwnedGroupOnNvidia) {
+  std::string plain = lowered(warm_then_copy(false), "sm_90a").source;
+  const std::string hint = "asm volatile(\"prefetch.global.L2::evict_last [%0];\" :: \"l\"(";
+  // The tile's hint in its unrolled loop, and the scalar pointer's by one thread.
+  EXPECT_EQ(count(plain, hint), 2);
+  // Offsets from a multiple of 1024, 4 per thread: one hint per 4 contiguous elements (8 bytes).
+  EXPECT_THAT(plain,
+              HasSubstr("for (int g = 0; g < 2; ++g) {\n    const int i = g * 4;\n    {\n      " + hint));
+  EXPECT_THAT(plain, HasSubstr("if (mt_tid == 0) {\n      " + hint + "v0[i]));"));
+  std::string masked = lowered(warm_then_copy(true), "sm_90a").source;
+  EXPECT_EQ(count(masked, hint), 2);
+  // A mask known only at run time guards each element.
+  EXPECT_THAT(masked, HasSubstr("const int i = g * 1;\n    if (mt_t5[i]) {\n      " + hint));
+}
+
+TEST(Codegen, PrefetchIsDroppedOnAmdWithTheReason) {
+  for (bool masked : {false, true}) {
+    std::string amd = lowered(warm_then_copy(masked), "gfx90a").source;
+    EXPECT_THAT(amd, Not(HasSubstr("prefetch.global")));
+    EXPECT_EQ(count(amd, "// prefetch dropped: amd has no L2 prefetch instruction"), 2);
+  }
+}
+
 TEST(Codegen, Bf16RoundsToNearestEvenWithoutAnyHeader) {
   std::string nvidia = lowered(dsl::testing::rms_norm(1024, 1e-6f), "sm_90a").source;
   EXPECT_THAT(nvidia, HasSubstr("cvt.rn.bf16.f32"));

@@ -102,5 +102,22 @@ TEST(AtomicsCompile, SixteenBitAtomicsOnBothVendors) {
   expect_compiles_clean(half_atomics(), "gfx90a");
 }
 
+Program warm_then_copy() {
+  Builder b("warm_then_copy", {.num_warps = 4});
+  auto w = b.arg("w", ptr(bf16)), x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+  auto n = b.arg("n", i32);
+  auto offs = program_id(0) * 1024 + arange(0, 1024);
+  prefetch(w + offs, offs < n);
+  prefetch(w + offs * 64);
+  prefetch(w);
+  store(y + arange(0, 256), load(x + arange(0, 256)));
+  return b.finish();
+}
+
+TEST(PrefetchCompiles, OnBothVendors) {
+  expect_compiles_clean(warm_then_copy(), "sm_90a");
+  expect_compiles_clean(warm_then_copy(), "gfx90a");
+}
+
 }  // namespace
 }  // namespace monotile::dsl::lower

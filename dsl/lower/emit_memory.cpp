@@ -1,8 +1,9 @@
-// Loads and stores. A register group of `vec` elements that axis analysis proves contiguous and
-// aligned moves as one access of vec * bytes (up to 16), through 32-bit words; masks proven all-true
-// are dropped, masks constant over a group guard the whole group. Ordered (acquire/release/relaxed)
-// accesses are per element through the vendor's spelling; scalar ones are made by thread 0 and
-// shared with the block so that every thread sees one value.
+// Loads, stores and prefetches. A register group of `vec` elements that axis analysis proves
+// contiguous and aligned moves as one access of vec * bytes (up to 16), through 32-bit words; masks
+// proven all-true are dropped, masks constant over a group guard the whole group. Ordered
+// (acquire/release/relaxed) accesses are per element through the vendor's spelling; scalar ones are
+// made by thread 0 and shared with the block so that every thread sees one value. A prefetch is one
+// hint per group (a group lies in one 16-byte chunk, so in one line), by the group's owner thread.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -78,7 +79,7 @@ int OpLowering::vector_width(const Op& op, const Layout& layout, int bytes) {
   int64_t aligned = ptr.divisibility[last] / bytes;
   vec = std::min<int64_t>(vec, std::max<int64_t>(aligned, 1));
   if (op.attrs.has_mask) {
-    const AxisInfo& mask = state_.axis[op.operands[op.code == OpCode::kLoad ? 1 : 2]];
+    const AxisInfo& mask = state_.axis[op.operands[op.code == OpCode::kStore ? 2 : 1]];
     if (!mask.known_true()) vec = std::min<int64_t>(vec, mask.constancy[last]);
   }
   return static_cast<int>(std::max<int64_t>(vec, 1));
@@ -213,6 +214,32 @@ absl::Status OpLowering::store(const Op& op) {
     line(absl::StrCat("*(", to_absl(word_struct(total)), "*)", ptr, "[i] = (", to_absl(word_struct(total)), ")(", word,
                       ");"));
   }
+  close();
+  close();
+  return absl::OkStatus();
+}
+
+absl::Status OpLowering::prefetch(const Op& op) {
+  if (spelling_.prefetch_l2 == nullptr) {
+    line(absl::StrCat("// prefetch dropped: ", to_absl(spelling_.vendor),
+                      " has no L2 prefetch instruction"));
+    return absl::OkStatus();
+  }
+  ValueId ptr = op.operands[0];
+  Layout layout = layout_or_default(ptr);
+  int64_t regs = layout.num_regs();
+  std::string address = get(ptr, layout);
+  bool masked = op.attrs.has_mask && !state_.axis[op.operands[1]].known_true();
+  std::string mask = masked ? get(op.operands[1], layout) : "";
+  int vec = vector_width(op, layout, scalar_type_bytes(type(ptr).element.scalar));
+  std::string guard = layout.rank() == 0 ? "mt_tid == 0" : owner(layout);
+  if (masked) {
+    guard = guard.empty() ? absl::StrCat(mask, "[i]") : absl::StrCat(guard, " && ", mask, "[i]");
+  }
+  unrolled("g", regs / vec);
+  line(absl::StrCat("const int i = g * ", vec, ";"));
+  open(guard.empty() ? "" : absl::StrCat("if (", guard, ")"));
+  line(spelling_.prefetch_l2(absl::StrCat(address, "[i]")));
   close();
   close();
   return absl::OkStatus();

@@ -358,6 +358,7 @@ absl::Status OpLowering::op(const Op& op) {
     case OpCode::kDequantMxfp4: return shape_op(op);
     case OpCode::kLoad: return load(op);
     case OpCode::kStore: return store(op);
+    case OpCode::kPrefetch: return prefetch(op);
     case OpCode::kAtomicRmw:
     case OpCode::kAtomicCas: return atomic(op);
     case OpCode::kFence: line(spelling_.fence(op.attrs.order, op.attrs.scope)); return absl::OkStatus();

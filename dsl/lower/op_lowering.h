@@ -87,6 +87,7 @@ class OpLowering {
   std::string constant_literal(const Op& op) const;
   absl::Status load(const Op& op);  // emit_memory.cpp
   absl::Status store(const Op& op);
+  absl::Status prefetch(const Op& op);
   int vector_width(const Op& op, const Layout& layout, int bytes);
   std::string from_bits(ScalarType type, std::string_view bits) const;
   std::string to_bits(ScalarType type, std::string_view value) const;

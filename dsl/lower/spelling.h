@@ -50,6 +50,9 @@ struct Spelling {
                              std::string_view words);
   std::string (*store_hinted)(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr,
                               std::string_view words);
+  // A statement asking for the line holding `ptr` (a global address) to be brought into L2, or null
+  // where the vendor has no such instruction (the emitter then drops the hint).
+  std::string (*prefetch_l2)(std::string_view ptr);
   // One matrix instruction: c (float[c_elems]) += a * b, with a and b arrays of 16-bit patterns
   // (unsigned short[a_elems] / [b_elems]).
   std::string (*matrix_multiply)(const MatrixUnit& unit, std::string_view a, std::string_view b,

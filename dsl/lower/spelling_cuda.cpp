@@ -262,6 +262,13 @@ std::string store_hinted(CacheHint cache, EvictHint evict, int bytes, std::strin
                       ";\" :: \"l\"(", to_absl(ptr), "), ", operands.substr(bar + 1), " : \"memory\");");
 }
 
+// PTX ISA 7.4, sm_80 and later. evict_last: the prefetched lines are the data a later stage reads,
+// so they should outlive the streaming traffic in between.
+std::string prefetch_l2(std::string_view ptr) {
+  return absl::StrCat("asm volatile(\"prefetch.global.L2::evict_last [%0];\" :: \"l\"(", to_absl(ptr),
+                      "));");
+}
+
 std::string matrix_multiply(const MatrixUnit& unit, std::string_view a, std::string_view b, std::string_view c) {
   MT_CHECK(unit.shape.m == 16 && unit.shape.n == 8 && unit.shape.k == 16);
   std::string_view type = unit.shape.operand == MatrixOperand::kBf16 ? "bf16" : "f16";
@@ -327,6 +334,7 @@ const Spelling& cuda_spelling() {
       .fence = fence,
       .load_hinted = load_hinted,
       .store_hinted = store_hinted,
+      .prefetch_l2 = prefetch_l2,
       .matrix_multiply = matrix_multiply,
       .stages_matrix_operands = stages_matrix_operands,
       .matrix_multiply_words = matrix_multiply_words,

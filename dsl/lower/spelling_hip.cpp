@@ -203,6 +203,9 @@ const Spelling& hip_spelling() {
       .fence = fence,
       .load_hinted = load_hinted,
       .store_hinted = store_hinted,
+      // gfx90a and gfx942 have no L2 prefetch instruction; a dummy load would cost registers and a
+      // wait, so the hint is dropped (the emitter leaves a comment in its place).
+      .prefetch_l2 = nullptr,
       .matrix_multiply = matrix_multiply,
       .stages_matrix_operands = stages_matrix_operands,
       .matrix_multiply_words = nullptr,
