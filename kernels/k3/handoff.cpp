@@ -15,7 +15,7 @@ namespace {
 // that order at system scope, so that a host seeing FAILED also sees the record.
 void record_give_up(const HandoffContext& c, int32_t region, const Value& index, const Value& seen) {
   auto record = c.health + (program_id(0) + 1) * kHealthRecordWords;
-  if_(load(record, {.cache = Cache::volatile_}) == 0, [&] {
+  if_(load(record, {.order = Order::relaxed, .scope = Scope::gpu}) == 0, [&] {  // one thread reads: a uniform branch
     const std::array<Value, kHealthRecordWords> words = {
         full({}, 1, i32), full({}, region, i32), index, c.tag, seen, program_id(0),
         (global_timer() & 0x7fffffff).to(i32), full({}, 0, i32)};
@@ -65,11 +65,13 @@ void arrive(const Value& counter, int arrivals, const Value& flag, const Handoff
 }
 
 void wait_flag(const Value& flag, int32_t region, const Value& index, const HandoffContext& c) {
-  auto failed = load(c.health, {.cache = Cache::volatile_});
-  auto seen = load_acquire(flag, Scope::gpu);
-  if_((seen != c.tag) & (failed == 0), [&] {
-    auto timed_out = wait_until(flag, Cmp::eq, c.tag, c.wait_ns, Scope::gpu);
-    if_(timed_out, [&] { record_give_up(c, region, index, load(flag, {.cache = Cache::volatile_})); });
+  // Scalar ordered loads are made by one thread and shared, so every thread takes the same branch
+  // (the branches hold barriers): a plain load per thread could see the word change in between.
+  if_(load_acquire(flag, Scope::gpu) != c.tag, [&] {
+    if_(load(c.health, {.order = Order::relaxed, .scope = Scope::gpu}) == 0, [&] {
+      auto timed_out = wait_until(flag, Cmp::eq, c.tag, c.wait_ns, Scope::gpu);
+      if_(timed_out, [&] { record_give_up(c, region, index, load(flag, {.cache = Cache::volatile_})); });
+    });
   });
   // The acquire ordered the waiting thread; the barrier extends that to the program's threads.
   barrier();

@@ -42,8 +42,8 @@ dsl::Value count_arrival(const dsl::Value& counter, int arrivals);
 
 // Waits (wait_until, acquire) until *flag holds the tag, the timeout passes (recorded under
 // `region` and `index` with the value seen), or the rank has already failed (no wait at all). The
-// first look at the flag and the health word go together, so a flag already set costs one round
-// trip. Later plain loads of every thread of the program see what the flag's publisher stored.
+// flag is looked at first, so a flag already set costs one round trip. Later plain loads of every
+// thread of the program see what the flag's publisher stored.
 void wait_flag(const dsl::Value& flag, int32_t region, const dsl::Value& index, const HandoffContext& context);
 
 }  // namespace monotile::kernels::k3

@@ -1,5 +1,6 @@
 // K1 on the interpreter against the float64 reference, at k3-tiny's shapes: widths, q, delta,
 // block sources, padded requests, conv layouts, TP shards and program counts.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -64,6 +65,26 @@ std::string name(const ::testing::TestParamInfo<K1Case>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, K1Interp, ::testing::ValuesIn(cases()), name);
+
+// Counters off their launch boundary: at 100, the 67 in_proj tasks (arrival span 128) count 100 ..
+// 127, 0 .. 38 in the counter's low bits and never reach 66, so "proj written" is never published.
+// Every stage C wait must give up after its timeout and record itself, and the launch must end.
+TEST(K1InterpHealth, AWaitThatNeverEndsIsRecordedAndTheLaunchEnds) {
+  conformance::InterpreterExecutor executor;
+  std::mt19937 rng = testing::case_rng();
+  const K1Case c{.requests = 1, .q = 2, .programs = 4, .counter_start = 100, .wait_ns = 20'000'000};
+  absl::StatusOr<K1Result> result = run_k1_case(c, executor, rng);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->ok());
+  ASSERT_GE(result->health.size(), size_t{2} * kHealthRecordWords);
+  EXPECT_EQ(result->health[0], 1) << "FAILED";
+  const int32_t* first = &result->health[kHealthRecordWords];  // program 0's record
+  EXPECT_EQ(first[0], 1);
+  EXPECT_EQ(first[1], static_cast<int32_t>(K1Region::kProj));
+  EXPECT_EQ(first[3], step_tag(1, c.layer));
+  EXPECT_EQ(first[5], 0) << "the program that gave up";
+  EXPECT_THAT(result->report(), ::testing::HasSubstr("health FAILED"));
+}
 
 }  // namespace
 }  // namespace monotile::kernels::k3

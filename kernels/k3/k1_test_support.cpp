@@ -129,6 +129,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   const int64_t h = config.hidden_size, pl = dims.kda_projection, nhl = dims.kda_heads, blocks = config.block_count();
   MT_ASSIGN_OR_RETURN(K1Build build, k1_build(config, c.layer, nhl, static_cast<int>(dims.in_proj_rows), tokens, q,
                                               state_len, c.delta));
+  if (c.wait_ns > 0) build.wait_ns = c.wait_ns;
   RankLayerWeights w = random_weights(config, dims, rng);
 
   // The step: request i uses slots from 1 + i q (a fresh slot per position), accepted count drawn

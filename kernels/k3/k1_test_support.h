@@ -29,7 +29,9 @@ struct K1Case {
   bool dim_first = false;  // conv state [slots, 3 Pl, SL] instead of [slots, SL, 3 Pl]
   int programs = 0;   // 0: max(tokens, 8)
   std::string target = {};  // non-empty: the build is shaped for this target (k1_for_target)
-  int32_t counter_start = 0;  // every counter's value before the launch (a multiple of 256, or 0)
+  int32_t counter_start = 0;  // every counter's value before the launch: a multiple of 256 as a long
+                              // run leaves them, or any other value to break the arrivals on purpose
+  int64_t wait_ns = 0;        // > 0: the build's wait timeout
 };
 
 std::string case_name(const K1Case& c);
