@@ -1,6 +1,7 @@
 // `monotile compile` end to end on the built binary: a registered kernel compiled then a cache hit,
 // kernel files (tools/testdata) built against the build tree's package, and each error message:
-// a DSL mistake at its line, a C++ error with the compiler's message, a file that names no kernel,
+// a DSL mistake at its line, a kernel that throws, a C++ error with the compiler's message, a file
+// that names no kernel,
 // a missing file, an unknown name, an unknown target.
 #include <string>
 
@@ -83,6 +84,15 @@ TEST(CompileCommand, DslMistakeNamesTheLineExpectedActualAndHintOnce) {
                 "sm_90a, gfx90a: load at mask_mismatch.cpp:11: mask shape [8] does not match "
                 "pointer shape [128]; hint: the mask needs the pointer's shape"));
   EXPECT_THAT(run.output, HasSubstr("2 builds: 0 cache hits, 0 compiled, 2 failed"));
+}
+
+TEST(CompileCommand, KernelThatThrowsIsNamedWithItsLine) {
+  jit::testing::TempDir dir;
+  testing::CommandResult run = compile(data("throws.cpp") + " --target sm_90a", dir);
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("kernel \"picky(100)\" (MONOTILE_KERNEL at throws.cpp:17) for sm_90a: "
+                        "threw hidden must be a multiple of 64"));
 }
 
 TEST(CompileCommand, CxxErrorShowsTheCompilersMessage) {
