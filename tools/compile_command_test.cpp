@@ -1,8 +1,7 @@
 // `monotile compile` end to end on the built binary: a registered kernel compiled then a cache hit,
 // kernel files (tools/testdata) built against the build tree's package, and each error message:
 // a DSL mistake at its line, a kernel that throws, a C++ error with the compiler's message, a file
-// that names no kernel,
-// a missing file, an unknown name, an unknown target.
+// that names no kernel, a missing file, an unknown name, an unknown target, no compiler, no package.
 #include <string>
 
 #include "gmock/gmock.h"
