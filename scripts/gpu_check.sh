@@ -16,6 +16,7 @@ set -euo pipefail
 BENCHMARKS=(
   "tests/gpu/gpu_copy_bench"
   "kernels/k3/k1_bench --stages --json @OUTDIR@/k1.json"
+  "kernels/k3/k1_bench --stages --warm --iterations 20"
 )
 # The bench/ tables run after them (python3 -m bench.run), with k1_bench's JSON: ours beside the
 # unfused KDA half. fla travels as wheels in .whl/ (docs/bench.md), installed into a temporary folder.
@@ -189,9 +190,12 @@ for entry in "${BENCHMARKS[@]}"; do
   bench_status=0
   bench_args=("${words[@]:1}")
   bench_args=("${bench_args[@]//@OUTDIR@/$outdir}")
-  timeout "$BENCH_TIMEOUT_S" "$binary" "${bench_args[@]}" > "$outdir/bench_$name.log" 2>&1 || bench_status=$?
-  log "  $name: exit $bench_status (bench_$name.log)"
-  sed 's/^/    /' "$outdir/bench_$name.log" | tail -20 >> "$summary"
+  # A binary listed twice (other arguments) logs to bench_<name>_2.log, and so on.
+  log_name=$name n=2
+  while [ -e "$outdir/bench_$log_name.log" ]; do log_name=${name}_$n n=$((n + 1)); done
+  timeout "$BENCH_TIMEOUT_S" "$binary" "${bench_args[@]}" > "$outdir/bench_$log_name.log" 2>&1 || bench_status=$?
+  log "  $name ${bench_args[*]}: exit $bench_status (bench_$log_name.log)"
+  sed 's/^/    /' "$outdir/bench_$log_name.log" | tail -20 >> "$summary"
   [ "$bench_status" -eq 0 ] || { [ "$status" -ne 0 ] || status=1; }
 done
 

@@ -9,11 +9,15 @@
 // m = T, k = Pl, n = H; the rank's partial, no all-reduce), timed the same way (a fresh epoch and
 // the L2 flush before each K1 + GEMV pair, events around the pair), its launches interleaved with
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
-// usage: k1_bench [--iterations N] [--stages] [--json FILE]
+// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
 // for bench/tables/kda_half.py; without a GPU the file says why ("gpu": false, "reason").
+// --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
+// the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
+// weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
+// instruction fetch included.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -95,7 +99,7 @@ absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stre
 // Times K1 alone and, with `half`, K1 followed by the o_proj GEMV, their launches interleaved
 // (without `half`, `half` of the result stays zero).
 absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& stream, const K1Build& build,
-                                    int iterations, bool half) {
+                                    int iterations, bool half, bool flush) {
   const dsl::Target& target = device.info().target;
   MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(k1_program(build), target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit::Jit::process_default().compile_build(made.build));
@@ -167,7 +171,7 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
     MT_ASSIGN_OR_RETURN(uint64_t address, pointer(int64_t{programs} * kClockPoints * 8, ScalarType::kI64));
     clock = address;
   }
-  MT_ASSIGN_OR_RETURN(uint64_t flush, buffer(kFlushBytes));
+  MT_ASSIGN_OR_RETURN(uint64_t flusher, buffer(kFlushBytes));
 
   // o_proj: y = core W_o^T, W_o [H, Pl] (zero bytes, as K1's weights), y [T, H], and the GEMV's
   // split-K workspaces (partials, counters zero once) when its configuration splits K.
@@ -205,7 +209,7 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
   int launches = 0;
   auto timed = [&](bool with_gemv) -> absl::StatusOr<float> {
     MT_RETURN_IF_ERROR(device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + launches % 255), 4, stream));
-    MT_RETURN_IF_ERROR(device.fill_bytes_async(flush, static_cast<uint8_t>(launches), kFlushBytes, stream));
+    if (flush) MT_RETURN_IF_ERROR(device.fill_bytes_async(flusher, static_cast<uint8_t>(launches), kFlushBytes, stream));
     ++launches;
     MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
     MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
@@ -307,7 +311,7 @@ bool write_json(const std::string& path, const std::string& header, const std::v
   return std::fclose(file) == 0;
 }
 
-int run(int iterations, bool stages, const std::string& json) {
+int run(int iterations, bool stages, const std::string& json, bool flush) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -333,8 +337,8 @@ int run(int iterations, bool stages, const std::string& json) {
   const double bandwidth = 2.0 * kCopyBytes / (floor->best_ms * 1e-3);  // bytes read + written per second
   std::printf("k1_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d)\n",
               device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations);
-  std::printf("half = K1 + the o_proj GEMV (core [T, 1536] x W_o^T [1536, 7168], the rank's partial); median of %d\n",
-              iterations);
+  std::printf("half = K1 + the o_proj GEMV (core [T, 1536] x W_o^T [1536, 7168], the rank's partial); median of %d; %s\n",
+              iterations, flush ? "a 256 MiB memset (cold L2) before each launch" : "--warm: no L2 flush between launches");
   std::printf("%-52s %8s %9s %9s %9s %6s | %8s %9s %9s %9s %6s\n", "build (K3 TP8 rank 0, layer 1, delta)", "K1 MB",
               "median us", "best us", "floor us", "ratio", "half MB", "median us", "best us", "floor us", "ratio");
   model::ModelConfig config = *model::load_config("k3");
@@ -353,10 +357,10 @@ int run(int iterations, bool stages, const std::string& json) {
       if (stages) {
         K1Build clocked = *build;
         clocked.stage_clock = true;
-        absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false);
+        absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false, flush);
         if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
       }
-      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, *build, iterations, true);
+      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, *build, iterations, true, flush);
       if (!timing.ok()) {
         std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
         status = 1;
@@ -384,8 +388,9 @@ int run(int iterations, bool stages, const std::string& json) {
     char header[512];
     std::snprintf(header, sizeof header,
                   " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
-                  " \"copy_bandwidth_bytes_per_s\": %.6e",
-                  json_string(device.info().name).c_str(), device.info().compute_units, iterations, bandwidth);
+                  " \"copy_bandwidth_bytes_per_s\": %.6e,\n \"l2_flushed\": %s",
+                  json_string(device.info().name).c_str(), device.info().compute_units, iterations, bandwidth,
+                  flush ? "true" : "false");
     if (!write_json(json, header, results)) status = 1;
   }
   return status;
@@ -397,18 +402,21 @@ int run(int iterations, bool stages, const std::string& json) {
 int main(int argc, char** argv) {
   int iterations = 50;
   bool stages = false;
+  bool flush = true;
   std::string json;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--stages") {
       stages = true;
+    } else if (std::string(argv[i]) == "--warm") {
+      flush = false;
     } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
       json = argv[++i];
     } else if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: k1_bench [--iterations N] [--stages] [--json FILE]\n");
+      std::fprintf(stderr, "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json);
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush);
 }
