@@ -78,9 +78,12 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
   auto first_half = [&](const Value& task) {
     auto t = task / chunks, c = task % chunks;
     auto cols = c * chunk + offsets;
-    Value prefix = load(r.prefix + t * r.hidden + cols);
+    Value prefix;
+    if (!r.reset) prefix = load(r.prefix + t * r.hidden + cols);
     if (r.delta) {
-      prefix = (prefix.to(f32) + load(*r.delta + t * r.hidden + cols).to(f32)).to(bf16);
+      if (r.delta_flag) wait_flag(*r.delta_flag, kDeltaRegion, t, hc);
+      auto delta = load(*r.delta + t * r.hidden + cols);
+      prefix = r.reset ? delta : (prefix.to(f32) + delta.to(f32)).to(bf16);
       store(r.prefix + t * r.hidden + cols, prefix);
     }
     auto v = source_tile(t, cols, prefix);

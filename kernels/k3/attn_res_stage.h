@@ -40,6 +40,10 @@ struct AttnResRows {
   float out_eps = 1e-5f;  // the output norm's
   dsl::Value prefix;      // ptr<bf16> [T, H]
   std::optional<dsl::Value> delta;  // ptr<bf16> [T, H], when a delta is pending
+  bool reset = false;               // with a delta: the prefix restarts at it (P' = delta, not P + delta)
+  // With a delta made by the same launch: the flag that says all of it is written (the first
+  // halves wait for it before reading it; region kDeltaRegion in health records).
+  std::optional<dsl::Value> delta_flag;
   dsl::Value blocks;      // ptr<bf16>: blocks[t, b, c] at t token_stride + b block_stride + c
   dsl::Value token_stride, block_stride;
   dsl::Value norm, proj, out_norm;  // ptr<bf16> [H]
@@ -51,6 +55,9 @@ struct AttnResRows {
 };
 
 void attn_res_rows(const AttnResRows& rows, const HandoffContext& context);
+
+// The health-record region of a wait for AttnResRows::delta_flag.
+inline constexpr int32_t kDeltaRegion = 4;
 
 // The flag that says all of `out` is written: rows.flags + 16.
 dsl::Value attn_res_done_flag(const AttnResRows& rows);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
 #include "kernels/k3/attn_res_stage.h"
+#include "kernels/k3/gemv_task.h"
 #include "kernels/k3/handoff.h"
 
 namespace monotile::kernels::k3 {
@@ -150,6 +151,8 @@ AttnResRows attn_res(const K1Build& b, const Args& a) {
                    .out_eps = b.out_eps,
                    .prefix = a.prefix,
                    .delta = a.delta,
+                   .reset = false,
+                   .delta_flag = std::nullopt,
                    .blocks = a.blocks,
                    .token_stride = a.blocks_token_stride,
                    .block_stride = a.blocks_block_stride,
@@ -166,23 +169,17 @@ AttnResRows attn_res(const K1Build& b, const Args& a) {
 // Stage B: proj = bf16(x W_in^T), 64 rows of W_in a task, W as the matrix unit's A operand and x's
 // rows padded to the unit's N; each task's rows published by its flag.
 void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
-  const int tasks = gemv_tasks(b), step = b.gemv_step;
-  const int64_t padded = std::max<int64_t>(8, pow2_at_least(b.tokens));
-  auto ms = arange(0, padded);
-  auto m_ok = ms < b.tokens;
+  const int tasks = gemv_tasks(b);
+  const GemvTask gemv{.w = a.w_in, .x = a.x_rows, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows,
+                      .step = b.gemv_step};
   if_(program_id(0) < tasks, [&] {
     wait_flag(attn_res_done_flag(attn_res(b, a)), static_cast<int32_t>(K1Region::kXRows), full({}, 0, i32), hc);
   });
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     auto rows = task * b.gemv_rows + arange(0, b.gemv_rows);
-    auto row_ok = rows < b.in_proj_rows;
-    auto acc = range(0, b.hidden, step, zeros({b.gemv_rows, padded}, f32), [&](Value k0, Value acc) {
-      auto ks = k0 + arange(0, step);
-      auto w = load(a.w_in + col(rows).to(i64) * b.hidden + row(ks), col(row_ok), {.cache = Cache::streaming});
-      auto xs = load(a.x_rows + col(ms) * b.hidden + row(ks), col(m_ok));
-      return dot(w, trans(xs), acc);
-    });
-    store(a.proj + row(ms) * b.in_proj_rows + col(rows), acc.to(bf16), col(row_ok) & row(m_ok));
+    auto ms = arange(0, gemv_padded_tokens(b.tokens));
+    auto acc = gemv_task(gemv, task, b.in_proj_rows);
+    store(a.proj + row(ms) * b.in_proj_rows + col(rows), acc.to(bf16), col(rows < b.in_proj_rows) & row(ms < b.tokens));
     arrive(a.counters + kProjCounter, tasks, a.flags + kProjFlag, hc);
   });
 }

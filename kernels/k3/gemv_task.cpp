@@ -1,0 +1,31 @@
+#include "kernels/k3/gemv_task.h"
+
+#include <algorithm>
+
+#include "dsl/dsl.h"
+
+namespace monotile::kernels::k3 {
+
+using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
+
+int64_t gemv_padded_tokens(int tokens) {
+  int64_t p = 8;
+  while (p < tokens) p *= 2;
+  return p;
+}
+
+Value gemv_task(const GemvTask& g, const Value& task, int64_t n) {
+  const int64_t padded = gemv_padded_tokens(g.tokens);
+  auto ms = arange(0, padded);
+  auto m_ok = ms < g.tokens;
+  auto rows = task * g.rows + arange(0, g.rows);
+  auto row_ok = rows < n;
+  return range(0, g.k, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
+    auto ks = k0 + arange(0, g.step);
+    auto w = load(g.w + col(rows).to(i64) * g.k + row(ks), col(row_ok), {.cache = Cache::streaming});
+    auto xs = load(g.x + col(ms) * g.k + row(ks), col(m_ok));
+    return dot(w, trans(xs), acc);
+  });
+}
+
+}  // namespace monotile::kernels::k3

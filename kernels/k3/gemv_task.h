@@ -1,0 +1,29 @@
+// One task of a decode GEMV inside a layer kernel: a block of W's rows times every token's row of
+// x, on the matrix unit with W as the A operand (its rows fill the unit's M; the few tokens are
+// padded to its N), K in steps through shared memory / LDS. K1's in_proj and K2's o_proj and
+// router take their tasks from here.
+#pragma once
+
+#include <cstdint>
+
+#include "dsl/value.h"
+
+namespace monotile::kernels::k3 {
+
+struct GemvTask {
+  dsl::Value w;      // ptr<bf16> [N, k] row-major
+  dsl::Value x;      // ptr<bf16> [tokens, k] row-major
+  int64_t k = 0;     // a multiple of step
+  int tokens = 0;    // x's rows, at most 16
+  int rows = 64;     // W's rows a task takes: a multiple of 16
+  int step = 256;    // K per step
+};
+
+// The tokens padded to the matrix unit's N: the least power of two >= tokens, at least 8.
+int64_t gemv_padded_tokens(int tokens);
+
+// The accumulator [rows, padded tokens] f32 of the task whose first row is task * rows; rows past
+// `n` read zero weights. Columns past `tokens` are zero.
+dsl::Value gemv_task(const GemvTask& g, const dsl::Value& task, int64_t n);
+
+}  // namespace monotile::kernels::k3

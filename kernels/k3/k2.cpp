@@ -1,0 +1,243 @@
+// K2 as one DSL program; the stage order and the hand-offs are described in k2.h.
+#include "kernels/k3/k2.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "dsl/dsl.h"
+#include "kernels/k3/attn_res_stage.h"
+#include "kernels/k3/exchange.h"
+#include "kernels/k3/gemv_task.h"
+#include "kernels/k3/handoff.h"
+#include "kernels/k3/k1.h"
+#include "kernels/k3/router_stage.h"
+
+namespace monotile::kernels::k3 {
+
+using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
+
+namespace {
+
+constexpr int kMaxTokens = 16;
+constexpr int kGemvRows = 64;
+// Control words: AttnRes's counters and flags 0..31 (attn_res_stage.h), then o_proj's and the
+// router's at 32 and 33.
+constexpr int kAttnResWords = 2 * kMaxTokens;
+constexpr int kOProjWord = kAttnResWords;
+constexpr int kRouterWord = kAttnResWords + 1;
+constexpr int kControlWords = kAttnResWords + 2;
+
+int64_t align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+int64_t attn_res_partial_floats(const K2Build& b) {
+  return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
+}
+
+void require(bool ok, const SourceLocation& loc, const std::string& what, const std::string& expected,
+             const std::string& actual, const std::string& hint) {
+  if (!ok) throw Error(SourceLoc::from(loc), "k2_program", what, expected, actual, hint);
+}
+
+void check(const K2Build& b, const SourceLocation& loc) {
+  require(b.tokens >= 1 && b.tokens <= kMaxTokens, loc, "tokens out of range", "1..16", std::to_string(b.tokens),
+          "K2 serves decode widths up to 16 rows");
+  require(b.nblocks >= 0 && b.nblocks < kAttnResSources, loc, "too many MLP AttnRes sources", "nblocks in 0..15",
+          std::to_string(b.nblocks), "take it from k2_build");
+  require(b.top_k >= 1 && b.top_k <= b.experts, loc, "top_k out of range", "1..experts", std::to_string(b.top_k),
+          "take it from the config's num_experts_per_token");
+  require(attn_res_chunk(b.hidden) > 0 && b.hidden % b.gemv_step == 0 && b.core_width % b.gemv_step == 0, loc,
+          "hidden and core_width must be multiples of the GEMV step", "multiples of " + std::to_string(b.gemv_step),
+          absl::StrCat(b.hidden, " and ", b.core_width), "k2_for_target picks the step");
+}
+
+struct Args {
+  Value core, w_o, prefix, blocks, blocks_token_stride, blocks_block_stride;
+  Value mlp_res_norm, mlp_res_proj, post_norm, w_gate, gate_bias, route_experts, route_weights;
+  Value a_rows, y_rows, ares, logits, flags, counters;
+  Value epoch, slot, health, alarm;
+};
+
+Args declare(Builder& b) {
+  Args a;
+  a.core = b.arg("core", ptr(bf16));
+  a.w_o = b.arg("w_o", ptr(bf16));
+  a.prefix = b.arg("prefix", ptr(bf16));
+  a.blocks = b.arg("blocks", ptr(bf16));
+  a.blocks_token_stride = b.arg("blocks_token_stride", i64, {.multiple_of = 8});
+  a.blocks_block_stride = b.arg("blocks_block_stride", i64, {.multiple_of = 8});
+  a.mlp_res_norm = b.arg("mlp_res_norm", ptr(bf16));
+  a.mlp_res_proj = b.arg("mlp_res_proj", ptr(bf16));
+  a.post_norm = b.arg("post_norm", ptr(bf16));
+  a.w_gate = b.arg("w_gate", ptr(bf16));
+  a.gate_bias = b.arg("gate_bias", ptr(f32));
+  a.route_experts = b.arg("route_experts", ptr(i32));
+  a.route_weights = b.arg("route_weights", ptr(f32));
+  a.a_rows = b.arg("a_rows", ptr(bf16));
+  a.y_rows = b.arg("y_rows", ptr(bf16));
+  a.ares = b.arg("ares", ptr(f32));
+  a.logits = b.arg("logits", ptr(f32));
+  a.flags = b.arg("flags", ptr(i32));
+  a.counters = b.arg("counters", ptr(i32));
+  a.epoch = b.arg("epoch", ptr(i32));
+  a.slot = b.arg("slot", i32);
+  a.health = b.arg("health", ptr(i32));
+  a.alarm = b.arg("alarm", ptr(i32));
+  return a;
+}
+
+// Stage A: o_proj's 64-row tasks, each handing its partial columns to the exchange.
+void stage_o_proj(const K2Build& b, const Args& a, Exchange& exchange) {
+  const int tasks = (b.hidden + kGemvRows - 1) / kGemvRows;
+  const GemvTask gemv{.w = a.w_o, .x = a.core, .k = b.core_width, .tokens = b.tokens, .rows = kGemvRows,
+                      .step = b.gemv_step};
+  range(program_id(0), tasks, num_programs(0), [&](Value task) {
+    exchange.contribute(gemv_task(gemv, task, b.hidden), task * kGemvRows + arange(0, kGemvRows), tasks);
+  });
+}
+
+std::string hex(uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += digits[(value >> (60 - 4 * i)) & 15];
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, int layer, int core_width, int tokens) {
+  auto refuse = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("k2 build for layer ", layer, ": ", what));
+  };
+  if (layer < 0 || layer >= config.num_hidden_layers) {
+    return refuse(absl::StrCat("not a layer of the model (0..", config.num_hidden_layers - 1, ")"));
+  }
+  if (!config.is_moe_layer(layer)) return refuse("its MLP is dense (layer 0), expected a latent MoE layer");
+  if (tokens < 1 || tokens > kMaxTokens) return refuse(absl::StrCat("tokens = ", tokens, ", expected 1..16"));
+  K2Build b;
+  b.hidden = static_cast<int>(config.hidden_size);
+  b.core_width = core_width;
+  b.tokens = tokens;
+  b.reset = config.is_block_write_layer(layer);
+  b.nblocks = config.previous_blocks(layer) + (b.reset ? 1 : 0);
+  b.eps = static_cast<float>(config.rms_norm_eps);
+  b.out_eps = static_cast<float>(config.rms_norm_eps);
+  b.experts = config.num_experts;
+  b.top_k = config.num_experts_per_token;
+  b.renormalize = config.moe_renormalize;
+  b.scaling = static_cast<float>(config.routed_scaling_factor);
+  if (b.nblocks >= kAttnResSources) return refuse(absl::StrCat(b.nblocks, " MLP AttnRes block sources, expected <= 15"));
+  if (b.top_k < 1 || b.top_k > b.experts) {
+    return refuse(absl::StrCat("num_experts_per_token ", b.top_k, ", expected 1..", b.experts));
+  }
+  if (attn_res_chunk(b.hidden) == 0 || b.hidden % b.gemv_step != 0 || core_width % b.gemv_step != 0) {
+    return refuse(absl::StrCat("hidden_size ", b.hidden, " and o_proj input ", core_width, ", expected multiples of ",
+                               b.gemv_step));
+  }
+  return b;
+}
+
+K2Build k2_for_target(K2Build build, const dsl::Target& target) {
+  if (target.vendor() == dsl::Vendor::kAmd) {
+    build.num_warps = 4;
+    build.gemv_step = 128;
+  }
+  return build;
+}
+
+std::string k2_name(const K2Build& b) {
+  std::string name = absl::StrCat("k3_k2_h", b.hidden, "_c", b.core_width, "_t", b.tokens, "_nb", b.nblocks, "_x",
+                                  b.reset ? 1 : 0, "_e", b.experts, "_k", b.top_k, "_nw", b.num_warps, "_s", b.gemv_step);
+  const K2Build defaults;
+  if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.renormalize != defaults.renormalize ||
+      b.scaling != defaults.scaling || b.wait_ns != defaults.wait_ns) {
+    uint64_t fold = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) { fold = (fold ^ v) * 1099511628211ull; };
+    for (float v : {b.eps, b.out_eps, b.scaling}) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      mix(bits);
+    }
+    mix(b.renormalize ? 1 : 0);
+    mix(static_cast<uint64_t>(b.wait_ns));
+    name += "_x" + hex(fold);
+  }
+  return name;
+}
+
+Program k2_program(const K2Build& build, SourceLocation loc) {
+  check(build, loc);
+  Builder b(k2_name(build), {.num_warps = build.num_warps, .min_programs_per_sm = 1}, loc);
+  Args a = declare(b);
+  HandoffContext hc{.tag = launch_tag(a.epoch, a.slot), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
+  LocalExchange o_proj({.out = a.a_rows, .counter = a.counters + kOProjWord, .flag = a.flags + kOProjWord},
+                       build.tokens, build.hidden, static_cast<int32_t>(K2Region::kDelta), hc);
+  stage_o_proj(build, a, o_proj);
+  AttnResRows mlp_res{.hidden = build.hidden,
+                      .tokens = build.tokens,
+                      .nblocks = build.nblocks,
+                      .write_index = -1,
+                      .eps = build.eps,
+                      .out_eps = build.out_eps,
+                      .prefix = a.prefix,
+                      .delta = o_proj.out(),
+                      .reset = build.reset,
+                      .delta_flag = o_proj.done_flag(),
+                      .blocks = a.blocks,
+                      .token_stride = a.blocks_token_stride,
+                      .block_stride = a.blocks_block_stride,
+                      .norm = a.mlp_res_norm,
+                      .proj = a.mlp_res_proj,
+                      .out_norm = a.post_norm,
+                      .out = a.y_rows,
+                      .partials = a.ares,
+                      .counters = a.counters,
+                      .flags = a.flags};
+  attn_res_rows(mlp_res, hc);
+  router_rows({.hidden = build.hidden,
+               .tokens = build.tokens,
+               .experts = build.experts,
+               .top_k = build.top_k,
+               .renormalize = build.renormalize,
+               .scaling = build.scaling,
+               .gemv_rows = kGemvRows,
+               .gemv_step = build.gemv_step,
+               .y = a.y_rows,
+               .y_flag = attn_res_done_flag(mlp_res),
+               .w_gate = a.w_gate,
+               .bias = a.gate_bias,
+               .logits = a.logits,
+               .counter = a.counters + kRouterWord,
+               .flag = a.flags + kRouterWord,
+               .experts_out = a.route_experts,
+               .weights_out = a.route_weights},
+              hc);
+  return b.finish(loc);
+}
+
+std::vector<std::string> k2_parameters(const K2Build& build) {
+  Program program = k2_program(build);
+  std::vector<std::string> names;
+  for (const auto& param : program.params) names.push_back(param.name);
+  return names;
+}
+
+K2Scratch k2_scratch(const K2Build& b) {
+  K2Scratch s;
+  int64_t at = 0;
+  auto take = [&](int64_t bytes) {
+    int64_t offset = at;
+    at += align(bytes);
+    return offset;
+  };
+  s.counters = take(int64_t{kControlWords} * 4);
+  s.flags = take(int64_t{kControlWords} * 4);
+  s.zeroed_bytes = at;
+  s.ares = take(attn_res_partial_floats(b) * 4);
+  s.a_rows = take(int64_t{b.tokens} * b.hidden * 2);
+  s.y_rows = take(int64_t{b.tokens} * b.hidden * 2);
+  s.logits = take(int64_t{b.tokens} * b.experts * 4);
+  s.bytes = at;
+  return s;
+}
+
+}  // namespace monotile::kernels::k3

@@ -1,0 +1,42 @@
+// The MoE router inside a layer kernel (k3_layer.md 5.1), as two task loops:
+//   1. logits = y W_gate^T in f32, a GEMV task per block of experts (gemv_task.h), every rank
+//      computing every expert; the last task publishes the logits;
+//   2. per row: s = sigmoid(logit); the top k of s + bias (the correction bias chooses, it does not
+//      weigh), ties to the lower expert id, a NaN key last (it becomes -inf, so a NaN ties with a
+//      -inf key); weights s / sum(s) over the chosen (NaN counts 0; renormalize), times the
+//      scaling factor, in descending key order.
+#pragma once
+
+#include <cstdint>
+
+#include "dsl/value.h"
+#include "kernels/k3/handoff.h"
+
+namespace monotile::kernels::k3 {
+
+struct RouterRows {
+  int hidden = 0;
+  int tokens = 0;
+  int experts = 0;
+  int top_k = 0;
+  bool renormalize = true;
+  float scaling = 1.0f;
+  int gemv_rows = 64;
+  int gemv_step = 256;
+  dsl::Value y;           // ptr<bf16> [T, H], readable after y_flag
+  dsl::Value y_flag;      // the flag that publishes y
+  dsl::Value w_gate;      // ptr<bf16> [E, H]
+  dsl::Value bias;        // ptr<f32> [E]
+  dsl::Value logits;      // scratch ptr<f32> [T, E]
+  dsl::Value counter, flag;  // one word each: the logits' arrivals and flag
+  dsl::Value experts_out;    // ptr<i32> [T, top_k]
+  dsl::Value weights_out;    // ptr<f32> [T, top_k]
+};
+
+// Health-record regions of the router's waits: for y, and for the logits.
+inline constexpr int32_t kRouterInputRegion = 5;
+inline constexpr int32_t kRouterLogitsRegion = 6;
+
+void router_rows(const RouterRows& rows, const HandoffContext& context);
+
+}  // namespace monotile::kernels::k3
