@@ -1,0 +1,40 @@
+// One task of a decode GEMV whose weights are MXFP4 in the checkpoint's layout, read in place and
+// dequantized in registers to bf16 for the matrix unit (Hopper, gfx90a and gfx942 have no FP4
+// matrix instructions; gfx950's are a later step). The activations stay bf16 and the accumulation
+// f32; ROCm's stock path instead quantizes the activations to MXFP4 too (k3_layer.md 5.3), so ours
+// is the closer of the two to the float64 reference. K2's routed experts take their tasks from here.
+#pragma once
+
+#include <cstdint>
+
+#include "dsl/ir.h"
+#include "dsl/value.h"
+
+namespace monotile::kernels::k3 {
+
+struct Mxfp4Gemv {
+  // ptr<u8> [N, k / 2], row-major: byte b of a row holds element 2b in its low nibble and 2b + 1 in
+  // its high nibble; a nibble's bit 3 is the sign, bits 0..2 index {0, 0.5, 1, 1.5, 2, 3, 4, 6}.
+  dsl::Value packed;
+  dsl::Value scales;  // ptr<u8> [N, k / 32]: E8M0, 2^(code - 127) for 32 consecutive elements
+  dsl::Value x;       // ptr<bf16> [tokens, k]
+  int64_t k = 0;      // a multiple of step
+  int tokens = 0;     // at most 16
+  int rows = 64;      // weight rows a task takes: a multiple of 16
+  int step = 256;     // K per step: a multiple of 32
+};
+
+// The weights [rows, step] of rows `rows` (i32 [R]) and columns k0 + [0, step), as bf16 (exact:
+// every MXFP4 value is a bf16); rows past `row_ok` read zero.
+dsl::Value mxfp4_weights(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok, const dsl::Value& k0);
+
+// The accumulator [rows, padded tokens] f32 of the task whose first row is task * rows (gemv_task.h's
+// shape); rows past `n` read zero.
+dsl::Value mxfp4_gemv_task(const Mxfp4Gemv& g, const dsl::Value& task, int64_t n);
+
+// A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
+// packed (ptr<u8>), scales (ptr<u8>), x (ptr<bf16> [tokens, k]), out (ptr<f32> [n, padded tokens]:
+// every task's accumulator); any number of programs.
+dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256);
+
+}  // namespace monotile::kernels::k3

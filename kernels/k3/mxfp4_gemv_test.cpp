@@ -1,0 +1,86 @@
+// The MXFP4 GEMV task on the interpreter against the checkpoint layout's float64 dequantization
+// (model/mxfp4.h): every nibble code, both signs, scale codes 0 (subnormal) to 254, rows past the
+// end masked, 1 to 16 tokens, fewer programs than tasks. Outputs poisoned beforehand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "kernels/k3/gemv_task.h"
+#include "kernels/k3/mxfp4_gemv.h"
+#include "kernels/reference/k3_parts.h"
+#include "model/dtype.h"
+#include "model/mxfp4.h"
+#include "tests/conformance/interpreter_executor.h"
+#include "tests/testing/seed.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+using dsl::ScalarType;
+using conformance::DeviceBuffer;
+using conformance::KernelArg;
+
+class Mxfp4Gemv : public ::testing::TestWithParam<int> {};
+
+TEST_P(Mxfp4Gemv, MatchesTheDequantizedReference) {
+  const int tokens = GetParam();
+  const int64_t n = 80, k = 512, groups = k / 32, padded = gemv_padded_tokens(tokens);
+  std::mt19937 rng = testing::case_rng();
+  std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
+  std::uniform_int_distribution<int> byte(0, 255), scale(118, 130);
+  for (uint8_t& b : packed) b = static_cast<uint8_t>(byte(rng));
+  for (uint8_t& s : scales) s = static_cast<uint8_t>(scale(rng));
+  scales[3] = 0;     // 2^-127, a subnormal
+  scales[17] = 200;  // 2^73, far from 1 (254 would overflow bf16 at magnitude 2 and up, as no checkpoint does)
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> x(tokens * k);
+  std::vector<uint16_t> x_bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x_bits[i] = model::bf16_from_double(normal(rng));
+    x[i] = model::bf16_to_float(x_bits[i]);
+  }
+  const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
+
+  conformance::InterpreterExecutor executor;
+  auto upload = [&](std::span<const std::byte> host, std::string_view name) {
+    DeviceBuffer buffer = *executor.allocate(host.size(), name);
+    EXPECT_TRUE(executor.copy_in(buffer, host).ok());
+    return buffer;
+  };
+  std::vector<float> out(n * padded, std::numeric_limits<float>::quiet_NaN());
+  DeviceBuffer out_buffer = upload(std::as_bytes(std::span(out)), "out");
+  const std::vector<KernelArg> args = {
+      KernelArg::buffer(upload(std::as_bytes(std::span(packed)), "packed"), ScalarType::kU8),
+      KernelArg::buffer(upload(std::as_bytes(std::span(scales)), "scales"), ScalarType::kU8),
+      KernelArg::buffer(upload(std::as_bytes(std::span(x_bits)), "x"), ScalarType::kBf16),
+      KernelArg::buffer(out_buffer, ScalarType::kF32)};
+  absl::Status launched = executor.launch(mxfp4_gemv_program(n, k, tokens), {1, 1, 1}, args);
+  ASSERT_TRUE(launched.ok()) << launched;
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_buffer).ok());
+
+  for (int64_t r = 0; r < n; ++r) {
+    for (int t = 0; t < padded; ++t) {
+      const float got = out[r * padded + t];
+      if (t >= tokens) {
+        EXPECT_EQ(got, 0.0f) << "row " << r << ", padding token " << t;
+        continue;
+      }
+      double want = 0, magnitude = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        want += w[r * k + i] * x[t * k + i];
+        magnitude += std::abs(w[r * k + i] * x[t * k + i]);
+      }
+      // Exact products (3 significant bits times 8) summed in f32: k roundings at most.
+      EXPECT_NEAR(got, want, 1e-6 * magnitude + 1e-37) << "row " << r << ", token " << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
+
+}  // namespace
+}  // namespace monotile::kernels::k3
