@@ -14,18 +14,21 @@ int64_t gemv_padded_tokens(int tokens) {
   return p;
 }
 
-Value gemv_task(const GemvTask& g, const Value& task, int64_t n) {
+Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) {
   const int64_t padded = gemv_padded_tokens(g.tokens);
   auto ms = arange(0, padded);
   auto m_ok = ms < g.tokens;
-  auto rows = task * g.rows + arange(0, g.rows);
-  auto row_ok = rows < n;
   return range(0, g.k, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
     auto ks = k0 + arange(0, g.step);
     auto w = load(g.w + col(rows).to(i64) * g.k + row(ks), col(row_ok), {.cache = Cache::streaming});
     auto xs = load(g.x + col(ms) * g.k + row(ks), col(m_ok));
     return dot(w, trans(xs), acc);
   });
+}
+
+Value gemv_task(const GemvTask& g, const Value& task, int64_t n) {
+  auto rows = task * g.rows + arange(0, g.rows);
+  return gemv_rows(g, rows, rows < n);
 }
 
 }  // namespace monotile::kernels::k3

@@ -26,4 +26,7 @@ int64_t gemv_padded_tokens(int tokens);
 // `n` read zero weights. Columns past `tokens` are zero.
 dsl::Value gemv_task(const GemvTask& g, const dsl::Value& task, int64_t n);
 
+// The same for any rows (i32 [g.rows]); rows where `row_ok` is false read zero weights.
+dsl::Value gemv_rows(const GemvTask& g, const dsl::Value& rows, const dsl::Value& row_ok);
+
 }  // namespace monotile::kernels::k3

@@ -10,6 +10,8 @@
 #include "kernels/k3/gemv_task.h"
 #include "kernels/k3/handoff.h"
 #include "kernels/k3/k1.h"
+#include "kernels/k3/moe_stage.h"
+#include "kernels/k3/mxfp4_gemv.h"
 #include "kernels/k3/router_stage.h"
 
 namespace monotile::kernels::k3 {
@@ -20,12 +22,16 @@ namespace {
 
 constexpr int kMaxTokens = 16;
 constexpr int kGemvRows = 64;
-// Control words: AttnRes's counters and flags 0..31 (attn_res_stage.h), then o_proj's and the
-// router's at 32 and 33.
+// Control words: AttnRes's counters and flags 0..31 (attn_res_stage.h), then one counter and one
+// flag each for o_proj, the logits, the route, the latent sum and the final sum, then the MoE's six.
 constexpr int kAttnResWords = 2 * kMaxTokens;
 constexpr int kOProjWord = kAttnResWords;
 constexpr int kRouterWord = kAttnResWords + 1;
-constexpr int kControlWords = kAttnResWords + 2;
+constexpr int kRouteWord = kAttnResWords + 2;
+constexpr int kLatentSumWord = kAttnResWords + 3;
+constexpr int kFinalSumWord = kAttnResWords + 4;
+constexpr int kMoeWords = kAttnResWords + 5;
+constexpr int kControlWords = kMoeWords + 6;
 
 int64_t align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -48,12 +54,17 @@ void check(const K2Build& b, const SourceLocation& loc) {
   require(attn_res_chunk(b.hidden) > 0 && b.hidden % b.gemv_step == 0 && b.core_width % b.gemv_step == 0, loc,
           "hidden and core_width must be multiples of the GEMV step", "multiples of " + std::to_string(b.gemv_step),
           absl::StrCat(b.hidden, " and ", b.core_width), "k2_for_target picks the step");
+  require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc,
+          "the latent, expert and shared widths must be multiples of 32", "multiples of 32",
+          absl::StrCat(b.latent, ", ", b.expert_rows, ", ", b.shared_rows), "MXFP4 scales cover 32 elements");
 }
 
 struct Args {
   Value core, w_o, prefix, blocks, blocks_token_stride, blocks_block_stride;
-  Value mlp_res_norm, mlp_res_proj, post_norm, w_gate, gate_bias, route_experts, route_weights;
-  Value a_rows, y_rows, ares, logits, flags, counters;
+  Value mlp_res_norm, mlp_res_proj, post_norm, w_gate, gate_bias;
+  Value w_ld, w_gu, w_sd, w13, w13_scale, w2, w2_scale, latent_norm, w_up, out, route_experts, route_weights;
+  Value a_rows, y_rows, ares, logits, lat, latent_sum, normed, act, shared, sorted, union_ids, union_count, inter;
+  Value flags, counters;
   Value epoch, slot, health, alarm;
 };
 
@@ -70,12 +81,31 @@ Args declare(Builder& b) {
   a.post_norm = b.arg("post_norm", ptr(bf16));
   a.w_gate = b.arg("w_gate", ptr(bf16));
   a.gate_bias = b.arg("gate_bias", ptr(f32));
+  a.w_ld = b.arg("w_ld", ptr(bf16));
+  a.w_gu = b.arg("w_gu", ptr(bf16));
+  a.w_sd = b.arg("w_sd", ptr(bf16));
+  a.w13 = b.arg("w13", ptr(u8));
+  a.w13_scale = b.arg("w13_scale", ptr(u8));
+  a.w2 = b.arg("w2", ptr(u8));
+  a.w2_scale = b.arg("w2_scale", ptr(u8));
+  a.latent_norm = b.arg("latent_norm", ptr(bf16));
+  a.w_up = b.arg("w_up", ptr(bf16));
+  a.out = b.arg("out", ptr(bf16));
   a.route_experts = b.arg("route_experts", ptr(i32));
   a.route_weights = b.arg("route_weights", ptr(f32));
   a.a_rows = b.arg("a_rows", ptr(bf16));
   a.y_rows = b.arg("y_rows", ptr(bf16));
   a.ares = b.arg("ares", ptr(f32));
   a.logits = b.arg("logits", ptr(f32));
+  a.lat = b.arg("lat", ptr(bf16));
+  a.latent_sum = b.arg("latent_sum", ptr(bf16));
+  a.normed = b.arg("normed", ptr(bf16));
+  a.act = b.arg("act", ptr(bf16));
+  a.shared = b.arg("shared", ptr(bf16));
+  a.sorted = b.arg("sorted", ptr(i32));
+  a.union_ids = b.arg("union_ids", ptr(i32));
+  a.union_count = b.arg("union_count", ptr(i32));
+  a.inter = b.arg("inter", ptr(bf16));
   a.flags = b.arg("flags", ptr(i32));
   a.counters = b.arg("counters", ptr(i32));
   a.epoch = b.arg("epoch", ptr(i32));
@@ -104,7 +134,8 @@ std::string hex(uint64_t value) {
 
 }  // namespace
 
-absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, int layer, int core_width, int tokens) {
+absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
+                                 int core_width, int tokens) {
   auto refuse = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("k2 build for layer ", layer, ": ", what));
   };
@@ -125,6 +156,18 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, int layer, in
   b.top_k = config.num_experts_per_token;
   b.renormalize = config.moe_renormalize;
   b.scaling = static_cast<float>(config.routed_scaling_factor);
+  b.latent = static_cast<int>(config.routed_expert_hidden_size);
+  b.expert_rows = static_cast<int>(dims.expert_intermediate);
+  b.shared_rows = static_cast<int>(dims.shared_intermediate);
+  b.up_rows = static_cast<int>(dims.up_proj_rows);
+  b.up_first = b.up_rows == b.hidden ? 0 : dims.rank * b.up_rows;
+  b.latent_norm = config.latent_moe_use_norm;
+  b.situ_beta = static_cast<float>(config.situ_beta);
+  b.situ_linear_beta = static_cast<float>(config.situ_linear_beta);
+  if (mxfp4_step(b.latent) == 0 || mxfp4_step(b.expert_rows) == 0 || mxfp4_step(b.shared_rows) == 0) {
+    return refuse(absl::StrCat("latent ", b.latent, ", expert rows ", b.expert_rows, ", shared rows ", b.shared_rows,
+                               ", expected multiples of 32"));
+  }
   if (b.nblocks >= kAttnResSources) return refuse(absl::StrCat(b.nblocks, " MLP AttnRes block sources, expected <= 15"));
   if (b.top_k < 1 || b.top_k > b.experts) {
     return refuse(absl::StrCat("num_experts_per_token ", b.top_k, ", expected 1..", b.experts));
@@ -146,18 +189,22 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
 
 std::string k2_name(const K2Build& b) {
   std::string name = absl::StrCat("k3_k2_h", b.hidden, "_c", b.core_width, "_t", b.tokens, "_nb", b.nblocks, "_x",
-                                  b.reset ? 1 : 0, "_e", b.experts, "_k", b.top_k, "_nw", b.num_warps, "_s", b.gemv_step);
+                                  b.reset ? 1 : 0, "_e", b.experts, "_k", b.top_k, "_l", b.latent, "_i", b.expert_rows,
+                                  "_si", b.shared_rows, "_u", b.up_first, "+", b.up_rows, "_nw", b.num_warps, "_s",
+                                  b.gemv_step);
   const K2Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.renormalize != defaults.renormalize ||
-      b.scaling != defaults.scaling || b.wait_ns != defaults.wait_ns) {
+      b.scaling != defaults.scaling || b.wait_ns != defaults.wait_ns || b.latent_norm != defaults.latent_norm ||
+      b.situ_beta != defaults.situ_beta || b.situ_linear_beta != defaults.situ_linear_beta) {
     uint64_t fold = 1469598103934665603ull;
     auto mix = [&](uint64_t v) { fold = (fold ^ v) * 1099511628211ull; };
-    for (float v : {b.eps, b.out_eps, b.scaling}) {
+    for (float v : {b.eps, b.out_eps, b.scaling, b.situ_beta, b.situ_linear_beta}) {
       uint32_t bits;
       std::memcpy(&bits, &v, 4);
       mix(bits);
     }
     mix(b.renormalize ? 1 : 0);
+    mix(b.latent_norm ? 1 : 0);
     mix(static_cast<uint64_t>(b.wait_ns));
     name += "_x" + hex(fold);
   }
@@ -209,8 +256,53 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                .counter = a.counters + kRouterWord,
                .flag = a.flags + kRouterWord,
                .experts_out = a.route_experts,
-               .weights_out = a.route_weights},
+               .weights_out = a.route_weights,
+               .route_counter = a.counters + kRouteWord,
+               .route_flag = a.flags + kRouteWord},
               hc);
+  LocalExchange latent({.out = a.latent_sum, .counter = a.counters + kLatentSumWord, .flag = a.flags + kLatentSumWord},
+                       build.tokens, build.latent, static_cast<int32_t>(K2Region::kLatentSum), hc);
+  LocalExchange final_sum({.out = a.out, .counter = a.counters + kFinalSumWord, .flag = a.flags + kFinalSumWord},
+                          build.tokens, build.hidden, static_cast<int32_t>(K2Region::kMoe), hc);
+  moe_rows({.hidden = build.hidden,
+            .tokens = build.tokens,
+            .latent = build.latent,
+            .experts = build.experts,
+            .top_k = build.top_k,
+            .expert_rows = build.expert_rows,
+            .shared_rows = build.shared_rows,
+            .up_first = build.up_first,
+            .up_rows = build.up_rows,
+            .latent_norm = build.latent_norm,
+            .norm_eps = build.eps,
+            .situ_beta = build.situ_beta,
+            .situ_linear_beta = build.situ_linear_beta,
+            .gemv_step = build.gemv_step,
+            .y = a.y_rows,
+            .y_flag = attn_res_done_flag(mlp_res),
+            .route_experts = a.route_experts,
+            .route_weights = a.route_weights,
+            .route_flag = a.flags + kRouteWord,
+            .w_ld = a.w_ld,
+            .w_gu = a.w_gu,
+            .w_sd = a.w_sd,
+            .w13 = a.w13,
+            .w13_scale = a.w13_scale,
+            .w2 = a.w2,
+            .w2_scale = a.w2_scale,
+            .norm_w = a.latent_norm,
+            .w_up = a.w_up,
+            .lat = a.lat,
+            .normed = a.normed,
+            .act = a.act,
+            .shared = a.shared,
+            .sorted = a.sorted,
+            .union_ids = a.union_ids,
+            .union_count = a.union_count,
+            .inter = a.inter,
+            .counters = a.counters + kMoeWords,
+            .flags = a.flags + kMoeWords},
+           latent, final_sum, hc);
   return b.finish(loc);
 }
 
@@ -236,6 +328,16 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.a_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.y_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.logits = take(int64_t{b.tokens} * b.experts * 4);
+  const int64_t slots = int64_t{b.tokens} * b.top_k;
+  s.lat = take(int64_t{b.tokens} * b.latent * 2);
+  s.latent_sum = take(int64_t{b.tokens} * b.latent * 2);
+  s.normed = take(int64_t{b.tokens} * b.latent * 2);
+  s.act = take(int64_t{b.tokens} * b.shared_rows * 2);
+  s.shared = take(int64_t{b.tokens} * b.hidden * 2);
+  s.sorted = take(slots * 4);
+  s.union_ids = take(slots * 4);
+  s.union_count = take(4);
+  s.inter = take(slots * b.tokens * b.expert_rows * 2);
   s.bytes = at;
   return s;
 }

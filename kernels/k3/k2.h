@@ -1,16 +1,18 @@
 // K2, the second launch of a KDA layer and the only one of an MLA layer: from o_proj's input `core`
-// to the MoE, as one persistent DSL program over every SM (k3_layer.md 2.2 steps 2-5, 5; the seed's
-// `layer_post`). Its stages so far, each a task loop handed on through tagged flags in a scratch
-// buffer (handoff.h):
+// to the layer's MoE output, as one persistent DSL program over every SM (k3_layer.md 2.2 steps 2-5,
+// 5; the seed's `layer_post`). Its stages, each a task loop handed on through tagged flags in a
+// scratch buffer (handoff.h):
 //   A. o_proj: a = core W_o^T, 64-row GEMV tasks (gemv_task.h), through an Exchange (exchange.h;
 //      TP 1: LocalExchange) into a [T, H];
 //   B. the MLP AttnRes (attn_res_stage.h) with a as the delta: P' = bf16(P + a) stored in place (at a
 //      block-write layer the prefix restarts: P' = a), the mix over the blocks (the one K1 just wrote
 //      included), post_attention_layernorm -> y [T, H];
-//   C. the router (router_stage.h): f32 logits, top-k of sigmoid + correction bias, weights.
-// The latent MoE's stages (the latent down-projection, the MXFP4 experts with SiTU, the latent
-// reduction and routed RMSNorm, the up-projection, the shared experts, the final reduction) are the
-// next ones; today the launch ends with y and the route written.
+//   C. the router (router_stage.h): f32 logits, top-k of sigmoid + correction bias, weights;
+//   D-K. the latent MoE (moe_stage.h): the latent, the shared experts, the union of chosen experts,
+//      their MXFP4 slices with SiTU, the routed sum through the latent Exchange, the routed RMSNorm,
+//      the up-projection added to the shared partial through the final Exchange -> out [T, H], the
+//      next layer's pending delta.
+// Layer 0's dense MLP is not served yet (k2_build refuses it).
 #pragma once
 
 #include <cstdint>
@@ -38,23 +40,31 @@ struct K2Build {
   int top_k = 16;
   bool renormalize = true;
   float scaling = 1.0f;   // routed_scaling_factor
+  int latent = 3584;      // routed_expert_hidden_size
+  int expert_rows = 384;  // Ir: this rank's intermediate rows of an expert
+  int shared_rows = 768;  // this rank's shared-expert intermediate
+  int up_first = 0;       // this rank's first routed_expert_up_proj row
+  int up_rows = 896;      // its up-projection rows
+  bool latent_norm = true;      // latent_moe_use_norm
+  float situ_beta = 4.0f, situ_linear_beta = 25.0f;
   int64_t wait_ns = 10'000'000'000;
   int num_warps = 8;
   int gemv_step = 256;
   bool operator==(const K2Build&) const = default;
 };
 
-// The build of `layer` on a rank whose o_proj input has `core_width` columns, at `tokens` rows.
-// Refused, with the value and what is expected: a layer outside the model, a layer without a latent
-// MoE (layer 0's dense MLP), tokens outside 1..16, more than 15 MLP AttnRes sources, a top-k
-// outside 1..experts, core_width or hidden not a multiple of the GEMV step.
-absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, int layer, int core_width, int tokens);
+// The build of `layer` on the rank of `dims` whose o_proj input has `core_width` columns (KDA:
+// dims.kda_projection), at `tokens` rows. Refused, with the value and what is expected: a layer
+// outside the model, a layer without a latent MoE (layer 0's dense MLP), tokens outside 1..16, more
+// than 15 MLP AttnRes sources, a top-k outside 1..experts, widths the GEMV steps do not divide.
+absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
+                                 int core_width, int tokens);
 
 // The build for `target`: on AMD 4 wavefronts and 128-wide GEMV steps (as K1, k1.h).
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
-// "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_nw{warps}_s{step}" plus a hash of the
-// scalars when they differ from the defaults.
+// "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
+// _s{step}" plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);
 
 // The program. Parameters, in order:
@@ -62,8 +72,12 @@ std::string k2_name(const K2Build& build);
 //   prefix (ptr<bf16> [T, H], updated in place), blocks (ptr<bf16>), blocks_token_stride,
 //   blocks_block_stride (i64 elements: blocks[t, b, c]), mlp_res_norm, mlp_res_proj, post_norm
 //   (ptr<bf16> [H]), w_gate (ptr<bf16> [E, H]), gate_bias (ptr<f32> [E]),
-//   route_experts (ptr<i32> [T, top_k]), route_weights (ptr<f32> [T, top_k]),
-//   the scratch views of K2Scratch (a_rows, y_rows, ares, logits, flags, counters),
+//   w_ld (ptr<bf16> [LAT, H]), w_gu (ptr<bf16> [2 SI, H]), w_sd (ptr<bf16> [H, SI]),
+//   w13, w13_scale, w2, w2_scale (ptr<u8>: [E, 2 Ir, LAT/2], [E, 2 Ir, LAT/32], [E, LAT, Ir/2],
+//   [E, LAT, Ir/32]), latent_norm (ptr<bf16> [LAT]), w_up (ptr<bf16> [up_rows, LAT]),
+//   out (ptr<bf16> [T, H]: the MoE output), route_experts (ptr<i32> [T, top_k]), route_weights
+//   (ptr<f32> [T, top_k]), the scratch views of K2Scratch (a_rows, y_rows, ares, logits, lat,
+//   latent_sum, normed, act, shared, sorted, union_ids, union_count, inter, flags, counters),
 //   epoch (ptr<i32>), slot (i32: the tag slot, 128 + layer, < 256), health (ptr<i32>:
 //   health_words(programs)), alarm (ptr<i32>).
 // Any number of resident programs may run it (one per SM is the intent).
@@ -74,18 +88,25 @@ std::vector<std::string> k2_parameters(const K2Build& build);
 // K2's scratch, its own buffer (its control words must not be another kernel's): views each
 // 256-byte aligned, the control words first ([0, zeroed_bytes) zero once, never reset).
 struct K2Scratch {
-  int64_t counters = 0;  // i32 [34]: AttnRes's 32, o_proj's, the router's
-  int64_t flags = 0;     // i32 [34]: AttnRes's 17, unused to 31, "a written", "logits written"
+  int64_t counters = 0;  // i32 [43]: AttnRes's 32, o_proj, logits, route, latent sum, final sum, the MoE's 6
+  int64_t flags = 0;     // i32 [43]: AttnRes's 17 (to 31 unused), then as the counters
   int64_t zeroed_bytes = 0;
-  int64_t ares = 0;      // f32: AttnRes's partials
-  int64_t a_rows = 0;    // bf16 [T, H]: o_proj reduced
-  int64_t y_rows = 0;    // bf16 [T, H]: the MLP AttnRes output
-  int64_t logits = 0;    // f32 [T, E]
+  int64_t ares = 0;        // f32: AttnRes's partials
+  int64_t a_rows = 0;      // bf16 [T, H]: o_proj reduced
+  int64_t y_rows = 0;      // bf16 [T, H]: the MLP AttnRes output
+  int64_t logits = 0;      // f32 [T, E]
+  int64_t lat = 0;         // bf16 [T, LAT]
+  int64_t latent_sum = 0;  // bf16 [T, LAT]: the routed sum reduced
+  int64_t normed = 0;      // bf16 [T, LAT]
+  int64_t act = 0;         // bf16 [T, SI]
+  int64_t shared = 0;      // bf16 [T, H]
+  int64_t sorted = 0, union_ids = 0, union_count = 0;  // i32 [T top_k], [T top_k], [1]
+  int64_t inter = 0;       // bf16 [T top_k, T, Ir]
   int64_t bytes = 0;
 };
 K2Scratch k2_scratch(const K2Build& build);
 
 // Region ids of K2's waits in health records.
-enum class K2Region : int32_t { kAttnRes = 1, kDelta = 4, kRouterInput = 5, kRouterLogits = 6 };
+enum class K2Region : int32_t { kAttnRes = 1, kDelta = 4, kRouterInput = 5, kRouterLogits = 6, kMoe = 7, kLatentSum = 8 };
 
 }  // namespace monotile::kernels::k3

@@ -21,11 +21,11 @@ std::vector<K2Build> builds() {
   std::vector<K2Build> out;
   model::ModelConfig k3 = *model::load_config("k3");
   model::RankDims dims = *model::rank_dims(k3, 8, 0);
-  for (int tokens : {4, 16}) out.push_back(*k2_build(k3, 13, static_cast<int>(dims.kda_projection), tokens));
-  out.push_back(*k2_build(k3, 12, static_cast<int>(dims.kda_projection), 8));  // block write
+  for (int tokens : {4, 16}) out.push_back(*k2_build(k3, dims, 13, static_cast<int>(dims.kda_projection), tokens));
+  out.push_back(*k2_build(k3, dims, 12, static_cast<int>(dims.kda_projection), 8));  // block write
   model::ModelConfig tiny = *model::load_config("k3-tiny");
   model::RankDims tiny_dims = *model::rank_dims(tiny, 1, 0);
-  out.push_back(*k2_build(tiny, 1, static_cast<int>(tiny_dims.kda_projection), 8));
+  out.push_back(*k2_build(tiny, tiny_dims, 1, static_cast<int>(tiny_dims.kda_projection), 8));
   return out;
 }
 

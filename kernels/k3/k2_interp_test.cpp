@@ -1,7 +1,7 @@
-// K2's stages so far (o_proj through LocalExchange, the MLP AttnRes, the router) on the interpreter
-// against the float64 reference, fresh random inputs and poisoned outputs: widths, ordinary and
-// block-write layers, fewer and more programs than tasks, K3's TP 8 rank shapes, and routers with
-// exact ties, NaN scores and every row choosing the same experts.
+// K2 on the interpreter against the float64 reference, fresh random inputs and poisoned outputs: a,
+// P', y, the route and the MoE output m, at widths 1..16, ordinary and block-write layers, fewer and
+// more programs than tasks, K3's TP 8 rank shapes (every row on the same 16 experts, so that only
+// their MXFP4 bytes need to exist), and routers with exact ties and NaN scores.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +19,7 @@
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k1_check.h"
 #include "kernels/k3/k2.h"
+#include "kernels/reference/k3_layer_reference.h"
 #include "kernels/reference/k3_parts.h"
 #include "model/config.h"
 #include "model/dtype.h"
@@ -154,7 +155,7 @@ void run_case(const K2Case& c) {
   std::mt19937 rng = testing::case_rng();
   model::ModelConfig config = *model::load_config(c.model);
   model::RankDims dims = *model::rank_dims(config, c.tp, 0);
-  absl::StatusOr<K2Build> made = k2_build(config, c.layer, static_cast<int>(dims.kda_projection), c.tokens);
+  absl::StatusOr<K2Build> made = k2_build(config, dims, c.layer, static_cast<int>(dims.kda_projection), c.tokens);
   ASSERT_TRUE(made.ok()) << made.status();
   K2Build b = *made;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
@@ -179,8 +180,34 @@ void run_case(const K2Case& c) {
     // Every other expert's row carries a NaN: its logit, score and key are NaN for every row.
     for (int64_t x = 0; x < e_count; x += 2) w_gate[x * h] = std::numeric_limits<double>::quiet_NaN();
   } else if (c.router == Router::kSameExperts) {
-    for (int x = 0; x < b.top_k; ++x) bias[3 * x % e_count] = 4.0;  // keys above any sigmoid + small bias
+    for (int x = 0; x < b.top_k; ++x) bias[x] = 4.0;  // keys above any sigmoid + small bias
   }
+  // The MoE's weights (k3_layer.md 5): bf16 projections of variance 1/fan-in, a norm near 1, MXFP4
+  // experts with random codes and a scale giving rows of about 1/sqrt(fan-in). With every row on the
+  // same experts only theirs are held (the kernel and the reference read no other).
+  const int64_t lat = b.latent, ir = b.expert_rows, si = b.shared_rows, held = c.router == Router::kSameExperts ? b.top_k : e_count;
+  reference::RankLayerWeights w;
+  w.dims = dims;
+  const std::string moe = "block_sparse_moe.";
+  w.values[moe + "gate.weight"] = w_gate;
+  w.values[moe + "gate.e_score_correction_bias"] = bias;
+  w.values[moe + "routed_expert_down_proj.weight"] = normal(lat * h, 1.0 / std::sqrt(double(h)), rng);
+  w.values[moe + "routed_expert_norm.weight"] = near_one(lat, rng);
+  w.values[moe + "routed_expert_up_proj.weight"] = normal(b.up_rows * lat, 1.0 / std::sqrt(double(lat)), rng);
+  w.values[moe + "shared_experts.gate_up_proj.weight"] = normal(2 * si * h, 1.0 / std::sqrt(double(h)), rng);
+  w.values[moe + "shared_experts.down_proj.weight"] = normal(h * si, 1.0 / std::sqrt(double(si)), rng);
+  auto mxfp4 = [&](int64_t experts, int64_t rows, int64_t k, const std::string& name) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::vector<uint8_t> packed(experts * rows * k / 2), scales(experts * rows * k / 32);
+    for (uint8_t& v : packed) v = static_cast<uint8_t>(byte(rng));
+    // Codes average about 2.3 in magnitude: 2^round(log2(1 / (2.3 sqrt(k)))).
+    const int code = 127 + static_cast<int>(std::lround(std::log2(1.0 / (2.3 * std::sqrt(double(k))))));
+    for (uint8_t& v : scales) v = static_cast<uint8_t>(code);
+    w.bytes[moe + "experts." + name] = packed;
+    w.bytes[moe + "experts." + name + "_scale"] = scales;
+  };
+  mxfp4(held, 2 * ir, lat, "w13_weight");
+  mxfp4(held, lat, ir, "w2_weight");
   const Expected want =
       reference_of(b, core, w_o, prefix, blocks, block_count, res_norm, res_proj, post_norm, w_gate, bias);
 
@@ -213,6 +240,16 @@ void run_case(const K2Case& c) {
   bf16_arg(post_norm, "post_norm");
   bf16_arg(w_gate, "w_gate");
   f32_arg(bias, "gate_bias");
+  bf16_arg(w.values[moe + "routed_expert_down_proj.weight"], "w_ld");
+  bf16_arg(w.values[moe + "shared_experts.gate_up_proj.weight"], "w_gu");
+  bf16_arg(w.values[moe + "shared_experts.down_proj.weight"], "w_sd");
+  for (const char* name : {"w13_weight", "w13_weight_scale", "w2_weight", "w2_weight_scale"}) {
+    args.push_back(KernelArg::buffer(upload(bytes_of(w.bytes[moe + "experts." + name]), name), dsl::ScalarType::kU8));
+  }
+  bf16_arg(w.values[moe + "routed_expert_norm.weight"], "latent_norm");
+  bf16_arg(w.values[moe + "routed_expert_up_proj.weight"], "w_up");
+  DeviceBuffer out_buffer = upload(bytes_of(std::vector<uint16_t>(t_count * h, kPoisonBf16)), "out");
+  args.push_back(KernelArg::buffer(out_buffer, dsl::ScalarType::kBf16));
   std::vector<int32_t> experts_host(t_count * b.top_k, -7);
   std::vector<float> weights_host(t_count * b.top_k, std::numeric_limits<float>::quiet_NaN());
   DeviceBuffer experts_buffer = upload(bytes_of(experts_host), "route_experts");
@@ -233,6 +270,13 @@ void run_case(const K2Case& c) {
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.y_rows));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.ares));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.logits));
+  for (int64_t at : {layout.lat, layout.latent_sum, layout.normed, layout.act, layout.shared}) {
+    args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, at));
+  }
+  for (int64_t at : {layout.sorted, layout.union_ids, layout.union_count}) {
+    args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, at));
+  }
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.inter));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.flags));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.counters));
   args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{3}), "epoch"), dsl::ScalarType::kI32));
@@ -252,6 +296,8 @@ void run_case(const K2Case& c) {
   ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(scratch_host)), scratch).ok());
   ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(experts_host)), experts_buffer).ok());
   ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(weights_host)), weights_buffer).ok());
+  std::vector<uint16_t> out_bits(t_count * h);
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out_bits)), out_buffer).ok());
   auto bf16_view = [&](int64_t offset) {
     Vec out(t_count * h);
     for (int64_t i = 0; i < t_count * h; ++i) {
@@ -280,6 +326,24 @@ void run_case(const K2Case& c) {
                                   std::span(weights_host).subspan(t * b.top_k, b.top_k), 2e-3);
     EXPECT_EQ(why, "") << "row " << t;
   }
+  // m, on the rows whose route is the reference's (a near-tie swapped elsewhere changes the experts
+  // summed, which the route check above has judged): bf16 after the latent, h, the reduced latent,
+  // the norm's two roundings, the up-projection and the sum with the shared partial.
+  const CheckRule moe_rule{.ulps = 8, .abs_share = 1.0 / 64, .outlier_share = 0.01, .outlier_abs_share = 0.25,
+                           .why = "bf16 after six rounding points; h rounded to bf16 where the reference keeps it exact"};
+  Vec got_m, want_m;
+  int rows_checked = 0;
+  for (int64_t t = 0; t < t_count; ++t) {
+    if (!std::equal(want.route[t].experts.begin(), want.route[t].experts.end(), experts_host.begin() + t * b.top_k)) continue;
+    ++rows_checked;
+    Vec m = reference::moe_reference(config, std::span(&w, 1), std::span(want.y).subspan(t * h, h), Rounding::kBf16);
+    want_m.insert(want_m.end(), m.begin(), m.end());
+    for (int64_t i = 0; i < h; ++i) got_m.push_back(model::bf16_to_float(out_bits[t * h + i]));
+  }
+  EXPECT_GE(rows_checked * 2, t_count) << "most rows' routes should match the reference exactly";
+  const OutputCheck m_check = check_output("m", got_m, want_m, {rows_checked, h}, moe_rule);
+  EXPECT_TRUE(m_check.passed()) << "m: " << m_check.failures << " failures, worst " << m_check.worst_ulps
+                                << " ulps; first: " << m_check.first_failure;
   if (c.router == Router::kTies || c.router == Router::kNan || c.router == Router::kSameExperts) {
     // Exact structure the margin must not hide: a tie is taken by the lower id first, a NaN expert
     // never ranks above a real one (and weighs 0), and the forced experts are every row's choice.
@@ -298,7 +362,7 @@ void run_case(const K2Case& c) {
       }
       if (c.router == Router::kSameExperts) {
         std::set<int> forced;
-        for (int x = 0; x < b.top_k; ++x) forced.insert(3 * x % static_cast<int>(e_count));
+        for (int x = 0; x < b.top_k; ++x) forced.insert(x);
         EXPECT_EQ(std::set<int>(row.begin(), row.end()), forced) << "row " << t;
       }
     }
@@ -319,7 +383,7 @@ std::vector<K2Case> cases() {
   out.push_back({.tokens = 4, .router = Router::kNan});
   out.push_back({.tokens = 8, .router = Router::kSameExperts});
   // K3's TP 8 rank: H 7168 in 7 AttnRes chunks, 112 o_proj tasks from 1536 columns, 896 experts.
-  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts});
   return out;
 }
 
@@ -328,13 +392,14 @@ INSTANTIATE_TEST_SUITE_P(Stages, K2Interp, ::testing::ValuesIn(cases()),
 
 TEST(K2Build, RefusesWhatItCannotServe) {
   model::ModelConfig config = *model::load_config("k3-tiny");
-  EXPECT_THAT(k2_build(config, 0, 256, 4).status().message(), ::testing::HasSubstr("dense"));
-  EXPECT_THAT(k2_build(config, 1, 256, 17).status().message(), ::testing::HasSubstr("tokens = 17, expected 1..16"));
-  EXPECT_THAT(k2_build(config, 99, 256, 4).status().message(), ::testing::HasSubstr("not a layer of the model"));
-  EXPECT_THAT(k2_build(config, 1, 100, 4).status().message(), ::testing::HasSubstr("expected multiples of"));
-  ASSERT_TRUE(k2_build(config, 12, 256, 4).ok());
-  EXPECT_TRUE(k2_build(config, 12, 256, 4)->reset);
-  EXPECT_EQ(k2_build(config, 12, 256, 4)->nblocks, config.previous_blocks(12) + 1);
+  model::RankDims dims = *model::rank_dims(config, 1, 0);
+  EXPECT_THAT(k2_build(config, dims, 0, 256, 4).status().message(), ::testing::HasSubstr("dense"));
+  EXPECT_THAT(k2_build(config, dims, 1, 256, 17).status().message(), ::testing::HasSubstr("tokens = 17, expected 1..16"));
+  EXPECT_THAT(k2_build(config, dims, 99, 256, 4).status().message(), ::testing::HasSubstr("not a layer of the model"));
+  EXPECT_THAT(k2_build(config, dims, 1, 100, 4).status().message(), ::testing::HasSubstr("expected multiples of"));
+  ASSERT_TRUE(k2_build(config, dims, 12, 256, 4).ok());
+  EXPECT_TRUE(k2_build(config, dims, 12, 256, 4)->reset);
+  EXPECT_EQ(k2_build(config, dims, 12, 256, 4)->nblocks, config.previous_blocks(12) + 1);
 }
 
 }  // namespace

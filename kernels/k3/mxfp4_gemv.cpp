@@ -40,17 +40,27 @@ Value mxfp4_weights(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, 
   return (value * scale).to(bf16);
 }
 
-Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
+int mxfp4_step(int64_t k, int max_step) {
+  for (int step = max_step; step >= kGroup; step /= 2) {
+    if (k % step == 0) return step;
+  }
+  return 0;
+}
+
+Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
   const int64_t padded = gemv_padded_tokens(g.tokens);
   auto ms = arange(0, padded);
   auto m_ok = ms < g.tokens;
-  auto rows = task * g.rows + arange(0, g.rows);
-  auto row_ok = rows < n;
   return range(0, g.k, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
     auto w = mxfp4_weights(g, rows, row_ok, k0);
     auto xs = load(g.x + col(ms) * g.k + row(k0 + arange(0, g.step)), col(m_ok));
     return dot(w, trans(xs), acc);
   });
+}
+
+Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
+  auto rows = task * g.rows + arange(0, g.rows);
+  return mxfp4_gemv_rows(g, rows, rows < n);
 }
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step) {

@@ -32,6 +32,13 @@ dsl::Value mxfp4_weights(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::
 // shape); rows past `n` read zero.
 dsl::Value mxfp4_gemv_task(const Mxfp4Gemv& g, const dsl::Value& task, int64_t n);
 
+// The same for any rows (i32 [g.rows]); rows where `row_ok` is false read zero.
+dsl::Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok);
+
+// The largest power of two from max_step down to 32 that divides k (0 when none does): the K step of
+// a GEMV over k.
+int mxfp4_step(int64_t k, int max_step = 256);
+
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<bf16> [tokens, k]), out (ptr<f32> [n, padded tokens]:
 // every task's accumulator); any number of programs.

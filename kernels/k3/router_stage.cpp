@@ -50,6 +50,7 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
     auto slots = arange(0, r.top_k);
     store(r.experts_out + t * r.top_k + slots, chosen.indices);
     store(r.weights_out + t * r.top_k + slots, weights * r.scaling);
+    arrive(r.route_counter, r.tokens, r.route_flag, hc);
   });
 }
 

@@ -31,6 +31,7 @@ struct RouterRows {
   dsl::Value counter, flag;  // one word each: the logits' arrivals and flag
   dsl::Value experts_out;    // ptr<i32> [T, top_k]
   dsl::Value weights_out;    // ptr<f32> [T, top_k]
+  dsl::Value route_counter, route_flag;  // one word each: every row's route written
 };
 
 // Health-record regions of the router's waits: for y, and for the logits.

@@ -254,6 +254,12 @@ Vec moe_row(const model::ModelConfig& c, std::span<const RankLayerWeights> ranks
 
 }  // namespace
 
+std::vector<double> moe_reference(const model::ModelConfig& config, std::span<const RankLayerWeights> ranks,
+                                  std::span<const double> y, Rounding rounding) {
+  std::vector<std::map<int, Expert>> experts(ranks.size());
+  return moe_row(config, ranks, y, experts, rounding);
+}
+
 std::span<const double> RankLayerWeights::at(const std::string& name) const {
   auto it = values.find(name);
   MT_CHECK(it != values.end(), "the rank has no such value tensor");

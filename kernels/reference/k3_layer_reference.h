@@ -105,4 +105,9 @@ absl::StatusOr<LayerOutput> layers_reference(const model::ModelConfig& config, i
 RouterChoice route_row(const model::ModelConfig& config, const RankLayerWeights& rank0, std::span<const double> y,
                        Rounding rounding);
 
+// The latent MoE of one row of y over `ranks` (5.1-5.6): m, reduced. Reads only the chosen
+// experts' bytes, so a test may hold just those.
+std::vector<double> moe_reference(const model::ModelConfig& config, std::span<const RankLayerWeights> ranks,
+                                  std::span<const double> y, Rounding rounding);
+
 }  // namespace monotile::kernels::reference

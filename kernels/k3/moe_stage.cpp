@@ -1,0 +1,168 @@
+#include "kernels/k3/moe_stage.h"
+
+#include "dsl/dsl.h"
+#include "kernels/k3/gemv_task.h"
+#include "kernels/k3/mxfp4_gemv.h"
+
+namespace monotile::kernels::k3 {
+
+using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
+
+namespace {
+
+constexpr int kRows = 64;      // GEMV rows a task takes
+constexpr int kHalfRows = 32;  // gate rows (and as many up rows) of an activation task
+enum Word { kLat, kAct, kShared, kUnion, kInter, kNormed };
+
+int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+int tasks_of(int64_t rows, int per_task) { return static_cast<int>((rows + per_task - 1) / per_task); }
+
+void wait(const Value& flag, int index, const HandoffContext& hc) {
+  wait_flag(flag, kMoeRegion, full({}, index, i32), hc);
+}
+
+}  // namespace
+
+Value situ(const Value& gate, const Value& up, float beta, float linear_beta) {
+  return beta * tanh(gate / beta) * sigmoid(gate) * (linear_beta * tanh(up / linear_beta));
+}
+
+void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const HandoffContext& hc) {
+  const int64_t padded = gemv_padded_tokens(r.tokens);
+  const int slots = r.tokens * r.top_k;
+  auto ts = arange(0, padded);
+  auto t_ok = ts < r.tokens;
+  auto flag = [&](Word w) { return r.flags + static_cast<int>(w); };
+  auto counter = [&](Word w) { return r.counters + static_cast<int>(w); };
+
+  // D. The latent.
+  const int lat_tasks = tasks_of(r.latent, kRows);
+  range(program_id(0), lat_tasks, num_programs(0), [&](Value task) {
+    wait(r.y_flag, kLat, hc);
+    const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kRows, .step = r.gemv_step};
+    auto rows = task * kRows + arange(0, kRows);
+    store(r.lat + row(ts) * r.latent + col(rows), gemv_task(g, task, r.latent).to(bf16), col(rows < r.latent) & row(t_ok));
+    arrive(counter(kLat), lat_tasks, flag(kLat), hc);
+  });
+
+  // E. The shared experts' activation.
+  const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
+  range(program_id(0), act_tasks, num_programs(0), [&](Value task) {
+    wait(r.y_flag, kAct, hc);
+    auto rows = task * kHalfRows + arange(0, kHalfRows);
+    auto ok = rows < r.shared_rows;
+    const GemvTask g{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows, .step = r.gemv_step};
+    auto gate = gemv_rows(g, rows, ok).to(bf16).to(f32);
+    auto up = gemv_rows(g, r.shared_rows + rows, ok).to(bf16).to(f32);
+    store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
+          col(ok) & row(t_ok));
+    arrive(counter(kAct), act_tasks, flag(kAct), hc);
+  });
+
+  // F. The shared experts' partial.
+  const int shared_tasks = tasks_of(r.hidden, kRows);
+  range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {
+    wait(flag(kAct), kShared, hc);
+    const GemvTask g{.w = r.w_sd, .x = r.act, .k = r.shared_rows, .tokens = r.tokens, .rows = kRows,
+                     .step = mxfp4_step(r.shared_rows, r.gemv_step)};
+    auto rows = task * kRows + arange(0, kRows);
+    store(r.shared + row(ts) * r.hidden + col(rows), gemv_task(g, task, r.hidden).to(bf16),
+          col(rows < r.hidden) & row(t_ok));
+    arrive(counter(kShared), shared_tasks, flag(kShared), hc);
+  });
+
+  // G. The union of the chosen experts, by the last program (its other loops end first).
+  const int64_t span = pow2_at_least(slots);
+  if_(program_id(0) == num_programs(0) - 1, [&] {
+    wait(r.route_flag, kUnion, hc);
+    auto js = arange(0, span);
+    auto ids = load(r.route_experts + js, js < slots, r.experts);  // padding sorts last
+    auto sorted = sort(ids).values;
+    store(r.sorted + js, sorted, js < slots);
+    barrier();  // the program's own stores, read back shifted by one
+    auto before = load(r.sorted + maximum(js - 1, 0), js < slots, -1);
+    auto first = (sorted < r.experts) & ((js == 0) | (sorted != before));
+    auto position = cumsum(first.to(i32)) - 1;
+    store(r.union_ids + position, sorted, first);
+    store(r.union_count, sum(first.to(i32)));
+    publish(flag(kUnion), hc);
+  });
+
+  // H. The routed experts' activations, a task per (union slot, 32 of the Ir rows); slots past the
+  // union's size only arrive.
+  const int groups = tasks_of(r.expert_rows, kHalfRows);
+  const int inter_tasks = slots * groups;
+  const int64_t w13_bytes = int64_t{2} * r.expert_rows * r.latent / 2, w13_scales = int64_t{2} * r.expert_rows * r.latent / 32;
+  range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
+    wait(flag(kUnion), kInter, hc);
+    wait(flag(kLat), kInter, hc);
+    auto u = task / groups;
+    if_(u < load(r.union_count), [&] {
+      auto e = load(r.union_ids + u).to(i64);
+      auto rows = task % groups * kHalfRows + arange(0, kHalfRows);
+      auto ok = rows < r.expert_rows;
+      const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x = r.lat,
+                        .k = r.latent, .tokens = r.tokens, .rows = kHalfRows, .step = mxfp4_step(r.latent, r.gemv_step)};
+      auto gate = mxfp4_gemv_rows(g, rows, ok);
+      auto up = mxfp4_gemv_rows(g, r.expert_rows + rows, ok);
+      store(r.inter + (u * r.tokens + row(ts)) * r.expert_rows + col(rows),
+            situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), col(ok) & row(t_ok));
+    });
+    arrive(counter(kInter), inter_tasks, flag(kInter), hc);
+  });
+
+  // I. The routed sum over the union, 64 latent rows a task, into the latent exchange.
+  const int64_t w2_bytes = int64_t{r.latent} * r.expert_rows / 2, w2_scales = int64_t{r.latent} * r.expert_rows / 32;
+  range(program_id(0), lat_tasks, num_programs(0), [&](Value task) {
+    wait(flag(kInter), kLat, hc);
+    auto rows = task * kRows + arange(0, kRows);
+    auto ks = arange(0, pow2_at_least(r.top_k));
+    auto chosen = load(r.route_experts + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), -1);
+    auto chosen_weight = load(r.route_weights + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), 0.0f);
+    auto routed = range(0, load(r.union_count), 1, zeros({kRows, padded}, f32), [&](Value u, Value acc) {
+      auto e = load(r.union_ids + u);
+      auto weight = sum(where(chosen == e, chosen_weight, 0.0f), 1);  // [T]: 0 for rows that did not choose e
+      const Mxfp4Gemv g{.packed = r.w2 + e.to(i64) * w2_bytes, .scales = r.w2_scale + e.to(i64) * w2_scales,
+                        .x = r.inter + u * r.tokens * r.expert_rows, .k = r.expert_rows, .tokens = r.tokens,
+                        .rows = kRows, .step = mxfp4_step(r.expert_rows, r.gemv_step)};
+      return acc + mxfp4_gemv_task(g, task, r.latent) * row(weight);
+    });
+    latent.contribute(routed, rows, lat_tasks);
+  });
+
+  // J. The routed RMSNorm, a row a task.
+  const int64_t lat_span = pow2_at_least(r.latent);
+  range(program_id(0), r.tokens, num_programs(0), [&](Value t) {
+    latent.wait_reduced(t);
+    auto cs = arange(0, lat_span);
+    auto ok = cs < r.latent;
+    auto x = load(latent.out() + t * r.latent + cs, ok).to(f32);
+    Value normed = x;
+    if (r.latent_norm) {
+      auto rstd = rsqrt(sum(x * x) / float(r.latent) + r.norm_eps);
+      normed = (x * rstd).to(bf16).to(f32) * load(r.norm_w + cs, ok).to(f32);
+    }
+    store(r.normed + t * r.latent + cs, normed.to(bf16), ok);
+    arrive(counter(kNormed), r.tokens, flag(kNormed), hc);
+  });
+
+  // K. Shared + up-projection per 64 hidden columns, into the final exchange.
+  range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {
+    wait(flag(kNormed), kNormed, hc);
+    wait(flag(kShared), kNormed, hc);
+    auto cols = task * kRows + arange(0, kRows);
+    auto up_row = cols - r.up_first;
+    const GemvTask g{.w = r.w_up, .x = r.normed, .k = r.latent, .tokens = r.tokens, .rows = kRows,
+                     .step = mxfp4_step(r.latent, r.gemv_step)};
+    auto up = gemv_rows(g, up_row, (up_row >= 0) & (up_row < r.up_rows));
+    auto shared = load(r.shared + row(ts) * r.hidden + col(cols), col(cols < r.hidden) & row(t_ok)).to(f32);
+    final_sum.contribute(shared + up, cols, shared_tasks);
+  });
+}
+
+}  // namespace monotile::kernels::k3

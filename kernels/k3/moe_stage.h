@@ -1,0 +1,66 @@
+// The latent MoE inside a layer kernel (k3_layer.md 5.2-5.6), after the router, as task loops
+// handed on through tagged flags (handoff.h), every wait for an earlier loop:
+//   D. the latent lat = bf16(y W_ld^T) [T, LAT] (GEMV tasks; every rank computes all of it);
+//   E. the shared experts' activation a = bf16(SiTU(bf16(y W_g^T), bf16(y W_u^T))) [T, SI] (tasks of
+//      32 gate rows and their 32 up rows);
+//   F. the shared experts' partial bf16(a W_sd^T) [T, H];
+//   G. the union of the experts the rows chose (one program: sorted, deduplicated, ascending ids);
+//   H. per (union expert, 32 of its Ir rows): g and u from the MXFP4 w13 (mxfp4_gemv.h) on lat,
+//      h = bf16(SiTU(g, u)) (the math reference keeps h exact; bf16 feeds the matrix unit, where
+//      ROCm's stock path requantizes h to MXFP4) -> inter [union, T, Ir]; a fixed task count (every
+//      possible union slot), so the arrivals are known when the program is built;
+//   I. per 64 latent rows: the routed sum over the union, sum_u w[t, u] (W2_u h_u), in union order
+//      (deterministic, no atomics), through the latent Exchange (exchange.h);
+//   J. per row: the routed RMSNorm of the reduced latent, bf16(bf16(x rstd) w) (two roundings, as
+//      vLLM's RMSNorm kernel), or the latent itself without the norm;
+//   K. per 64 hidden columns: shared + the rank's up-projection rows bf16(normed W_up^T), rounded
+//      once, through the final Exchange: the layer's MoE output.
+#pragma once
+
+#include <cstdint>
+
+#include "dsl/value.h"
+#include "kernels/k3/exchange.h"
+#include "kernels/k3/handoff.h"
+
+namespace monotile::kernels::k3 {
+
+struct MoeRows {
+  int hidden = 0;         // H
+  int tokens = 0;         // T
+  int latent = 0;         // LAT
+  int experts = 0;        // E
+  int top_k = 0;
+  int expert_rows = 0;    // Ir: this rank's intermediate rows of an expert (w13 holds 2 Ir)
+  int shared_rows = 0;    // SI: this rank's shared intermediate
+  int up_first = 0;       // this rank's first up-projection row (hidden column)
+  int up_rows = 0;        // this rank's up-projection rows
+  bool latent_norm = true;
+  float norm_eps = 1e-5f;
+  float situ_beta = 4.0f, situ_linear_beta = 25.0f;
+  int gemv_step = 256;
+  dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
+  dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
+  dsl::Value route_flag;
+  dsl::Value w_ld;        // ptr<bf16> [LAT, H]
+  dsl::Value w_gu;        // ptr<bf16> [2 SI, H]: gate rows, then up rows
+  dsl::Value w_sd;        // ptr<bf16> [H, SI]
+  dsl::Value w13, w13_scale;  // ptr<u8> [E, 2 Ir, LAT / 2], [E, 2 Ir, LAT / 32]
+  dsl::Value w2, w2_scale;    // ptr<u8> [E, LAT, Ir / 2], [E, LAT, Ir / 32]
+  dsl::Value norm_w;      // ptr<bf16> [LAT] (unused without the norm)
+  dsl::Value w_up;        // ptr<bf16> [up_rows, LAT]
+  // Scratch: lat, normed bf16 [T, LAT]; act bf16 [T, SI]; shared bf16 [T, H]; sorted, union_ids
+  // i32 [T top_k]; union_count i32 [1]; inter bf16 [T top_k, T, Ir].
+  dsl::Value lat, normed, act, shared, sorted, union_ids, union_count, inter;
+  dsl::Value counters, flags;  // 6 words each: lat, act, shared, union, inter, normed
+};
+
+// Health-record regions of the MoE's waits (after K2Region's).
+inline constexpr int32_t kMoeRegion = 7;
+
+void moe_rows(const MoeRows& rows, Exchange& latent, Exchange& final_sum, const HandoffContext& context);
+
+// The SiTU activation (k3_layer.md 5.3): beta tanh(g / beta) sigmoid(g) lb tanh(u / lb).
+dsl::Value situ(const dsl::Value& gate, const dsl::Value& up, float beta, float linear_beta);
+
+}  // namespace monotile::kernels::k3
