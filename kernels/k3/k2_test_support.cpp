@@ -1,0 +1,360 @@
+#include "kernels/k3/k2_test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dsl/target.h"
+#include "kernels/k3/k1.h"
+#include "kernels/k3/k1_check.h"
+#include "kernels/k3/k2.h"
+#include "kernels/reference/k3_layer_reference.h"
+#include "kernels/reference/k3_parts.h"
+#include "model/config.h"
+#include "model/dtype.h"
+#include "tests/testing/seed.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+using conformance::DeviceBuffer;
+using conformance::KernelArg;
+using reference::Rounding;
+using Vec = std::vector<double>;
+
+constexpr uint16_t kPoisonBf16 = 0x7fc1;  // a NaN: a value never written fails its check
+
+Vec normal(size_t n, double scale, std::mt19937& rng) {
+  std::normal_distribution<double> dist(0.0, scale);
+  Vec out(n);
+  for (double& v : out) v = model::round_to_bf16(dist(rng));
+  return out;
+}
+
+Vec near_one(size_t n, std::mt19937& rng) {
+  Vec v = normal(n, 0.1, rng);
+  for (double& x : v) x = model::round_to_bf16(1.0 + x);
+  return v;
+}
+
+std::vector<uint16_t> to_bf16(const Vec& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = model::bf16_from_double(v[i]);
+  return out;
+}
+
+template <typename T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span<const T>(v));
+}
+
+// The float64 reference of K2's stages (k3_layer.md 2.2 steps 2-4, 4.6, 5.1) at TP 1.
+struct Expected {
+  Vec a, prefix, y;
+  std::vector<reference::RouterChoice> route;
+  std::vector<Vec> keys;  // per row: sigmoid(logit) + bias per expert, for the margin check
+};
+
+Expected reference_of(const K2Build& b, const Vec& core, const Vec& w_o, const Vec& prefix, const Vec& blocks,
+                      int64_t block_count, const Vec& res_norm, const Vec& res_proj, const Vec& post_norm,
+                      const Vec& w_gate, const Vec& bias) {
+  const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens;
+  Expected e;
+  e.a.resize(t_count * h);
+  e.prefix.resize(t_count * h);
+  e.y.resize(t_count * h);
+  for (int64_t t = 0; t < t_count; ++t) {
+    Vec o = reference::matvec(w_o, std::span(core).subspan(t * cw, cw), h, cw);
+    for (int64_t i = 0; i < h; ++i) {
+      const double a = model::round_to_bf16(o[i]);
+      e.a[t * h + i] = a;
+      e.prefix[t * h + i] = b.reset ? a : model::round_to_bf16(prefix[t * h + i] + a);
+    }
+    std::vector<std::span<const double>> sources;
+    for (int s = 0; s < b.nblocks; ++s) sources.push_back(std::span(blocks).subspan((t * block_count + s) * h, h));
+    sources.push_back(std::span(e.prefix).subspan(t * h, h));
+    Vec y = reference::attn_res_row(sources, res_norm, res_proj, post_norm, b.eps, Rounding::kBf16);
+    std::copy(y.begin(), y.end(), e.y.begin() + t * h);
+    Vec logits = reference::matvec(w_gate, y, b.experts, h);
+    for (double& v : logits) v = static_cast<float>(v);
+    e.route.push_back(reference::route(logits, bias, b.top_k, b.renormalize, b.scaling));
+    Vec keys(b.experts);
+    for (int x = 0; x < b.experts; ++x) keys[x] = reference::sigmoid(logits[x]) + bias[x];
+    e.keys.push_back(std::move(keys));
+  }
+  return e;
+}
+
+// Our route of one row against the reference's: the same experts in the same order, or where they
+// differ, experts whose keys sit within `margin` of the k-th key (the inputs' roundings can swap
+// near-ties); on the same set, the weights within 1e-3 absolute. "" when it passes.
+std::string check_route(const reference::RouterChoice& want, const Vec& keys, std::span<const int32_t> experts,
+                        std::span<const float> weights, double margin) {
+  const int k = static_cast<int>(want.experts.size());
+  std::vector<int> got(experts.begin(), experts.end());
+  if (got == want.experts) {
+    for (int i = 0; i < k; ++i) {
+      if (!(std::abs(weights[i] - want.weights[i]) <= 1e-3)) {
+        return absl::StrCat("slot ", i, " (expert ", got[i], "): weight ", weights[i], ", expected ", want.weights[i]);
+      }
+    }
+    return "";
+  }
+  const double kth = keys[want.experts.back()];
+  std::set<int> want_set(want.experts.begin(), want.experts.end()), got_set(got.begin(), got.end());
+  for (int x : got) {
+    if (x < 0 || x >= static_cast<int>(keys.size())) return absl::StrCat("expert id ", x, " out of range");
+  }
+  for (int x : got_set) {
+    if (!want_set.count(x) && !(std::abs(keys[x] - kth) <= margin)) {
+      return absl::StrCat("expert ", x, " chosen with key ", keys[x], ", the k-th key is ", kth);
+    }
+  }
+  for (int x : want_set) {
+    if (!got_set.count(x) && !(std::abs(keys[x] - kth) <= margin)) {
+      return absl::StrCat("expert ", x, " not chosen with key ", keys[x], ", the k-th key is ", kth);
+    }
+  }
+  if (got_set.size() != static_cast<size_t>(k)) return "an expert chosen twice";
+  return "";
+}
+
+}  // namespace
+
+std::string case_name(const K2Case& c) {
+  static const char* routers[] = {"random", "ties", "nan", "same"};
+  std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
+                                  routers[static_cast<int>(c.router)]);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+void run_k2_case(const K2Case& c, conformance::Executor& executor) {
+  std::mt19937 rng = testing::case_rng();
+  model::ModelConfig config = *model::load_config(c.model);
+  model::RankDims dims = *model::rank_dims(config, c.tp, 0);
+  absl::StatusOr<K2Build> made = k2_build(config, dims, c.layer, static_cast<int>(dims.kda_projection), c.tokens);
+  ASSERT_TRUE(made.ok()) << made.status();
+  K2Build b = *made;
+  if (!c.target.empty()) b = k2_for_target(b, *dsl::Target::parse(c.target));
+  const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
+  const int64_t block_count = config.block_count();
+
+  Vec core = normal(t_count * cw, 1.0, rng);
+  Vec w_o = normal(h * cw, 1.0 / std::sqrt(double(cw)), rng);
+  Vec prefix = normal(t_count * h, 1.0, rng);
+  Vec blocks = normal(t_count * block_count * h, 1.0, rng);
+  Vec res_norm = near_one(h, rng), post_norm = near_one(h, rng);
+  Vec res_proj = normal(h, 1.0 / std::sqrt(double(h)), rng);
+  Vec w_gate = normal(e_count * h, 1.0 / std::sqrt(double(h)), rng);
+  Vec bias(e_count);
+  for (double& v : bias) v = static_cast<float>(std::normal_distribution<double>(0.0, 0.01)(rng));
+  if (c.router == Router::kTies) {
+    // Experts 2k+1 copy expert 2k's row and bias: every chosen pair ties exactly.
+    for (int64_t x = 1; x < e_count; x += 2) {
+      std::copy_n(w_gate.begin() + (x - 1) * h, h, w_gate.begin() + x * h);
+      bias[x] = bias[x - 1];
+    }
+  } else if (c.router == Router::kNan) {
+    // Every other expert's row carries a NaN: its logit, score and key are NaN for every row.
+    for (int64_t x = 0; x < e_count; x += 2) w_gate[x * h] = std::numeric_limits<double>::quiet_NaN();
+  } else if (c.router == Router::kSameExperts) {
+    for (int x = 0; x < b.top_k; ++x) bias[x] = 4.0;  // keys above any sigmoid + small bias
+  }
+  // The MoE's weights (k3_layer.md 5): bf16 projections of variance 1/fan-in, a norm near 1, MXFP4
+  // experts with random codes and a scale giving rows of about 1/sqrt(fan-in). With every row on the
+  // same experts only theirs are held (the kernel and the reference read no other).
+  const int64_t lat = b.latent, ir = b.expert_rows, si = b.shared_rows, held = c.router == Router::kSameExperts ? b.top_k : e_count;
+  reference::RankLayerWeights w;
+  w.dims = dims;
+  const std::string moe = "block_sparse_moe.";
+  w.values[moe + "gate.weight"] = w_gate;
+  w.values[moe + "gate.e_score_correction_bias"] = bias;
+  w.values[moe + "routed_expert_down_proj.weight"] = normal(lat * h, 1.0 / std::sqrt(double(h)), rng);
+  w.values[moe + "routed_expert_norm.weight"] = near_one(lat, rng);
+  w.values[moe + "routed_expert_up_proj.weight"] = normal(b.up_rows * lat, 1.0 / std::sqrt(double(lat)), rng);
+  w.values[moe + "shared_experts.gate_up_proj.weight"] = normal(2 * si * h, 1.0 / std::sqrt(double(h)), rng);
+  w.values[moe + "shared_experts.down_proj.weight"] = normal(h * si, 1.0 / std::sqrt(double(si)), rng);
+  auto mxfp4 = [&](int64_t experts, int64_t rows, int64_t k, const std::string& name) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::vector<uint8_t> packed(experts * rows * k / 2), scales(experts * rows * k / 32);
+    for (uint8_t& v : packed) v = static_cast<uint8_t>(byte(rng));
+    // Codes average about 2.3 in magnitude: 2^round(log2(1 / (2.3 sqrt(k)))).
+    const int code = 127 + static_cast<int>(std::lround(std::log2(1.0 / (2.3 * std::sqrt(double(k))))));
+    for (uint8_t& v : scales) v = static_cast<uint8_t>(code);
+    w.bytes[moe + "experts." + name] = packed;
+    w.bytes[moe + "experts." + name + "_scale"] = scales;
+  };
+  mxfp4(held, 2 * ir, lat, "w13_weight");
+  mxfp4(held, lat, ir, "w2_weight");
+  const Expected want =
+      reference_of(b, core, w_o, prefix, blocks, block_count, res_norm, res_proj, post_norm, w_gate, bias);
+
+  std::vector<KernelArg> args;
+  auto upload = [&](std::span<const std::byte> host, std::string_view name) {
+    DeviceBuffer buffer = *executor.allocate(std::max<size_t>(host.size(), 4), name);
+    EXPECT_TRUE(executor.copy_in(buffer, host).ok());
+    return buffer;
+  };
+  auto bf16_arg = [&](const Vec& v, std::string_view name) {
+    DeviceBuffer buffer = upload(bytes_of(to_bf16(v)), name);
+    args.push_back(KernelArg::buffer(buffer, dsl::ScalarType::kBf16));
+    return buffer;
+  };
+  auto f32_arg = [&](const Vec& v, std::string_view name) {
+    std::vector<float> f(v.begin(), v.end());
+    DeviceBuffer buffer = upload(bytes_of(f), name);
+    args.push_back(KernelArg::buffer(buffer, dsl::ScalarType::kF32));
+    return buffer;
+  };
+  bf16_arg(core, "core");
+  bf16_arg(w_o, "w_o");
+  DeviceBuffer prefix_buffer = bf16_arg(prefix, "prefix");
+  bf16_arg(blocks, "blocks");
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI64, block_count * h));
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI64, h));
+  bf16_arg(res_norm, "mlp_res_norm");
+  bf16_arg(res_proj, "mlp_res_proj");
+  bf16_arg(post_norm, "post_norm");
+  bf16_arg(w_gate, "w_gate");
+  f32_arg(bias, "gate_bias");
+  bf16_arg(w.values[moe + "routed_expert_down_proj.weight"], "w_ld");
+  bf16_arg(w.values[moe + "shared_experts.gate_up_proj.weight"], "w_gu");
+  bf16_arg(w.values[moe + "shared_experts.down_proj.weight"], "w_sd");
+  for (const char* name : {"w13_weight", "w13_weight_scale", "w2_weight", "w2_weight_scale"}) {
+    args.push_back(KernelArg::buffer(upload(bytes_of(w.bytes[moe + "experts." + name]), name), dsl::ScalarType::kU8));
+  }
+  bf16_arg(w.values[moe + "routed_expert_norm.weight"], "latent_norm");
+  bf16_arg(w.values[moe + "routed_expert_up_proj.weight"], "w_up");
+  DeviceBuffer out_buffer = upload(bytes_of(std::vector<uint16_t>(t_count * h, kPoisonBf16)), "out");
+  args.push_back(KernelArg::buffer(out_buffer, dsl::ScalarType::kBf16));
+  std::vector<int32_t> experts_host(t_count * b.top_k, -7);
+  std::vector<float> weights_host(t_count * b.top_k, std::numeric_limits<float>::quiet_NaN());
+  DeviceBuffer experts_buffer = upload(bytes_of(experts_host), "route_experts");
+  args.push_back(KernelArg::buffer(experts_buffer, dsl::ScalarType::kI32));
+  DeviceBuffer weights_buffer = upload(bytes_of(weights_host), "route_weights");
+  args.push_back(KernelArg::buffer(weights_buffer, dsl::ScalarType::kF32));
+  const K2Scratch layout = k2_scratch(b);
+  std::vector<uint8_t> scratch_host(layout.bytes, 0xa5);  // poisoned data, zeroed control words
+  std::fill(scratch_host.begin(), scratch_host.begin() + layout.zeroed_bytes, 0);
+  for (int64_t at = layout.a_rows; at < layout.a_rows + t_count * h * 2; at += 2) {
+    std::memcpy(&scratch_host[at], &kPoisonBf16, 2);
+  }
+  for (int64_t at = layout.y_rows; at < layout.y_rows + t_count * h * 2; at += 2) {
+    std::memcpy(&scratch_host[at], &kPoisonBf16, 2);
+  }
+  DeviceBuffer scratch = upload(bytes_of(scratch_host), "scratch");
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.a_rows));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.y_rows));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.ares));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.logits));
+  for (int64_t at : {layout.lat, layout.latent_sum, layout.normed, layout.act, layout.shared}) {
+    args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, at));
+  }
+  for (int64_t at : {layout.sorted, layout.union_ids, layout.union_count}) {
+    args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, at));
+  }
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.inter));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.flags));
+  args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.counters));
+  args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{3}), "epoch"), dsl::ScalarType::kI32));
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI32, 128 + c.layer));
+  std::vector<int32_t> health(health_words(c.programs), 0);
+  DeviceBuffer health_buffer = upload(bytes_of(health), "health");
+  args.push_back(KernelArg::buffer(health_buffer, dsl::ScalarType::kI32));
+  args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{0}), "alarm"), dsl::ScalarType::kI32));
+
+  absl::Status launched = executor.launch(k2_program(b), {c.programs, 1, 1}, args);
+  ASSERT_TRUE(launched.ok()) << launched;
+
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(health)), health_buffer).ok());
+  EXPECT_EQ(health[0], 0) << "a hand-off wait gave up";
+  std::vector<uint16_t> prefix_bits(t_count * h);
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(prefix_bits)), prefix_buffer).ok());
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(scratch_host)), scratch).ok());
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(experts_host)), experts_buffer).ok());
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(weights_host)), weights_buffer).ok());
+  std::vector<uint16_t> out_bits(t_count * h);
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out_bits)), out_buffer).ok());
+  auto bf16_view = [&](int64_t offset) {
+    Vec out(t_count * h);
+    for (int64_t i = 0; i < t_count * h; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, &scratch_host[offset + 2 * i], 2);
+      out[i] = model::bf16_to_float(bits);
+    }
+    return out;
+  };
+  Vec got_prefix(t_count * h);
+  for (int64_t i = 0; i < t_count * h; ++i) got_prefix[i] = model::bf16_to_float(prefix_bits[i]);
+
+  // a and y: one rounding of an fp32 sum (1 ulp where it lands the other way); P' follows a's
+  // roundings, and y the roundings of P'.
+  const CheckRule one_rounding{.ulps = 1, .outlier_share = 0.01, .outlier_abs_share = 1.0 / 16,
+                               .why = "one rounding after fp32 math"};
+  for (const OutputCheck& check : {check_output("a", bf16_view(layout.a_rows), want.a, {t_count, h}, one_rounding),
+                                   check_output("prefix", got_prefix, want.prefix, {t_count, h}, one_rounding),
+                                   check_output("y", bf16_view(layout.y_rows), want.y, {t_count, h}, one_rounding)}) {
+    EXPECT_TRUE(check.passed()) << check.name << ": " << check.failures << " failures, worst " << check.worst_ulps
+                                << " ulps; first: " << check.first_failure;
+  }
+  // y's roundings move a logit by about 2^-9 of |y| |w|: keys within 2e-3 of the k-th may swap.
+  for (int64_t t = 0; t < t_count; ++t) {
+    std::string why = check_route(want.route[t], want.keys[t], std::span(experts_host).subspan(t * b.top_k, b.top_k),
+                                  std::span(weights_host).subspan(t * b.top_k, b.top_k), 2e-3);
+    EXPECT_EQ(why, "") << "row " << t;
+  }
+  // m, on the rows whose route is the reference's (a near-tie swapped elsewhere changes the experts
+  // summed, which the route check above has judged): bf16 after the latent, h, the reduced latent,
+  // the norm's two roundings, the up-projection and the sum with the shared partial.
+  const CheckRule moe_rule{.ulps = 8, .abs_share = 1.0 / 64, .outlier_share = 0.01, .outlier_abs_share = 0.25,
+                           .why = "bf16 after six rounding points; h rounded to bf16 where the reference keeps it exact"};
+  Vec got_m, want_m;
+  int rows_checked = 0;
+  for (int64_t t = 0; t < t_count; ++t) {
+    if (!std::equal(want.route[t].experts.begin(), want.route[t].experts.end(), experts_host.begin() + t * b.top_k)) continue;
+    ++rows_checked;
+    Vec m = reference::moe_reference(config, std::span(&w, 1), std::span(want.y).subspan(t * h, h), Rounding::kBf16);
+    want_m.insert(want_m.end(), m.begin(), m.end());
+    for (int64_t i = 0; i < h; ++i) got_m.push_back(model::bf16_to_float(out_bits[t * h + i]));
+  }
+  EXPECT_GE(rows_checked * 2, t_count) << "most rows' routes should match the reference exactly";
+  const OutputCheck m_check = check_output("m", got_m, want_m, {rows_checked, h}, moe_rule);
+  EXPECT_TRUE(m_check.passed()) << "m: " << m_check.failures << " failures, worst " << m_check.worst_ulps
+                                << " ulps; first: " << m_check.first_failure;
+  if (c.router == Router::kTies || c.router == Router::kNan || c.router == Router::kSameExperts) {
+    // Exact structure the margin must not hide: a tie is taken by the lower id first, a NaN expert
+    // never ranks above a real one (and weighs 0), and the forced experts are every row's choice.
+    for (int64_t t = 0; t < t_count; ++t) {
+      std::span<const int32_t> row(experts_host.data() + t * b.top_k, b.top_k);
+      std::span<const float> weight(weights_host.data() + t * b.top_k, b.top_k);
+      for (int i = 0; i < b.top_k; ++i) {
+        if (c.router == Router::kTies && row[i] % 2 == 1) {
+          EXPECT_NE(std::find(row.begin(), row.begin() + i, row[i] - 1), row.begin() + i)
+              << "row " << t << ": expert " << row[i] << " before its tied lower twin";
+        }
+        if (c.router == Router::kNan) {
+          EXPECT_EQ(row[i] % 2, 1) << "row " << t << ": NaN expert " << row[i] << " chosen over real ones";
+          EXPECT_FALSE(std::isnan(weight[i]));
+        }
+      }
+      if (c.router == Router::kSameExperts) {
+        std::set<int> forced;
+        for (int x = 0; x < b.top_k; ++x) forced.insert(x);
+        EXPECT_EQ(std::set<int>(row.begin(), row.end()), forced) << "row " << t;
+      }
+    }
+  }
+}
+
+
+}  // namespace monotile::kernels::k3
