@@ -30,6 +30,7 @@
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/bench/gemv.h"
+#include "kernels/k3/bench_timing.h"
 #include "kernels/k3/k1.h"
 #include "model/config.h"
 #include "runtime/discovery.h"
@@ -40,24 +41,14 @@ namespace monotile::kernels::k3 {
 namespace {
 
 constexpr int64_t kFlushBytes = int64_t{256} << 20;
-constexpr int64_t kCopyBytes = int64_t{1} << 30;
 constexpr int kSlotsPerRequest = 8;
 constexpr int kClockPoints = kK1ClockPoints;
-
-struct Timing {
-  double median_ms = 0, best_ms = 0;
-};
 
 // K1 alone and the KDA half (K1 then the o_proj GEMV), from interleaved launches.
 struct HalfTimings {
   Timing k1, half;
   std::string gemv_label;  // the GEMV's configuration (kernels/bench/gemv.h)
 };
-
-Timing summarize(std::vector<float> times) {
-  std::sort(times.begin(), times.end());
-  return {times[times.size() / 2], times.front()};
-}
 
 // The bytes K1 must move at this build (k1.h's parameters), scratch traffic excluded.
 int64_t must_move(const K1Build& b) {
@@ -77,23 +68,6 @@ int64_t must_move(const K1Build& b) {
 int64_t half_bytes(const K1Build& b) {
   const int64_t t = b.tokens, h = b.hidden, pl = b.projection();
   return must_move(b) + h * pl * 2 + t * pl * 2 + t * h * 2;
-}
-
-absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream, int iterations) {
-  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer from, device.allocate(kCopyBytes));
-  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer to, device.allocate(kCopyBytes));
-  std::vector<float> times;
-  for (int i = 0; i < iterations + 2; ++i) {
-    MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
-    MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
-    MT_RETURN_IF_ERROR(device.record(start, stream));
-    MT_RETURN_IF_ERROR(device.copy_on_device_async(to.address(), from.address(), kCopyBytes, stream));
-    MT_RETURN_IF_ERROR(device.record(end, stream));
-    MT_RETURN_IF_ERROR(device.synchronize(end));
-    MT_ASSIGN_OR_RETURN(float ms, device.elapsed_ms(start, end));
-    if (i >= 2) times.push_back(ms);
-  }
-  return summarize(times);
 }
 
 // Times K1 alone and, with `half`, K1 followed by the o_proj GEMV, their launches interleaved
@@ -334,7 +308,7 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
     std::fprintf(stderr, "k1_bench: copy floor: %s\n", floor.status().ToString().c_str());
     return 1;
   }
-  const double bandwidth = 2.0 * kCopyBytes / (floor->best_ms * 1e-3);  // bytes read + written per second
+  const double bandwidth = copy_bandwidth(*floor);
   std::printf("k1_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d)\n",
               device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations);
   std::printf("half = K1 + the o_proj GEMV (core [T, 1536] x W_o^T [1536, 7168], the rank's partial); median of %d; %s\n",

@@ -1,0 +1,31 @@
+#include "kernels/k3/bench_timing.h"
+
+#include <algorithm>
+
+#include "support/status_macros.h"
+
+namespace monotile::kernels::k3 {
+
+Timing summarize(std::vector<float> times) {
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], times.front()};
+}
+
+absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream, int iterations) {
+  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer from, device.allocate(kCopyBytes));
+  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer to, device.allocate(kCopyBytes));
+  std::vector<float> times;
+  for (int i = 0; i < iterations + 2; ++i) {
+    MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
+    MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
+    MT_RETURN_IF_ERROR(device.record(start, stream));
+    MT_RETURN_IF_ERROR(device.copy_on_device_async(to.address(), from.address(), kCopyBytes, stream));
+    MT_RETURN_IF_ERROR(device.record(end, stream));
+    MT_RETURN_IF_ERROR(device.synchronize(end));
+    MT_ASSIGN_OR_RETURN(float ms, device.elapsed_ms(start, end));
+    if (i >= 2) times.push_back(ms);
+  }
+  return summarize(times);
+}
+
+}  // namespace monotile::kernels::k3

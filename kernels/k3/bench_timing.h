@@ -1,0 +1,27 @@
+// What the layer kernels' benchmarks share: median and best of timed launches, and the HBM floor's
+// reference, the device-to-device copy bandwidth measured in the same run.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/device.h"
+
+namespace monotile::kernels::k3 {
+
+struct Timing {
+  double median_ms = 0, best_ms = 0;
+};
+
+// The median and the best of `times` (milliseconds; not empty).
+Timing summarize(std::vector<float> times);
+
+// A 1 GiB device-to-device copy, `iterations` timed after two warm-ups.
+inline constexpr int64_t kCopyBytes = int64_t{1} << 30;
+absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream, int iterations);
+
+// Bytes read + written per second by the copy's best time: the bandwidth every floor uses.
+inline double copy_bandwidth(const Timing& copy) { return 2.0 * kCopyBytes / (copy.best_ms * 1e-3); }
+
+}  // namespace monotile::kernels::k3

@@ -1,0 +1,206 @@
+// k2_bench: K2's time at the K3 TP 8 rank's shapes (rank 0, layer 13; T = 4, 8, 16) against its HBM
+// floor, measured in the same run. The floor is the bytes this step must read and write at the
+// device-to-device copy bandwidth timed here: o_proj, the router, the latent and shared weights, the
+// up rows, the MXFP4 bytes of the distinct experts the router actually chose (counted from K2's own
+// union, printed), and the activations. Inputs that decide the route (core, the prefix and blocks,
+// W_o, the AttnRes projection, the gate) are random so that rows choose different experts; the
+// other weights are zero bytes (K2's time does not depend on their values). Each launch runs with a
+// fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
+// usage: k2_bench [--iterations N]
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "jit/jit.h"
+#include "jit/program_build.h"
+#include "kernels/k3/bench_timing.h"
+#include "kernels/k3/k1.h"
+#include "kernels/k3/k2.h"
+#include "model/config.h"
+#include "model/dtype.h"
+#include "runtime/discovery.h"
+#include "runtime/kernel.h"
+#include "support/status_macros.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+constexpr int64_t kFlushBytes = int64_t{256} << 20;
+constexpr int kLayer = 13;
+
+struct Result {
+  Timing timing;
+  int distinct_experts = 0;
+  int64_t bytes = 0;
+};
+
+// The bytes K2 must move with `distinct` experts chosen (k2.h's parameters), scratch excluded.
+int64_t must_move(const K2Build& b, int distinct) {
+  const int64_t t = b.tokens, h = b.hidden, lat = b.latent, ir = b.expert_rows, si = b.shared_rows;
+  int64_t bytes = h * int64_t{b.core_width} * 2;            // W_o
+  bytes += int64_t{b.experts} * h * 2 + b.experts * 4;       // the gate and its bias
+  bytes += lat * h * 2 + 2 * si * h * 2 + h * si * 2;        // the latent, shared gate/up and down
+  bytes += int64_t{b.up_rows} * lat * 2 + 3 * h * 2 + lat * 2;  // the up rows and the norms
+  bytes += distinct * (2 * ir * lat / 2 + 2 * ir * lat / 32 + lat * ir / 2 + lat * ir / 32);  // MXFP4 experts
+  bytes += t * b.core_width * 2;                             // core
+  bytes += t * h * 2 * 2 + t * int64_t{b.nblocks} * h * 2;   // the prefix read and written, the blocks
+  bytes += t * h * 2;                                        // out
+  return bytes;
+}
+
+absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream, const K2Build& build, int iterations) {
+  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(k2_program(build), device.info().target));
+  MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit::Jit::process_default().compile_build(made.build));
+  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel, runtime::Kernel::load(device, compiled, std::move(made.params)));
+
+  std::mt19937 rng(20261204);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<runtime::DeviceBuffer> keep;
+  std::vector<runtime::KernelArgument> args;
+  using dsl::ScalarType;
+  auto buffer = [&](int64_t bytes) -> absl::StatusOr<uint64_t> {
+    MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer b, device.allocate(std::max<int64_t>(bytes, 256)));
+    MT_RETURN_IF_ERROR(device.fill_bytes(b.address(), 0, std::max<int64_t>(bytes, 256)));
+    const uint64_t address = b.address();
+    keep.push_back(std::move(b));
+    return address;
+  };
+  auto pointer = [&](uint64_t address, ScalarType type) {
+    args.push_back(runtime::KernelArgument::pointer(reinterpret_cast<const void*>(address), type));
+  };
+  auto zeros = [&](int64_t bytes, ScalarType type) -> absl::Status {
+    MT_ASSIGN_OR_RETURN(uint64_t address, buffer(bytes));
+    pointer(address, type);
+    return absl::OkStatus();
+  };
+  // bf16 values of N(0, scale^2), or all `constant`.
+  auto bf16s = [&](int64_t count, double scale, double constant = 0) -> absl::Status {
+    std::vector<uint16_t> host(count);
+    for (uint16_t& v : host) v = model::bf16_from_double(scale > 0 ? scale * normal(rng) : constant);
+    MT_ASSIGN_OR_RETURN(uint64_t address, buffer(count * 2));
+    MT_RETURN_IF_ERROR(device.copy_to_device(address, host.data(), host.size() * 2));
+    pointer(address, ScalarType::kBf16);
+    return absl::OkStatus();
+  };
+  const int64_t t = build.tokens, h = build.hidden, e = build.experts, lat = build.latent, ir = build.expert_rows;
+  const int64_t si = build.shared_rows, blocks = 8;
+  MT_RETURN_IF_ERROR(bf16s(t * build.core_width, 1.0));                      // core
+  MT_RETURN_IF_ERROR(bf16s(h * build.core_width, 1.0 / std::sqrt(double(build.core_width))));  // w_o
+  MT_RETURN_IF_ERROR(bf16s(t * h, 1.0));                                     // prefix
+  MT_RETURN_IF_ERROR(bf16s(t * blocks * h, 1.0));                            // blocks
+  args.push_back(runtime::KernelArgument::integer(ScalarType::kI64, blocks * h));
+  args.push_back(runtime::KernelArgument::integer(ScalarType::kI64, h));
+  MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                      // mlp_res_norm
+  MT_RETURN_IF_ERROR(bf16s(h, 1.0 / std::sqrt(double(h))));                  // mlp_res_proj
+  MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                      // post_norm
+  MT_RETURN_IF_ERROR(bf16s(e * h, 1.0 / std::sqrt(double(h))));              // w_gate
+  MT_RETURN_IF_ERROR(zeros(e * 4, ScalarType::kF32));                        // gate_bias
+  MT_RETURN_IF_ERROR(zeros(lat * h * 2, ScalarType::kBf16));                 // w_ld
+  MT_RETURN_IF_ERROR(zeros(2 * si * h * 2, ScalarType::kBf16));              // w_gu
+  MT_RETURN_IF_ERROR(zeros(h * si * 2, ScalarType::kBf16));                  // w_sd
+  MT_RETURN_IF_ERROR(zeros(e * 2 * ir * lat / 2, ScalarType::kU8));          // w13
+  MT_RETURN_IF_ERROR(zeros(e * 2 * ir * lat / 32, ScalarType::kU8));         // w13_scale
+  MT_RETURN_IF_ERROR(zeros(e * lat * ir / 2, ScalarType::kU8));              // w2
+  MT_RETURN_IF_ERROR(zeros(e * lat * ir / 32, ScalarType::kU8));             // w2_scale
+  MT_RETURN_IF_ERROR(bf16s(lat, 0, 1.0));                                    // latent_norm
+  MT_RETURN_IF_ERROR(zeros(int64_t{build.up_rows} * lat * 2, ScalarType::kBf16));  // w_up
+  MT_RETURN_IF_ERROR(zeros(t * h * 2, ScalarType::kBf16));                   // out
+  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kI32));          // route_experts
+  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kF32));          // route_weights
+  const K2Scratch layout = k2_scratch(build);
+  MT_ASSIGN_OR_RETURN(uint64_t scratch, buffer(layout.bytes));
+  const std::pair<int64_t, ScalarType> views[] = {
+      {layout.a_rows, ScalarType::kBf16}, {layout.y_rows, ScalarType::kBf16},     {layout.ares, ScalarType::kF32},
+      {layout.logits, ScalarType::kF32},  {layout.lat, ScalarType::kBf16},        {layout.latent_sum, ScalarType::kBf16},
+      {layout.normed, ScalarType::kBf16}, {layout.act, ScalarType::kBf16},        {layout.shared, ScalarType::kBf16},
+      {layout.sorted, ScalarType::kI32},  {layout.union_ids, ScalarType::kI32},   {layout.union_count, ScalarType::kI32},
+      {layout.inter, ScalarType::kBf16},  {layout.flags, ScalarType::kI32},       {layout.counters, ScalarType::kI32}};
+  for (auto [offset, type] : views) pointer(scratch + offset, type);
+  MT_ASSIGN_OR_RETURN(uint64_t epoch, buffer(4));
+  pointer(epoch, ScalarType::kI32);
+  args.push_back(runtime::KernelArgument::integer(ScalarType::kI32, 128 + kLayer));
+  const int programs = device.info().compute_units;
+  MT_ASSIGN_OR_RETURN(uint64_t health, buffer(health_words(programs) * 4));
+  pointer(health, ScalarType::kI32);
+  MT_RETURN_IF_ERROR(zeros(4, ScalarType::kI32));  // alarm
+  MT_ASSIGN_OR_RETURN(uint64_t flusher, buffer(kFlushBytes));
+
+  std::vector<float> times;
+  for (int i = 0; i < iterations + 2; ++i) {
+    MT_RETURN_IF_ERROR(device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + i % 255), 4, stream));
+    MT_RETURN_IF_ERROR(device.fill_bytes_async(flusher, static_cast<uint8_t>(i), kFlushBytes, stream));
+    MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
+    MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
+    MT_RETURN_IF_ERROR(device.record(start, stream));
+    MT_RETURN_IF_ERROR(kernel.launch({static_cast<uint32_t>(programs), 1, 1}, args, stream));
+    MT_RETURN_IF_ERROR(device.record(end, stream));
+    MT_RETURN_IF_ERROR(device.synchronize(end));
+    MT_ASSIGN_OR_RETURN(float ms, device.elapsed_ms(start, end));
+    if (i >= 2) times.push_back(ms);
+  }
+  int32_t failed = 0, distinct = 0;
+  MT_RETURN_IF_ERROR(device.copy_to_host(&failed, health, 4));
+  if (failed != 0) return absl::InternalError(k2_name(build) + ": a hand-off wait gave up (health word 0 set)");
+  MT_RETURN_IF_ERROR(device.copy_to_host(&distinct, scratch + layout.union_count, 4));
+  return Result{summarize(times), distinct, must_move(build, distinct)};
+}
+
+int run(int iterations) {
+  runtime::DiscoveryOptions options;
+  options.include_cpu = false;
+  runtime::Discovery found = runtime::discover_devices(options);
+  if (found.devices.empty()) {
+    const std::string reason = found.missing.empty() ? "" : found.missing.front().reason;
+    std::printf("k2_bench: no GPU%s%s\n", reason.empty() ? "" : ": ", reason.c_str());
+    return 0;
+  }
+  runtime::Device& device = *found.devices.front();
+  absl::StatusOr<runtime::Stream> stream = device.create_stream();
+  absl::StatusOr<Timing> copy = stream.ok() ? copy_floor(device, *stream, iterations) : stream.status();
+  if (!copy.ok()) {
+    std::fprintf(stderr, "k2_bench: %s\n", copy.status().ToString().c_str());
+    return 1;
+  }
+  const double bandwidth = copy_bandwidth(*copy);
+  std::printf("k2_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d); median of %d\n",
+              device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations, iterations);
+  std::printf("%-72s %8s %8s %9s %9s %9s %6s\n", "build (K3 TP8 rank 0, layer 13)", "experts", "MB", "median us",
+              "best us", "floor us", "ratio");
+  model::ModelConfig config = *model::load_config("k3");
+  model::RankDims dims = *model::rank_dims(config, 8, 0);
+  int status = 0;
+  for (int tokens : {4, 8, 16}) {
+    absl::StatusOr<K2Build> build = k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
+    absl::StatusOr<Result> result =
+        build.ok() ? time_k2(device, *stream, k2_for_target(*build, device.info().target), iterations) : build.status();
+    if (!result.ok()) {
+      std::fprintf(stderr, "k2_bench: %s\n", result.status().ToString().c_str());
+      status = 1;
+      continue;
+    }
+    const double us = result->timing.median_ms * 1e3, floor_us = result->bytes / bandwidth * 1e6;
+    std::printf("%-72s %8d %8.2f %9.2f %9.2f %9.2f %6.3f\n", k2_name(*build).c_str(), result->distinct_experts,
+                result->bytes / 1e6, us, result->timing.best_ms * 1e3, floor_us, us / floor_us);
+  }
+  return status;
+}
+
+}  // namespace
+}  // namespace monotile::kernels::k3
+
+int main(int argc, char** argv) {
+  int iterations = 50;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
+      iterations = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: k2_bench [--iterations N]\n");
+      return 2;
+    }
+  }
+  return monotile::kernels::k3::run(std::max(iterations, 3));
+}
