@@ -76,7 +76,8 @@ absl::Status exec_atomic_rmw(Frame& frame, const Op& op) {
   const std::vector<int64_t>& addresses = frame.operand(op, 0).ints;
   const Tile& value = frame.operand(op, 1);
   const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 2).ints.data() : nullptr;
-  absl::Status status = check_access(frame, op, pointer_type, addresses, mask, "updates");
+  absl::Status status =
+      check_access(frame, op, pointer_type, frame.operand(op, 0), mask, "updates");
   if (!status.ok()) return status;
   Tile& out = frame.result(op);
   const std::memory_order order = to_std_order(op.attrs.order);
@@ -114,7 +115,8 @@ absl::Status exec_atomic_cas(Frame& frame, const Op& op) {
   const Tile& expected_tile = frame.operand(op, 1);
   const Tile& desired_tile = frame.operand(op, 2);
   const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 3).ints.data() : nullptr;
-  absl::Status status = check_access(frame, op, pointer_type, addresses, mask, "updates");
+  absl::Status status =
+      check_access(frame, op, pointer_type, frame.operand(op, 0), mask, "updates");
   if (!status.ok()) return status;
   Tile& out = frame.result(op);
   const std::memory_order order = to_std_order(op.attrs.order);
@@ -160,7 +162,8 @@ bool holds(CmpPredicate cmp, Value a, Value b) {
 absl::Status exec_wait_until(Frame& frame, const Op& op) {
   const Type& pointer_type = frame.operand_type(op, 0);
   const std::vector<int64_t>& address = frame.operand(op, 0).ints;
-  absl::Status status = check_access(frame, op, pointer_type, address, nullptr, "waits on");
+  absl::Status status =
+      check_access(frame, op, pointer_type, frame.operand(op, 0), nullptr, "waits on");
   if (!status.ok()) return status;
   const Tile& target = frame.operand(op, 1);
   const int64_t timeout_ns = frame.operand(op, 2).ints.at(0);

@@ -1,6 +1,7 @@
-// Value conversions (cast), bit reinterpretation (bitcast), pointer arithmetic (addptr) and MXFP4
-// dequantization. Casts round to nearest even; float -> int truncates toward zero and, where ir.h
-// leaves out-of-range undefined, saturates (NaN -> 0) like the GPUs' cvt.rzi.sat.
+// Value conversions (cast), bit reinterpretation (bitcast), pointer arithmetic (addptr, keeping the
+// pointer's provenance) and MXFP4 dequantization. Casts round to nearest even; float -> int
+// truncates toward zero and, where ir.h leaves out-of-range undefined, saturates (NaN -> 0) like
+// the GPUs' cvt.rzi.sat.
 #include <bit>
 #include <cmath>
 
@@ -45,9 +46,11 @@ absl::Status exec_cast(Frame& frame, const Op& op) {
       out.floats[i] = round_float(to.scalar, static_cast<double>(in.ints[i]));
     }
   } else if (to.pointer || from.pointer) {
-    // Pointer <-> integer or pointer <-> pointer: the address, wrapped to the integer's width.
+    // Pointer <-> integer or pointer <-> pointer: the address, wrapped to the integer's width. A
+    // pointer keeps its provenance; one made from an integer has none.
     const ScalarType target = arithmetic_type(to);
     for (size_t i = 0; i < in.ints.size(); ++i) out.ints[i] = wrap_integer(target, static_cast<uint64_t>(in.ints[i]));
+    if (to.pointer && from.pointer) out.provenance = in.provenance;
   } else if (to.scalar == ScalarType::kI1) {
     for (size_t i = 0; i < in.ints.size(); ++i) out.ints[i] = in.ints[i] != 0;
   } else {
@@ -90,17 +93,23 @@ absl::Status exec_bitcast(Frame& frame, const Op& op) {
   Tile& out = frame.result(op);
   const size_t n = in.size();
   for (size_t i = 0; i < n; ++i) from_bits(to, to_bits(from, in, i), out, i);
+  if (frame.operand_type(op, 0).element.pointer && frame.result_type(op).element.pointer) {
+    out.provenance = in.provenance;
+  }
   return absl::OkStatus();
 }
 
 absl::Status exec_addptr(Frame& frame, const Op& op) {
   const auto element_bytes = static_cast<uint64_t>(scalar_type_bytes(frame.operand_type(op, 0).element.scalar));
-  const std::vector<int64_t>& base = frame.operand(op, 0).ints;
+  const Tile& pointers = frame.operand(op, 0);
+  const std::vector<int64_t>& base = pointers.ints;
   const std::vector<int64_t>& offset = frame.operand(op, 1).ints;
-  std::vector<int64_t>& out = frame.result(op).ints;
+  Tile& result = frame.result(op);
+  std::vector<int64_t>& out = result.ints;
   for (size_t i = 0; i < base.size(); ++i) {
     out[i] = static_cast<int64_t>(static_cast<uint64_t>(base[i]) + static_cast<uint64_t>(offset[i]) * element_bytes);
   }
+  result.provenance = pointers.provenance;  // an offset never changes the pointer's buffer
   return absl::OkStatus();
 }
 

@@ -221,6 +221,19 @@ absl::Status exec_select(Frame& frame, const Op& op) {
   } else {
     for (size_t i = 0; i < cond.size(); ++i) out.ints[i] = cond[i] ? a.ints[i] : b.ints[i];
   }
+  if (frame.result_type(op).element.pointer) {
+    // Each lane keeps the provenance of the pointer it chose.
+    const Provenance &from_a = a.provenance, &from_b = b.provenance;
+    if (from_a.is_uniform() && from_b.is_uniform() && from_a.uniform == from_b.uniform) {
+      out.provenance.set_uniform(from_a.uniform);
+    } else {
+      out.provenance.lanes.resize(cond.size());
+      for (size_t i = 0; i < cond.size(); ++i) {
+        out.provenance.lanes[i] = cond[i] ? from_a.at(i) : from_b.at(i);
+      }
+      out.provenance.compact();
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -1,11 +1,13 @@
 // The state of one running program instance: its values (one Tile per ValueId, reused across loop
-// iterations and instances), its program ids, and what all instances of a launch share (memory
-// map, options, the cancellation flag). Each instance runs on one host thread.
+// iterations and instances), its program ids, the buffer each pointer argument points into, and
+// what all instances of a launch share (memory map, options, the cancellation flag). Each instance
+// runs on one host thread.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +35,9 @@ struct Frame {
   std::array<int, 3> program_id{0, 0, 0};
   std::array<int, 3> num_programs{1, 1, 1};
   std::vector<Tile> values;
+  // Per parameter: the allocation a pointer argument points into (a provenance's origin indexes
+  // this); null for scalars and for pointers outside every allocation.
+  std::span<const Buffer* const> argument_buffers;
 
   const Type& type(ValueId id) const { return program->value_types[static_cast<size_t>(id)]; }
   Tile& value(ValueId id) { return values[static_cast<size_t>(id)]; }

@@ -1,6 +1,7 @@
-// Launching: checks the grid and the arguments against the program's parameters, then runs every
-// instance in sequence (one reused frame) or on its own thread; the first real error wins and
-// cancels the other instances' loops and waits.
+// Launching: checks the grid and the arguments against the program's parameters, finds the
+// allocation each pointer argument points into, then runs every instance in sequence (one reused
+// frame) or on its own thread; the first real error wins and cancels the other instances' loops
+// and waits.
 #include "dsl/interp/interpreter.h"
 
 #include <cstring>
@@ -74,6 +75,18 @@ absl::Status check_launch(const Program& program, const LaunchGrid& grid, std::s
   return absl::OkStatus();
 }
 
+// The allocation each pointer argument points into, once per launch: the provenance of every
+// address derived from argument i is i, and its accesses are checked against this buffer.
+std::vector<const Buffer*> find_argument_buffers(std::span<const ArgValue> args,
+                                                 const MemoryMap& memory) {
+  std::vector<const Buffer*> buffers(args.size(), nullptr);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].type().pointer) continue;
+    buffers[i] = memory.buffer_of(static_cast<uint64_t>(args[i].int_value()));
+  }
+  return buffers;
+}
+
 void bind_arguments(Frame& frame, std::span<const ArgValue> args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const Param& param = frame.program->params[i];
@@ -81,6 +94,9 @@ void bind_arguments(Frame& frame, std::span<const ArgValue> args) {
     tile.reset(frame.type(param.value));
     if (stored_as_float(param.type)) tile.floats.assign(tile.floats.size(), round_float(param.type.scalar, args[i].float_value()));
     else tile.ints.assign(tile.ints.size(), args[i].int_value());
+    if (param.type.pointer && frame.argument_buffers[i] != nullptr) {
+      tile.provenance.set_uniform(static_cast<int32_t>(i));
+    }
   }
 }
 
@@ -115,13 +131,19 @@ absl::Status run_instance(Frame& frame, const LaunchGrid& grid, int64_t linear, 
 
 absl::Status run_threads(std::span<const Launch> launches, SharedState& shared) {
   ErrorSink errors(shared);
-  std::vector<std::thread> threads;
+  std::vector<std::vector<const Buffer*>> buffers;
   for (const Launch& launch : launches) {
+    buffers.push_back(find_argument_buffers(launch.args, *shared.memory));
+  }
+  std::vector<std::thread> threads;
+  for (size_t l = 0; l < launches.size(); ++l) {
+    const Launch& launch = launches[l];
     for (int64_t linear = 0; linear < launch.grid.size(); ++linear) {
-      threads.emplace_back([&shared, &errors, &launch, linear] {
+      threads.emplace_back([&shared, &errors, &launch, &argument_buffers = buffers[l], linear] {
         Frame frame;
         frame.program = launch.program;
         frame.shared = &shared;
+        frame.argument_buffers = argument_buffers;
         frame.values.resize(launch.program->value_types.size());
         errors.report(run_instance(frame, launch.grid, linear, launch.args));
       });
@@ -175,9 +197,11 @@ absl::Status interpret(const Program& program, const LaunchGrid& grid, std::span
   SharedState shared;
   shared.memory = &memory;
   shared.options = &options;
+  const std::vector<const Buffer*> argument_buffers = find_argument_buffers(args, memory);
   Frame frame;
   frame.program = &program;
   frame.shared = &shared;
+  frame.argument_buffers = argument_buffers;
   frame.values.resize(program.value_types.size());
   for (int64_t linear = 0; linear < grid.size(); ++linear) {
     if (absl::Status status = run_instance(frame, grid, linear, args); !status.ok()) return status;

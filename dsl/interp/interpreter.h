@@ -1,6 +1,7 @@
 // The CPU interpreter: runs a tile Program on host memory, op by op on whole tiles, with exactly
 // the semantics of dsl/ir.h. Pointer arguments are host addresses; every access is checked against
-// the caller's list of allocations, so an out-of-bounds lane is an error naming the op's line.
+// the allocation its pointer argument points into, so an out-of-bounds lane is an error naming the
+// op's line, even when it lands in a neighbouring allocation.
 #pragma once
 
 #include <cstddef>
@@ -67,7 +68,10 @@ enum class Schedule {
 
 struct InterpretOptions {
   Schedule schedule = Schedule::kAuto;
-  // Memory the program may access; pointer arguments' targets must lie inside these ranges.
+  // Memory the program may access. Each pointer argument belongs to the allocation it points into
+  // (the innermost one, when a view is listed inside a buffer), and every access through a pointer
+  // derived from it must stay inside that allocation. An address cast from an integer must lie
+  // inside some allocation.
   std::vector<Allocation> allocations;
   // kPrint output; stdout when null. Each print is written whole (lines of concurrent instances do not mix).
   std::ostream* print_stream = nullptr;
@@ -80,7 +84,8 @@ struct InterpretOptions {
 };
 
 // Runs `program` over `grid`. Errors (all InvalidArgument unless noted): wrong argument count or
-// type; an out-of-bounds or misaligned access (op, source line, instance, lane and address); a
+// type; an out-of-bounds or misaligned access (op, source line, instance, lane and address; out of
+// bounds also names the buffer, its size and the offset past its end or before its start); a
 // failed device_assert (its message and line); a while loop or wait cancelled because another
 // instance failed. Plain memory effects of instances that ran before an error remain.
 absl::Status interpret(const Program& program, const LaunchGrid& grid, std::span<const ArgValue> args,

@@ -1,16 +1,45 @@
 // Loads, stores and prefetches: masked lanes touch no memory (a masked load yields `other`, or
-// zero), every selected lane is bounds- and alignment-checked first, so a failing op has no partial
-// effect; a prefetch is only checked.
+// zero), every selected lane is checked first for alignment and against the allocation of the
+// argument its pointer was derived from, so a failing op has no partial effect; a prefetch is only
+// checked.
 #include "absl/strings/str_format.h"
 #include "dsl/interp/memory_access.h"
 #include "dsl/interp/ops.h"
 
 namespace monotile::dsl::interp {
 
-absl::Status check_access(Frame& frame, const Op& op, const Type& pointer_type, const std::vector<int64_t>& addresses,
-                          const int64_t* mask, std::string_view verb) {
+namespace {
+
+// Names the buffer of the lane's argument when it has one, else the nearest allocation.
+absl::Status out_of_bounds(const Frame& frame, const Op& op, const Type& pointer_type, size_t lane,
+                           uint64_t address, size_t bytes, int32_t origin, std::string_view verb) {
+  const MemoryMap& memory = *frame.shared->memory;
+  std::string where;
+  if (origin == kNoOrigin) {
+    where = memory.describe_outside(address, bytes);
+  } else {
+    const auto param = static_cast<size_t>(origin);
+    where = memory.describe_outside(*frame.argument_buffers[param],
+                                    frame.program->params[param].name, address, bytes);
+  }
+  return op_error(frame, op,
+                  absl::StrFormat("lane %s %s %d bytes out of bounds: %s",
+                                  lane_str(pointer_type.shape, static_cast<int64_t>(lane)), verb,
+                                  bytes, where));
+}
+
+}  // namespace
+
+absl::Status check_access(Frame& frame, const Op& op, const Type& pointer_type,
+                          const Tile& pointers, const int64_t* mask, std::string_view verb) {
   const auto bytes = static_cast<size_t>(scalar_type_bytes(pointer_type.element.scalar));
   const MemoryMap& memory = *frame.shared->memory;
+  const std::vector<int64_t>& addresses = pointers.ints;
+  const Provenance& provenance = pointers.provenance;
+  // The common case, every lane from one argument, compares with one buffer's bounds.
+  const Buffer* uniform = provenance.is_uniform() && provenance.uniform != kNoOrigin
+                              ? frame.argument_buffers[static_cast<size_t>(provenance.uniform)]
+                              : nullptr;
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (mask != nullptr && mask[i] == 0) continue;
     const auto address = static_cast<uint64_t>(addresses[i]);
@@ -19,10 +48,17 @@ absl::Status check_access(Frame& frame, const Op& op, const Type& pointer_type, 
                                                  lane_str(pointer_type.shape, static_cast<int64_t>(i)), verb, bytes,
                                                  address, memory.describe(address, bytes)));
     }
-    if (!memory.contains(address, bytes)) [[unlikely]] {
-      return op_error(frame, op, absl::StrFormat("lane %s %s %d bytes out of bounds: %s",
-                                                 lane_str(pointer_type.shape, static_cast<int64_t>(i)), verb, bytes,
-                                                 memory.describe_outside(address, bytes)));
+    bool inside = false;
+    if (uniform != nullptr) {
+      inside = uniform->holds(address, bytes);
+    } else {
+      const int32_t origin = provenance.at(i);
+      inside = origin == kNoOrigin
+                   ? memory.contains(address, bytes)
+                   : frame.argument_buffers[static_cast<size_t>(origin)]->holds(address, bytes);
+    }
+    if (!inside) [[unlikely]] {
+      return out_of_bounds(frame, op, pointer_type, i, address, bytes, provenance.at(i), verb);
     }
   }
   return absl::OkStatus();
@@ -37,10 +73,11 @@ bool is_atomic_access(const Frame& frame, const Op& op) {
 
 absl::Status exec_load(Frame& frame, const Op& op) {
   const Type& pointer_type = frame.operand_type(op, 0);
-  const std::vector<int64_t>& addresses = frame.operand(op, 0).ints;
+  const Tile& pointers = frame.operand(op, 0);
+  const std::vector<int64_t>& addresses = pointers.ints;
   const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 1).ints.data() : nullptr;
   const Tile* other = op.attrs.has_other ? &frame.operand(op, op.attrs.has_mask ? 2 : 1) : nullptr;
-  absl::Status status = check_access(frame, op, pointer_type, addresses, mask, "reads");
+  absl::Status status = check_access(frame, op, pointer_type, pointers, mask, "reads");
   if (!status.ok()) return status;
   Tile& out = frame.result(op);
   const bool atomic = is_atomic_access(frame, op);
@@ -69,10 +106,11 @@ absl::Status exec_load(Frame& frame, const Op& op) {
 
 absl::Status exec_store(Frame& frame, const Op& op) {
   const Type& pointer_type = frame.operand_type(op, 0);
-  const std::vector<int64_t>& addresses = frame.operand(op, 0).ints;
+  const Tile& pointers = frame.operand(op, 0);
+  const std::vector<int64_t>& addresses = pointers.ints;
   const Tile& value = frame.operand(op, 1);
   const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 2).ints.data() : nullptr;
-  absl::Status status = check_access(frame, op, pointer_type, addresses, mask, "writes");
+  absl::Status status = check_access(frame, op, pointer_type, pointers, mask, "writes");
   if (!status.ok()) return status;
   const bool atomic = is_atomic_access(frame, op);
   const std::memory_order order = to_std_order(op.attrs.order);
@@ -95,7 +133,7 @@ absl::Status exec_store(Frame& frame, const Op& op) {
 // A hint with no effect here, checked as the load it stands for would be.
 absl::Status exec_prefetch(Frame& frame, const Op& op) {
   const int64_t* mask = op.attrs.has_mask ? frame.operand(op, 1).ints.data() : nullptr;
-  return check_access(frame, op, frame.operand_type(op, 0), frame.operand(op, 0).ints, mask,
+  return check_access(frame, op, frame.operand_type(op, 0), frame.operand(op, 0), mask,
                       "prefetches");
 }
 

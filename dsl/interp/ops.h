@@ -18,10 +18,12 @@ absl::Status run_region(Frame& frame, const Block& block, std::span<const Tile* 
 
 absl::Status exec_op(Frame& frame, const Op& op);
 
-// Checks that every selected lane (mask null: all) of `addresses`, each an access of `bytes`, is
-// aligned and inside an allocation; else an error naming the op, lane and address. `verb`: "reads".
-absl::Status check_access(Frame& frame, const Op& op, const Type& pointer_type, const std::vector<int64_t>& addresses,
-                          const int64_t* mask, std::string_view verb);
+// Checks that every selected lane (mask null: all) of `pointers`, each an access of the pointee's
+// size, is aligned and inside the allocation of the argument it was derived from (a lane without a
+// provenance: inside any allocation); else an error naming the op, the instance, the lane, the
+// buffer and the offset. `verb`: "reads".
+absl::Status check_access(Frame& frame, const Op& op, const Type& pointer_type,
+                          const Tile& pointers, const int64_t* mask, std::string_view verb);
 absl::Status exec_shape(Frame& frame, const Op& op);        // shape_ops.cpp: creation and shape ops
 absl::Status exec_elementwise(Frame& frame, const Op& op);  // elementwise.cpp: arithmetic, math, select
 absl::Status exec_convert(Frame& frame, const Op& op);      // convert.cpp: cast, bitcast, addptr, mxfp4

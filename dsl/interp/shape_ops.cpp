@@ -1,5 +1,6 @@
 // Creation ops (constant, arange, program ids) and shape ops (broadcast, expand_dims, reshape, trans,
-// join, split, cat). Shape ops only move elements: they are gathers through a flat index list.
+// join, split, cat). Shape ops only move elements, with their provenance: they are gathers through
+// a flat index list.
 #include <cmath>
 
 #include "dsl/interp/ops.h"
@@ -7,13 +8,35 @@
 namespace monotile::dsl::interp {
 namespace {
 
-// dst[i] = src[index[i]] over whichever storage the tiles use.
+// dst[i] = src[index[i]] over whichever storage the tiles use, provenance included.
 void gather(const Tile& src, const std::vector<int64_t>& index, Tile& dst) {
   if (!dst.floats.empty() || !src.floats.empty()) {
     for (size_t i = 0; i < index.size(); ++i) dst.floats[i] = src.floats[static_cast<size_t>(index[i])];
   } else {
     for (size_t i = 0; i < index.size(); ++i) dst.ints[i] = src.ints[static_cast<size_t>(index[i])];
   }
+  if (src.provenance.is_uniform()) {
+    dst.provenance.set_uniform(src.provenance.uniform);
+  } else {
+    dst.provenance.lanes.resize(index.size());
+    for (size_t i = 0; i < index.size(); ++i) {
+      dst.provenance.lanes[i] = src.provenance.lanes[static_cast<size_t>(index[i])];
+    }
+    dst.provenance.compact();
+  }
+}
+
+// The provenance of a tile made of lanes of `a` and `b`: a's where `from_a(i)`, else b's.
+template <typename FromA, typename IndexInA, typename IndexInB>
+void merge_provenance(const Provenance& a, const Provenance& b, size_t count, FromA from_a,
+                      IndexInA in_a, IndexInB in_b, Provenance& out) {
+  if (a.is_uniform() && b.is_uniform() && a.uniform == b.uniform) {
+    out.set_uniform(a.uniform);
+    return;
+  }
+  out.lanes.resize(count);
+  for (size_t i = 0; i < count; ++i) out.lanes[i] = from_a(i) ? a.at(in_a(i)) : b.at(in_b(i));
+  out.compact();
 }
 
 // Flat source indices for an output of `shape` reading the source with per-output-dim `strides`.
@@ -38,6 +61,7 @@ std::vector<int64_t> strided_index(const std::vector<int64_t>& shape, const std:
 void copy_same_order(const Tile& src, Tile& dst) {
   if (!src.floats.empty()) dst.floats.assign(src.floats.begin(), src.floats.end());
   else dst.ints.assign(src.ints.begin(), src.ints.end());
+  dst.provenance = src.provenance;
 }
 
 absl::Status exec_constant(Frame& frame, const Op& op) {
@@ -92,6 +116,8 @@ absl::Status exec_join(Frame& frame, const Op& op) {
   } else {
     for (size_t i = 0; i < n; ++i) out.ints[2 * i] = a.ints[i], out.ints[2 * i + 1] = b.ints[i];
   }
+  merge_provenance(a.provenance, b.provenance, 2 * n, [](size_t i) { return i % 2 == 0; },
+                   [](size_t i) { return i / 2; }, [](size_t i) { return i / 2; }, out.provenance);
   return absl::OkStatus();
 }
 
@@ -104,6 +130,13 @@ absl::Status exec_split(Frame& frame, const Op& op) {
       for (size_t i = 0; i < n; ++i) out.floats[i] = in.floats[2 * i + half];
     } else {
       for (size_t i = 0; i < n; ++i) out.ints[i] = in.ints[2 * i + half];
+    }
+    if (in.provenance.is_uniform()) {
+      out.provenance.set_uniform(in.provenance.uniform);
+    } else {
+      out.provenance.lanes.resize(n);
+      for (size_t i = 0; i < n; ++i) out.provenance.lanes[i] = in.provenance.lanes[2 * i + half];
+      out.provenance.compact();
     }
   }
   return absl::OkStatus();
@@ -135,6 +168,10 @@ absl::Status exec_cat(Frame& frame, const Op& op) {
     both.ints = a.ints;
     both.ints.insert(both.ints.end(), b.ints.begin(), b.ints.end());
   }
+  const size_t a_count = a.size();
+  merge_provenance(
+      a.provenance, b.provenance, a_count + b.size(), [&](size_t i) { return i < a_count; },
+      [](size_t i) { return i; }, [&](size_t i) { return i - a_count; }, both.provenance);
   gather(both, index, frame.result(op));
   return absl::OkStatus();
 }

@@ -1,8 +1,10 @@
 // A tile's elements in the interpreter: floats as doubles holding exactly the dtype's value, integers
 // (and i1, mxfp4 bytes, pointers as addresses) as int64 in canonical form: sign-extended for signed
-// types, zero-extended for unsigned ones, 0/1 for i1. Every op writes canonical values only.
+// types, zero-extended for unsigned ones, 0/1 for i1. Every op writes canonical values only. A
+// pointer tile also carries each lane's provenance: the kernel argument its address came from.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -16,12 +18,47 @@ namespace monotile::dsl::interp {
 // Whether elements of this type live in Tile::floats (else Tile::ints).
 inline bool stored_as_float(const ElementType& type) { return !type.pointer && is_float(type.scalar); }
 
+// The lane's address was not derived from a pointer argument (an integer cast to a pointer, or an
+// argument outside every allocation): it is checked against every allocation instead of one.
+inline constexpr int32_t kNoOrigin = -1;
+
+// Where each lane of a pointer tile came from: the index of the pointer parameter its address was
+// derived from (through addptr, shape ops, select, control flow), or kNoOrigin. Nearly every tile
+// has one origin for all lanes, held in `uniform` with `lanes` empty; `lanes` holds one per lane
+// only when they differ (a select or cat between pointers of two arguments).
+struct Provenance {
+  int32_t uniform = kNoOrigin;
+  std::vector<int32_t> lanes;
+
+  int32_t at(size_t i) const { return lanes.empty() ? uniform : lanes[i]; }
+  bool is_uniform() const { return lanes.empty(); }
+  void set_uniform(int32_t origin) {
+    uniform = origin;
+    lanes.clear();
+  }
+  // One origin per lane for `count` lanes (the current origins expanded when uniform).
+  void expand(size_t count) {
+    if (lanes.empty()) lanes.assign(count, uniform);
+  }
+  // Back to one origin when every lane agrees.
+  void compact() {
+    if (lanes.empty()) return;
+    const int32_t first = lanes[0];
+    if (std::all_of(lanes.begin(), lanes.end(), [first](int32_t o) { return o == first; })) {
+      set_uniform(first);
+    }
+  }
+};
+
 struct Tile {
   std::vector<double> floats;
   std::vector<int64_t> ints;
+  Provenance provenance;  // pointer tiles only
 
-  // Sizes the storage for `type` (reusing capacity); contents are unspecified.
+  // Sizes the storage for `type` (reusing capacity); contents are unspecified and the provenance
+  // is kNoOrigin until the op that writes the tile sets it.
   void reset(const Type& type) {
+    provenance.set_uniform(kNoOrigin);
     const auto count = static_cast<size_t>(type.num_elements());
     if (stored_as_float(type.element)) {
       floats.resize(count);
