@@ -10,6 +10,7 @@
 #include "cache/layout.h"
 #include "cache/test_hooks.h"
 #include "cache/testing.h"
+#include "support/files.h"
 
 namespace monotile::cache {
 namespace {
@@ -116,9 +117,9 @@ TEST(Cache, ReadOnlyLayersServeHitsAndAreNeverWritten) {
     ASSERT_TRUE(producer->store(testing::key_for("damaged"), testing::entry_of_size(500)).ok());
   }
   std::filesystem::path damaged = Layout(bundle.path()).entry_path(testing::key_for("damaged").key());
-  std::string bytes = testing::read_file(damaged);
+  std::string bytes = read_file(damaged).value();
   bytes[100] ^= 1;
-  testing::write_file(damaged, bytes);
+  ASSERT_TRUE(write_file(damaged, bytes).ok());
   auto before = snapshot(bundle.path());
 
   Config config = config_in(work.path());
@@ -151,7 +152,7 @@ TEST(Cache, ReadOnlyOnlyCacheServesHitsAndRefusesStores) {
 
 TEST(Cache, UnwritableDirectoryDegradesWithOneWarning) {
   TempDir dir;
-  testing::write_file(dir / "a-file", "not a directory");
+  ASSERT_TRUE(write_file(dir / "a-file", "not a directory").ok());
   Config config = config_in(dir / "a-file" / "cache");
   ::testing::internal::CaptureStderr();
   auto cache = Cache::open(config);
@@ -218,9 +219,9 @@ TEST(Cache, OpenSweepsStaleStagingFilesOnly) {
   TempDir dir;
   Cache::open(config_in(dir.path()));
   Layout layout(dir.path());
-  testing::write_file(layout.staging_dir() / "old.1.abc.tmp", "half an entry");
-  testing::write_file(layout.staging_dir() / "young.2.abc.tmp", "being written");
-  testing::write_file(layout.locks_dir() / "old.lock", "123\n");
+  ASSERT_TRUE(write_file(layout.staging_dir() / "old.1.abc.tmp", "half an entry").ok());
+  ASSERT_TRUE(write_file(layout.staging_dir() / "young.2.abc.tmp", "being written").ok());
+  ASSERT_TRUE(write_file(layout.locks_dir() / "old.lock", "123\n").ok());
   testing::set_age(layout.staging_dir() / "old.1.abc.tmp", 2 * 3600);
   testing::set_age(layout.locks_dir() / "old.lock", 2 * 3600);
   Cache::open(config_in(dir.path()));
@@ -240,7 +241,7 @@ TEST(Cache, RecreatesADirectoryRemovedUnderIt) {
 TEST(Cache, MarksItsDirectoryForBackupTools) {
   TempDir dir;
   Cache::open(config_in(dir.path()));
-  EXPECT_THAT(testing::read_file(dir / "CACHEDIR.TAG"), HasSubstr("Signature: 8a477f597d28d172789f06886806bc55"));
+  EXPECT_THAT(read_file(dir / "CACHEDIR.TAG").value(), HasSubstr("Signature: 8a477f597d28d172789f06886806bc55"));
 }
 
 TEST(CacheFailures, FullDiskDegradesWithOneWarningAndStillCompiles) {
@@ -283,7 +284,7 @@ TEST(CacheFailures, UnusableLockDirectoryCompilesWithoutTheLock) {
   auto cache = Cache::open(config_in(dir.path()));
   Layout layout(dir.path());
   std::filesystem::remove_all(layout.locks_dir());
-  testing::write_file(layout.locks_dir(), "a file where the locks folder belongs");
+  ASSERT_TRUE(write_file(layout.locks_dir(), "a file where the locks folder belongs").ok());
   ::testing::internal::CaptureStderr();
   auto entry = cache->get_or_compute(testing::key_for("k"), [] { return absl::StatusOr<Entry>(Entry{}); });
   std::string err = ::testing::internal::GetCapturedStderr();
@@ -298,7 +299,7 @@ TEST(CacheFailures, StoreErrorOtherThanSpaceWarnsAndKeepsTheLayer) {
   auto cache = Cache::open(config_in(dir.path()));
   Layout layout(dir.path());
   std::filesystem::remove_all(layout.staging_dir());
-  testing::write_file(layout.staging_dir(), "a file where the staging folder belongs");
+  ASSERT_TRUE(write_file(layout.staging_dir(), "a file where the staging folder belongs").ok());
   ::testing::internal::CaptureStderr();
   absl::Status status = cache->store(testing::key_for("k"), Entry{});
   std::string err = ::testing::internal::GetCapturedStderr();
@@ -314,7 +315,7 @@ TEST(CacheFailures, DamagedCounterShardCountsAsZeroWithAWarning) {
   auto cache = Cache::open(config_in(dir.path()));
   ASSERT_TRUE(cache->store(testing::key_for("k"), Entry{}).ok());
   std::filesystem::path shard = Layout(dir.path()).stats_dir() / "shard-15";
-  testing::write_file(shard, "not a counter record");
+  ASSERT_TRUE(write_file(shard, "not a counter record").ok());
   ::testing::internal::CaptureStderr();
   Stats stats = cache->stats();
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),

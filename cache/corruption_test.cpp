@@ -9,6 +9,7 @@
 #include "cache/entry_format.h"
 #include "cache/layout.h"
 #include "cache/testing.h"
+#include "support/files.h"
 
 namespace monotile::cache {
 namespace {
@@ -87,7 +88,7 @@ TEST_P(CorruptionTest, IsDetectedRemovedCountedAndRebuilt) {
   Entry good = testing::entry_of_size(kCodeSize);
   ASSERT_TRUE(cache->store(key, good).ok());
   std::filesystem::path path = Layout(dir.path()).entry_path(key.key());
-  testing::write_file(path, damage.apply(testing::read_file(path), key));
+  ASSERT_TRUE(write_file(path, damage.apply(read_file(path).value(), key)).ok());
 
   ::testing::internal::CaptureStderr();
   EXPECT_FALSE(cache->lookup(key));

@@ -1,5 +1,6 @@
 // Helpers for the cache's tests: a scratch directory removed afterwards, entries of a given size,
-// keys by name, and byte-level damage of files. Test-only; not part of monotile_cache.
+// keys by name, and file ages. Test-only; not part of monotile_cache. Tests read and write whole
+// files with support/files.h.
 #pragma once
 
 #include <fcntl.h>
@@ -8,8 +9,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "cache/cache.h"
@@ -55,16 +54,6 @@ inline Entry entry_of_size(size_t size, char fill = 'c', const std::string& kern
   entry.compile_log = "ptxas info: used 40 registers";
   entry.metadata = {{"kernel", kernel}, {"target", "sm_90a"}};
   return entry;
-}
-
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-inline void write_file(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
 }
 
 // Sets a file's modification time to `seconds_ago` before now.

@@ -10,6 +10,7 @@
 #include "cache/cache.h"
 #include "cache/layout.h"
 #include "cache/testing.h"
+#include "support/files.h"
 #include "tests/testing/command.h"
 
 namespace monotile::tools {
@@ -94,9 +95,9 @@ TEST_F(CacheCommandTest, VerifyExitStatusSaysWhetherAnyEntryIsBad) {
   EXPECT_EQ(clean.status, 0) << clean.output;
   EXPECT_THAT(clean.output, HasSubstr("checked 2 entries: 0 bad"));
 
-  std::string bytes = cache::testing::read_file(entry_path("b"));
+  std::string bytes = read_file(entry_path("b")).value();
   bytes[200] ^= 0x01;
-  cache::testing::write_file(entry_path("b"), bytes);
+  ASSERT_TRUE(write_file(entry_path("b"), bytes).ok());
   CommandResult found = run("verify");
   EXPECT_EQ(found.status, 1);
   EXPECT_THAT(found.output, HasSubstr("bad entry " + cache::testing::key_for("b").key().hex() + " \"" +
@@ -114,7 +115,7 @@ TEST_F(CacheCommandTest, VerifyExitStatusSaysWhetherAnyEntryIsBad) {
 
 TEST_F(CacheCommandTest, ListMarksABadEntry) {
   fill();
-  cache::testing::write_file(entry_path("a"), "garbage");
+  ASSERT_TRUE(write_file(entry_path("a"), "garbage").ok());
   EXPECT_THAT(run("list").output, HasSubstr("(bad: truncated: 7 bytes"));
 }
 
