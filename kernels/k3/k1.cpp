@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
 #include "kernels/k3/attn_res_stage.h"
+#include "kernels/k3/build_support.h"
 #include "kernels/k3/gemv_task.h"
 #include "kernels/k3/handoff.h"
 
@@ -51,35 +51,28 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
-int64_t align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // AttnRes's partials: per (row, chunk) the Gram matrix and the dots.
 int64_t attn_res_partial_floats(const K1Build& b) {
   return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
 }
 
-void require(bool ok, const SourceLocation& loc, const std::string& what, const std::string& expected,
-             const std::string& actual, const std::string& hint) {
-  if (!ok) throw Error(SourceLoc::from(loc), "k1_program", what, expected, actual, hint);
-}
-
 void check(const K1Build& b, const SourceLocation& loc) {
-  require(b.q >= 2 && b.q <= kMaxQ, loc, "q (tokens per request) must be in 2..8", "2..8",
+  require(b.q >= 2 && b.q <= kMaxQ, loc, "k1_program", "q (tokens per request) must be in 2..8", "2..8",
           std::to_string(b.q), "q is num_spec + 1; K1 serves speculative decoding only");
-  require(b.tokens >= b.q && b.tokens <= kMaxTokens && b.tokens % b.q == 0, loc,
+  require(b.tokens >= b.q && b.tokens <= kMaxTokens && b.tokens % b.q == 0, loc, "k1_program",
           "tokens must be a multiple of q up to 16", "q, 2q, ... <= 16", std::to_string(b.tokens),
           "tokens is requests x q");
-  require(b.state_len >= b.q + kConvWidth - 2, loc, "the conv state is too short for q", ">= q + 2",
+  require(b.state_len >= b.q + kConvWidth - 2, loc, "k1_program", "the conv state is too short for q", ">= q + 2",
           std::to_string(b.state_len), "allocate the conv state with num_spec + 3 entries or more");
-  require(b.nblocks >= 0 && b.nblocks < kAttnResSources && b.write_index >= -1, loc,
+  require(b.nblocks >= 0 && b.nblocks < kAttnResSources && b.write_index >= -1, loc, "k1_program",
           "nblocks and write_index out of range", "nblocks in 0..15",
           std::to_string(b.nblocks), "take them from k1_build");
-  require(b.heads >= 1 && b.in_proj_rows >= 4 * b.projection() + kHeadDim + b.heads, loc,
+  require(b.heads >= 1 && b.in_proj_rows >= 4 * b.projection() + kHeadDim + b.heads, loc, "k1_program",
           "in_proj has too few rows for the heads", ">= 4 Pl + 128 + NHl", std::to_string(b.in_proj_rows),
           "pass the rank's merged in_proj row count");
-  require(b.gemv_rows == 48 || b.gemv_rows == 64, loc, "gemv_rows must be 48 or 64", "48 or 64",
+  require(b.gemv_rows == 48 || b.gemv_rows == 64, loc, "k1_program", "gemv_rows must be 48 or 64", "48 or 64",
           std::to_string(b.gemv_rows), "k1_for_target chooses it");
-  require(attn_res_chunk(b.hidden) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc,
+  require(attn_res_chunk(b.hidden) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc, "k1_program",
           "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
           std::to_string(b.hidden), "K3 models have hidden 7168; k1_for_target picks the step");
 }
@@ -381,13 +374,6 @@ void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc, const 
   });
 }
 
-std::string hex(uint64_t value) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 8; ++i) out += digits[(value >> (60 - 4 * i)) & 15];
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, int heads, int in_proj_rows,
@@ -439,16 +425,7 @@ std::string k1_name(const K1Build& b) {
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
-    // The scalars' bits, folded: names stay short and distinct builds stay distinct.
-    uint64_t fold = 1469598103934665603ull;
-    auto mix = [&](uint64_t v) { fold = (fold ^ v) * 1099511628211ull; };
-    for (float v : {b.eps, b.out_eps, b.onorm_eps, b.lower_bound}) {
-      uint32_t bits;
-      std::memcpy(&bits, &v, 4);
-      mix(bits);
-    }
-    mix(static_cast<uint64_t>(b.wait_ns));
-    name += "_x" + hex(fold);
+    name += scalar_suffix({b.eps, b.out_eps, b.onorm_eps, b.lower_bound}, {b.wait_ns});
   }
   return name;
 }
@@ -488,30 +465,23 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
 }
 
 std::vector<std::string> k1_parameters(const K1Build& build) {
-  Program program = k1_program(build);
-  std::vector<std::string> names;
-  for (const auto& param : program.params) names.push_back(param.name);
-  return names;
+  return parameter_names(k1_program(build));
 }
 
 K1Scratch k1_scratch(const K1Build& b) {
   K1Scratch s;
-  int64_t at = 0;
-  auto take = [&](int64_t bytes) {
-    int64_t offset = at;
-    at += align(bytes);
-    return offset;
-  };
+  ScratchLayout layout;
+  auto take = [&](int64_t bytes) { return layout.take(bytes); };
   // The control words first, at offsets every width of the rank shares: a width's data never lands
   // where another width keeps a counter or a flag.
   s.counters = take(int64_t{kHeadCounters + kMaxTokens / 2 * b.heads} * 4);
   s.flags = take(int64_t{kProjFlag + 1} * 4);
-  s.zeroed_bytes = at;
+  s.zeroed_bytes = layout.size();
   s.ares = take(attn_res_partial_floats(b) * 4);
   s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);
   s.o_rows = take(int64_t{b.requests()} * b.heads * b.q * kHeadDim * 4);
-  s.bytes = at;
+  s.bytes = layout.size();
   return s;
 }
 

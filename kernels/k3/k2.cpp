@@ -1,11 +1,11 @@
 // K2 as one DSL program; the stage order and the hand-offs are described in k2.h.
 #include "kernels/k3/k2.h"
 
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
 #include "kernels/k3/attn_res_stage.h"
+#include "kernels/k3/build_support.h"
 #include "kernels/k3/exchange.h"
 #include "kernels/k3/gemv_task.h"
 #include "kernels/k3/handoff.h"
@@ -33,28 +33,21 @@ constexpr int kFinalSumWord = kAttnResWords + 4;
 constexpr int kMoeWords = kAttnResWords + 5;
 constexpr int kControlWords = kMoeWords + 6;
 
-int64_t align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 int64_t attn_res_partial_floats(const K2Build& b) {
   return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
 }
 
-void require(bool ok, const SourceLocation& loc, const std::string& what, const std::string& expected,
-             const std::string& actual, const std::string& hint) {
-  if (!ok) throw Error(SourceLoc::from(loc), "k2_program", what, expected, actual, hint);
-}
-
 void check(const K2Build& b, const SourceLocation& loc) {
-  require(b.tokens >= 1 && b.tokens <= kMaxTokens, loc, "tokens out of range", "1..16", std::to_string(b.tokens),
+  require(b.tokens >= 1 && b.tokens <= kMaxTokens, loc, "k2_program", "tokens out of range", "1..16", std::to_string(b.tokens),
           "K2 serves decode widths up to 16 rows");
-  require(b.nblocks >= 0 && b.nblocks < kAttnResSources, loc, "too many MLP AttnRes sources", "nblocks in 0..15",
+  require(b.nblocks >= 0 && b.nblocks < kAttnResSources, loc, "k2_program", "too many MLP AttnRes sources", "nblocks in 0..15",
           std::to_string(b.nblocks), "take it from k2_build");
-  require(b.top_k >= 1 && b.top_k <= b.experts, loc, "top_k out of range", "1..experts", std::to_string(b.top_k),
+  require(b.top_k >= 1 && b.top_k <= b.experts, loc, "k2_program", "top_k out of range", "1..experts", std::to_string(b.top_k),
           "take it from the config's num_experts_per_token");
-  require(attn_res_chunk(b.hidden) > 0 && b.hidden % b.gemv_step == 0 && b.core_width % b.gemv_step == 0, loc,
+  require(attn_res_chunk(b.hidden) > 0 && b.hidden % b.gemv_step == 0 && b.core_width % b.gemv_step == 0, loc, "k2_program",
           "hidden and core_width must be multiples of the GEMV step", "multiples of " + std::to_string(b.gemv_step),
           absl::StrCat(b.hidden, " and ", b.core_width), "k2_for_target picks the step");
-  require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc,
+  require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
           "the latent, expert and shared widths must be multiples of 32", "multiples of 32",
           absl::StrCat(b.latent, ", ", b.expert_rows, ", ", b.shared_rows), "MXFP4 scales cover 32 elements");
 }
@@ -125,13 +118,6 @@ void stage_o_proj(const K2Build& b, const Args& a, Exchange& exchange) {
   });
 }
 
-std::string hex(uint64_t value) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 8; ++i) out += digits[(value >> (60 - 4 * i)) & 15];
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
@@ -196,17 +182,8 @@ std::string k2_name(const K2Build& b) {
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.renormalize != defaults.renormalize ||
       b.scaling != defaults.scaling || b.wait_ns != defaults.wait_ns || b.latent_norm != defaults.latent_norm ||
       b.situ_beta != defaults.situ_beta || b.situ_linear_beta != defaults.situ_linear_beta) {
-    uint64_t fold = 1469598103934665603ull;
-    auto mix = [&](uint64_t v) { fold = (fold ^ v) * 1099511628211ull; };
-    for (float v : {b.eps, b.out_eps, b.scaling, b.situ_beta, b.situ_linear_beta}) {
-      uint32_t bits;
-      std::memcpy(&bits, &v, 4);
-      mix(bits);
-    }
-    mix(b.renormalize ? 1 : 0);
-    mix(b.latent_norm ? 1 : 0);
-    mix(static_cast<uint64_t>(b.wait_ns));
-    name += "_x" + hex(fold);
+    name += scalar_suffix({b.eps, b.out_eps, b.scaling, b.situ_beta, b.situ_linear_beta},
+                          {b.renormalize ? 1 : 0, b.latent_norm ? 1 : 0, b.wait_ns});
   }
   return name;
 }
@@ -307,23 +284,16 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
 }
 
 std::vector<std::string> k2_parameters(const K2Build& build) {
-  Program program = k2_program(build);
-  std::vector<std::string> names;
-  for (const auto& param : program.params) names.push_back(param.name);
-  return names;
+  return parameter_names(k2_program(build));
 }
 
 K2Scratch k2_scratch(const K2Build& b) {
   K2Scratch s;
-  int64_t at = 0;
-  auto take = [&](int64_t bytes) {
-    int64_t offset = at;
-    at += align(bytes);
-    return offset;
-  };
+  ScratchLayout layout;
+  auto take = [&](int64_t bytes) { return layout.take(bytes); };
   s.counters = take(int64_t{kControlWords} * 4);
   s.flags = take(int64_t{kControlWords} * 4);
-  s.zeroed_bytes = at;
+  s.zeroed_bytes = layout.size();
   s.ares = take(attn_res_partial_floats(b) * 4);
   s.a_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.y_rows = take(int64_t{b.tokens} * b.hidden * 2);
@@ -338,7 +308,7 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.union_ids = take(slots * 4);
   s.union_count = take(4);
   s.inter = take(slots * b.tokens * b.expert_rows * 2);
-  s.bytes = at;
+  s.bytes = layout.size();
   return s;
 }
 
