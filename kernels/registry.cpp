@@ -1,6 +1,6 @@
 // The registry's table: bench_kernels() as they are, then K1 at the K3 TP 8 rank 0 shapes (layer 1,
 // one request of q = 4, a pending delta), shaped per target by k1_for_target for one program per SM
-// of an H200 (132).
+// of an H200 (132), and K2 at the same rank's shapes (layer 13, 4 rows).
 #include "kernels/registry.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "dsl/error.h"
 #include "kernels/k3/k1.h"
+#include "kernels/k3/k2.h"
 #include "model/config.h"
 #include "support/check.h"
 #include "support/status_macros.h"
@@ -63,6 +64,26 @@ absl::StatusOr<RegistryEntry> k1_entry() {
   return entry;
 }
 
+// K2 at the K3 TP 8 rank's shapes: 4 rows of layer 13 (an ordinary MoE layer).
+absl::StatusOr<RegistryEntry> k2_entry() {
+  MT_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_config("k3"));
+  MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(config, 8, 0));
+  MT_ASSIGN_OR_RETURN(k3::K2Build build,
+                      k3::k2_build(config, dims, 13, static_cast<int>(dims.kda_projection), /*tokens=*/4));
+  RegistryEntry entry;
+  entry.name = "k3_k2_tp8_t4";
+  entry.family = KernelFamily::kLayer;
+  entry.description = "K2, o_proj to the MoE output (kernels/k3/k2.h), K3 TP 8 rank shapes, 4 rows";
+  entry.program = [build](const dsl::Target& target) { return k3::k2_program(k3::k2_for_target(build, target)); };
+  // AMD builds count register-to-register spills (k2_compile_test; docs/perf.md, "K2's resources").
+  entry.options = [](const dsl::Target& target) {
+    jit::ProgramBuildOptions options;
+    options.policy.allow_spills = target.vendor() == dsl::Vendor::kAmd;
+    return options;
+  };
+  return entry;
+}
+
 std::vector<RegistryEntry> make_registry() {
   std::vector<RegistryEntry> entries;
   for (bench::BenchKernel& kernel : bench::bench_kernels())
@@ -70,6 +91,9 @@ std::vector<RegistryEntry> make_registry() {
   absl::StatusOr<RegistryEntry> k1 = k1_entry();
   MT_CHECK(k1.ok(), "the embedded k3 config gives K1 a build");
   entries.push_back(*std::move(k1));
+  absl::StatusOr<RegistryEntry> k2 = k2_entry();
+  MT_CHECK(k2.ok(), "the embedded k3 config gives K2 a build");
+  entries.push_back(*std::move(k2));
   return entries;
 }
 

@@ -4,6 +4,8 @@
 
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,18 +25,16 @@ TEST(Registry, NamesAreUnique) {
     EXPECT_TRUE(names.insert(entry.name).second) << entry.name;
 }
 
-TEST(Registry, HoldsTheBenchKernelsAndK1) {
+TEST(Registry, HoldsTheBenchKernelsAndTheLayerKernels) {
   absl::StatusOr<const RegistryEntry*> rms = find_kernel("rmsnorm_rows4_h7168");
   ASSERT_TRUE(rms.ok()) << rms.status();
   EXPECT_EQ((*rms)->family, KernelFamily::kBench);
   EXPECT_EQ((*rms)->grid[0], 4);
-  int layer_kernels = 0;
+  std::vector<std::string> layer_kernels;
   for (const RegistryEntry& entry : registry()) {
-    if (entry.family != KernelFamily::kLayer) continue;
-    ++layer_kernels;
-    EXPECT_EQ(entry.name, "k3_k1_tp8_t4_q4");
+    if (entry.family == KernelFamily::kLayer) layer_kernels.push_back(entry.name);
   }
-  EXPECT_EQ(layer_kernels, 1);
+  EXPECT_EQ(layer_kernels, (std::vector<std::string>{"k3_k1_tp8_t4_q4", "k3_k2_tp8_t4"}));
 }
 
 TEST(Registry, UnknownNameSuggestsSimilarNames) {
@@ -71,18 +71,17 @@ TEST(Registry, ChosenBuildsLowerForBothVendors) {
   }
 }
 
-TEST(Registry, K1LowersPerTargetAndMaySpillOnlyOnAmd) {
-  const RegistryEntry* k1 = nullptr;
-  for (const RegistryEntry& entry : registry()) {
-    if (entry.family == KernelFamily::kLayer) k1 = &entry;
-  }
-  ASSERT_NE(k1, nullptr);
-  for (const char* text : {"sm_90a", "gfx90a"}) {
-    absl::StatusOr<jit::ProgramBuild> made = registry_build(*k1, target(text));
-    ASSERT_TRUE(made.ok()) << made.status();
-    EXPECT_EQ(made->build.name, "k3_k1_tp8_t4_q4");
-    EXPECT_THAT(made->build.kernel_name, ::testing::StartsWith("k3_k1_h7168_nh12_"));
-    EXPECT_EQ(made->build.policy.allow_spills, target(text).vendor() == dsl::Vendor::kAmd) << text;
+TEST(Registry, LayerKernelsLowerPerTargetAndMaySpillOnlyOnAmd) {
+  for (auto [name, kernel_prefix] : {std::pair{"k3_k1_tp8_t4_q4", "k3_k1_h7168_nh12_"}, {"k3_k2_tp8_t4", "k3_k2_h7168_c1536_t4_"}}) {
+    absl::StatusOr<const RegistryEntry*> entry = find_kernel(name);
+    ASSERT_TRUE(entry.ok()) << entry.status();
+    for (const char* text : {"sm_90a", "gfx90a"}) {
+      absl::StatusOr<jit::ProgramBuild> made = registry_build(**entry, target(text));
+      ASSERT_TRUE(made.ok()) << made.status();
+      EXPECT_EQ(made->build.name, name);
+      EXPECT_THAT(made->build.kernel_name, ::testing::StartsWith(kernel_prefix));
+      EXPECT_EQ(made->build.policy.allow_spills, target(text).vendor() == dsl::Vendor::kAmd) << text;
+    }
   }
 }
 
