@@ -1,0 +1,65 @@
+// DecodeConfig and the deployment check that runs before any weight exists (the seed's
+// specialized_decode_config and unsupported): stock decode for "auto", otherwise every setting the
+// kernels cannot serve, collected into one refusal.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/config.h"
+#include "model/dtype.h"
+
+namespace monotile::runtime::decode {
+
+inline constexpr std::string_view kStockBackend = "auto";
+inline constexpr std::string_view kSpecializedBackend = "latency_specialized";
+
+// q rows per request and the launch widths: every multiple of q up to max_rows.
+struct DecodeConfig {
+  int q = 1;
+  // 8 as the seed (a launch's rows fit one program's shared memory there) or 16, our kernels'
+  // bound.
+  int max_rows = 16;
+
+  // q, 2q, ... <= max_rows, ascending. Every uniform verify step of at most max_rows rows is one
+  // of them, so an eager step never pads.
+  std::vector<int> widths() const;
+  bool has_width(int width) const { return width > 0 && width % q == 0 && width <= max_rows; }
+};
+
+// What the resident-grid requirement needs of the device: every program of a launch resident at
+// once, one program per compute unit. Filled by the host from runtime::DeviceInfo (compute_units)
+// and what it knows of partitioning (MIG, CU masking, a shared device).
+struct DeviceFacts {
+  int compute_units = 0;  // SMs (NVIDIA), CUs (AMD)
+  bool partitioned = false;
+};
+
+// The deployment as the host describes it; the names follow vLLM's settings.
+struct DecodeOptions {
+  std::string decode_backend = std::string(kStockBackend);
+  int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
+  std::optional<int> num_speculative_tokens;  // nothing: no speculative decoding
+  int max_rows = 16;
+  model::Dtype conv_state_dtype = model::Dtype::kBF16;
+  model::Dtype recurrent_state_dtype = model::Dtype::kF32;
+  const model::ModelConfig* model = nullptr;  // required for the specialized backend
+  DeviceFacts device;
+};
+
+// TP sizes the kernels' exchanges are written for: 1 (one process) and 8 (K3's deployment).
+inline constexpr int kKernelTpSizes[] = {1, 8};
+
+// Nothing for decode_backend "auto" (the stock decode runs). InvalidArgument for an unknown backend
+// name, and for the specialized backend when any of these applies, listing every one: a TP size the
+// kernels are not built for, pipeline parallelism, no speculative decoding, max_rows other than 8
+// or 16, q beyond max_rows, KDA cache dtypes other than a bf16 conv and an fp32 recurrent state, no
+// model, a model whose shapes differ from the kernels' (model::config_reasons, the TP split), a
+// device with fewer compute units than max_rows or a partitioned one.
+absl::StatusOr<std::optional<DecodeConfig>> specialized_decode_config(const DecodeOptions& options);
+
+}  // namespace monotile::runtime::decode

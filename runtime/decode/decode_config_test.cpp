@@ -1,0 +1,219 @@
+#include "runtime/decode/decode_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace monotile::runtime::decode {
+namespace {
+
+using ::testing::HasSubstr;
+
+const model::ModelConfig& k3() {
+  static const model::ModelConfig config = *model::load_config("k3");
+  return config;
+}
+
+DecodeOptions k3_options() {
+  DecodeOptions options;
+  options.decode_backend = "latency_specialized";
+  options.tensor_parallel_size = 8;
+  options.num_speculative_tokens = 3;
+  options.model = &k3();
+  options.device = {132, false};
+  return options;
+}
+
+std::string refusal(const DecodeOptions& options) {
+  absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+  EXPECT_FALSE(config.ok());
+  return config.ok() ? std::string() : std::string(config.status().message());
+}
+
+TEST(DecodeConfig, WidthsAreEveryMultipleOfQUpToMaxRows) {
+  for (int max_rows : {8, 16}) {
+    for (int q = 2; q <= 8; ++q) {
+      std::vector<int> expected;
+      for (int width = q; width <= max_rows; width += q) expected.push_back(width);
+      EXPECT_EQ((DecodeConfig{q, max_rows}.widths()), expected)
+          << "q " << q << " max_rows " << max_rows;
+    }
+  }
+  EXPECT_EQ((DecodeConfig{3, 8}.widths()), (std::vector<int>{3, 6}));
+  EXPECT_EQ((DecodeConfig{3, 16}.widths()), (std::vector<int>{3, 6, 9, 12, 15}));
+  EXPECT_EQ((DecodeConfig{8, 8}.widths()), (std::vector<int>{8}));
+}
+
+TEST(DecodeConfig, HasWidthMatchesWidths) {
+  DecodeConfig config{4, 16};
+  for (int width = -1; width <= 20; ++width) {
+    std::vector<int> widths = config.widths();
+    EXPECT_EQ(config.has_width(width),
+              std::find(widths.begin(), widths.end(), width) != widths.end())
+        << width;
+  }
+}
+
+TEST(DecodeConfig, MaxRowsDefaultsToSixteen) {
+  EXPECT_EQ(DecodeConfig{}.max_rows, 16);
+}
+
+TEST(SpecializedDecodeConfig, AutoIsTheStockDecode) {
+  DecodeOptions options;  // every other field unsupported, and not looked at
+  options.tensor_parallel_size = 3;
+  absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->has_value());
+}
+
+TEST(SpecializedDecodeConfig, UnknownBackendIsRefused) {
+  DecodeOptions options = k3_options();
+  options.decode_backend = "fast";
+  EXPECT_EQ(refusal(options),
+            "unknown decode_backend \"fast\": expected \"auto\" or \"latency_specialized\"");
+}
+
+TEST(SpecializedDecodeConfig, K3AtTp8GivesQ) {
+  absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(k3_options());
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(config->has_value());
+  EXPECT_EQ((*config)->q, 4);
+  EXPECT_EQ((*config)->max_rows, 16);
+}
+
+TEST(SpecializedDecodeConfig, MaxRowsEightAsTheSeed) {
+  DecodeOptions options = k3_options();
+  options.max_rows = 8;
+  options.num_speculative_tokens = 7;
+  absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ((*config)->widths(), (std::vector<int>{8}));
+}
+
+TEST(SpecializedDecodeConfig, RefusesTpTheKernelsAreNotBuiltFor) {
+  DecodeOptions options = k3_options();
+  options.tensor_parallel_size = 4;
+  std::string message = refusal(options);
+  EXPECT_THAT(message, HasSubstr("TP 4: the kernels are built for TP 1 or 8"));
+  EXPECT_THAT(message, HasSubstr("(decode_backend \"auto\" runs the stock decode)"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesPipelineParallelism) {
+  DecodeOptions options = k3_options();
+  options.pipeline_parallel_size = 2;
+  EXPECT_THAT(refusal(options),
+              HasSubstr("pipeline parallelism (pipeline_parallel_size 2): expected 1"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesNoSpeculativeDecoding) {
+  DecodeOptions options = k3_options();
+  options.num_speculative_tokens.reset();
+  EXPECT_THAT(refusal(options),
+              HasSubstr("no speculative decoding: the kernels serve spec-verify steps; set "
+                        "num_speculative_tokens"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesZeroSpeculativeTokens) {
+  DecodeOptions options = k3_options();
+  options.num_speculative_tokens = 0;
+  EXPECT_THAT(refusal(options), HasSubstr("num_speculative_tokens 0: expected at least 1"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesQBeyondMaxRows) {
+  DecodeOptions options = k3_options();
+  options.max_rows = 8;
+  options.num_speculative_tokens = 8;
+  EXPECT_THAT(refusal(options),
+              HasSubstr("q 9 (num_speculative_tokens 8 + 1) beyond max_rows 8: expected at most 7 "
+                        "speculative tokens"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesMaxRowsOtherThanEightOrSixteen) {
+  DecodeOptions options = k3_options();
+  options.max_rows = 12;
+  EXPECT_THAT(refusal(options), HasSubstr("max_rows 12: expected 8 or 16"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesKdaCacheDtypes) {
+  DecodeOptions options = k3_options();
+  options.conv_state_dtype = model::Dtype::kF32;
+  options.recurrent_state_dtype = model::Dtype::kBF16;
+  EXPECT_THAT(refusal(options),
+              HasSubstr("KDA cache dtypes conv F32, recurrent BF16: expected conv BF16, "
+                        "recurrent F32"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesModelShapesTheKernelsAreNotWrittenFor) {
+  model::ModelConfig config = k3();
+  config.kda_head_dim = 64;
+  DecodeOptions options = k3_options();
+  options.model = &config;
+  EXPECT_THAT(refusal(options),
+              HasSubstr("model \"k3\" config: KDA head_dim 64, short_conv_kernel_size 4, "
+                        "use_full_rank_gate 1; expected 128, 4, true"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesAModelThatDoesNotSplitOverTheTp) {
+  model::ModelConfig config = k3();
+  config.kda_num_heads = 92;
+  DecodeOptions options = k3_options();
+  options.model = &config;
+  EXPECT_THAT(refusal(options), HasSubstr("model \"k3\" does not split over TP 8: "));
+}
+
+TEST(SpecializedDecodeConfig, RefusesNoModel) {
+  DecodeOptions options = k3_options();
+  options.model = nullptr;
+  EXPECT_THAT(
+      refusal(options),
+      HasSubstr("no model config: expected the model's ModelConfig in DecodeOptions::model"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesTooFewComputeUnits) {
+  DecodeOptions options = k3_options();
+  options.device.compute_units = 14;
+  EXPECT_THAT(refusal(options),
+              HasSubstr("a device with 14 compute units: expected at least 16 (max_rows)"));
+}
+
+TEST(SpecializedDecodeConfig, RefusesAPartitionedGpu) {
+  DecodeOptions options = k3_options();
+  options.device.partitioned = true;
+  EXPECT_THAT(refusal(options),
+              HasSubstr("a partitioned GPU (MIG, CU masking or a shared device): the persistent "
+                        "kernels need every program resident at once and would deadlock; use a "
+                        "whole GPU"));
+}
+
+TEST(SpecializedDecodeConfig, ListsEveryReasonInOneMessageInRuleOrder) {
+  DecodeOptions options = k3_options();
+  options.tensor_parallel_size = 2;
+  options.pipeline_parallel_size = 2;
+  options.num_speculative_tokens.reset();
+  options.conv_state_dtype = model::Dtype::kF16;
+  options.device = {8, true};
+  std::string message = refusal(options);
+  std::vector<std::string> in_order = {
+      "TP 2: ",           "pipeline parallelism",          "no speculative decoding",
+      "KDA cache dtypes", "a device with 8 compute units", "a partitioned GPU"};
+  size_t at = 0;
+  for (const std::string& reason : in_order) {
+    size_t found = message.find(reason, at);
+    EXPECT_NE(found, std::string::npos) << reason << " after " << at << " in: " << message;
+    if (found != std::string::npos) at = found;
+  }
+  EXPECT_EQ(message.rfind("the specialized decode does not support this deployment: TP 2: ", 0), 0u)
+      << message;
+}
+
+TEST(SpecializedDecodeConfig, ReasonsListedWhateverSettingIsWrongFirst) {
+  DecodeOptions device_only = k3_options();
+  device_only.device.partitioned = true;
+  DecodeOptions both = device_only;
+  both.pipeline_parallel_size = 4;
+  EXPECT_THAT(refusal(device_only), HasSubstr("a partitioned GPU"));
+  std::string message = refusal(both);
+  EXPECT_LT(message.find("pipeline parallelism"), message.find("a partitioned GPU"));
+}
+
+}  // namespace
+}  // namespace monotile::runtime::decode

@@ -1,0 +1,67 @@
+// plan, step_reason and prepare_kv, in the seed's order (seed_source.md 1.8).
+#include "runtime/decode/step_plan.h"
+
+#include <algorithm>
+
+#include "model/str_cat.h"
+#include "runtime/decode/agree.h"
+
+namespace monotile::runtime::decode {
+
+std::optional<std::string_view> step_reason(const AttnMetadata* attn_metadata,
+                                            std::string_view kda_prefix, int width) {
+  if (attn_metadata == nullptr) return "no metadata";
+  auto entry = attn_metadata->find(kda_prefix);
+  if (entry == attn_metadata->end() || !entry->second.spec_sequence_masks) return "not spec-verify";
+  const SpecMetadata& m = entry->second;
+  if (m.num_prefills != 0 || m.num_decodes != 0 || m.num_spec_decodes < 1) return "not pure decode";
+  int64_t q = m.spec_state_indices.shape.empty() ? 0 : m.spec_state_indices.shape.back();
+  if (m.uniform_spec_sequence_length != q || m.num_spec_decodes * q != width) return "not uniform";
+  return std::nullopt;
+}
+
+bool Step::serves(int layer) const {
+  return layers && std::binary_search(layers->begin(), layers->end(), layer);
+}
+
+StepPlanner::StepPlanner(DecodeConfig config, const model::ModelConfig& model, model::RankDims dims,
+                         std::vector<int> layers, std::string kda_prefix)
+    : config_(config),
+      model_(&model),
+      dims_(dims),
+      layers_(std::move(layers)),
+      kda_prefix_(std::move(kda_prefix)) {
+  std::sort(layers_.begin(), layers_.end());
+}
+
+std::optional<StepPlanner::KvKey> StepPlanner::kv_key(const TensorView* state) {
+  if (state == nullptr || state->elements() == 0) return std::nullopt;
+  return KvKey{state->data, state->elements()};
+}
+
+absl::Status StepPlanner::prepare_kv(const std::vector<KdaCache>& caches, Group& group) {
+  kv_.reset();
+  std::optional<KvKey> key = caches.empty() ? std::nullopt : kv_key(&caches.front().recurrent);
+  if (!key) return absl::OkStatus();
+  absl::Status agreed =
+      agree(cache_reasons(caches, *model_, dims_, config_.q), group, "the KV caches");
+  if (!agreed.ok()) return agreed;
+  kv_ = key;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Step>> StepPlanner::plan(const StepInputs& step) const {
+  if (step.pipeline_stage_inputs || !kv_) return std::nullopt;
+  if (!step.forward_context) return std::nullopt;
+  if (step.graph_mode == GraphMode::kPiecewise) return std::nullopt;
+  if (!config_.has_width(step.width)) return std::nullopt;
+  if (step_reason(step.attn_metadata, kda_prefix_, step.width)) return std::nullopt;
+  if (kv_key(step.kda_state) != kv_) {
+    return absl::FailedPreconditionError(model::str_cat(
+        "the KV cache of \"", kda_prefix_,
+        "\" was re-bound without prepare_kv: call prepare_kv after every KV-cache bind"));
+  }
+  return Step{step.width, step.attn_metadata, &layers_};
+}
+
+}  // namespace monotile::runtime::decode

@@ -1,0 +1,32 @@
+// TensorView: a tensor the host owns, as the executor sees it (address, dtype, shape, strides in
+// elements). The executor reads weights and KV states in place through these; it never copies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/dtype.h"
+
+namespace monotile::runtime::decode {
+
+struct TensorView {
+  uint64_t data = 0;  // device address (host address on the CPU device)
+  model::Dtype dtype = model::Dtype::kBF16;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // elements, one per dimension
+
+  int64_t elements() const;
+  // Row-major dense: strides are the suffix products of the shape (size-1 dimensions' strides
+  // are not looked at).
+  bool contiguous() const;
+  // A view with row-major dense strides.
+  static TensorView dense(model::Dtype dtype, std::vector<int64_t> shape, uint64_t data = 0);
+};
+
+// "BF16 [2, 6, 4608] strides [27648, 4608, 1]"
+std::string describe(const TensorView& view);
+// "[2, 6, 4608]"
+std::string shape_text(const std::vector<int64_t>& shape);
+
+}  // namespace monotile::runtime::decode
