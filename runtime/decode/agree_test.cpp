@@ -3,64 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include "runtime/decode/simulated_ranks.h"
 
 namespace monotile::runtime::decode {
 namespace {
 
-// N simulated ranks in one process, one thread each: all_gather waits for every rank.
-class SimulatedRanks {
- public:
-  explicit SimulatedRanks(int size) : slots_(size) {}
-
-  class Rank final : public Group {
-   public:
-    Rank(SimulatedRanks& ranks, int rank) : ranks_(ranks), rank_(rank) {}
-    int rank() const override { return rank_; }
-    int size() const override { return static_cast<int>(ranks_.slots_.size()); }
-    absl::StatusOr<std::vector<std::string>> all_gather(std::string_view bytes) override {
-      std::unique_lock lock(ranks_.mutex_);
-      ranks_.slots_[rank_] = std::string(bytes);
-      int generation = ranks_.generation_;
-      if (++ranks_.arrived_ == size()) {
-        ranks_.result_ = ranks_.slots_;
-        ranks_.arrived_ = 0;
-        ++ranks_.generation_;
-        ranks_.done_.notify_all();
-      } else {
-        ranks_.done_.wait(lock, [&] { return ranks_.generation_ != generation; });
-      }
-      return ranks_.result_;
-    }
-
-   private:
-    SimulatedRanks& ranks_;
-    int rank_;
-  };
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::vector<std::string> slots_, result_;
-  int arrived_ = 0;
-  int generation_ = 0;
-};
-
 // Runs agree on every rank, rank r with reasons[r]; returns each rank's status.
 std::vector<absl::Status> agree_on_ranks(const std::vector<std::vector<std::string>>& reasons) {
-  SimulatedRanks ranks(static_cast<int>(reasons.size()));
-  std::vector<absl::Status> statuses(reasons.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < reasons.size(); ++r) {
-    threads.emplace_back([&, r] {
-      SimulatedRanks::Rank group(ranks, static_cast<int>(r));
-      statuses[r] = agree(reasons[r], group, "the loaded weights");
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  return statuses;
+  return SimulatedRanks::run(static_cast<int>(reasons.size()), [&](Group& group) {
+    return agree(reasons[group.rank()], group, "the loaded weights");
+  });
 }
 
 class FailingGroup final : public Group {

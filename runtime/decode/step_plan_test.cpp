@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "runtime/decode/simulated_ranks.h"
+
 namespace monotile::runtime::decode {
 namespace {
 
@@ -240,6 +242,24 @@ TEST(PrepareKv, ARefusedCacheIsAgreedAndLeavesNothingBound) {
                         "\"model.layers.1.self_attn\": "
                         "conv state dtype F32: expected BF16"));
   EXPECT_FALSE(f.planner.kv_bound());
+}
+
+TEST(PrepareKv, OneRanksBadCacheMakesEveryRankRefuse) {
+  std::vector<absl::Status> statuses = SimulatedRanks::run(4, [](Group& group) {
+    StepPlanner planner = make_planner();
+    std::vector<KdaCache> bound = caches(0x100000);
+    if (group.rank() == 1) bound[0].conv = TensorView::dense(Dtype::kBF16, {4, 2, 4608});
+    absl::Status status = planner.prepare_kv(bound, group);
+    EXPECT_FALSE(planner.kv_bound());
+    return status;
+  });
+  EXPECT_THAT(std::string(statuses[1].message()),
+              HasSubstr("the KV caches: layer \"model.layers.1.self_attn\": conv "
+                        "state_len 2"));
+  for (int rank : {0, 2, 3}) {
+    EXPECT_THAT(std::string(statuses[rank].message()),
+                HasSubstr("the KV caches: another TP rank refused (rank 1)"));
+  }
 }
 
 }  // namespace

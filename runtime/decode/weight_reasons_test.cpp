@@ -68,6 +68,14 @@ TEST(WeightReasons, DtypeDiffers) {
   EXPECT_THAT(reasons[0], HasSubstr(", found BF16 ["));
 }
 
+TEST(WeightReasons, TheDocumentedExample) {
+  Backbone backbone = good_backbone();
+  backbone.weights.at(1).at("self_attn.A_log").dtype = Dtype::kBF16;
+  EXPECT_THAT(weight_reasons(backbone),
+              ElementsAre("layer 1 weight \"self_attn.A_log\": dtype differs: expected F32 "
+                          "[8] contiguous, found BF16 [8] strides [1]"));
+}
+
 TEST(WeightReasons, ShapeDiffers) {
   Backbone backbone = good_backbone();
   int layer = first_layer(ServedKind::kFfn);
