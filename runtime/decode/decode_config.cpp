@@ -30,7 +30,7 @@ void model_reasons(const DecodeOptions& o, std::vector<std::string>& reasons) {
 }
 
 void device_reasons(const DecodeOptions& o, std::vector<std::string>& reasons) {
-  if (o.device.compute_units < o.max_rows) {
+  if (!o.device.thread_per_program && o.device.compute_units < o.max_rows) {
     reasons.push_back(str_cat(
         "a device with ", o.device.compute_units, " compute units: expected at least ", o.max_rows,
         " (max_rows), every program of a launch resident on its own compute unit"));
@@ -79,6 +79,10 @@ std::vector<std::string> unsupported(const DecodeOptions& o) {
 }
 
 }  // namespace
+
+DeviceFacts device_facts(const DeviceInfo& info, bool partitioned) {
+  return {info.compute_units, partitioned, info.vendor == dsl::Vendor::kCpu};
+}
 
 std::vector<int> DecodeConfig::widths() const {
   std::vector<int> widths;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "model/config.h"
 #include "model/dtype.h"
+#include "runtime/device_info.h"
 
 namespace monotile::runtime::decode {
 
@@ -36,7 +37,14 @@ struct DecodeConfig {
 struct DeviceFacts {
   int compute_units = 0;  // SMs (NVIDIA), CUs (AMD)
   bool partitioned = false;
+  // The CPU interpreter runs each program on its own host thread: every program is resident
+  // whatever the core count, so the compute-unit count is not checked.
+  bool thread_per_program = false;
 };
+
+// The facts of a discovered device; `partitioned` is what the host knows of MIG or CU masking
+// (discovery does not see it).
+DeviceFacts device_facts(const DeviceInfo& info, bool partitioned = false);
 
 // The deployment as the host describes it; the names follow vLLM's settings.
 struct DecodeOptions {

@@ -175,6 +175,25 @@ TEST(SpecializedDecodeConfig, RefusesTooFewComputeUnits) {
               HasSubstr("a device with 14 compute units: expected at least 16 (max_rows)"));
 }
 
+TEST(SpecializedDecodeConfig, TheCpuInterpreterHoldsEveryProgramResident) {
+  DeviceInfo cpu;
+  cpu.compute_units = 2;
+  DecodeOptions options = k3_options();
+  options.device = device_facts(cpu);
+  EXPECT_TRUE(specialized_decode_config(options).ok());
+}
+
+TEST(SpecializedDecodeConfig, AGpusComputeUnitsComeFromItsDeviceInfo) {
+  DeviceInfo gpu;
+  gpu.vendor = dsl::Vendor::kNvidia;
+  gpu.compute_units = 8;
+  DecodeOptions options = k3_options();
+  options.device = device_facts(gpu, true);
+  std::string message = refusal(options);
+  EXPECT_THAT(message, HasSubstr("a device with 8 compute units: expected at least 16"));
+  EXPECT_THAT(message, HasSubstr("a partitioned GPU"));
+}
+
 TEST(SpecializedDecodeConfig, RefusesAPartitionedGpu) {
   DecodeOptions options = k3_options();
   options.device.partitioned = true;
