@@ -80,6 +80,20 @@ TEST(SpecializedDecodeConfig, K3AtTp8GivesQ) {
   EXPECT_EQ((*config)->max_rows, 16);
 }
 
+TEST(SpecializedDecodeConfig, K3TinyOnTheCpuInterpreterAtTp1And8) {
+  model::ModelConfig tiny = *model::load_config("k3-tiny");
+  DeviceInfo cpu;
+  cpu.compute_units = 2;
+  for (int tp : {1, 8}) {
+    DecodeOptions options = k3_options();
+    options.model = &tiny;
+    options.tensor_parallel_size = tp;
+    options.device = device_facts(cpu);
+    absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+    EXPECT_TRUE(config.ok()) << "TP " << tp << ": " << config.status();
+  }
+}
+
 TEST(SpecializedDecodeConfig, MaxRowsEightAsTheSeed) {
   DecodeOptions options = k3_options();
   options.max_rows = 8;
