@@ -271,7 +271,7 @@ absl::StatusOr<RunResult> run_k1(const LayerModel& m, const LayerStep& step, con
   RunResult result;
   result.device = runtime::describe(device.info());
   result.programs = runtime::k1_programs(device.info(), build);
-  build = kernels::k3::k1_for_target(build, device.info().target, result.programs);
+  build = kernels::k3::k1_for_target(build, device.info().target);
   DeviceTensors t(device);
   runtime::K1Tensors k;
   const int64_t tokens = step.tokens(), channels = shape.channels();

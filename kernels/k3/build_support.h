@@ -23,6 +23,13 @@ std::string scalar_suffix(std::initializer_list<float> floats, std::initializer_
 
 std::vector<std::string> parameter_names(const dsl::Program& program);
 
+// The least power of two >= n (1 for n <= 1): tile extents and arrival spans.
+inline int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
 // Views into one buffer, each starting 256-byte aligned, in the order they are taken.
 class ScratchLayout {
  public:

@@ -3,16 +3,13 @@
 #include <algorithm>
 
 #include "dsl/dsl.h"
+#include "kernels/k3/build_support.h"
 
 namespace monotile::kernels::k3 {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
 
-int64_t gemv_padded_tokens(int tokens) {
-  int64_t p = 8;
-  while (p < tokens) p *= 2;
-  return p;
-}
+int64_t gemv_padded_tokens(int tokens) { return std::max<int64_t>(8, pow2_at_least(tokens)); }
 
 Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) {
   const int64_t padded = gemv_padded_tokens(g.tokens);

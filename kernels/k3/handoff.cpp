@@ -3,6 +3,7 @@
 #include <array>
 
 #include "dsl/dsl.h"
+#include "kernels/k3/build_support.h"
 #include "kernels/k3/k1.h"
 
 namespace monotile::kernels::k3 {
@@ -39,11 +40,7 @@ void publish(const Value& flag, const HandoffContext& context) {
   store_release(flag, context.tag, Scope::gpu);
 }
 
-int arrival_span(int arrivals) {
-  int span = 1;
-  while (span < arrivals) span *= 2;
-  return span;
-}
+int arrival_span(int arrivals) { return static_cast<int>(pow2_at_least(arrivals)); }
 
 Value count_arrival(const Value& counter, int arrivals) {
   fence(Order::release, Scope::gpu);

@@ -45,12 +45,6 @@ constexpr int kHeadCounters = kAttnResWords + 1;
 
 int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + b.gemv_rows - 1) / b.gemv_rows; }
 
-int64_t pow2_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 // AttnRes's partials: per (row, chunk) the Gram matrix and the dots.
 int64_t attn_res_partial_floats(const K1Build& b) {
   return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
@@ -430,7 +424,7 @@ std::string k1_name(const K1Build& b) {
   return name;
 }
 
-K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs) {
+K1Build k1_for_target(K1Build build, const dsl::Target& target) {
   if (target.vendor() == dsl::Vendor::kAmd) {
     build.num_warps = 4;
     build.gemv_step = 128;
@@ -441,7 +435,6 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs) {
   // 64-row in_proj tasks everywhere (K3's TP 8 rank: 99 tasks on 132 SMs). 48-row tasks would fit
   // them in one round, but their three m16 tiles do not split over 8 warps: every warp then
   // computes all three (dsl/lower/matrix_unit.cpp), unmeasured.
-  (void)programs;
   return build;
 }
 

@@ -69,12 +69,11 @@ struct K1Build {
 absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, int heads, int in_proj_rows,
                                  int tokens, int q, int state_len, bool delta);
 
-// The build for `target` and the number of programs it will run with (0: unknown): on AMD (64-wide
+// The build for `target`: on AMD (64-wide
 // wavefronts, 64 KiB of LDS) 4 wavefronts and 128-wide GEMV steps, so that the program has as many
 // threads as on NVIDIA and its LDS fits; early stage C inputs on NVIDIA up to q = 4 (beyond, sm_90a
-// spills them). `programs` does not change the build today; it is there for task sizes that depend
-// on the SM count (k1.cpp says why 48-row tasks are not chosen).
-K1Build k1_for_target(K1Build build, const dsl::Target& target, int programs = 0);
+// spills them). In_proj tasks take 64 rows everywhere (k1.cpp says why not 48).
+K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}" plus a hash of the eps values and the
 // lower bound when they differ from the defaults.

@@ -327,7 +327,7 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
         std::fprintf(stderr, "k1_bench: %s\n", build.status().ToString().c_str());
         return 1;
       }
-      *build = k1_for_target(*build, device.info().target, device.info().compute_units);
+      *build = k1_for_target(*build, device.info().target);
       if (stages) {
         K1Build clocked = *build;
         clocked.stage_clock = true;

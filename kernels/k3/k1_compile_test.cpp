@@ -32,7 +32,7 @@ void expect_compiles(const std::string& arch, const std::vector<K1Build>& builds
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for " << arch << ": " << compiler.status();
   for (K1Build build : builds) {
-    build = k1_for_target(build, target, 132);
+    build = k1_for_target(build, target);
     SCOPED_TRACE(k1_name(build));
     absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k1_program(build), target);
     ASSERT_TRUE(made.ok()) << made.status();

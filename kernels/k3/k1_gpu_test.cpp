@@ -4,33 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
-#include <memory>
 
+#include "kernels/k3/gpu_case_test.h"
 #include "kernels/k3/k1_test_support.h"
-#include "tests/conformance/gpu_executor.h"
 #include "tests/testing/seed.h"
 
 namespace monotile::kernels::k3 {
 namespace {
 
-class K1Gpu : public ::testing::TestWithParam<K1Case> {
- protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<conformance::GpuExecutor>> created = conformance::GpuExecutor::create();
-    if (created.ok()) {
-      executor_ = created->release();
-    } else {
-      skip_reason_ = new std::string(created.status().ToString());
-    }
-  }
-  static conformance::GpuExecutor* executor_;
-  static std::string* skip_reason_;
-};
-conformance::GpuExecutor* K1Gpu::executor_ = nullptr;
-std::string* K1Gpu::skip_reason_ = nullptr;
+class K1Gpu : public GpuCaseTest<K1Case> {};
 
 TEST_P(K1Gpu, MatchesTheReference) {
-  if (executor_ == nullptr) GTEST_SKIP() << "no GPU: " << *skip_reason_;
+  if (executor_ == nullptr) GTEST_SKIP() << "no GPU: " << skip_reason_;
   K1Case c = GetParam();
   const runtime::DeviceInfo& info = executor_->device().info();
   c.target = info.target.arch();

@@ -243,7 +243,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
 
   if (!c.target.empty()) {
     MT_ASSIGN_OR_RETURN(dsl::Target target, dsl::Target::parse(c.target));
-    build = k1_for_target(build, target, programs);
+    build = k1_for_target(build, target);
   }
   dsl::Program program = k1_program(build);
   MT_RETURN_IF_ERROR(executor.launch(program, {programs, 1, 1}, args));

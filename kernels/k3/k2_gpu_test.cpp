@@ -4,34 +4,19 @@
 // a GPU.
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/k3/gpu_case_test.h"
 #include "kernels/k3/k2_test_support.h"
-#include "tests/conformance/gpu_executor.h"
 
 namespace monotile::kernels::k3 {
 namespace {
 
-class K2Gpu : public ::testing::TestWithParam<K2Case> {
- protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<conformance::GpuExecutor>> created = conformance::GpuExecutor::create();
-    if (created.ok()) {
-      executor_ = created->release();
-    } else {
-      skip_reason_ = new std::string(created.status().ToString());
-    }
-  }
-  static conformance::GpuExecutor* executor_;
-  static std::string* skip_reason_;
-};
-conformance::GpuExecutor* K2Gpu::executor_ = nullptr;
-std::string* K2Gpu::skip_reason_ = nullptr;
+class K2Gpu : public GpuCaseTest<K2Case> {};
 
 TEST_P(K2Gpu, MatchesTheReference) {
-  if (executor_ == nullptr) GTEST_SKIP() << "no GPU: " << *skip_reason_;
+  if (executor_ == nullptr) GTEST_SKIP() << "no GPU: " << skip_reason_;
   K2Case c = GetParam();
   c.target = executor_->device().info().target.arch();
   c.programs = executor_->device().info().compute_units;

@@ -1,6 +1,7 @@
 #include "kernels/k3/moe_stage.h"
 
 #include "dsl/dsl.h"
+#include "kernels/k3/build_support.h"
 #include "kernels/k3/gemv_task.h"
 #include "kernels/k3/mxfp4_gemv.h"
 
@@ -13,12 +14,6 @@ namespace {
 constexpr int kRows = 64;      // GEMV rows a task takes
 constexpr int kHalfRows = 32;  // gate rows (and as many up rows) of an activation task
 enum Word { kLat, kAct, kShared, kUnion, kInter, kNormed };
-
-int64_t pow2_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
 
 int tasks_of(int64_t rows, int per_task) { return static_cast<int>((rows + per_task - 1) / per_task); }
 

@@ -3,21 +3,12 @@
 #include <limits>
 
 #include "dsl/dsl.h"
+#include "kernels/k3/build_support.h"
 #include "kernels/k3/gemv_task.h"
 
 namespace monotile::kernels::k3 {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
-
-namespace {
-
-int64_t pow2_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
-}  // namespace
 
 void router_rows(const RouterRows& r, const HandoffContext& hc) {
   const int tasks = (r.experts + r.gemv_rows - 1) / r.gemv_rows;
