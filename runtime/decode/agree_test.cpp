@@ -3,14 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runtime/decode/simulated_ranks.h"
+#include "runtime/decode/in_process_group.h"
 
 namespace monotile::runtime::decode {
 namespace {
 
 // Runs agree on every rank, rank r with reasons[r]; returns each rank's status.
 std::vector<absl::Status> agree_on_ranks(const std::vector<std::vector<std::string>>& reasons) {
-  return SimulatedRanks::run(static_cast<int>(reasons.size()), [&](Group& group) {
+  return InProcessGroup::run(static_cast<int>(reasons.size()), [&](Group& group) {
     return agree(reasons[group.rank()], group, "the loaded weights");
   });
 }

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runtime/decode/simulated_ranks.h"
+#include "runtime/decode/in_process_group.h"
 
 namespace monotile::runtime::decode {
 namespace {
@@ -245,7 +245,7 @@ TEST(PrepareKv, ARefusedCacheIsAgreedAndLeavesNothingBound) {
 }
 
 TEST(PrepareKv, OneRanksBadCacheMakesEveryRankRefuse) {
-  std::vector<absl::Status> statuses = SimulatedRanks::run(4, [](Group& group) {
+  std::vector<absl::Status> statuses = InProcessGroup::run(4, [](Group& group) {
     StepPlanner planner = make_planner();
     std::vector<KdaCache> bound = caches(0x100000);
     if (group.rank() == 1) bound[0].conv = TensorView::dense(Dtype::kBF16, {4, 2, 4608});
