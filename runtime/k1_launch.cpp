@@ -8,8 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "jit/program_build.h"
-#include "runtime/interpreter_module.h"
 #include "support/check.h"
 #include "support/status_macros.h"
 
@@ -24,42 +22,25 @@ int k1_programs(const DeviceInfo& device, const K1Build& build) {
 }
 
 absl::StatusOr<Kernel> load_k1(Device& device, const K1Build& build, jit::Jit& jit) {
-  dsl::Program program = kernels::k3::k1_program(build);
-  if (device.info().vendor == dsl::Vendor::kCpu) {
-    std::vector<dsl::lower::KernelParam> params;
-    for (const dsl::Param& param : program.params) {
-      const int size = param.type.pointer ? 8 : dsl::scalar_type_bytes(param.type.scalar);
-      params.push_back({param.name, param.type, "", size, size});
-    }
-    jit::CompiledBuild compiled;
-    compiled.name = compiled.kernel_name = program.name;
-    compiled.target = "cpu";
-    compiled.code_object = ProgramCatalog::process()->add(std::move(program));
-    return Kernel::load(device, compiled, std::move(params));
-  }
-  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(program, device.info().target));
-  MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit.compile_build(made.build));
-  return Kernel::load(device, compiled, std::move(made.params));
+  return load_program(device, kernels::k3::k1_program(build), jit);
 }
 
 absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, int programs) {
-  if (programs < 1) return absl::InvalidArgumentError(absl::StrCat("K1 needs at least one program, got ", programs));
-  K1Launch launch;
-  launch.device_ = &device;
+  MT_ASSIGN_OR_RETURN(LaunchState state, LaunchState::create(device, programs, "K1"));
+  return create(device, build, std::make_shared<LaunchState>(std::move(state)));
+}
+
+absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, std::shared_ptr<LaunchState> state) {
+  const int programs = state->programs();
+  K1Launch launch(std::move(state));
   launch.build_ = build;
-  launch.programs_ = programs;
   launch.layout_ = kernels::k3::k1_scratch(build);
-  const int64_t health_bytes = kernels::k3::health_words(programs) * 4;
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
-  MT_ASSIGN_OR_RETURN(launch.health_, device.allocate(static_cast<size_t>(health_bytes)));
-  MT_ASSIGN_OR_RETURN(launch.words_, device.allocate(8));
   if (build.stage_clock) {
     MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) * kernels::k3::kK1ClockPoints * 8));
     MT_RETURN_IF_ERROR(device.fill_bytes(launch.clock_.address(), 0, launch.clock_.size()));
   }
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0, static_cast<size_t>(launch.layout_.zeroed_bytes)));
-  MT_RETURN_IF_ERROR(device.fill_bytes(launch.health_.address(), 0, static_cast<size_t>(health_bytes)));
-  MT_RETURN_IF_ERROR(device.fill_bytes(launch.words_.address(), 0, 8));
   return launch;
 }
 
@@ -100,10 +81,10 @@ std::vector<KernelArgument> K1Launch::arguments(const K1Tensors& t, int layer) c
       {"ares", pointer(scratch + layout_.ares, ScalarType::kF32)},
       {"flags", pointer(scratch + layout_.flags, ScalarType::kI32)},
       {"counters", pointer(scratch + layout_.counters, ScalarType::kI32)},
-      {"epoch", pointer(words_.address() + 4, ScalarType::kI32)},
+      {"epoch", pointer(state_->epoch(), ScalarType::kI32)},
       {"layer", KernelArgument::integer(ScalarType::kI32, layer)},
-      {"health", pointer(health_.address(), ScalarType::kI32)},
-      {"alarm", pointer(words_.address(), ScalarType::kI32)},
+      {"health", pointer(state_->health(), ScalarType::kI32)},
+      {"alarm", pointer(state_->alarm(), ScalarType::kI32)},
       {"clock", pointer(clock_.address(), ScalarType::kI64)},
   };
   std::vector<KernelArgument> args;
@@ -115,57 +96,26 @@ std::vector<KernelArgument> K1Launch::arguments(const K1Tensors& t, int layer) c
   return args;
 }
 
-absl::Status K1Launch::set_epoch(int32_t epoch) { return device_->copy_to_device(words_.address() + 4, &epoch, 4); }
-
 absl::Status K1Launch::launch(const Kernel& kernel, const K1Tensors& tensors, int layer, Stream& stream) const {
   if (layer < 0 || layer > 127) {
     return absl::InvalidArgumentError(absl::StrCat("K1 tag slot (layer) ", layer, " is outside 0..127"));
   }
-  std::vector<std::string> expected = kernels::k3::k1_parameters(build_), got;
-  for (const dsl::lower::KernelParam& param : kernel.params()) got.push_back(param.name);
-  if (got != expected) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel \"", kernel.name(), "\" is not K1 of build \"",
-                                                   kernels::k3::k1_name(build_), "\": parameters (",
-                                                   absl::StrJoin(got, ", "), "), expected (",
-                                                   absl::StrJoin(expected, ", "), ")"));
-  }
-  return kernel.launch(Dim3{static_cast<uint32_t>(programs_), 1, 1}, arguments(tensors, layer), stream);
+  MT_RETURN_IF_ERROR(check_parameters(kernel, kernels::k3::k1_parameters(build_),
+                                      absl::StrCat("K1 of build \"", kernels::k3::k1_name(build_), "\"")));
+  return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, arguments(tensors, layer), stream);
 }
 
-absl::StatusOr<std::vector<K1WaitRecord>> K1Launch::failed_waits() const {
-  const int64_t words = kernels::k3::health_words(programs_);
-  std::vector<int32_t> health(static_cast<size_t>(words));
-  MT_RETURN_IF_ERROR(device_->copy_to_host(health.data(), health_.address(), health.size() * 4));
-  std::vector<K1WaitRecord> records;
-  if (health[0] == 0) return records;
-  constexpr int kWords = kernels::k3::kHealthRecordWords;
-  for (int p = 0; p < programs_; ++p) {
-    const int32_t* record = health.data() + int64_t{p + 1} * kWords;
-    if (record[0] == 0) continue;
-    records.push_back({record[1], record[2], record[3], record[4], record[5]});
+std::string k1_region_name(int32_t region) {
+  switch (static_cast<kernels::k3::K1Region>(region)) {
+    case kernels::k3::K1Region::kAttnRes: return "AttnRes";
+    case kernels::k3::K1Region::kXRows: return "x rows";
+    case kernels::k3::K1Region::kProj: return "in_proj";
   }
-  return records;
+  return "";
 }
 
 absl::Status K1Launch::check_health() const {
-  MT_ASSIGN_OR_RETURN(std::vector<K1WaitRecord> records, failed_waits());
-  int32_t alarm = 0;
-  MT_RETURN_IF_ERROR(device_->copy_to_host(&alarm, words_.address(), 4));
-  if (records.empty() && alarm == 0) return absl::OkStatus();
-  std::vector<std::string> lines;
-  for (const K1WaitRecord& r : records) {
-    const char* region = r.region == static_cast<int32_t>(kernels::k3::K1Region::kAttnRes) ? "AttnRes"
-                         : r.region == static_cast<int32_t>(kernels::k3::K1Region::kXRows) ? "x rows"
-                         : r.region == static_cast<int32_t>(kernels::k3::K1Region::kProj) ? "in_proj"
-                                                                                           : "unknown region";
-    lines.push_back(absl::StrCat("program ", r.program, " waited on ", region, " (region ", r.region, ") flag ",
-                                 r.index, ": expected tag ", r.expected, ", saw ", r.seen));
-  }
-  if (records.empty()) lines.push_back(absl::StrCat("the alarm word is ", alarm, " but no health record is set"));
-  return absl::InternalError(absl::StrCat("K1 \"", kernels::k3::k1_name(build_), "\" over ", programs_,
-                                          " programs: a hand-off wait gave up after ", build_.wait_ns / 1000000,
-                                          " ms: ", absl::StrJoin(lines, "; "),
-                                          "; hint: every program must be resident at once (a persistent kernel)"));
+  return state_->check_health(absl::StrCat("K1 \"", kernels::k3::k1_name(build_), "\""), build_.wait_ns, k1_region_name);
 }
 
 }  // namespace monotile::runtime

@@ -1,11 +1,14 @@
 // K1's host-side binding (kernels/k3/k1.h): the device tensors it reads and writes, its arguments
 // in the program's parameter order, how many program instances run it, and the buffers a launch
 // owns: the scratch (its control words zeroed once, when it is made), the health words, the alarm
-// and the epoch. After a launch, check_health turns a wait that gave up into an error.
+// and the epoch (launch_state.h; an executor's launches share one set). After a launch,
+// check_health turns a wait that gave up into an error.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -14,6 +17,7 @@
 #include "kernels/k3/k1.h"
 #include "runtime/device.h"
 #include "runtime/kernel.h"
+#include "runtime/launch_state.h"
 
 namespace monotile::runtime {
 
@@ -45,19 +49,16 @@ struct K1Tensors {
   DevicePtr core = 0;           // bf16 [T, Pl]
 };
 
-// A wait that gave up, as its health record holds it.
-struct K1WaitRecord {
-  int32_t region = 0;  // kernels::k3::K1Region
-  int32_t index = 0;   // the first stale flag's lane
-  int32_t expected = 0;
-  int32_t seen = 0;
-  int32_t program = 0;
-};
+// A wait that gave up; its region is a kernels::k3::K1Region.
+using K1WaitRecord = WaitRecord;
 
 // Program instances K1 runs with on `device`: one per compute unit on a GPU (K1 is persistent, all
 // instances resident), max(tokens, 8) on the CPU device (one host thread each); never fewer than
 // build.tokens (any count >= 1 is correct; fewer than the rows only serializes the AttnRes rows).
 int k1_programs(const DeviceInfo& device, const kernels::k3::K1Build& build);
+
+// The name of a K1Region in messages ("AttnRes", "x rows", "in_proj"); "" for another id.
+std::string k1_region_name(int32_t region);
 
 // K1's program as a Kernel on `device`: on a GPU lowered and compiled through `jit` (the kernel
 // cache), on the CPU device added to ProgramCatalog::process(), which discover_devices()'s CPU
@@ -70,43 +71,44 @@ class K1Launch {
   // for `programs` instances (>= 1), the alarm and the epoch, all zeroed; with build.stage_clock,
   // the clock words i64 [programs, kK1ClockPoints] too. `build` is the one launched: after k1_for_target.
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs);
+  // The same with the health words, alarm and epoch of `state`, shared with other launches (an
+  // executor's layers share one epoch and one set of health words); programs() is state's.
+  static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build,
+                                         std::shared_ptr<LaunchState> state);
 
   // The arguments in k1_parameters(build) order; `layer` is the tag slot (0..127).
   std::vector<KernelArgument> arguments(const K1Tensors& tensors, int layer) const;
 
   // Writes the step's epoch word (synchronous). Flags carry step_tag(epoch, layer), so a launch
   // reusing the scratch needs a new (epoch, layer) pair.
-  absl::Status set_epoch(int32_t epoch);
+  absl::Status set_epoch(int32_t epoch) { return state_->set_epoch(epoch); }
 
   // Launches on `stream` over programs() instances, after checking the kernel is this build's.
   absl::Status launch(const Kernel& kernel, const K1Tensors& tensors, int layer, Stream& stream) const;
 
   // After the launch has finished: the records of every wait that gave up (empty when word 0 is
   // zero), or the copy's error.
-  absl::StatusOr<std::vector<K1WaitRecord>> failed_waits() const;
+  absl::StatusOr<std::vector<K1WaitRecord>> failed_waits() const { return state_->failed_waits(); }
   // OK, or Internal naming each failed wait (region, flag index, expected and seen tag, program).
   absl::Status check_health() const;
 
-  int programs() const { return programs_; }
+  int programs() const { return state_->programs(); }
   const kernels::k3::K1Build& build() const { return build_; }
   const kernels::k3::K1Scratch& layout() const { return layout_; }
   DevicePtr scratch() const { return scratch_.address(); }
   // i32 [health_words(programs)]: word 0 FAILED, then one 8-word record per program (k1.h).
-  DevicePtr health() const { return health_.address(); }
+  DevicePtr health() const { return state_->health(); }
   // The AttnRes output x [T, H] bf16 the launch left in the scratch.
   DevicePtr x_rows() const { return scratch_.address() + static_cast<DevicePtr>(layout_.x_rows); }
   // i64 [programs, kK1ClockPoints]: the stage clock's points (k1.h; build.stage_clock only).
   DevicePtr clock() const { return clock_.address(); }
 
  private:
-  K1Launch() = default;
-  Device* device_ = nullptr;
+  explicit K1Launch(std::shared_ptr<LaunchState> state) : state_(std::move(state)) {}
+  std::shared_ptr<LaunchState> state_;
   kernels::k3::K1Build build_;
-  int programs_ = 0;
   kernels::k3::K1Scratch layout_;
   DeviceBuffer scratch_;
-  DeviceBuffer health_;
-  DeviceBuffer words_;  // i32 [2]: the alarm, then the epoch
   DeviceBuffer clock_;  // only with build.stage_clock
 };
 

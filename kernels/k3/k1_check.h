@@ -1,8 +1,9 @@
-// One output of a K1 run against the float64 reference, by the rule of its kind (`monotile layer run
-// --check` and K1's tests). Errors are measured in bf16 ulps at the reference value's magnitude; a
+// One output of a K1 or K2 run against the float64 reference, by the rule of its kind (`monotile
+// layer run --check` and the kernels' tests). Errors are measured in bf16 ulps at the reference value's magnitude; a
 // rule allows a few ulps, an absolute floor near zero (a share of the output's RMS), and a small share
 // of outliers within a loose bound (roundings that flipped upstream). NaN or infinity never passes;
-// values marked exact (cache slots the step does not touch) must keep their bits.
+// values marked exact (cache slots the step does not touch) must keep their bits. A route is judged
+// as expert sets with a margin for near-ties.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +45,16 @@ OutputCheck check_output(const std::string& name, std::span<const double> actual
                          const std::vector<int64_t>& shape, const CheckRule& rule,
                          const std::vector<bool>* exact = nullptr);
 
-// The rule of each output of K1 (prefix, blocks, x, core, conv_state, recurrent_state).
+// The rule of each output of K1 (prefix, blocks, x, core, conv_state, recurrent_state) and of K2
+// (a, prefix' (the prefix after K2, P'), y, out).
 CheckRule rule_for(const std::string& output);
+
+// One row's route against the reference's: the same experts in the same order, or where they
+// differ, experts whose keys sit within `margin` of the k-th key (the inputs' roundings can swap
+// near-ties); on the same set, the weights within 1e-3 absolute. `keys` holds every expert's
+// sigmoid(logit) + bias. "" when it passes, else what is wrong (expected and actual).
+std::string check_route(std::span<const int> want_experts, std::span<const double> want_weights,
+                        std::span<const double> keys, std::span<const int32_t> experts, std::span<const float> weights,
+                        double margin);
 
 }  // namespace monotile::kernels::k3

@@ -4,8 +4,13 @@
 // compiled into the test binaries, not into a library).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "kernels/k3/k2.h"
+#include "kernels/reference/k3_layer_reference.h"
+#include "model/config.h"
 #include "tests/conformance/executor.h"
 
 namespace monotile::kernels::k3 {
@@ -26,6 +31,38 @@ struct K2Case {
 };
 
 std::string case_name(const K2Case& c);
+
+// One case's inputs on the host (bf16 as bits, MXFP4 as the checkpoint's bytes), named as K2's
+// parameters, and the float64 reference of its stages.
+struct K2Inputs {
+  K2Case c;
+  K2Build build;  // on the interpreter with waits bounded by minutes
+  model::ModelConfig config;
+  int64_t block_count = 0;  // blocks is [T, block_count, H]
+  std::vector<uint16_t> core, w_o, prefix, blocks, mlp_res_norm, mlp_res_proj, post_norm, w_gate, w_ld, w_gu, w_sd,
+      latent_norm, w_up;
+  std::vector<float> gate_bias;
+  std::vector<uint8_t> w13, w13_scale, w2, w2_scale;
+  reference::RankLayerWeights weights;  // the MoE's, for its reference
+  std::vector<double> a, prefix_after, y;  // the reference's a, P' and y [T, H]
+  std::vector<reference::RouterChoice> route;
+  std::vector<std::vector<double>> keys;  // per row: sigmoid(logit) + bias per expert
+};
+
+// Generates the case, seeded by the test's case rng; `interpreter` bounds waits by minutes. A
+// refused build fails the test and leaves the tensors empty.
+K2Inputs make_k2_inputs(const K2Case& c, bool interpreter);
+
+// What a K2 run wrote: a and y from its scratch, P' in place of the prefix, the route and m.
+struct K2Outputs {
+  std::vector<uint16_t> a, prefix, y, out;  // bf16 bits [T, H]
+  std::vector<int32_t> route_experts;       // [T, top_k]
+  std::vector<float> route_weights;
+};
+
+// Checks a, P', y, the route (near-ties within the margin, k1_check.h check_route) and m against
+// the reference, with gtest assertions.
+void check_k2_outputs(const K2Inputs& in, const K2Outputs& got);
 
 // Generates the case (seeded by the test's case rng), runs K2 on `executor` and checks a, P', y,
 // the route and the MoE output against the reference.

@@ -1,0 +1,145 @@
+// K2's binding; see k2_launch.h. The argument list is built by name and then checked against
+// k2_parameters, so a reordered or renamed parameter is caught here rather than on the device.
+#include "runtime/k2_launch.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "support/check.h"
+#include "support/status_macros.h"
+
+namespace monotile::runtime {
+
+using dsl::ScalarType;
+using kernels::k3::K2Build;
+using kernels::k3::K2Region;
+
+namespace {
+
+// The tag slot of K2 of `layer` (k2.h: 128 + layer, below 256).
+constexpr int kK2SlotBase = 128;
+
+}  // namespace
+
+int k2_programs(const DeviceInfo& device, const K2Build&) {
+  return device.vendor == dsl::Vendor::kCpu ? 8 : device.compute_units;
+}
+
+absl::StatusOr<Kernel> load_k2(Device& device, const K2Build& build, jit::Jit& jit) {
+  return load_program(device, kernels::k3::k2_program(build), jit);
+}
+
+absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build, int programs) {
+  MT_ASSIGN_OR_RETURN(LaunchState state, LaunchState::create(device, programs, "K2"));
+  return create(device, build, std::make_shared<LaunchState>(std::move(state)));
+}
+
+absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
+                                          std::shared_ptr<LaunchState> state) {
+  K2Launch launch(std::move(state));
+  launch.build_ = build;
+  launch.layout_ = kernels::k3::k2_scratch(build);
+  MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
+  MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0,
+                                       static_cast<size_t>(launch.layout_.zeroed_bytes)));
+  return launch;
+}
+
+std::vector<KernelArgument> K2Launch::arguments(const K2Tensors& t, int layer) const {
+  auto pointer = [](DevicePtr address, ScalarType type) {
+    return KernelArgument::pointer(reinterpret_cast<const void*>(address), type);
+  };
+  auto i64 = [](int64_t value) { return KernelArgument::integer(ScalarType::kI64, value); };
+  const DevicePtr scratch = scratch_.address();
+  const kernels::k3::K2Scratch& s = layout_;
+  std::map<std::string, KernelArgument> by_name = {
+      {"core", pointer(t.core, ScalarType::kBf16)},
+      {"w_o", pointer(t.w_o, ScalarType::kBf16)},
+      {"prefix", pointer(t.prefix, ScalarType::kBf16)},
+      {"blocks", pointer(t.blocks, ScalarType::kBf16)},
+      {"blocks_token_stride", i64(t.blocks_token_stride)},
+      {"blocks_block_stride", i64(t.blocks_block_stride)},
+      {"mlp_res_norm", pointer(t.mlp_res_norm, ScalarType::kBf16)},
+      {"mlp_res_proj", pointer(t.mlp_res_proj, ScalarType::kBf16)},
+      {"post_norm", pointer(t.post_norm, ScalarType::kBf16)},
+      {"w_gate", pointer(t.w_gate, ScalarType::kBf16)},
+      {"gate_bias", pointer(t.gate_bias, ScalarType::kF32)},
+      {"w_ld", pointer(t.w_ld, ScalarType::kBf16)},
+      {"w_gu", pointer(t.w_gu, ScalarType::kBf16)},
+      {"w_sd", pointer(t.w_sd, ScalarType::kBf16)},
+      {"w13", pointer(t.w13, ScalarType::kU8)},
+      {"w13_scale", pointer(t.w13_scale, ScalarType::kU8)},
+      {"w2", pointer(t.w2, ScalarType::kU8)},
+      {"w2_scale", pointer(t.w2_scale, ScalarType::kU8)},
+      {"latent_norm", pointer(t.latent_norm, ScalarType::kBf16)},
+      {"w_up", pointer(t.w_up, ScalarType::kBf16)},
+      {"out", pointer(t.out, ScalarType::kBf16)},
+      {"route_experts", pointer(t.route_experts, ScalarType::kI32)},
+      {"route_weights", pointer(t.route_weights, ScalarType::kF32)},
+      {"a_rows", pointer(scratch + s.a_rows, ScalarType::kBf16)},
+      {"y_rows", pointer(scratch + s.y_rows, ScalarType::kBf16)},
+      {"ares", pointer(scratch + s.ares, ScalarType::kF32)},
+      {"logits", pointer(scratch + s.logits, ScalarType::kF32)},
+      {"lat", pointer(scratch + s.lat, ScalarType::kBf16)},
+      {"latent_sum", pointer(scratch + s.latent_sum, ScalarType::kBf16)},
+      {"normed", pointer(scratch + s.normed, ScalarType::kBf16)},
+      {"act", pointer(scratch + s.act, ScalarType::kBf16)},
+      {"shared", pointer(scratch + s.shared, ScalarType::kBf16)},
+      {"sorted", pointer(scratch + s.sorted, ScalarType::kI32)},
+      {"union_ids", pointer(scratch + s.union_ids, ScalarType::kI32)},
+      {"union_count", pointer(scratch + s.union_count, ScalarType::kI32)},
+      {"inter", pointer(scratch + s.inter, ScalarType::kBf16)},
+      {"flags", pointer(scratch + s.flags, ScalarType::kI32)},
+      {"counters", pointer(scratch + s.counters, ScalarType::kI32)},
+      {"epoch", pointer(state_->epoch(), ScalarType::kI32)},
+      {"slot", KernelArgument::integer(ScalarType::kI32, kK2SlotBase + layer)},
+      {"health", pointer(state_->health(), ScalarType::kI32)},
+      {"alarm", pointer(state_->alarm(), ScalarType::kI32)},
+  };
+  std::vector<KernelArgument> args;
+  for (const std::string& name : kernels::k3::k2_parameters(build_)) {
+    auto found = by_name.find(name);
+    MT_CHECK(found != by_name.end(), "a K2 parameter has no binding in K2Launch::arguments");
+    args.push_back(found->second);
+  }
+  return args;
+}
+
+absl::Status K2Launch::launch(const Kernel& kernel, const K2Tensors& tensors, int layer,
+                              Stream& stream) const {
+  if (layer < 0 || layer > 127) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "K2 layer ", layer, " is outside 0..127: its tag slot 128 + layer must be below 256"));
+  }
+  MT_RETURN_IF_ERROR(
+      check_parameters(kernel, kernels::k3::k2_parameters(build_),
+                       absl::StrCat("K2 of build \"", kernels::k3::k2_name(build_), "\"")));
+  return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, arguments(tensors, layer),
+                       stream);
+}
+
+std::string k2_region_name(int32_t region) {
+  switch (static_cast<K2Region>(region)) {
+    case K2Region::kAttnRes:
+      return "the MLP AttnRes";
+    case K2Region::kDelta:
+      return "o_proj's output a";
+    case K2Region::kRouterInput:
+      return "the router's input y";
+    case K2Region::kRouterLogits:
+      return "the router's logits";
+    case K2Region::kMoe:
+      return "the MoE";
+    case K2Region::kLatentSum:
+      return "the routed latent sum";
+  }
+  return "";
+}
+
+absl::Status K2Launch::check_health() const {
+  return state_->check_health(absl::StrCat("K2 \"", kernels::k3::k2_name(build_), "\""),
+                              build_.wait_ns, k2_region_name);
+}
+
+}  // namespace monotile::runtime
