@@ -260,6 +260,17 @@ std::vector<double> moe_reference(const model::ModelConfig& config, std::span<co
   return moe_row(config, ranks, y, experts, rounding);
 }
 
+std::vector<double> dense_mlp_reference(const model::ModelConfig& config, std::span<const RankLayerWeights> ranks,
+                                        std::span<const double> y, Rounding rounding) {
+  Vec m(static_cast<size_t>(config.hidden_size), 0.0);
+  for (const RankLayerWeights& w : ranks) {
+    Vec partial = gated_mlp_partial(config, w, "mlp.", y, w.dims.dense_intermediate, rounding);
+    for (size_t i = 0; i < m.size(); ++i) m[i] += partial[i];
+  }
+  for (double& v : m) v = round_bf16(v, rounding);
+  return m;
+}
+
 std::span<const double> RankLayerWeights::at(const std::string& name) const {
   auto it = values.find(name);
   MT_CHECK(it != values.end(), "the rank has no such value tensor");
@@ -389,11 +400,7 @@ absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int lay
     if (c.is_moe_layer(layer)) {
       m = moe_row(c, ranks, y, experts, rounding);
     } else {
-      for (int r = 0; r < tp; ++r) {
-        Vec partial = gated_mlp_partial(c, ranks[r], "mlp.", y, ranks[r].dims.dense_intermediate, rounding);
-        for (int64_t i = 0; i < h; ++i) m[i] += partial[i];
-      }
-      for (double& v : m) v = round_bf16(v, rounding);
+      m = dense_mlp_reference(c, ranks, y, rounding);
     }
     std::copy(m.begin(), m.end(), out.mlp_output.begin() + t * h);
   }

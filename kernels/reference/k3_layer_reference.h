@@ -110,4 +110,10 @@ RouterChoice route_row(const model::ModelConfig& config, const RankLayerWeights&
 std::vector<double> moe_reference(const model::ModelConfig& config, std::span<const RankLayerWeights> ranks,
                                   std::span<const double> y, Rounding rounding);
 
+// The dense MLP of one row of y over `ranks` (5.7: layers below first_k_dense_replace): the sum of
+// the ranks' bf16r(bf16r(SiTU(bf16r(y Wgu^T))) Wd^T), rounded. With one rank it is that rank's
+// partial (already rounded), so a rank-local caller all-reduces the partials itself.
+std::vector<double> dense_mlp_reference(const model::ModelConfig& config, std::span<const RankLayerWeights> ranks,
+                                        std::span<const double> y, Rounding rounding);
+
 }  // namespace monotile::kernels::reference

@@ -1,5 +1,6 @@
 // The layer reference on a generated tiny checkpoint: TP 1 equals the sum over TP 2, 4 and 8 ranks
-// within fp64 rounding for KDA, MLA-FFN, block-write and dense layers; rows without state have no
+// within fp64 rounding for KDA, MLA-FFN, block-write and dense layers; the dense MLP alone is the
+// rounded sum of its ranks' partials; rows without state have no
 // attention; bf16 rounding stays within bf16 tolerance of the exact layer and finite; the
 // deferred-delta loop is bit-identical to the stock loop.
 #include "kernels/reference/k3_layer_reference.h"
@@ -168,6 +169,30 @@ TEST_F(K3LayerReference, TpInvariantKda) { expect_tp_invariant(1, true); }
 TEST_F(K3LayerReference, TpInvariantMlaFfn) { expect_tp_invariant(3, true); }
 TEST_F(K3LayerReference, TpInvariantBlockWrite) { expect_tp_invariant(12, true); }
 TEST_F(K3LayerReference, TpInvariantDenseLayerZero) { expect_tp_invariant(0, false); }
+
+TEST_F(K3LayerReference, DenseMlpSumsTheRanksPartials) {
+  SCOPED_TRACE(testing::replay_hint());
+  const model::ModelConfig& c = g_model->config;
+  std::mt19937 rng = testing::case_rng();
+  const int64_t h = c.hidden_size;
+  const Vec y = random_bf16(h, 1.0, rng);
+  const std::vector<RankLayerWeights>& ranks = g_model->weights[2][0];
+  // Exact: TP 2's reduction is TP 1's MLP.
+  Vec tp1 = dense_mlp_reference(c, g_model->weights[1][0], y, Rounding::kNone);
+  EXPECT_TRUE(agree(dense_mlp_reference(c, ranks, y, Rounding::kNone), tp1, kFp64));
+  double norm = 0;
+  for (double v : tp1) norm += v * v;
+  EXPECT_GT(norm, 0);
+  // One rank at a time: each call is that rank's bf16 partial; their rounded sum is the MLP.
+  Vec m = dense_mlp_reference(c, ranks, y, Rounding::kBf16);
+  Vec sum(static_cast<size_t>(h), 0.0);
+  for (const RankLayerWeights& rank : ranks) {
+    Vec partial = dense_mlp_reference(c, std::span<const RankLayerWeights>(&rank, 1), y, Rounding::kBf16);
+    for (int64_t i = 0; i < h; ++i) sum[i] += partial[i];
+  }
+  for (double& v : sum) v = model::round_to_bf16(v);
+  EXPECT_EQ(sum, m);
+}
 
 TEST_F(K3LayerReference, RowsWithoutStateHaveNoAttentionAndTouchNoSlot) {
   SCOPED_TRACE(testing::replay_hint());
