@@ -20,7 +20,7 @@ std::optional<std::string_view> step_reason(const AttnMetadata* attn_metadata,
   return std::nullopt;
 }
 
-bool Step::serves(int layer) const {
+bool PlannedStep::serves(int layer) const {
   return layers && std::binary_search(layers->begin(), layers->end(), layer);
 }
 
@@ -50,7 +50,7 @@ absl::Status StepPlanner::prepare_kv(const std::vector<KdaCache>& caches, Group&
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<Step>> StepPlanner::plan(const StepInputs& step) const {
+absl::StatusOr<std::optional<PlannedStep>> StepPlanner::plan(const StepInputs& step) const {
   if (step.pipeline_stage_inputs || !kv_) return std::nullopt;
   if (!step.forward_context) return std::nullopt;
   if (step.graph_mode == GraphMode::kPiecewise) return std::nullopt;
@@ -61,7 +61,7 @@ absl::StatusOr<std::optional<Step>> StepPlanner::plan(const StepInputs& step) co
         "the KV cache of \"", kda_prefix_,
         "\" was re-bound without prepare_kv: call prepare_kv after every KV-cache bind"));
   }
-  return Step{step.width, step.attn_metadata, &layers_};
+  return PlannedStep{step.width, step.attn_metadata, &layers_};
 }
 
 }  // namespace monotile::runtime::decode

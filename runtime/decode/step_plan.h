@@ -57,8 +57,8 @@ struct StepInputs {
 std::optional<std::string_view> step_reason(const AttnMetadata* attn_metadata,
                                             std::string_view kda_prefix, int width);
 
-// A planned step: `width` rows of whole uniform spec-verify requests.
-struct Step {
+// A planned step (SpecializedDecode wraps it as its Step): `width` rows of whole uniform spec-verify requests.
+struct PlannedStep {
   int width = 0;
   const AttnMetadata* attn_metadata = nullptr;
   const std::vector<int>* layers = nullptr;  // the served layers, ascending
@@ -83,10 +83,11 @@ class StepPlanner {
   // forward context; a PIECEWISE graph step; a width with no kernels; a step_reason. A step whose
   // first KDA state is not the one prepare_kv recorded is FailedPrecondition (re-bound without
   // prepare_kv). Compiles nothing, allocates nothing.
-  absl::StatusOr<std::optional<Step>> plan(const StepInputs& step) const;
+  absl::StatusOr<std::optional<PlannedStep>> plan(const StepInputs& step) const;
 
   const DecodeConfig& config() const { return config_; }
   bool kv_bound() const { return kv_.has_value(); }
+  const std::string& kda_prefix() const { return kda_prefix_; }
 
  private:
   struct KvKey {

@@ -51,8 +51,8 @@ struct Fixture {
     auto group = make_single_process_group();
     EXPECT_TRUE(planner.prepare_kv(bound, *group).ok());
   }
-  std::optional<Step> plan() {
-    absl::StatusOr<std::optional<Step>> step = planner.plan(inputs);
+  std::optional<PlannedStep> plan() {
+    absl::StatusOr<std::optional<PlannedStep>> step = planner.plan(inputs);
     EXPECT_TRUE(step.ok()) << step.status();
     return step.ok() ? *step : std::nullopt;
   }
@@ -120,7 +120,7 @@ TEST(StepReason, TheFirstReasonInTheSeedsOrderWins) {
 
 TEST(Plan, APureVerifyStepRunsTheKernelsOfTheServedLayers) {
   Fixture f;
-  std::optional<Step> step = f.plan();
+  std::optional<PlannedStep> step = f.plan();
   ASSERT_TRUE(step.has_value());
   EXPECT_EQ(step->width, 2 * kQ);
   EXPECT_EQ(step->attn_metadata, &f.metadata);
@@ -154,7 +154,7 @@ TEST(Plan, PipelineStageInputsRunTheHostsLayers) {
 TEST(Plan, NoKvCacheBoundRunsTheHostsLayers) {
   Fixture f;
   StepPlanner unbound = make_planner();
-  absl::StatusOr<std::optional<Step>> step = unbound.plan(f.inputs);
+  absl::StatusOr<std::optional<PlannedStep>> step = unbound.plan(f.inputs);
   ASSERT_TRUE(step.ok());
   EXPECT_FALSE(step->has_value());
 }
@@ -194,7 +194,7 @@ TEST(Plan, AKvCacheReBoundWithoutPrepareKvIsAnError) {
   Fixture f;
   std::vector<KdaCache> rebound = caches(0x900000);
   f.inputs.kda_state = &rebound[0].recurrent;
-  absl::StatusOr<std::optional<Step>> step = f.planner.plan(f.inputs);
+  absl::StatusOr<std::optional<PlannedStep>> step = f.planner.plan(f.inputs);
   EXPECT_EQ(step.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(step.status().message(),
             "the KV cache of \"model.layers.1.self_attn\" was re-bound without prepare_kv: "

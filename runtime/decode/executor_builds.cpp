@@ -1,0 +1,35 @@
+// The executor's build list; see executor_builds.h.
+#include "runtime/decode/executor_builds.h"
+
+#include "support/status_macros.h"
+
+namespace monotile::runtime::decode {
+
+absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfig& model, const model::RankDims& dims,
+                                                         int start_layer, int end_layer, const DecodeConfig& config,
+                                                         const dsl::Target& target) {
+  std::vector<LayerBuilds> layers;
+  const int64_t mla_core = int64_t{dims.mla_heads} * model.v_head_dim;
+  for (int layer = start_layer; layer < end_layer; ++layer) {
+    const model::ServedKind kind = model.served_kind(layer);
+    if (kind == model::ServedKind::kNone) continue;
+    LayerBuilds& l = layers.emplace_back();
+    l.layer = layer;
+    l.kind = kind;
+    const bool whole = kind == model::ServedKind::kWhole;
+    l.core_width = static_cast<int>(whole ? dims.kda_projection : mla_core);
+    for (int width : config.widths()) {
+      MT_ASSIGN_OR_RETURN(kernels::k3::K2Build k2, kernels::k3::k2_build(model, dims, layer, l.core_width, width));
+      l.k2[width] = kernels::k3::k2_for_target(k2, target);
+      if (!whole) continue;
+      // A served layer always follows another layer, so it always has a pending delta.
+      MT_ASSIGN_OR_RETURN(kernels::k3::K1Build k1,
+                          kernels::k3::k1_build(model, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows),
+                                                width, config.q, default_state_len(config), /*delta=*/true));
+      l.k1[width] = kernels::k3::k1_for_target(k1, target);
+    }
+  }
+  return layers;
+}
+
+}  // namespace monotile::runtime::decode

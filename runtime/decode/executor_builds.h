@@ -1,0 +1,36 @@
+// The kernel builds an executor makes: for every layer it serves, K2 at every width and, for a KDA
+// layer, K1 at every width with the conv state_len the seed precompiles (q + 2). SpecializedDecode
+// builds from this list, and `monotile warmup --model` compiles the same list on a machine without
+// a GPU, so that an executor started over that cache compiles nothing.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dsl/target.h"
+#include "kernels/k3/k1.h"
+#include "kernels/k3/k2.h"
+#include "model/config.h"
+#include "runtime/decode/decode_config.h"
+
+namespace monotile::runtime::decode {
+
+struct LayerBuilds {
+  int layer = 0;
+  model::ServedKind kind = model::ServedKind::kNone;
+  int core_width = 0;                         // o_proj's input columns on this rank
+  std::map<int, kernels::k3::K1Build> k1;     // by width (KDA layers)
+  std::map<int, kernels::k3::K2Build> k2;     // by width
+};
+
+// The served layers of [start_layer, end_layer) on the rank of `dims`, shaped for `target`
+// (k1_for_target, k2_for_target). Refused as k1_build and k2_build refuse, naming the layer.
+absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfig& model, const model::RankDims& dims,
+                                                         int start_layer, int end_layer, const DecodeConfig& config,
+                                                         const dsl::Target& target);
+
+// The conv state_len K1 is built for before a KV cache is bound (the seed's 3 + num_spec).
+inline int default_state_len(const DecodeConfig& config) { return config.q + 2; }
+
+}  // namespace monotile::runtime::decode

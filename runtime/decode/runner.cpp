@@ -1,0 +1,118 @@
+// The executor's launch state and its builds; see runner.h.
+#include "runtime/decode/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "jit/compile_all.h"
+#include "jit/program_build.h"
+#include "runtime/decode/step_begin.h"
+#include "support/check.h"
+#include "support/status_macros.h"
+
+namespace monotile::runtime::decode {
+
+using kernels::k3::K1Build;
+using kernels::k3::K2Build;
+
+Runner::Runner(Device& device, jit::Jit& jit, Group& group, DecodeConfig config, const model::ModelConfig& model,
+               model::RankDims dims, ExecutorOptions options)
+    : device_(&device),
+      jit_(&jit),
+      group_(&group),
+      config_(config),
+      model_(&model),
+      dims_(dims),
+      options_(std::move(options)) {}
+
+absl::Status Runner::allocate(int programs, int64_t core_width) {
+  MT_ASSIGN_OR_RETURN(LaunchState state, LaunchState::create(*device_, programs, "the layer kernels"));
+  state_ = std::make_shared<LaunchState>(std::move(state));
+  MT_ASSIGN_OR_RETURN(FailStop stop, FailStop::create(*device_, state_->health(), *group_, options_.check_every));
+  fail_stop_ = std::make_unique<FailStop>(std::move(stop));
+  MT_ASSIGN_OR_RETURN(Kernel bump, load_program(*device_, step_begin_program(), *jit_));
+  step_begin_.emplace(std::move(bump));
+  const size_t rows = static_cast<size_t>(config_.max_rows);
+  const size_t hidden = static_cast<size_t>(model_->hidden_size);
+  const size_t top_k = static_cast<size_t>(model_->num_experts_per_token);
+  MT_ASSIGN_OR_RETURN(core_, device_->allocate(rows * static_cast<size_t>(core_width) * 2));
+  for (DeviceBuffer& out : out_) {
+    MT_ASSIGN_OR_RETURN(out, device_->allocate(rows * hidden * 2));
+  }
+  MT_ASSIGN_OR_RETURN(route_experts_, device_->allocate(rows * top_k * 4));
+  MT_ASSIGN_OR_RETURN(route_weights_, device_->allocate(rows * top_k * 4));
+  return absl::OkStatus();
+}
+
+absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s, ExecutorStats& stats) {
+  // The programs not loaded yet, once each.
+  std::vector<K1Build> new_k1;
+  std::vector<K2Build> new_k2;
+  std::vector<dsl::Program> programs;
+  for (const K1Build& build : k1s) {
+    std::string name = kernels::k3::k1_name(build);
+    if (k1_.contains(name)) continue;
+    if (std::any_of(new_k1.begin(), new_k1.end(), [&](const K1Build& b) { return b == build; })) continue;
+    new_k1.push_back(build);
+    programs.push_back(kernels::k3::k1_program(build));
+  }
+  for (const K2Build& build : k2s) {
+    std::string name = kernels::k3::k2_name(build);
+    if (k2_.contains(name)) continue;
+    if (std::any_of(new_k2.begin(), new_k2.end(), [&](const K2Build& b) { return b == build; })) continue;
+    new_k2.push_back(build);
+    programs.push_back(kernels::k3::k2_program(build));
+  }
+  if (programs.empty()) return absl::OkStatus();
+
+  std::vector<Kernel> kernels;
+  if (device_->info().vendor == dsl::Vendor::kCpu) {
+    for (dsl::Program& program : programs) {
+      MT_ASSIGN_OR_RETURN(Kernel kernel, load_program(*device_, std::move(program), *jit_));
+      kernels.push_back(std::move(kernel));
+    }
+  } else {
+    std::vector<jit::Build> builds;
+    std::vector<std::vector<dsl::lower::KernelParam>> params;
+    for (const dsl::Program& program : programs) {
+      MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(program, device_->info().target));
+      builds.push_back(std::move(made.build));
+      params.push_back(std::move(made.params));
+    }
+    jit::CompileAllResult compiled =
+        jit::compile_all(*jit_, builds, {.jobs = options_.compile_jobs, .on_progress = options_.on_progress});
+    stats.compiled += static_cast<int>(compiled.misses);
+    for (size_t i = 0; i < builds.size(); ++i) {
+      if (!compiled.results[i].ok()) return compiled.results[i].status();
+      MT_ASSIGN_OR_RETURN(Kernel kernel, Kernel::load(*device_, *compiled.results[i], std::move(params[i])));
+      kernels.push_back(std::move(kernel));
+    }
+  }
+  size_t next = 0;
+  for (const K1Build& build : new_k1) {
+    MT_ASSIGN_OR_RETURN(K1Launch launch, K1Launch::create(*device_, build, state_));
+    k1_.emplace(kernels::k3::k1_name(build), K1Entry{std::move(kernels[next++]), std::move(launch)});
+  }
+  for (const K2Build& build : new_k2) {
+    MT_ASSIGN_OR_RETURN(K2Launch launch, K2Launch::create(*device_, build, state_));
+    k2_.emplace(kernels::k3::k2_name(build), K2Entry{std::move(kernels[next++]), std::move(launch)});
+  }
+  stats.builds += static_cast<int>(programs.size());
+  return absl::OkStatus();
+}
+
+const Runner::K1Entry& Runner::k1(const K1Build& build) const {
+  auto found = k1_.find(kernels::k3::k1_name(build));
+  MT_CHECK(found != k1_.end(), "a K1 build was launched that the executor did not load");
+  return found->second;
+}
+
+const Runner::K2Entry& Runner::k2(const K2Build& build) const {
+  auto found = k2_.find(kernels::k3::k2_name(build));
+  MT_CHECK(found != k2_.end(), "a K2 build was launched that the executor did not load");
+  return found->second;
+}
+
+}  // namespace monotile::runtime::decode

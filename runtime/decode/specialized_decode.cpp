@@ -1,0 +1,225 @@
+// The executor's construction, KV binding, plan and fail-stop (the seed's SpecializedDecode); the
+// launches are in layer_kernel.cpp, the launch state in runner.cpp.
+#include "runtime/decode/specialized_decode.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "runtime/decode/agree.h"
+#include "runtime/decode/executor_builds.h"
+#include "runtime/decode/runner.h"
+#include "support/log.h"
+#include "support/status_macros.h"
+
+namespace monotile::runtime::decode {
+namespace {
+
+using kernels::k3::K1Build;
+using kernels::k3::K2Build;
+
+std::string attention_name(int layer) { return absl::StrCat("model.layers.", layer, ".self_attn"); }
+
+DevicePtr weight(const Backbone& backbone, int layer, std::string_view name) {
+  // weight_reasons has checked that every weight a kernel reads is present.
+  return backbone.weights.at(layer).find(name)->second.data;
+}
+
+// The weights K1 and K2 read, by the parameter names of model::plan_rank.
+void bind_weights(const Backbone& b, LayerKernel& k) {
+  const int l = k.layer;
+  if (k.kind == model::ServedKind::kWhole) {
+    k.k1.ares_norm = weight(b, l, "self_attention_res_norm.weight");
+    k.k1.ares_proj = weight(b, l, "self_attention_res_proj.weight");
+    k.k1.in_norm = weight(b, l, "input_layernorm.weight");
+    k.k1.w_in = weight(b, l, "self_attn.in_proj_qkvgfab.weight");
+    k.k1.w_fb = weight(b, l, "self_attn.f_b_proj.weight");
+    k.k1.conv_w = weight(b, l, "self_attn.conv1d.weight");
+    k.k1.a_log = weight(b, l, "self_attn.A_log");
+    k.k1.dt_bias = weight(b, l, "self_attn.dt_bias");
+    k.k1.o_norm = weight(b, l, "self_attn.o_norm.weight");
+  }
+  const std::string moe = "block_sparse_moe.";
+  k.k2.w_o = weight(b, l, "self_attn.o_proj.weight");
+  k.k2.mlp_res_norm = weight(b, l, "mlp_res_norm.weight");
+  k.k2.mlp_res_proj = weight(b, l, "mlp_res_proj.weight");
+  k.k2.post_norm = weight(b, l, "post_attention_layernorm.weight");
+  k.k2.w_gate = weight(b, l, moe + "gate.weight");
+  k.k2.gate_bias = weight(b, l, moe + "gate.e_score_correction_bias");
+  k.k2.w_ld = weight(b, l, moe + "routed_expert_down_proj.weight");
+  k.k2.w_gu = weight(b, l, moe + "shared_experts.gate_up_proj.weight");
+  k.k2.w_sd = weight(b, l, moe + "shared_experts.down_proj.weight");
+  k.k2.w13 = weight(b, l, moe + "experts.w13_weight");
+  k.k2.w13_scale = weight(b, l, moe + "experts.w13_weight_scale");
+  k.k2.w2 = weight(b, l, moe + "experts.w2_weight");
+  k.k2.w2_scale = weight(b, l, moe + "experts.w2_weight_scale");
+  if (b.config->latent_moe_use_norm) k.k2.latent_norm = weight(b, l, moe + "routed_expert_norm.weight");
+  k.k2.w_up = weight(b, l, moe + "routed_expert_up_proj.weight");
+}
+
+// The programs each build runs with on `device`; the shared health words cover the most.
+int programs_for(const Device& device, const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s) {
+  int programs = 1;
+  for (const K1Build& b : k1s) programs = std::max(programs, k1_programs(device.info(), b));
+  for (const K2Build& b : k2s) programs = std::max(programs, k2_programs(device.info(), b));
+  return programs;
+}
+
+}  // namespace
+
+SpecializedDecode::SpecializedDecode() = default;
+SpecializedDecode::~SpecializedDecode() = default;
+
+absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(const Backbone& backbone,
+                                                                             DecodeConfig config, Group& group,
+                                                                             Device& device, jit::Jit& jit,
+                                                                             ExecutorOptions options) {
+  const auto start = std::chrono::steady_clock::now();
+  MT_RETURN_IF_ERROR(agree(weight_reasons(backbone), group, "the weights"));
+  const model::ModelConfig& model = *backbone.config;
+  MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(model, backbone.tp, backbone.rank));
+  if (!options.log) {
+    options.log = [](const std::string& line) { log_info(line); };
+  }
+
+  std::unique_ptr<SpecializedDecode> decode(new SpecializedDecode());
+  decode->runner_ = std::make_unique<Runner>(device, jit, group, config, model, dims, options);
+  Runner& runner = *decode->runner_;
+  ExecutorStats& stats = decode->stats_;
+  stats.widths = config.widths();
+
+  MT_ASSIGN_OR_RETURN(std::vector<LayerBuilds> builds,
+                      executor_builds(model, dims, backbone.start_layer, backbone.end_layer, config,
+                                      device.info().target));
+  std::vector<K1Build> k1s;
+  std::vector<K2Build> k2s;
+  std::vector<int> served;
+  std::string kda_prefix;
+  int64_t core_width = 0;
+  for (const LayerBuilds& l : builds) {
+    LayerKernel& k = runner.layers[l.layer];
+    k.layer = l.layer;
+    k.kind = l.kind;
+    k.first = served.empty();
+    k.attn_name = attention_name(l.layer);
+    served.push_back(l.layer);
+    bind_weights(backbone, k);
+    const bool whole = l.kind == model::ServedKind::kWhole;
+    if (whole && kda_prefix.empty()) kda_prefix = k.attn_name;
+    ++(whole ? stats.whole_layers : stats.ffn_layers);
+    core_width = std::max<int64_t>(core_width, l.core_width);
+    k.k2_builds = l.k2;
+    for (const auto& [width, build] : l.k2) k2s.push_back(build);
+    for (const auto& [width, build] : l.k1) {
+      k.k1_builds[{width, default_state_len(config)}] = build;
+      k1s.push_back(build);
+    }
+  }
+  stats.layers = static_cast<int>(served.size());
+  MT_RETURN_IF_ERROR(runner.allocate(programs_for(device, k1s, k2s), core_width));
+  MT_RETURN_IF_ERROR(runner.load(k1s, k2s, stats));
+  runner.planner = std::make_unique<StepPlanner>(config, model, dims, served, kda_prefix);
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  runner.options().log(absl::StrCat("specialized decode: ", stats.layers, " layers (", stats.whole_layers,
+                                    " KDA, ", stats.ffn_layers, " MLA FFN) at widths ",
+                                    absl::StrJoin(stats.widths, ","), ": ", stats.builds, " builds (",
+                                    stats.compiled, " compiled, ", stats.builds - stats.compiled,
+                                    " from the cache) in ", absl::StrFormat("%.2f", stats.seconds), " s"));
+  return decode;
+}
+
+absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) {
+  Runner& runner = *runner_;
+  for (auto& [layer, k] : runner.layers) k.state_len = 0;
+  MT_RETURN_IF_ERROR(runner.planner->prepare_kv(caches, runner.group()));
+  if (!runner.planner->kv_bound()) return absl::OkStatus();
+
+  const int64_t channels = 3 * runner.dims().kda_projection;
+  std::vector<K1Build> needed;
+  for (auto& [layer, k] : runner.layers) {
+    if (k.kind != model::ServedKind::kWhole) continue;
+    auto cache = std::find_if(caches.begin(), caches.end(), [&](const KdaCache& c) { return c.layer == k.attn_name; });
+    if (cache == caches.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("prepare_kv: no cache for KDA layer \"", k.attn_name,
+                                                     "\"; expected one (conv, recurrent) pair per served KDA "
+                                                     "layer, got ", caches.size(), " pairs"));
+    }
+    // cache_reasons has checked the shapes: channels last [slots, SL, 3 Pl] or dim first.
+    const TensorView& conv = cache->conv;
+    const bool channels_last = conv.shape[2] == channels;
+    k.k1.conv_state = conv.data;
+    k.k1.conv_slot_stride = conv.strides[0];
+    k.k1.conv_entry_stride = channels_last ? conv.strides[1] : conv.strides[2];
+    k.k1.conv_channel_stride = channels_last ? conv.strides[2] : conv.strides[1];
+    k.k1.state = cache->recurrent.data;
+    k.k1.state_slot_stride = cache->recurrent.strides[0];
+    k.state_len = static_cast<int>(channels_last ? conv.shape[1] : conv.shape[2]);
+    for (int width : runner.config().widths()) {
+      if (k.k1_builds.contains({width, k.state_len})) continue;
+      const model::RankDims& dims = runner.dims();
+      MT_ASSIGN_OR_RETURN(K1Build build, kernels::k3::k1_build(runner.model(), layer, dims.kda_heads,
+                                                               static_cast<int>(dims.in_proj_rows), width,
+                                                               runner.config().q, k.state_len, /*delta=*/true));
+      build = kernels::k3::k1_for_target(build, runner.device().info().target);
+      k.k1_builds[{width, k.state_len}] = build;
+      needed.push_back(build);
+    }
+  }
+  if (needed.empty()) return absl::OkStatus();
+  const int before = stats_.compiled, builds = stats_.builds;
+  MT_RETURN_IF_ERROR(runner.load(needed, {}, stats_));
+  runner.options().log(absl::StrCat("specialized decode: the bound KV caches need ", stats_.builds - builds,
+                                    " more builds (", stats_.compiled - before, " compiled)"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Step>> SpecializedDecode::plan(const StepInputs& step) const {
+  MT_ASSIGN_OR_RETURN(std::optional<PlannedStep> planned, runner_->planner->plan(step));
+  if (!planned) return std::nullopt;
+  return Step(*planned, runner_.get());
+}
+
+std::optional<LayerLaunch> Step::layer(int layer) const {
+  if (!plan_.serves(layer)) return std::nullopt;
+  const LayerKernel& kernel = runner_->layers.at(layer);
+  // vLLM gives every KDA layer the same metadata; a layer without its own entry uses the routing
+  // layer's, which plan() has checked.
+  auto meta = plan_.attn_metadata->find(kernel.attn_name);
+  if (meta == plan_.attn_metadata->end()) meta = plan_.attn_metadata->find(runner_->planner->kda_prefix());
+  return LayerLaunch(runner_, &kernel, &meta->second, plan_.width);
+}
+
+absl::Status LayerLaunch::operator()(LayerIo& io, Stream& stream) const {
+  return kernel_->launch(*runner_, *meta_, width_, io, stream);
+}
+
+absl::Status SpecializedDecode::after_step(Stream& stream, bool capturing) {
+  return runner_->fail_stop().after_step(stream, capturing);
+}
+
+absl::Status SpecializedDecode::check_health() const {
+  // K1 and K2 share the health words; a record's expected tag says whose wait it was: slot + 1 in
+  // its low byte, K1's slot the layer, K2's 128 + the layer.
+  auto region = [](int32_t region) -> std::string {
+    switch (region) {
+      case 1: return "AttnRes";
+      case 2: return "K1 x rows";
+      case 3: return "K1 in_proj";
+      case 4: return "K2 delta";
+      case 5: return "K2 router input";
+      case 6: return "K2 router logits";
+      case 7: return "K2 MoE";
+      case 8: return "K2 latent sum";
+      default: return "";
+    }
+  };
+  return runner_->state().check_health("a layer kernel", kernels::k3::K1Build{}.wait_ns, region);
+}
+
+const DecodeConfig& SpecializedDecode::config() const { return runner_->config(); }
+const std::string& SpecializedDecode::kda_prefix() const { return runner_->planner->kda_prefix(); }
+
+}  // namespace monotile::runtime::decode

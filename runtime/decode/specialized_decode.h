@@ -1,0 +1,144 @@
+// SpecializedDecode: the executor. It replaces a rank's KDA decoder layers (K1 then K2) and the FFN
+// half of its MLA layers (K2 after the host's attention) with persistent layer kernels, for the
+// spec-verify steps that plan() accepts; every other step runs the host's layers. The host calls,
+// in this order:
+//   SpecializedDecode::create     once the weights are loaded (all ranks; compiles every build),
+//   prepare_kv                    after every KV-cache bind (all ranks),
+//   plan -> Step                  per forward: nothing (the host's layers) or the step's launches,
+//   Step::layer(i)(io, stream)    per decoder layer i the step serves, in layer order,
+//   after_step                    once per executed step (all ranks; the fail-stop vote).
+// Nothing is compiled or allocated after prepare_kv returns: plan and the launches only enqueue.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "jit/compile_all.h"
+#include "jit/jit.h"
+#include "runtime/decode/decode_config.h"
+#include "runtime/decode/group.h"
+#include "runtime/decode/step_plan.h"
+#include "runtime/decode/weight_reasons.h"
+#include "runtime/device.h"
+
+namespace monotile::runtime::decode {
+
+class Runner;
+class LayerKernel;
+
+// What a layer launch takes and returns, as the host's decoder layer does (the deferred-delta
+// form): the residual prefix and the AttnRes blocks, updated in place, and the pending delta in,
+// the layer's MoE output out.
+struct LayerIo {
+  DevicePtr prefix = 0;  // bf16 [width, H]
+  DevicePtr blocks = 0;  // bf16: blocks[t, b, c] at t * blocks_token_stride + b * blocks_block_stride + c
+  int64_t blocks_token_stride = 0;
+  int64_t blocks_block_stride = 0;
+  // In: the previous layer's MoE output, not yet added to the prefix (required: a served layer
+  // always follows another layer). Out: this layer's MoE output, bf16 [width, H], in a buffer the
+  // executor owns; it stays valid until the launch of the layer after next.
+  DevicePtr delta = 0;
+  // MLA layers only: the host's half of the layer, enqueued on the stream it is given. It folds
+  // `delta` into `prefix` in place, runs the AttnRes and the attention up to o_proj, and returns
+  // the address of o_proj's input, bf16 [width, heads x v_head_dim of this rank].
+  std::function<absl::StatusOr<DevicePtr>(int layer, const LayerIo& io, Stream& stream)> attention;
+};
+
+// One served layer's launch in a planned step.
+class LayerLaunch {
+ public:
+  // Enqueues the layer on `stream` (at the step's first served layer, the epoch bump first).
+  // Refused before anything is enqueued: no delta, an MLA layer without `attention`.
+  absl::Status operator()(LayerIo& io, Stream& stream) const;
+
+ private:
+  friend class Step;
+  LayerLaunch(const Runner* runner, const LayerKernel* kernel, const SpecMetadata* meta, int width)
+      : runner_(runner), kernel_(kernel), meta_(meta), width_(width) {}
+  const Runner* runner_;
+  const LayerKernel* kernel_;
+  const SpecMetadata* meta_;
+  int width_;
+};
+
+// A step plan() accepted: `width` rows of whole uniform spec-verify requests.
+class Step {
+ public:
+  int width() const { return plan_.width; }
+  // The launch replacing decoder layer `layer`, or nothing for the host's layers.
+  std::optional<LayerLaunch> layer(int layer) const;
+
+ private:
+  friend class SpecializedDecode;
+  Step(PlannedStep plan, const Runner* runner) : plan_(plan), runner_(runner) {}
+  PlannedStep plan_;
+  const Runner* runner_;
+};
+
+struct ExecutorOptions {
+  int check_every = 16;  // FailStop's vote period, in executed steps
+  int compile_jobs = 0;  // compile_all's threads (0: one per core)
+  // Each finished compile (a progress bar on a terminal, a count line otherwise: the host's choice).
+  std::function<void(const jit::CompileProgress&)> on_progress;
+  // The one-line summaries of construction and of a prepare_kv that compiled (default: stderr
+  // through support/log at info level).
+  std::function<void(const std::string&)> log;
+};
+
+// What construction and the KV binds built.
+struct ExecutorStats {
+  int layers = 0, whole_layers = 0, ffn_layers = 0;
+  std::vector<int> widths;
+  int builds = 0;    // distinct kernel builds loaded
+  int compiled = 0;  // of them, compiled by this process (cache misses)
+  double seconds = 0;
+};
+
+class SpecializedDecode {
+ public:
+  // The seed's construction, on every rank of `group` at the same point: agrees on weight_reasons
+  // (any rank refusing makes every rank refuse), builds the rank's launch state on `device` (the
+  // scratch of every build, the epoch, the health words and the alarm), a WholeLayer or FfnLayer for
+  // every served layer at every width, and compiles every distinct build through `jit` before
+  // returning. The views in `backbone` must outlive the executor.
+  static absl::StatusOr<std::unique_ptr<SpecializedDecode>> create(const Backbone& backbone, DecodeConfig config,
+                                                                   Group& group, Device& device, jit::Jit& jit,
+                                                                   ExecutorOptions options = {});
+  ~SpecializedDecode();
+
+  // After each KV-cache bind: forgets the previous binding; with nothing bound returns; else checks
+  // every KDA layer's (conv, recurrent) pair (cache_reasons, agreed over the group), records the
+  // binding, and compiles here any build the binding needs that construction did not make (another
+  // conv state_len). Every served KDA layer must be in `caches`.
+  absl::Status prepare_kv(const std::vector<KdaCache>& caches);
+
+  // The seed's plan (step_plan.h): nothing, a Step, or FailedPrecondition for a KV cache re-bound
+  // without prepare_kv. Compiles nothing, allocates nothing.
+  absl::StatusOr<std::optional<Step>> plan(const StepInputs& step) const;
+
+  // Once per executed step on every rank, after its launches were enqueued on `stream`: the
+  // fail-stop vote (fail_stop.h). Nothing while the host captures a graph.
+  absl::Status after_step(Stream& stream, bool capturing = false);
+
+  // Reads every health record now (synchronous; for tools and tests): OK, or Internal naming each
+  // wait that gave up.
+  absl::Status check_health() const;
+
+  const ExecutorStats& stats() const { return stats_; }
+  const DecodeConfig& config() const;
+  // The name plan() routes on: the first KDA layer's attention ("model.layers.1.self_attn").
+  const std::string& kda_prefix() const;
+
+ private:
+  SpecializedDecode();
+  std::unique_ptr<Runner> runner_;
+  ExecutorStats stats_;
+};
+
+}  // namespace monotile::runtime::decode

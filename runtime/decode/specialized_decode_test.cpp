@@ -1,0 +1,267 @@
+// SpecializedDecode on the CPU interpreter at k3-tiny, TP 1: construction over seeded weights, the
+// KV bind, plan, and the launches of every served layer of a step, each layer's outputs checked
+// against the float64 reference of that layer on the same inputs (prefix, blocks, delta, caches);
+// a second step at the same width reuses every scratch buffer with nothing zeroed, a third runs
+// at another width.
+#include "runtime/decode/specialized_decode.h"
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "kernels/reference/k3_layer_reference.h"
+#include "model/dtype.h"
+#include "model/seeded_weights.h"
+#include "model/shard_plan.h"
+#include "runtime/decode/device_weights.h"
+#include "runtime/decode/layer_check.h"
+#include "runtime/device_cpu.h"
+#include "runtime/interpreter_module.h"
+#include "tests/testing/seed.h"
+
+namespace monotile::runtime::decode {
+namespace {
+
+using Vec = std::vector<double>;
+namespace ref = kernels::reference;
+
+Vec bf16_values(const std::vector<uint16_t>& bits) {
+  Vec out(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = model::bf16_to_float(bits[i]);
+  return out;
+}
+
+std::vector<uint16_t> random_bf16(size_t n, double scale, std::mt19937& rng) {
+  std::normal_distribution<double> normal(0.0, scale);
+  std::vector<uint16_t> out(n);
+  for (uint16_t& v : out) v = model::bf16_from_double(normal(rng));
+  return out;
+}
+
+void expect_passes(const kernels::k3::OutputCheck& check, int layer) {
+  EXPECT_TRUE(check.passed()) << "layer " << layer << " " << check.name << ": " << check.failures
+                              << " failures of " << check.compared << ", worst " << check.worst_ulps
+                              << " ulps; first: " << check.first_failure;
+}
+
+class Executor : public ::testing::Test {
+ protected:
+  static constexpr int kQ = 2;
+  static constexpr int kSlots = 2 * kQ * 2 + 3;
+
+  void SetUp() override {
+    config_ = *model::load_config("k3-tiny");
+    dims_ = *model::rank_dims(config_, 1, 0);
+    device_ = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
+    absl::StatusOr<std::unique_ptr<model::SeededWeights>> seeded = model::SeededWeights::create(config_, 5);
+    ASSERT_TRUE(seeded.ok()) << seeded.status();
+    source_ = std::move(*seeded);
+    absl::StatusOr<DeviceWeights> weights =
+        upload_rank_weights(*device_, config_, 1, 0, 0, config_.num_hidden_layers, *source_);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    weights_ = std::move(*weights);
+    plan_ = *model::plan_rank(config_, 1, 0);
+  }
+
+  template <typename T>
+  std::vector<T> read(DevicePtr address, size_t n) const {
+    std::vector<T> out(n);
+    absl::Status s = device_->copy_to_host(out.data(), address, n * sizeof(T));
+    EXPECT_TRUE(s.ok()) << s;
+    return out;
+  }
+  template <typename T>
+  void write(DevicePtr address, const std::vector<T>& values) const {
+    absl::Status s = device_->copy_to_device(address, values.data(), values.size() * sizeof(T));
+    EXPECT_TRUE(s.ok()) << s;
+  }
+
+  // One KDA layer's caches: conv channels last [slots, q + 2, 3 Pl] bf16, recurrent f32.
+  struct Cache {
+    DeviceBuffer conv, state;
+    int64_t conv_elements = 0, state_elements = 0;
+  };
+
+  std::vector<KdaCache> bind_caches(std::mt19937& rng) {
+    const int64_t channels = 3 * dims_.kda_projection, state_len = kQ + 2;
+    std::vector<KdaCache> views;
+    for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
+      if (config_.served_kind(layer) != model::ServedKind::kWhole) continue;
+      Cache& c = caches_[layer];
+      c.conv_elements = kSlots * state_len * channels;
+      c.state_elements = int64_t{kSlots} * dims_.kda_heads * 128 * 128;
+      c.conv = *device_->allocate(static_cast<size_t>(c.conv_elements) * 2);
+      c.state = *device_->allocate(static_cast<size_t>(c.state_elements) * 4);
+      write(c.conv.address(), random_bf16(static_cast<size_t>(c.conv_elements), 1.0, rng));
+      std::normal_distribution<float> small(0.0f, 0.1f);
+      std::vector<float> state(static_cast<size_t>(c.state_elements));
+      for (float& v : state) v = small(rng);
+      write(c.state.address(), state);
+      views.push_back({absl::StrCat("model.layers.", layer, ".self_attn"),
+                       TensorView::dense(model::Dtype::kBF16, {kSlots, state_len, channels}, c.conv.address()),
+                       TensorView::dense(model::Dtype::kF32, {kSlots, dims_.kda_heads, 128, 128}, c.state.address())});
+    }
+    return views;
+  }
+
+  ref::KdaCache reference_cache(int layer) const {
+    const Cache& c = caches_.at(layer);
+    ref::KdaCache out;
+    out.slots = kSlots;
+    out.state_len = kQ + 2;
+    out.conv = bf16_values(read<uint16_t>(c.conv.address(), static_cast<size_t>(c.conv_elements)));
+    std::vector<float> state = read<float>(c.state.address(), static_cast<size_t>(c.state_elements));
+    out.state.assign(state.begin(), state.end());
+    return out;
+  }
+
+  ref::RankLayerWeights reference_weights(int layer) const {
+    return *ref::load_rank_layer(plan_.layers[static_cast<size_t>(layer)], dims_, *source_);
+  }
+
+  // One step of `requests` requests over every served layer, each checked against the reference.
+  void run_step(SpecializedDecode& decode, int requests, std::mt19937& rng) {
+    const int width = requests * kQ;
+    const int64_t h = config_.hidden_size, blocks = config_.block_count();
+    // Each live position its own slot; the last request padded (every slot -1, one accepted).
+    std::vector<int> slots;
+    for (int s = 1; s < kSlots; ++s) slots.push_back(s);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    std::vector<int32_t> indices(static_cast<size_t>(width)), accepted(static_cast<size_t>(requests)),
+        starts(static_cast<size_t>(requests + 1));
+    for (int n = 0; n < requests; ++n) {
+      const bool padded = n == requests - 1 && requests > 1;
+      for (int j = 0; j < kQ; ++j) indices[n * kQ + j] = padded ? -1 : slots[static_cast<size_t>(n * kQ + j)];
+      accepted[n] = padded ? 1 : std::uniform_int_distribution<int>(1, kQ)(rng);
+      starts[n + 1] = (n + 1) * kQ;
+    }
+    DeviceBuffer meta_indices = *device_->allocate(indices.size() * 4), meta_accepted = *device_->allocate(accepted.size() * 4),
+                 meta_starts = *device_->allocate(starts.size() * 4);
+    write(meta_indices.address(), indices);
+    write(meta_accepted.address(), accepted);
+    write(meta_starts.address(), starts);
+    SpecMetadata m{.spec_sequence_masks = true,
+                   .num_spec_decodes = requests,
+                   .uniform_spec_sequence_length = kQ,
+                   .spec_state_indices = TensorView::dense(model::Dtype::kI32, {requests, kQ}, meta_indices.address()),
+                   .num_accepted_tokens = TensorView::dense(model::Dtype::kI32, {requests}, meta_accepted.address()),
+                   .spec_query_start_loc = TensorView::dense(model::Dtype::kI32, {requests + 1}, meta_starts.address())};
+    AttnMetadata metadata{{decode.kda_prefix(), m}};
+    const TensorView first_state = TensorView::dense(model::Dtype::kF32, {kSlots, dims_.kda_heads, 128, 128},
+                                                     caches_.begin()->second.state.address());
+    absl::StatusOr<std::optional<Step>> step =
+        decode.plan({.width = width, .attn_metadata = &metadata, .kda_state = &first_state});
+    ASSERT_TRUE(step.ok()) << step.status();
+    ASSERT_TRUE(step->has_value()) << "plan refused a pure spec-verify step of width " << width;
+    EXPECT_FALSE((*step)->layer(0).has_value()) << "layer 0 (dense MLP) is the host's";
+
+    DeviceBuffer prefix = *device_->allocate(static_cast<size_t>(width * h) * 2);
+    DeviceBuffer block_buffer = *device_->allocate(static_cast<size_t>(width * blocks * h) * 2);
+    DeviceBuffer first_delta = *device_->allocate(static_cast<size_t>(width * h) * 2);
+    DeviceBuffer core = *device_->allocate(static_cast<size_t>(width) * dims_.mla_heads * config_.v_head_dim * 2);
+    write(prefix.address(), random_bf16(static_cast<size_t>(width * h), 1.0, rng));
+    write(block_buffer.address(), random_bf16(static_cast<size_t>(width * blocks * h), 1.0, rng));
+    write(first_delta.address(), random_bf16(static_cast<size_t>(width * h), 0.5, rng));
+    LayerIo io{.prefix = prefix.address(), .blocks = block_buffer.address(), .blocks_token_stride = blocks * h,
+               .blocks_block_stride = h, .delta = first_delta.address(), .attention = nullptr};
+    Stream stream = *device_->create_stream();
+    const size_t th = static_cast<size_t>(width * h);
+    const int64_t mla_core = int64_t{dims_.mla_heads} * config_.v_head_dim;
+
+    int checked_layers = 0;
+    for (int layer = 1; layer < config_.num_hidden_layers; ++layer) {
+      std::optional<LayerLaunch> launch = (*step)->layer(layer);
+      ASSERT_EQ(launch.has_value(), config_.served_kind(layer) != model::ServedKind::kNone) << "layer " << layer;
+      if (!launch) continue;
+      const bool kda = config_.is_kda_layer(layer);
+      ref::RankLayerWeights w = reference_weights(layer);
+      ref::LayerInput in;
+      in.prefix = bf16_values(read<uint16_t>(io.prefix, th));
+      in.delta = bf16_values(read<uint16_t>(io.delta, th));
+      in.blocks = bf16_values(read<uint16_t>(io.blocks, static_cast<size_t>(width * blocks * h)));
+      in.meta = {requests, kQ, indices, accepted};
+      if (kda) in.caches.push_back(reference_cache(layer));
+      io.attention = nullptr;
+      if (!kda) {
+        // The host's half of an MLA layer, as a test stand-in: the delta folded into the prefix,
+        // and a random o_proj input whose o_proj the reference applies.
+        std::vector<uint16_t> core_bits = random_bf16(static_cast<size_t>(width * mla_core), 1.0, rng);
+        write(core.address(), core_bits);
+        Vec core_values = bf16_values(core_bits);
+        in.attention_output.resize(th);
+        for (int t = 0; t < width; ++t) {
+          Vec a = ref::matvec(w.at("self_attn.o_proj.weight"), std::span(core_values).subspan(t * mla_core, mla_core), h,
+                              mla_core);
+          for (int64_t i = 0; i < h; ++i) in.attention_output[t * h + i] = model::round_to_bf16(a[i]);
+        }
+        io.attention = [&, th](int, const LayerIo& at, Stream& on) -> absl::StatusOr<DevicePtr> {
+          if (absl::Status s = device_->synchronize(on); !s.ok()) return s;
+          std::vector<uint16_t> p = read<uint16_t>(at.prefix, th), d = read<uint16_t>(at.delta, th);
+          for (size_t i = 0; i < th; ++i) {
+            p[i] = model::bf16_from_double(double(model::bf16_to_float(p[i])) + model::bf16_to_float(d[i]));
+          }
+          write(at.prefix, p);
+          return core.address();
+        };
+      }
+      const DevicePtr delta_in = io.delta;
+      absl::Status launched = (*launch)(io, stream);
+      ASSERT_TRUE(launched.ok()) << "layer " << layer << ": " << launched;
+      ASSERT_TRUE(device_->synchronize(stream).ok());
+      ASSERT_TRUE(decode.check_health().ok()) << decode.check_health();
+      ASSERT_NE(io.delta, delta_in) << "the launch returns its MoE output as the next delta";
+
+      LayerResult result;
+      result.prefix = bf16_values(read<uint16_t>(io.prefix, th));
+      result.blocks = bf16_values(read<uint16_t>(io.blocks, static_cast<size_t>(width * blocks * h)));
+      result.out = bf16_values(read<uint16_t>(io.delta, th));
+      if (kda) result.cache = reference_cache(layer);
+      absl::StatusOr<LayerCheck> check = check_layer(config_, layer, w, in, result);
+      ASSERT_TRUE(check.ok()) << check.status();
+      for (const kernels::k3::OutputCheck& output : check->outputs) expect_passes(output, layer);
+      EXPECT_GE(check->clear_rows * 2, check->rows) << "layer " << layer << ": most rows have a clear top-k";
+      ++checked_layers;
+    }
+    EXPECT_EQ(checked_layers, 12) << "k3-tiny serves layers 1-12";
+  }
+
+  model::ModelConfig config_;
+  model::RankDims dims_;
+  model::RankPlan plan_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<model::SeededWeights> source_;
+  DeviceWeights weights_;
+  std::map<int, Cache> caches_;
+};
+
+TEST_F(Executor, ServesEveryLayerOfThreeStepsOnTheInterpreter) {
+  std::mt19937 rng = monotile::testing::case_rng();
+  std::unique_ptr<Group> group = make_single_process_group();
+  std::vector<std::string> lines;
+  absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode =
+      SpecializedDecode::create(weights_.backbone, {.q = kQ, .max_rows = 4}, *group, *device_,
+                                jit::Jit::process_default(),
+                                {.on_progress = nullptr, .log = [&](const std::string& l) { lines.push_back(l); }});
+  ASSERT_TRUE(decode.ok()) << decode.status();
+  const ExecutorStats& stats = (*decode)->stats();
+  EXPECT_EQ(stats.layers, 12);
+  EXPECT_EQ(stats.whole_layers, 9);
+  EXPECT_EQ(stats.ffn_layers, 3);
+  EXPECT_EQ(stats.widths, (std::vector<int>{2, 4}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("12 layers (9 KDA, 3 MLA FFN) at widths 2,4"), std::string::npos) << lines[0];
+  EXPECT_EQ((*decode)->kda_prefix(), "model.layers.1.self_attn");
+
+  ASSERT_TRUE((*decode)->prepare_kv(bind_caches(rng)).ok());
+  // The same width twice (one scratch reused with nothing zeroed, the epoch telling the steps
+  // apart), then another width.
+  run_step(**decode, 2, rng);
+  if (HasFatalFailure()) return;
+  run_step(**decode, 2, rng);
+  if (HasFatalFailure()) return;
+  run_step(**decode, 1, rng);
+}
+
+}  // namespace
+}  // namespace monotile::runtime::decode
