@@ -1,7 +1,8 @@
 // `monotile layer` end to end on the built binary: `inputs` then `run --check --device cpu` at
-// k3-tiny (K1 on the interpreter against the float64 reference) over TP sizes, q, delta, padded
-// requests, conv layouts and a block-write layer; seeded weights equal to `model tiny`'s folder;
-// and every refusal of the command and of the input file, by its words.
+// k3-tiny (K1 then K2 on the interpreter against the float64 reference) over TP sizes, q, delta,
+// padded requests, conv layouts and a block-write layer; an FFN (MLA) layer's K2 on the core given;
+// K1 alone (--stage k1, layer 0's dense MLP included); seeded weights equal to `model tiny`'s
+// folder; and every refusal of the command and of the input file, by its words.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -49,11 +50,11 @@ class LayerCommand : public ::testing::Test {
   // `layer inputs` with `options`, then `layer run --check --device cpu` with the same rank and
   // layer; the run's result.
   CommandResult inputs_then_check(const std::string& where, const std::string& options,
-                                  const std::string& model = "--model k3-tiny") {
+                                  const std::string& model = "--model k3-tiny", const std::string& run_options = "") {
     CommandResult made = run(absl::StrCat("layer inputs ", model, " ", where, " ", options, " --out ", path("in.safetensors")));
     EXPECT_EQ(made.status, 0) << made.output;
     return run(absl::StrCat("layer run ", model, " ", where, " --inputs ", path("in.safetensors"), " --out ",
-                            path("out.safetensors"), " --device cpu --check"));
+                            path("out.safetensors"), " --device cpu --check ", run_options));
   }
 
   fs::path dir_;
@@ -67,6 +68,45 @@ void expect_passes(const CommandResult& result) {
 
 TEST_F(LayerCommand, Tp1Q4WithDeltaPasses) {
   expect_passes(inputs_then_check("--tp 1 --rank 0 --layer 1", "--requests 2 --q 4 --seed 3"));
+}
+
+TEST_F(LayerCommand, AWholeKdaLayerRunsK1ThenK2) {
+  const CommandResult result = inputs_then_check("--tp 2 --rank 0 --layer 5", "--requests 2 --q 2 --seed 12");
+  expect_passes(result);
+  EXPECT_THAT(result.output, HasSubstr("K1 ran on cpu"));
+  EXPECT_THAT(result.output, HasSubstr("K2 ran on cpu"));
+  for (const char* row : {"core  ", "recurrent_state  ", "a  ", "prefix  ", "y  ", "route  ", "out  "}) {
+    EXPECT_THAT(result.output, HasSubstr(absl::StrCat("\n  ", row))) << row;
+  }
+}
+
+TEST_F(LayerCommand, AnFfnLayerRunsK2OnTheCoreGiven) {
+  const CommandResult result = inputs_then_check("--tp 1 --rank 0 --layer 7", "--requests 2 --q 3 --seed 13");
+  expect_passes(result);
+  EXPECT_THAT(result.output, HasSubstr("layer 7 of k3-tiny (MLA: the FFN), tp 1 rank 0, seeded weights"));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("K1 ran")));
+  EXPECT_THAT(result.output, HasSubstr("K2 ran on cpu"));
+  absl::StatusOr<std::unique_ptr<model::SafetensorsFile>> out = model::SafetensorsFile::open(path("out.safetensors"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"prefix", {6, 256}}, {"a", {6, 256}}, {"y", {6, 256}}, {"route_experts", {6, 4}}, {"route_weights", {6, 4}},
+      {"out", {6, 256}}};
+  ASSERT_EQ((*out)->tensors().size(), expected.size());
+  for (const auto& [name, shape] : expected) {
+    const model::TensorInfo* tensor = (*out)->find(name);
+    ASSERT_NE(tensor, nullptr) << name;
+    EXPECT_EQ(tensor->shape, shape) << name;
+  }
+}
+
+TEST_F(LayerCommand, StageK1RunsK1AloneAlsoOnLayer0) {
+  // Layer 0's dense MLP is not K2's; its attention half is K1's.
+  const CommandResult result = inputs_then_check("--tp 1 --rank 0 --layer 0", "--requests 1 --q 3 --seed 14",
+                                                 "--model k3-tiny", "--stage k1");
+  expect_passes(result);
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("K2 ran")));
+  EXPECT_THAT(result.output, HasSubstr("\n  prefix  "));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("\n  route  ")));
 }
 
 TEST_F(LayerCommand, Tp2Q2NoDeltaPaddedPasses) {
@@ -88,7 +128,9 @@ TEST_F(LayerCommand, BlockWriteLayerPasses) {
 
 TEST_F(LayerCommand, K3Tp8RankShapesPassOnTheInterpreter) {
   // hidden 7168, 12 heads, 6288 in_proj rows; seeded weights of this rank's slices only.
-  const CommandResult result = inputs_then_check("--tp 8 --rank 3 --layer 1", "--requests 1 --q 4 --seed 11", "--model k3");
+  // K1 alone: K2 at k3's 896 experts is the GPU test's (layer_command_gpu_test.cpp).
+  const CommandResult result =
+      inputs_then_check("--tp 8 --rank 3 --layer 1", "--requests 1 --q 4 --seed 11", "--model k3", "--stage k1");
   expect_passes(result);
   EXPECT_THAT(result.output, HasSubstr("core                   6144"));
 }
@@ -99,7 +141,8 @@ TEST_F(LayerCommand, OutputsHoldEveryTensorAfterTheStep) {
   ASSERT_TRUE(out.ok()) << out.status();
   const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
       {"prefix", {2, 256}}, {"blocks", {2, 2, 256}}, {"x", {2, 256}}, {"core", {2, 512}},
-      {"conv_state", {5, 4, 1536}}, {"recurrent_state", {5, 4, 128, 128}}};
+      {"conv_state", {5, 4, 1536}}, {"recurrent_state", {5, 4, 128, 128}}, {"a", {2, 256}}, {"y", {2, 256}},
+      {"route_experts", {2, 4}}, {"route_weights", {2, 4}}, {"out", {2, 256}}};
   ASSERT_EQ((*out)->tensors().size(), expected.size());
   for (const auto& [name, shape] : expected) {
     const model::TensorInfo* tensor = (*out)->find(name);
@@ -315,7 +358,7 @@ TEST_F(LayerCommandRefuses, ANanToCheckFails) {
     std::memcpy(tensor(tensors, "prefix").data.data() + 2 * 300, &nan, 2);
   });
   const CommandResult result = run(absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("bad.safetensors"),
-                                                " --out ", path("out.safetensors"), " --device cpu --check"));
+                                                " --out ", path("out.safetensors"), " --device cpu --check --stage k1"));
   EXPECT_EQ(result.status, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("prefix[1, 44]: got nan, expected nan (not finite)"));
   EXPECT_THAT(result.output, HasSubstr("some outputs FAIL"));
@@ -328,12 +371,70 @@ TEST_F(LayerCommandRefuses, ARankOutsideTheTpSize) {
   EXPECT_THAT(result.output, HasSubstr("--rank 2 with --tp 2: expected 0 <= rank < tp"));
 }
 
-TEST_F(LayerCommandRefuses, AnMlaLayer) {
+TEST_F(LayerCommandRefuses, AnMlaLayerForStageK1) {
   const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 2 --rank 1 --layer 3 --inputs ",
+                                                path("in.safetensors"), " --out ", path("out.safetensors"), " --stage k1"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("--stage k1: layer 3 of k3-tiny is an MLA layer; expected a KDA layer; hint: the "
+                                       "KDA layers (0-based) are 0, 1, 2, 4, 5, 6, 8, 9, 10, 12; --stage layer runs an "
+                                       "MLA layer's FFN (K2) on the attention output given"));
+}
+
+TEST_F(LayerCommandRefuses, Layer0sDenseMlp) {
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 2 --rank 1 --layer 0 --inputs ",
                                                 path("in.safetensors"), " --out ", path("out.safetensors")));
   EXPECT_EQ(result.status, 1);
-  EXPECT_THAT(result.output, HasSubstr("layer 3 of k3-tiny is an MLA layer; expected a KDA layer; hint: the KDA layers "
-                                       "(0-based) are 0, 1, 2, 4, 5, 6, 8, 9, 10, 12"));
+  EXPECT_THAT(result.output, HasSubstr("layer 0 of k3-tiny has a dense MLP, which K2 does not serve; expected a layer "
+                                       "with the latent MoE (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12); hint: --stage k1 "
+                                       "runs the layer's attention half (K1) alone"));
+}
+
+TEST_F(LayerCommandRefuses, AWrongShapedCore) {
+  // An FFN layer's file at TP 1 (2 MLA heads, 256 o_proj columns) with TP 2's core.
+  const CommandResult made =
+      run(absl::StrCat("layer inputs --model k3-tiny --tp 1 --rank 0 --layer 3 --requests 2 --q 2 --out ", path("ffn.safetensors")));
+  ASSERT_EQ(made.status, 0) << made.output;
+  rewrite(path("ffn.safetensors"), path("bad.safetensors"), [](auto& tensors) {
+    model::TensorToWrite& core = tensor(tensors, "core");
+    core.shape = {4, 128};
+    core.data.resize(4 * 128 * 2);
+  });
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 1 --rank 0 --layer 3 --inputs ",
+                                                path("bad.safetensors"), " --out ", path("out.safetensors"), " --device cpu"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("bad.safetensors: tensor \"core\": expected BF16 [4, 256] ([T, W], T = N x q = 4, "
+                                       "W = 256 o_proj input columns of this rank), got BF16 [4, 128]; hint: the MLA "
+                                       "attention output before o_proj (after the output gate), this rank's heads' columns"));
+}
+
+TEST_F(LayerCommandRefuses, KdaInputsInAnFfnLayersFile) {
+  const CommandResult made =
+      run(absl::StrCat("layer inputs --model k3-tiny --tp 1 --rank 0 --layer 3 --requests 2 --q 2 --out ", path("ffn.safetensors")));
+  ASSERT_EQ(made.status, 0) << made.output;
+  rewrite(path("ffn.safetensors"), path("bad.safetensors"), [](auto& tensors) {
+    tensors.push_back({"delta", model::Dtype::kBF16, {4, 256}, std::vector<uint8_t>(4 * 256 * 2)});
+  });
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 1 --rank 0 --layer 3 --inputs ",
+                                                path("bad.safetensors"), " --out ", path("out.safetensors"), " --device cpu"));
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("bad.safetensors: unknown tensor \"delta\"; expected only blocks, core, prefix, "
+                                       "query_start_loc; hint: an FFN layer's step has no KDA caches, and its prefix has "
+                                       "the delta folded in"));
+}
+
+TEST_F(LayerCommandRefuses, ANanInAnFfnLayersCoreFailsTheCheck) {
+  const CommandResult made =
+      run(absl::StrCat("layer inputs --model k3-tiny --tp 1 --rank 0 --layer 3 --requests 1 --q 2 --out ", path("ffn.safetensors")));
+  ASSERT_EQ(made.status, 0) << made.output;
+  rewrite(path("ffn.safetensors"), path("bad.safetensors"), [](auto& tensors) {
+    const uint16_t nan = 0x7fc0;
+    std::memcpy(tensor(tensors, "core").data.data() + 2 * 300, &nan, 2);
+  });
+  const CommandResult result = run(absl::StrCat("layer run --model k3-tiny --tp 1 --rank 0 --layer 3 --inputs ",
+                                                path("bad.safetensors"), " --out ", path("out.safetensors"), " --device cpu --check"));
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("a: 256 failures; first: a[1, 0]: got nan, expected nan (not finite)"));
+  EXPECT_THAT(result.output, HasSubstr("some outputs FAIL"));
 }
 
 TEST_F(LayerCommandRefuses, InputsOfAnotherRankShape) {
@@ -376,7 +477,7 @@ TEST_F(LayerCommandRefuses, AGpuWhereThereIsNone) {
                                                 " --out ", path("out.safetensors"), " --device gpu"));
   EXPECT_EQ(result.status, 1);
   EXPECT_THAT(result.output, HasSubstr("--device gpu: no GPU device found ("));
-  EXPECT_THAT(result.output, HasSubstr("hint: --device cpu runs K1 on the CPU interpreter"));
+  EXPECT_THAT(result.output, HasSubstr("hint: --device cpu runs the kernels on the CPU interpreter"));
 }
 
 TEST_F(LayerCommandRefuses, Misuse) {
@@ -388,6 +489,13 @@ TEST_F(LayerCommandRefuses, Misuse) {
   const CommandResult slots = run(absl::StrCat("layer inputs --model k3-tiny ", kWhere, " --requests 2 --q 4 --slots 8 --out x"));
   EXPECT_EQ(slots.status, 2);
   EXPECT_THAT(slots.output, HasSubstr("--slots 8 is too few"));
+  const CommandResult stage = run("layer run --model k3-tiny --tp 1 --rank 0 --layer 1 --inputs a --out b --stage k2");
+  EXPECT_EQ(stage.status, 2);
+  EXPECT_THAT(stage.output, HasSubstr("--stage \"k2\" is not layer or k1"));
+  const CommandResult mla = run("layer inputs --model k3-tiny --tp 1 --rank 0 --layer 3 --requests 1 --q 2 --slots 9 --out x");
+  EXPECT_EQ(mla.status, 2);
+  EXPECT_THAT(mla.output, HasSubstr("--slots applies to a KDA layer's caches; layer 3 of k3-tiny is an MLA layer, whose "
+                                    "step has none"));
 }
 
 }  // namespace

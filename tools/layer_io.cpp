@@ -96,23 +96,82 @@ std::vector<int64_t> conv_shape(const LayerStep& step, const LayerShape& shape) 
 
 }  // namespace
 
-LayerShape layer_shape(const model::ModelConfig& config, const model::RankDims& dims) {
-  return {config.hidden_size, config.block_count(), dims.kda_heads, dims.kda_projection};
+LayerShape layer_shape(const model::ModelConfig& config, const model::RankDims& dims, bool attention, bool ffn,
+                       int64_t core_width) {
+  return {.hidden = config.hidden_size,
+          .block_count = config.block_count(),
+          .heads = dims.kda_heads,
+          .projection = dims.kda_projection,
+          .attention = attention,
+          .ffn = ffn,
+          .core_width = core_width,
+          .top_k = config.num_experts_per_token};
 }
+
+namespace {
+
+// An FFN layer's step: the batch from query_start_loc, the prefix, the blocks and the attention
+// output core.
+absl::StatusOr<LayerStep> read_ffn_step(const StepReader& in, const LayerShape& shape) {
+  LayerStep step;
+  MT_ASSIGN_OR_RETURN(std::vector<int64_t> loc_shape,
+                      in.shape_of("query_start_loc", Dtype::kI32, 1, "[N + 1], 0, q, 2q, ..., Nq"));
+  const int64_t n = loc_shape[0] - 1;
+  if (n < 1) {
+    return in.refuse("query_start_loc", absl::StrCat("shape ", shape_text(loc_shape), " has no request"),
+                     "a step has at least one request");
+  }
+  MT_ASSIGN_OR_RETURN(step.query_start_loc, in.read<int32_t>("query_start_loc", Dtype::kI32, {n + 1}, "[N + 1]", kNamesHint));
+  const int64_t q = step.query_start_loc[1];
+  for (int64_t i = 0; i <= n; ++i) {
+    if (step.query_start_loc[i] != i * q || q < 1) {
+      return in.refuse("query_start_loc",
+                       absl::StrCat("query_start_loc[", i, "] = ", step.query_start_loc[i], ", expected ", i * q,
+                                    " (= ", i, " x q = ", q, ")"),
+                       "K2 serves uniform spec-verify batches: every request has q >= 1 tokens; pad short requests");
+    }
+  }
+  step.requests = static_cast<int>(n);
+  step.q = static_cast<int>(q);
+  const int64_t tokens = n * q;
+  const std::string rows = absl::StrCat("T = N x q = ", tokens, " from query_start_loc, H = hidden_size ", shape.hidden);
+  MT_ASSIGN_OR_RETURN(step.prefix, in.read<uint16_t>("prefix", Dtype::kBF16, {tokens, shape.hidden}, absl::StrCat("[T, H], ", rows),
+                                                     "the residual prefix after the attention AttnRes (the delta folded in)"));
+  MT_ASSIGN_OR_RETURN(step.blocks,
+                      in.read<uint16_t>("blocks", Dtype::kBF16, {tokens, shape.block_count, shape.hidden},
+                                        absl::StrCat("[T, blocks, H], ", rows, ", blocks = ", shape.block_count,
+                                                     " AttnRes blocks of the model"),
+                                        "every block of the model, written or not (vLLM's AttnRes block buffer)"));
+  MT_ASSIGN_OR_RETURN(step.core,
+                      in.read<uint16_t>("core", Dtype::kBF16, {tokens, shape.core_width},
+                                        absl::StrCat("[T, W], T = N x q = ", tokens, ", W = ", shape.core_width,
+                                                     " o_proj input columns of this rank"),
+                                        "the MLA attention output before o_proj (after the output gate), this rank's "
+                                        "heads' columns"));
+  return step;
+}
+
+}  // namespace
 
 absl::StatusOr<LayerStep> read_layer_step(const std::string& path, const LayerShape& shape) {
   absl::StatusOr<std::unique_ptr<model::SafetensorsFile>> opened = model::SafetensorsFile::open(path);
   if (!opened.ok()) return with_context(opened.status(), "reading the step's inputs");
   const model::SafetensorsFile& file = **opened;
   StepReader in(path, file);
-  const std::set<std::string> known = {"prefix", "delta", "blocks", kConvStateName, kConvStateDimFirstName,
-                                       "recurrent_state", "state_indices", "num_accepted", "query_start_loc"};
+  const std::set<std::string> known =
+      shape.attention ? std::set<std::string>{"prefix", "delta", "blocks", kConvStateName, kConvStateDimFirstName,
+                                              "recurrent_state", "state_indices", "num_accepted", "query_start_loc"}
+                      : std::set<std::string>{"prefix", "blocks", "core", "query_start_loc"};
   for (const model::TensorInfo& tensor : file.tensors()) {
     if (!known.contains(tensor.name)) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": unknown tensor \"", tensor.name, "\"; expected only ",
-                                                     absl::StrJoin(known, ", "), "; hint: ", kNamesHint));
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": unknown tensor \"", tensor.name, "\"; expected only ", absl::StrJoin(known, ", "), "; hint: ",
+          shape.attention ? kNamesHint
+                          : "an FFN layer's step has no KDA caches, and its prefix has the delta folded in (the "
+                            "attention AttnRes ran before the attention); the names are listed in docs/layer_run.md"));
     }
   }
+  if (!shape.attention) return read_ffn_step(in, shape);
   LayerStep step;
   // The batch: N requests of q tokens, from state_indices.
   MT_ASSIGN_OR_RETURN(std::vector<int64_t> indices_shape,
@@ -195,6 +254,12 @@ absl::Status write_layer_step(const std::string& path, const LayerStep& step, co
   const int64_t tokens = step.tokens(), n = step.requests;
   std::vector<model::TensorToWrite> tensors;
   tensors.push_back({"prefix", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(step.prefix)});
+  if (!shape.attention) {
+    tensors.push_back({"blocks", Dtype::kBF16, {tokens, shape.block_count, shape.hidden}, bytes_of(step.blocks)});
+    tensors.push_back({"core", Dtype::kBF16, {tokens, shape.core_width}, bytes_of(step.core)});
+    tensors.push_back({"query_start_loc", Dtype::kI32, {n + 1}, bytes_of(step.query_start_loc)});
+    return model::write_safetensors(path, tensors, {{"format", "pt"}});
+  }
   if (step.has_delta) tensors.push_back({"delta", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(step.delta)});
   tensors.push_back({"blocks", Dtype::kBF16, {tokens, shape.block_count, shape.hidden}, bytes_of(step.blocks)});
   tensors.push_back({step.dim_first ? kConvStateDimFirstName : kConvStateName, Dtype::kBF16, conv_shape(step, shape),
@@ -212,13 +277,22 @@ absl::Status write_layer_outputs(const std::string& path, const LayerStep& step,
   const int64_t tokens = step.tokens();
   std::vector<model::TensorToWrite> tensors;
   tensors.push_back({"prefix", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(out.prefix)});
-  tensors.push_back({"blocks", Dtype::kBF16, {tokens, shape.block_count, shape.hidden}, bytes_of(out.blocks)});
-  tensors.push_back({"x", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(out.x)});
-  tensors.push_back({"core", Dtype::kBF16, {tokens, shape.projection}, bytes_of(out.core)});
-  tensors.push_back({step.dim_first ? kConvStateDimFirstName : kConvStateName, Dtype::kBF16, conv_shape(step, shape),
-                     bytes_of(out.conv_state)});
-  tensors.push_back({"recurrent_state", Dtype::kF32, {step.slots, shape.heads, kHeadDim, kHeadDim},
-                     bytes_of(out.recurrent_state)});
+  if (shape.attention) {
+    tensors.push_back({"blocks", Dtype::kBF16, {tokens, shape.block_count, shape.hidden}, bytes_of(out.blocks)});
+    tensors.push_back({"x", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(out.x)});
+    tensors.push_back({"core", Dtype::kBF16, {tokens, shape.projection}, bytes_of(out.core)});
+    tensors.push_back({step.dim_first ? kConvStateDimFirstName : kConvStateName, Dtype::kBF16,
+                       conv_shape(step, shape), bytes_of(out.conv_state)});
+    tensors.push_back({"recurrent_state", Dtype::kF32, {step.slots, shape.heads, kHeadDim, kHeadDim},
+                       bytes_of(out.recurrent_state)});
+  }
+  if (shape.ffn) {
+    tensors.push_back({"a", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(out.a)});
+    tensors.push_back({"y", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(out.y)});
+    tensors.push_back({"route_experts", Dtype::kI32, {tokens, shape.top_k}, bytes_of(out.route_experts)});
+    tensors.push_back({"route_weights", Dtype::kF32, {tokens, shape.top_k}, bytes_of(out.route_weights)});
+    tensors.push_back({"out", Dtype::kBF16, {tokens, shape.hidden}, bytes_of(out.out)});
+  }
   return model::write_safetensors(path, tensors, {{"format", "pt"}});
 }
 

@@ -1,4 +1,4 @@
-// Opening the model and loading one rank's K1 weights for `monotile layer`; see layer_weights.h.
+// Opening the model and loading one rank's K1 and K2 weights for `monotile layer`; see layer_weights.h.
 #include "tools/layer_weights.h"
 
 #include <filesystem>
@@ -19,10 +19,26 @@ bool read_by_k1(const std::string& name) {
          name == "self_attn.A_log" || name == "self_attn.o_norm.weight";
 }
 
+// The per-rank tensors K2 reads (kernels/k3/k2.h), relative to the layer: o_proj, the MLP AttnRes,
+// and every tensor of the latent MoE (the MXFP4 experts as the checkpoint's bytes, read in place).
+bool read_by_k2(const std::string& name) {
+  return name == "self_attn.o_proj.weight" || name == "mlp_res_norm.weight" || name == "mlp_res_proj.weight" ||
+         name == "post_attention_layernorm.weight" || name.starts_with("block_sparse_moe.");
+}
+
+std::string layer_list(const model::ModelConfig& c, bool (model::ModelConfig::*kind)(int) const) {
+  std::vector<int> layers;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    if ((c.*kind)(l)) layers.push_back(l);
+  }
+  if (layers.size() <= 16) return absl::StrJoin(layers, ", ");
+  return absl::StrCat(absl::StrJoin(std::vector<int>(layers.begin(), layers.begin() + 12), ", "), ", ...");
+}
+
 }  // namespace
 
 absl::StatusOr<LayerModel> open_layer_model(const std::string& name, std::optional<uint64_t> seed, int tp, int rank,
-                                            int layer) {
+                                            int layer, LayerStage stage) {
   LayerModel out;
   const bool folder = model::embedded_config_json(name).empty();
   if (folder && seed) {
@@ -44,22 +60,25 @@ absl::StatusOr<LayerModel> open_layer_model(const std::string& name, std::option
     return absl::InvalidArgumentError(absl::StrCat("--layer ", layer, " is outside 0..", c.num_hidden_layers - 1, " (",
                                                    c.name, " has ", c.num_hidden_layers, " layers)"));
   }
-  if (!c.is_kda_layer(layer)) {
-    std::vector<int> kda;
-    for (int l = 0; l < c.num_hidden_layers; ++l) {
-      if (c.is_kda_layer(l)) kda.push_back(l);
-    }
-    const std::string list = kda.size() > 16 ? absl::StrCat(absl::StrJoin(std::vector<int>(kda.begin(), kda.begin() + 12), ", "), ", ...")
-                                             : absl::StrJoin(kda, ", ");
-    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " of ", c.name,
-                                                   " is an MLA layer; expected a KDA layer; hint: the KDA layers (0-based) are ",
-                                                   list));
+  if (stage == LayerStage::kK1 && !c.is_kda_layer(layer)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--stage k1: layer ", layer, " of ", c.name, " is an MLA layer; expected a KDA layer; hint: the KDA layers (0-based) are ",
+        layer_list(c, &model::ModelConfig::is_kda_layer), "; --stage layer runs an MLA layer's FFN (K2) on the attention output given"));
+  }
+  if (stage == LayerStage::kLayer && !c.is_moe_layer(layer)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layer ", layer, " of ", c.name, " has a dense MLP, which K2 does not serve; expected a layer with the latent MoE (",
+        layer_list(c, &model::ModelConfig::is_moe_layer), "); hint: --stage k1 runs the layer's attention half (K1) alone"));
   }
   MT_ASSIGN_OR_RETURN(model::RankPlan plan, model::plan_rank(c, tp, rank));
   out.dims = plan.dims;
   out.layer = layer;
+  out.stage = stage;
   out.plan = plan.layers[static_cast<size_t>(layer)];
-  std::erase_if(out.plan.tensors, [](const model::RankTensor& t) { return !read_by_k1(t.name); });
+  const bool k1 = out.runs_k1(), k2 = out.runs_k2();
+  std::erase_if(out.plan.tensors, [&](const model::RankTensor& t) {
+    return !((k1 && read_by_k1(t.name)) || (k2 && read_by_k2(t.name)));
+  });
   if (folder) {
     MT_ASSIGN_OR_RETURN(std::unique_ptr<model::Checkpoint> checkpoint, model::Checkpoint::open(name));
     out.source = std::move(checkpoint);
@@ -74,7 +93,7 @@ absl::StatusOr<LayerModel> open_layer_model(const std::string& name, std::option
 
 absl::StatusOr<std::vector<uint8_t>> load_tensor(const LayerModel& model, const std::string& name) {
   const model::RankTensor* tensor = model.plan.find(name);
-  if (tensor == nullptr) return absl::InternalError(absl::StrCat("K1 tensor \"", name, "\" is not in the layer's plan"));
+  if (tensor == nullptr) return absl::InternalError(absl::StrCat("tensor \"", name, "\" is not in the layer's plan"));
   absl::StatusOr<std::vector<uint8_t>> bytes = model::load_rank_tensor(*tensor, *model.source);
   if (!bytes.ok()) return with_context(bytes.status(), absl::StrCat("layer ", model.layer, " from ", model.weights));
   return bytes;

@@ -243,7 +243,7 @@ Vec moe_row(const model::ModelConfig& c, std::span<const RankLayerWeights> ranks
   Vec m(static_cast<size_t>(h), 0.0);
   for (int r = 0; r < tp; ++r) {
     const RankLayerWeights& w = ranks[r];
-    const int64_t up_rows = w.dims.up_proj_rows, first = up_rows == h ? 0 : r * up_rows;
+    const int64_t up_rows = w.dims.up_proj_rows, first = up_rows == h ? 0 : w.dims.rank * up_rows;
     Vec up = matvec(w.at(moe + "routed_expert_up_proj.weight"), normed, up_rows, lat);
     for (int64_t i = 0; i < up_rows; ++i) shared[r][first + i] = round_bf16(shared[r][first + i] + up[i], rounding);
     for (int64_t i = 0; i < h; ++i) m[i] += shared[r][i];

@@ -106,7 +106,8 @@ RouterChoice route_row(const model::ModelConfig& config, const RankLayerWeights&
                        Rounding rounding);
 
 // The latent MoE of one row of y over `ranks` (5.1-5.6): m, reduced. Reads only the chosen
-// experts' bytes, so a test may hold just those.
+// experts' bytes, so a test may hold just those. Each rank's up-projection rows land at its
+// dims.rank, so one rank alone gives what that rank computes without the reductions.
 std::vector<double> moe_reference(const model::ModelConfig& config, std::span<const RankLayerWeights> ranks,
                                   std::span<const double> y, Rounding rounding);
 
