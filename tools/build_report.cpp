@@ -16,12 +16,9 @@
 
 namespace monotile::tools {
 
-jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::Build> builds, int jobs,
-                                            FILE* progress) {
+std::function<void(const jit::CompileProgress&)> progress_printer(FILE* progress) {
   const bool terminal = ::isatty(::fileno(progress)) != 0;
-  jit::CompileAllOptions options;
-  options.jobs = jobs;
-  options.on_progress = [&](const jit::CompileProgress& step) {
+  return [progress, terminal](const jit::CompileProgress& step) {
     std::string what = absl::StrFormat("%s %s %s %.2f s", step.build->name, step.build->target.str(),
                                        !step.status->ok() ? "FAILED" : step.hit ? "hit" : "miss", step.seconds);
     if (terminal) {
@@ -35,7 +32,11 @@ jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::
     }
     std::fflush(progress);
   };
-  return jit::compile_all(jit, builds, options);
+}
+
+jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::Build> builds, int jobs,
+                                            FILE* progress) {
+  return jit::compile_all(jit, builds, {.jobs = jobs, .on_progress = progress_printer(progress)});
 }
 
 void print_build_errors(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result) {

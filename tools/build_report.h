@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <span>
 
 #include "jit/build.h"
@@ -11,7 +12,11 @@
 
 namespace monotile::tools {
 
-// compile_all with progress written to `progress` (a bar when it is a terminal).
+// A compile_all progress callback writing to `progress`: a bar when it is a terminal, a count line
+// per build otherwise.
+std::function<void(const jit::CompileProgress&)> progress_printer(FILE* progress);
+
+// compile_all with progress written to `progress` (progress_printer).
 jit::CompileAllResult compile_with_progress(jit::Jit& jit, std::span<const jit::Build> builds, int jobs,
                                             FILE* progress);
 

@@ -18,5 +18,6 @@ int export_command(Args args);
 int first_call_command(Args args);
 int model_command(Args args);
 int layer_command(Args args);
+int decode_command(Args args);
 
 }  // namespace monotile::tools

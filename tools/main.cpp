@@ -24,6 +24,7 @@ constexpr Command kCommands[] = {
     {"first-call", monotile::tools::first_call_command, "time one benchmark kernel's first call on the GPU: lower, compile or cache hit, load, run"},
     {"model", monotile::tools::model_command, "the Kimi-K3 model: write a tiny checkpoint, check a checkpoint or config for a TP rank"},
     {"layer", monotile::tools::layer_command, "one KDA layer step on one TP rank: write random inputs, run K1 on them, check against float64"},
+    {"decode", monotile::tools::decode_command, "the executor over a whole model: spec-verify steps through SpecializedDecode, per-layer times, --check against float64"},
 };
 
 int usage(FILE* out) {

@@ -23,6 +23,12 @@ double LayerCheck::worst_ulps() const {
   return worst;
 }
 
+double LayerCheck::worst_rms() const {
+  double worst = 0;
+  for (const kernels::k3::OutputCheck& c : outputs) worst = std::max(worst, c.worst_rms);
+  return worst;
+}
+
 absl::StatusOr<LayerCheck> check_layer(const model::ModelConfig& config, int layer, const ref::RankLayerWeights& w,
                                        const ref::LayerInput& input, const LayerResult& got) {
   MT_ASSIGN_OR_RETURN(ref::LayerOutput want,

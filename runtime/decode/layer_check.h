@@ -25,8 +25,10 @@ struct LayerCheck {
   std::vector<kernels::k3::OutputCheck> outputs;
   int rows = 0, clear_rows = 0;  // rows of the step, rows whose MoE output was judged
   bool passed() const;
-  // The worst error over the outputs, in bf16 ulps.
+  // The worst error over the outputs, in bf16 ulps (large near zero) and as a share of the
+  // output's RMS.
   double worst_ulps() const;
+  double worst_rms() const;
 };
 
 // `input` as layer_reference takes it (one rank: TP 1). Refused as layer_reference refuses.

@@ -123,11 +123,13 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
   MT_RETURN_IF_ERROR(runner.load(k1s, k2s, stats));
   runner.planner = std::make_unique<StepPlanner>(config, model, dims, served, kda_prefix);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  runner.options().log(absl::StrCat("specialized decode: ", stats.layers, " layers (", stats.whole_layers,
-                                    " KDA, ", stats.ffn_layers, " MLA FFN) at widths ",
-                                    absl::StrJoin(stats.widths, ","), ": ", stats.builds, " builds (",
-                                    stats.compiled, " compiled, ", stats.builds - stats.compiled,
-                                    " from the cache) in ", absl::StrFormat("%.2f", stats.seconds), " s"));
+  const bool interpreted = device.info().vendor == dsl::Vendor::kCpu;
+  runner.options().log(absl::StrCat(
+      "specialized decode: ", stats.layers, " layers (", stats.whole_layers, " KDA, ", stats.ffn_layers,
+      " MLA FFN) at widths ", absl::StrJoin(stats.widths, ","), ": ", stats.builds, " builds ",
+      interpreted ? "(programs for the CPU interpreter)"
+                  : absl::StrCat("(", stats.compiled, " compiled, ", stats.builds - stats.compiled, " from the cache)"),
+      " in ", absl::StrFormat("%.2f", stats.seconds), " s"));
   return decode;
 }
 

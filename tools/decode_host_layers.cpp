@@ -1,0 +1,148 @@
+// The host stand-ins of `monotile decode`; see decode_host_layers.h.
+#include "tools/decode_host_layers.h"
+
+#include "absl/strings/str_cat.h"
+#include "kernels/reference/k3_parts.h"
+#include "model/dtype.h"
+#include "support/status_macros.h"
+
+namespace monotile::tools {
+
+namespace ref = kernels::reference;
+using runtime::DevicePtr;
+
+HostLayers::HostLayers(runtime::Device& device, const model::ModelConfig& config, const model::RankDims& dims,
+                       const model::RankPlan& plan, const model::TensorSource& source, int max_rows,
+                       int64_t mla_slots, int64_t mla_capacity)
+    : device_(&device),
+      config_(&config),
+      dims_(dims),
+      plan_(&plan),
+      source_(&source),
+      max_rows_(max_rows),
+      mla_slots_(mla_slots),
+      mla_capacity_(mla_capacity) {}
+
+absl::StatusOr<const ref::RankLayerWeights*> HostLayers::weights(int layer) {
+  auto found = weights_.find(layer);
+  if (found != weights_.end()) return found->second.get();
+  MT_ASSIGN_OR_RETURN(ref::RankLayerWeights w, ref::load_rank_layer(plan_->layers.at(static_cast<size_t>(layer)),
+                                                                     dims_, *source_));
+  auto made = std::make_unique<ref::RankLayerWeights>(std::move(w));
+  const ref::RankLayerWeights* result = made.get();
+  weights_[layer] = std::move(made);
+  return result;
+}
+
+absl::StatusOr<std::vector<double>> HostLayers::read_bf16(DevicePtr address, size_t count, runtime::Stream& stream) {
+  MT_RETURN_IF_ERROR(device_->synchronize(stream));
+  std::vector<uint16_t> bits(count);
+  MT_RETURN_IF_ERROR(device_->copy_to_host(bits.data(), address, count * 2));
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = model::bf16_to_float(bits[i]);
+  return values;
+}
+
+absl::Status HostLayers::write_bf16(DevicePtr address, const std::vector<double>& values) {
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) bits[i] = model::bf16_from_double(values[i]);
+  return device_->copy_to_device(address, bits.data(), bits.size() * 2);
+}
+
+absl::StatusOr<ref::KdaCache> HostLayers::read_cache(const DeviceKdaCache& cache, runtime::Stream& stream) {
+  ref::KdaCache out;
+  out.slots = cache.slots;
+  out.state_len = cache.state_len;
+  MT_ASSIGN_OR_RETURN(out.conv,
+                      read_bf16(cache.conv.address(), static_cast<size_t>(cache.slots * cache.state_len * cache.channels),
+                                stream));
+  std::vector<float> state(static_cast<size_t>(cache.state_elements));
+  MT_RETURN_IF_ERROR(device_->copy_to_host(state.data(), cache.state.address(), state.size() * 4));
+  out.state.assign(state.begin(), state.end());
+  return out;
+}
+
+absl::Status HostLayers::write_cache(const DeviceKdaCache& cache, const ref::KdaCache& values) {
+  MT_RETURN_IF_ERROR(write_bf16(cache.conv.address(), values.conv));
+  std::vector<float> state(values.state.begin(), values.state.end());
+  return device_->copy_to_device(cache.state.address(), state.data(), state.size() * 4);
+}
+
+absl::Status HostLayers::run_layer(int layer, runtime::decode::LayerIo& io, const HostStep& step,
+                                   DeviceKdaCache* cache, runtime::Stream& stream) {
+  MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
+  const int64_t h = config_->hidden_size, rows = step.rows();
+  const size_t th = static_cast<size_t>(rows * h);
+  ref::LayerInput in;
+  MT_ASSIGN_OR_RETURN(in.prefix, read_bf16(io.prefix, th, stream));
+  if (io.delta != 0) {
+    MT_ASSIGN_OR_RETURN(in.delta, read_bf16(io.delta, th, stream));
+  }
+  MT_ASSIGN_OR_RETURN(in.blocks, read_bf16(io.blocks, th * static_cast<size_t>(config_->block_count()), stream));
+  in.meta = {static_cast<int>(step.num_accepted.size()), step.q, step.state_indices, step.num_accepted};
+  if (cache != nullptr) {
+    MT_ASSIGN_OR_RETURN(ref::KdaCache c, read_cache(*cache, stream));
+    in.caches.push_back(std::move(c));
+  }
+  if (!config_->is_kda_layer(layer)) {
+    return absl::UnimplementedError(absl::StrCat("layer ", layer, ": the host stand-in runs whole KDA layers only"));
+  }
+  MT_ASSIGN_OR_RETURN(ref::LayerOutput out, ref::layer_reference(*config_, layer, std::span(w, 1), in,
+                                                                 ref::Rounding::kBf16));
+  if (!out_.valid()) {
+    MT_ASSIGN_OR_RETURN(out_, device_->allocate(static_cast<size_t>(max_rows_ * h) * 2));
+  }
+  MT_RETURN_IF_ERROR(write_bf16(io.prefix, out.prefix));
+  MT_RETURN_IF_ERROR(write_bf16(io.blocks, out.blocks));
+  MT_RETURN_IF_ERROR(write_bf16(out_.address(), out.mlp_output));
+  if (cache != nullptr) MT_RETURN_IF_ERROR(write_cache(*cache, out.caches[0]));
+  io.delta = out_.address();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DevicePtr> HostLayers::attention(int layer, const runtime::decode::LayerIo& io, const HostStep& step,
+                                                runtime::Stream& stream) {
+  MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
+  const int64_t h = config_->hidden_size, rows = step.rows();
+  const size_t th = static_cast<size_t>(rows * h);
+  const int64_t blocks = config_->block_count(), nb = config_->previous_blocks(layer);
+  MT_ASSIGN_OR_RETURN(std::vector<double> prefix, read_bf16(io.prefix, th, stream));
+  MT_ASSIGN_OR_RETURN(std::vector<double> delta, read_bf16(io.delta, th, stream));
+  MT_ASSIGN_OR_RETURN(std::vector<double> block_values, read_bf16(io.blocks, th * static_cast<size_t>(blocks), stream));
+  // The seam: the pending delta folded into the prefix, in place, as K2 then reads it.
+  for (size_t i = 0; i < th; ++i) prefix[i] = model::round_to_bf16(prefix[i] + delta[i]);
+  MT_RETURN_IF_ERROR(write_bf16(io.prefix, prefix));
+  std::vector<double> x(th);
+  for (int64_t t = 0; t < rows; ++t) {
+    std::vector<std::span<const double>> sources;
+    for (int64_t b = 0; b < nb; ++b) sources.push_back(std::span(block_values).subspan((t * blocks + b) * h, h));
+    sources.push_back(std::span(prefix).subspan(t * h, h));
+    std::vector<double> row = ref::attn_res_row(sources, w->at("self_attention_res_norm.weight"),
+                                                w->at("self_attention_res_proj.weight"),
+                                                w->at("input_layernorm.weight"), config_->rms_norm_eps,
+                                                ref::Rounding::kBf16);
+    std::copy(row.begin(), row.end(), x.begin() + t * h);
+  }
+  auto cache = mla_caches_.find(layer);
+  if (cache == mla_caches_.end()) {
+    cache = mla_caches_.emplace(layer, ref::make_mla_cache(*config_, mla_slots_, mla_capacity_)).first;
+  }
+  MT_ASSIGN_OR_RETURN(std::vector<double> core,
+                      ref::mla_attention_reference(*config_, layer, *w, x, {step.q, step.mla_slots, step.mla_context},
+                                                   cache->second, ref::Rounding::kBf16));
+  if (!core_.valid()) {
+    MT_ASSIGN_OR_RETURN(core_, device_->allocate(static_cast<size_t>(max_rows_) * core.size() / static_cast<size_t>(rows) * 2));
+  }
+  MT_RETURN_IF_ERROR(write_bf16(core_.address(), core));
+  // a = o_proj(core), for the check's reference (this rank's partial; TP 1 is the whole).
+  const int64_t width = static_cast<int64_t>(core.size()) / rows;
+  attention_output_.assign(th, 0.0);
+  for (int64_t t = 0; t < rows; ++t) {
+    std::vector<double> a = ref::matvec(w->at("self_attn.o_proj.weight"), std::span(core).subspan(t * width, width),
+                                        h, width);
+    for (int64_t i = 0; i < h; ++i) attention_output_[t * h + i] = model::round_to_bf16(a[i]);
+  }
+  return core_.address();
+}
+
+}  // namespace monotile::tools
