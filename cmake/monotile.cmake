@@ -1,5 +1,6 @@
 # Helpers that give every target of ours the same standard, warnings and test registration.
 include(GoogleTest)
+include(${CMAKE_CURRENT_LIST_DIR}/layering.cmake)
 
 # Warnings are always on; turning them into errors is for CI and developers (the README's test
 # command sets it), not for someone who only builds the library with another compiler version.
@@ -10,13 +11,15 @@ function(monotile_warnings name)
   target_compile_options(${name} PRIVATE -Wall -Wextra $<$<BOOL:${MONOTILE_WERROR}>:-Werror>)
 endfunction()
 
-# monotile_library(<name> SOURCES ... [DEPS ...]): a static library built with our warnings.
+# monotile_library(<name> SOURCES ... [DEPS ...]): a static library built with our warnings, in its
+# folder's layer (cmake/layering.cmake) unless monotile_layer names another.
 function(monotile_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
   monotile_warnings(${name})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  monotile_layer_from_folder(${name})
 endfunction()
 
 # monotile_test(<name> LABELS ... SOURCES ... [DEPS ...] [TIMEOUT s]): a GoogleTest binary whose

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "dsl/error.h"
+#include "dsl/scalar_semantics.h"
 #include "dsl/scalar_values.h"
 #include "dsl/shape_rules.h"
 #include "dsl/verifier.h"

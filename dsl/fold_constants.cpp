@@ -4,10 +4,10 @@
 
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <optional>
 
 #include "dsl/pass_utils.h"
+#include "dsl/scalar_semantics.h"
 #include "dsl/scalar_values.h"
 
 namespace monotile::dsl {
@@ -29,9 +29,9 @@ std::optional<T> compute(OpCode code, const std::vector<T>& x) {
     case OpCode::kRem: return std::fmod(x[0], x[1]);
     case OpCode::kMin:
     case OpCode::kMax:
-      if (std::isnan(x[0]) || std::isnan(x[1])) return std::numeric_limits<T>::quiet_NaN();
-      if (x[0] == 0 && x[1] == 0) return std::nullopt;  // signed zeros: left to the target
-      return code == OpCode::kMin ? std::min(x[0], x[1]) : std::max(x[0], x[1]);
+      // Two zeros: a target's fmin/fmax may return either sign, so the choice is left to it.
+      if (x[0] == 0 && x[1] == 0) return std::nullopt;
+      return static_cast<T>(code == OpCode::kMin ? float_min(x[0], x[1]) : float_max(x[0], x[1]));
     case OpCode::kNeg: return -x[0];
     case OpCode::kAbs: return std::fabs(x[0]);
     case OpCode::kFma: return std::fma(x[0], x[1], x[2]);
@@ -81,29 +81,6 @@ std::optional<int64_t> fold_integer(OpCode code, ScalarType type, std::vector<in
     case OpCode::kNot: return wrap(~a);
     default: return std::nullopt;
   }
-}
-
-bool compare(CmpPredicate cmp, double a, double b) {
-  switch (cmp) {
-    case CmpPredicate::kEq: return a == b;
-    case CmpPredicate::kNe: return a != b;
-    case CmpPredicate::kLt: return a < b;
-    case CmpPredicate::kLe: return a <= b;
-    case CmpPredicate::kGt: return a > b;
-    case CmpPredicate::kGe: return a >= b;
-  }
-  return false;
-}
-bool compare(CmpPredicate cmp, int64_t a, int64_t b) {
-  switch (cmp) {
-    case CmpPredicate::kEq: return a == b;
-    case CmpPredicate::kNe: return a != b;
-    case CmpPredicate::kLt: return a < b;
-    case CmpPredicate::kLe: return a <= b;
-    case CmpPredicate::kGt: return a > b;
-    case CmpPredicate::kGe: return a >= b;
-  }
-  return false;
 }
 
 class Folder {

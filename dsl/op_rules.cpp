@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dsl/scalar_semantics.h"
 #include "dsl/scalar_values.h"
 #include "dsl/shape_rules.h"
 

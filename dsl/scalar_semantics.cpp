@@ -1,13 +1,37 @@
-// Round-to-nearest-even conversions for f16 and bf16, done directly from double so that a value is
-// rounded exactly once (double -> float -> bf16 could round twice and land on the wrong side).
-#include "dsl/interp/float16.h"
+// Comparisons and min/max as ir.h defines them; f16/bf16 conversions done directly from double so
+// that a value is rounded exactly once (double -> float -> bf16 could round twice and land on the
+// wrong side).
+#include "dsl/scalar_semantics.h"
 
 #include <bit>
+#include <cfenv>
 #include <cmath>
+#include <limits>
 #include <vector>
 
-namespace monotile::dsl::interp {
+#include "support/check.h"
+
+namespace monotile::dsl {
 namespace {
+
+template <typename T>
+bool compare_values(CmpPredicate predicate, T a, T b) {
+  switch (predicate) {
+    case CmpPredicate::kEq:
+      return a == b;
+    case CmpPredicate::kNe:
+      return a != b;
+    case CmpPredicate::kLt:
+      return a < b;
+    case CmpPredicate::kLe:
+      return a <= b;
+    case CmpPredicate::kGt:
+      return a > b;
+    case CmpPredicate::kGe:
+      return a >= b;
+  }
+  return false;
+}
 
 // Rounds |value| (finite, non-NaN) to a binary format with `mantissa_bits` stored fraction bits and
 // exponent range [min_exponent, max_exponent] (unbiased, normal numbers); returns the bit pattern
@@ -31,7 +55,8 @@ uint16_t round_magnitude(double magnitude, int mantissa_bits, int min_exponent, 
   }
   if (exponent > max_exponent) return infinity;
   const auto integer_units = static_cast<uint32_t>(units);
-  if (integer_units < (1u << mantissa_bits)) return static_cast<uint16_t>(integer_units);  // subnormal
+  if (integer_units < (1u << mantissa_bits))
+    return static_cast<uint16_t>(integer_units);  // subnormal
   const uint32_t biased = static_cast<uint32_t>(exponent + bias);
   return static_cast<uint16_t>((biased << mantissa_bits) | (integer_units - (1u << mantissa_bits)));
 }
@@ -42,14 +67,14 @@ uint16_t from_double(double value, int mantissa_bits, int min_exponent, int max_
   const uint16_t exponent_mask = static_cast<uint16_t>((2 * bias + 1) << mantissa_bits);
   if (std::isnan(value)) {
     // Keep the payload's top bits (as float <-> double conversions do); a zero payload is quieted.
-    uint32_t payload = static_cast<uint32_t>((std::bit_cast<uint64_t>(value) >> (52 - mantissa_bits)) &
-                                             ((1u << mantissa_bits) - 1));
+    uint32_t payload = static_cast<uint32_t>(
+        (std::bit_cast<uint64_t>(value) >> (52 - mantissa_bits)) & ((1u << mantissa_bits) - 1));
     if (payload == 0) payload = 1u << (mantissa_bits - 1);
     return static_cast<uint16_t>(sign | exponent_mask | payload);
   }
   if (std::isinf(value)) return static_cast<uint16_t>(sign | exponent_mask);
-  return static_cast<uint16_t>(sign |
-                               round_magnitude(std::fabs(value), mantissa_bits, min_exponent, max_exponent));
+  return static_cast<uint16_t>(
+      sign | round_magnitude(std::fabs(value), mantissa_bits, min_exponent, max_exponent));
 }
 
 double to_double(uint16_t bits, int mantissa_bits, int max_exponent) {
@@ -78,6 +103,32 @@ constexpr int kBf16Mantissa = 7, kBf16MaxExponent = 127, kBf16MinExponent = -126
 
 }  // namespace
 
+bool compare(CmpPredicate predicate, double a, double b) {
+  return compare_values(predicate, a, b);
+}
+bool compare(CmpPredicate predicate, int64_t a, int64_t b) {
+  return compare_values(predicate, a, b);
+}
+
+double float_min(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a < b) return a;
+  if (b < a) return b;
+  return std::signbit(a) ? a : b;  // equal: only the zeros' signs can differ, and -0 is the lower
+}
+
+double float_max(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a > b) return a;
+  if (b > a) return b;
+  return std::signbit(a) ? b : a;
+}
+
+bool nan_last_less(double a, double b) {
+  if (std::isnan(a)) return false;
+  return std::isnan(b) || a < b;
+}
+
 uint16_t f16_bits_from_double(double value) {
   return from_double(value, kF16Mantissa, kF16MinExponent, kF16MaxExponent);
 }
@@ -95,7 +146,8 @@ double f16_bits_to_double(uint16_t bits) {
   // Every f16 decoded once (512 KiB): loads and casts of f16 tiles then cost one lookup.
   static const std::vector<double> table = [] {
     std::vector<double> values(1 << 16);
-    for (uint32_t i = 0; i < values.size(); ++i) values[i] = to_double(static_cast<uint16_t>(i), kF16Mantissa, kF16MaxExponent);
+    for (uint32_t i = 0; i < values.size(); ++i)
+      values[i] = to_double(static_cast<uint16_t>(i), kF16Mantissa, kF16MaxExponent);
     return values;
   }();
   return table[bits];
@@ -106,4 +158,23 @@ double bf16_bits_to_double(uint16_t bits) {
   return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits) << 16));
 }
 
-}  // namespace monotile::dsl::interp
+double round_to_dtype(ScalarType type, double value) {
+  MT_CHECK(std::fegetround() == FE_TONEAREST);
+  switch (type) {
+    case ScalarType::kF64:
+      return value;
+    case ScalarType::kF32:
+      return static_cast<double>(static_cast<float>(value));
+    // A 16-bit constant's NaN keeps its double payload in the IR (its bits are chosen at lowering).
+    case ScalarType::kF16:
+      return std::isnan(value) ? value : round_to_f16(value);
+    case ScalarType::kBf16:
+      return std::isnan(value) ? value : round_to_bf16(value);
+    default:
+      break;
+  }
+  MT_CHECK(false, "round_to_dtype of a non-float type");
+  return value;
+}
+
+}  // namespace monotile::dsl

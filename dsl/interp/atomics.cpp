@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "dsl/interp/memory_access.h"
 #include "dsl/interp/ops.h"
+#include "dsl/scalar_semantics.h"
 #include "support/log.h"
 #include "support/strings.h"
 
@@ -21,21 +22,14 @@ int64_t now_ns() {
       .count();
 }
 
-template <typename T>
-T combine_nan(AtomicKind kind, T old_value, T value) {
-  if (std::isnan(old_value) || std::isnan(value)) return std::numeric_limits<T>::quiet_NaN();
-  if (kind == AtomicKind::kMax) return old_value < value ? value : old_value;
-  return value < old_value ? value : old_value;
-}
-
 // The new value of an atomic RMW on canonical values.
 double combine(ScalarType type, AtomicKind kind, double old_value, double value) {
   switch (kind) {
     case AtomicKind::kAdd:
       if (type == ScalarType::kF64) return old_value + value;
       return round_float(type, static_cast<float>(old_value) + static_cast<float>(value));
-    case AtomicKind::kMax:
-    case AtomicKind::kMin: return combine_nan(kind, old_value, value);
+    case AtomicKind::kMax: return float_max(old_value, value);
+    case AtomicKind::kMin: return float_min(old_value, value);
     default: return value;  // kXchg (bitwise kinds are refused earlier)
   }
 }

@@ -2,9 +2,9 @@
 // float; f16/bf16 in float and rounded once per op (ir.h); transcendentals in double, then rounded.
 // Integers compute in 64 bits and wrap to their width; undefined cases get a fixed, documented value.
 #include <cmath>
-#include <limits>
 
 #include "dsl/interp/ops.h"
+#include "dsl/scalar_semantics.h"
 
 namespace monotile::dsl::interp {
 namespace {
@@ -35,33 +35,6 @@ void map_int(ScalarType type, int64_t* out, size_t n, Fn fn, const In*... in) {
   });
 }
 
-template <typename T>
-T nan_min(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  if (a < b) return a;
-  if (b < a) return b;
-  return std::signbit(a) ? a : b;  // equal: -0 is the minimum of the zeros
-}
-template <typename T>
-T nan_max(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  if (a > b) return a;
-  if (b > a) return b;
-  return std::signbit(a) ? b : a;
-}
-
-bool compare(CmpPredicate cmp, auto a, auto b) {
-  switch (cmp) {
-    case CmpPredicate::kEq: return a == b;
-    case CmpPredicate::kNe: return a != b;
-    case CmpPredicate::kLt: return a < b;
-    case CmpPredicate::kLe: return a <= b;
-    case CmpPredicate::kGt: return a > b;
-    case CmpPredicate::kGe: return a >= b;
-  }
-  return false;
-}
-
 absl::Status float_binary(Frame& frame, const Op& op, ScalarType type, const double* a, const double* b) {
   double* out = frame.result(op).floats.data();
   const size_t n = frame.operand(op, 0).floats.size();
@@ -71,8 +44,8 @@ absl::Status float_binary(Frame& frame, const Op& op, ScalarType type, const dou
     case OpCode::kMul: map_float(type, out, n, [](auto x, auto y) { return x * y; }, a, b); break;
     case OpCode::kDiv: map_float(type, out, n, [](auto x, auto y) { return x / y; }, a, b); break;
     case OpCode::kRem: map_float(type, out, n, [](auto x, auto y) { return std::fmod(x, y); }, a, b); break;
-    case OpCode::kMin: map_float(type, out, n, [](auto x, auto y) { return nan_min(x, y); }, a, b); break;
-    case OpCode::kMax: map_float(type, out, n, [](auto x, auto y) { return nan_max(x, y); }, a, b); break;
+    case OpCode::kMin: map_float(type, out, n, [](auto x, auto y) { return float_min(x, y); }, a, b); break;
+    case OpCode::kMax: map_float(type, out, n, [](auto x, auto y) { return float_max(x, y); }, a, b); break;
     default: return op_error(frame, op, "takes integer operands, got " + frame.operand_type(op, 0).str());
   }
   return absl::OkStatus();

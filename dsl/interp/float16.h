@@ -1,21 +1,17 @@
-// Host conversions between IEEE binary16 (f16), bfloat16 (bf16) and double, rounding to nearest
-// even with correct overflow to infinity, subnormals and quiet NaNs; shared by the interpreter and tests.
+// The interpreter's names for the f16/bf16 conversions of dsl/scalar_semantics.h, kept for hosts
+// and tests that convert their buffers the way the interpreter does (rounding once to nearest
+// even).
 #pragma once
 
-#include <cstdint>
+#include "dsl/scalar_semantics.h"
 
 namespace monotile::dsl::interp {
 
-// `value` rounded once (nearest even) to the 16-bit format; NaN stays NaN (quieted).
-uint16_t f16_bits_from_double(double value);
-uint16_t bf16_bits_from_double(double value);
-double f16_bits_to_double(uint16_t bits);
-double bf16_bits_to_double(uint16_t bits);
-
-// Round trips: the nearest representable value, as a double (exact).
-inline double round_to_f16(double value) { return f16_bits_to_double(f16_bits_from_double(value)); }
-inline double round_to_bf16(double value) {
-  return bf16_bits_to_double(bf16_bits_from_double(value));
-}
+using ::monotile::dsl::bf16_bits_from_double;
+using ::monotile::dsl::bf16_bits_to_double;
+using ::monotile::dsl::f16_bits_from_double;
+using ::monotile::dsl::f16_bits_to_double;
+using ::monotile::dsl::round_to_bf16;
+using ::monotile::dsl::round_to_f16;
 
 }  // namespace monotile::dsl::interp

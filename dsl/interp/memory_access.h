@@ -9,7 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "dsl/interp/float16.h"
+#include "dsl/scalar_semantics.h"
 #include "dsl/ir.h"
 
 namespace monotile::dsl::interp {

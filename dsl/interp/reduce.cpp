@@ -1,10 +1,8 @@
 // Reductions, arg-reductions and inclusive scans along one axis. Float sums accumulate in f32 for
 // f32/f16/bf16 (f64 in double) sequentially in index order and round once; integer sums wrap.
 // argmax/argmin: ties to the lower index, NaN greater than every number.
-#include <cmath>
-#include <limits>
-
 #include "dsl/interp/ops.h"
+#include "dsl/scalar_semantics.h"
 
 namespace monotile::dsl::interp {
 namespace {
@@ -21,13 +19,6 @@ struct AxisView {
   }
   size_t at(int64_t o, int64_t k, int64_t i) const { return static_cast<size_t>((o * length + k) * inner + i); }
 };
-
-template <typename T>
-T nan_extreme(bool is_max, T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  if (is_max) return a < b ? b : a;
-  return b < a ? b : a;
-}
 
 // Combines `accumulator` and `element` through the custom combine region (a, b) -> (c).
 class RegionCombiner {
@@ -102,7 +93,8 @@ absl::Status exec_reduce(Frame& frame, const Op& op) {
           for (int64_t k = 0; k < view.length; ++k) result += in.floats[view.at(o, k, i)];
         } else {
           for (int64_t k = 1; k < view.length; ++k) {
-            result = nan_extreme(kind == ReduceKind::kMax, result, in.floats[view.at(o, k, i)]);
+            const double x = in.floats[view.at(o, k, i)];
+            result = kind == ReduceKind::kMax ? float_max(result, x) : float_min(result, x);
           }
         }
         out.floats[static_cast<size_t>(o * view.inner + i)] = round_float(scalar, result);
@@ -132,9 +124,7 @@ absl::Status exec_reduce(Frame& frame, const Op& op) {
 
 // Whether `a` beats `b` for argmax (greater) or argmin (less), with NaN greater than every number.
 bool beats(bool is_max, double a, double b) {
-  const bool a_nan = std::isnan(a), b_nan = std::isnan(b);
-  if (is_max) return a_nan ? !b_nan : (!b_nan && a > b);
-  return b_nan ? !a_nan : (!a_nan && a < b);
+  return is_max ? nan_last_less(b, a) : nan_last_less(a, b);
 }
 
 absl::Status exec_arg_reduce(Frame& frame, const Op& op) {

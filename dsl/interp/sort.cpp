@@ -1,10 +1,10 @@
 // sort (along an axis) and topk (along the last axis): both order by value with NaN greater than
 // every number and break ties toward the lower index, so results are fully deterministic.
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 
 #include "dsl/interp/ops.h"
+#include "dsl/scalar_semantics.h"
 
 namespace monotile::dsl::interp {
 namespace {
@@ -13,9 +13,7 @@ namespace {
 struct ValueOrder {
   bool descending = false;
   bool operator()(double a, double b) const {
-    const bool a_nan = std::isnan(a), b_nan = std::isnan(b);
-    if (descending) return a_nan ? !b_nan : (!b_nan && a > b);
-    return a_nan ? false : (b_nan || a < b);
+    return descending ? nan_last_less(b, a) : nan_last_less(a, b);
   }
   bool operator()(int64_t a, int64_t b) const { return descending ? a > b : a < b; }
 };

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "dsl/interp/float16.h"
 #include "dsl/ir.h"
+#include "dsl/scalar_semantics.h"
 
 namespace monotile::dsl::interp {
 
