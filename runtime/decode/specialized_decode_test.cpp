@@ -10,12 +10,14 @@
 #include <random>
 #include <set>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/reference/k3_layer_reference.h"
 #include "model/dtype.h"
 #include "model/seeded_weights.h"
 #include "model/shard_plan.h"
 #include "runtime/decode/device_weights.h"
+#include "runtime/decode/in_process_group.h"
 #include "runtime/decode/layer_check.h"
 #include "runtime/device_cpu.h"
 #include "runtime/interpreter_module.h"
@@ -392,6 +394,120 @@ TEST_F(Executor, AStepCapturedOnceReplaysWithNewMetadataAndPadding) {
   eager.push_back(read<uint8_t>(out, th * 2));
   const char* names[] = {"prefix", "blocks", "layer 1 conv", "layer 1 state", "layer 2 conv", "layer 2 state", "out"};
   for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(eager[i] == replayed[i]) << names[i] << " differs";
+}
+
+// The seed's refusals through the executor: each leaves it as it was.
+absl::StatusOr<std::unique_ptr<SpecializedDecode>> make_decode(const Backbone& backbone, Group& group, Device& device,
+                                                               std::vector<std::string>* lines = nullptr) {
+  return SpecializedDecode::create(backbone, {.q = 2, .max_rows = 4}, group, device, jit::Jit::process_default(),
+                                   {.on_progress = nullptr, .log = [lines](const std::string& l) {
+                                      if (lines) lines->push_back(l);
+                                    }});
+}
+
+TEST_F(Executor, RefusesAMissingWeightListingIt) {
+  Backbone backbone = weights_.backbone;
+  backbone.weights[2].erase("self_attn.A_log");
+  backbone.weights[3]["self_attn.o_proj.weight"].dtype = model::Dtype::kF32;
+  std::unique_ptr<Group> group = make_single_process_group();
+  absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = make_decode(backbone, *group, *device_);
+  ASSERT_FALSE(decode.ok());
+  EXPECT_EQ(decode.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(decode.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("layer 2 weight \"self_attn.A_log\" is missing"),
+                               ::testing::HasSubstr("layer 3 weight \"self_attn.o_proj.weight\": dtype differs"),
+                               ::testing::HasSubstr("decode_backend \"auto\" runs the stock decode")));
+}
+
+TEST_F(Executor, OneRankRefusingAloneMakesEveryRankRefuse) {
+  std::vector<std::string> messages(2);
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    Backbone backbone = weights_.backbone;
+    if (group.rank() == 1) backbone.weights[5].erase("self_attn.dt_bias");
+    std::unique_ptr<Device> device = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
+    absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = make_decode(backbone, group, *device);
+    messages[static_cast<size_t>(group.rank())] = std::string(decode.status().message());
+    return decode.status();
+  });
+  EXPECT_FALSE(statuses[0].ok());
+  EXPECT_FALSE(statuses[1].ok());
+  EXPECT_THAT(messages[0], ::testing::HasSubstr("another TP rank refused (rank 1)"));
+  EXPECT_THAT(messages[1], ::testing::HasSubstr("layer 5 weight \"self_attn.dt_bias\" is missing"));
+}
+
+TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
+  std::mt19937 rng = monotile::testing::case_rng();
+  std::unique_ptr<Group> group = make_single_process_group();
+  std::vector<std::string> lines;
+  absl::StatusOr<std::unique_ptr<SpecializedDecode>> made = make_decode(weights_.backbone, *group, *device_, &lines);
+  ASSERT_TRUE(made.ok()) << made.status();
+  SpecializedDecode& decode = **made;
+  StepInputs in = make_step(decode, 2);
+  fill_step(in, 0, rng);
+  const TensorView state = TensorView::dense(model::Dtype::kF32, {kSlots, dims_.kda_heads, 128, 128}, 0);
+
+  // No KV bound yet (profiling, a dummy run): the host's layers.
+  absl::StatusOr<std::optional<Step>> step = decode.plan({.width = 4, .attn_metadata = &in.metadata});
+  ASSERT_TRUE(step.ok());
+  EXPECT_FALSE(step->has_value());
+
+  // A cache the kernels cannot read: every reason, and nothing bound.
+  std::vector<KdaCache> caches = bind_caches(rng);
+  std::vector<KdaCache> wrong = caches;
+  wrong[1].conv.dtype = model::Dtype::kF32;
+  absl::Status bad = decode.prepare_kv(wrong);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()), ::testing::HasSubstr("model.layers.2.self_attn"));
+  step = decode.plan({.width = 4, .attn_metadata = &in.metadata, .kda_state = &caches[0].recurrent});
+  ASSERT_TRUE(step.ok());
+  EXPECT_FALSE(step->has_value()) << "a refused bind leaves nothing bound";
+
+  // A conv state_len the constructor did not build for: prepare_kv builds it, before any step.
+  std::vector<KdaCache> longer = caches;
+  const int builds = decode.stats().builds;
+  for (KdaCache& c : longer) {
+    c.conv = TensorView::dense(model::Dtype::kBF16, {kSlots - 2, kQ + 3, 3 * dims_.kda_projection}, c.conv.data);
+    c.recurrent.shape[0] = kSlots - 2;
+  }
+  ASSERT_TRUE(decode.prepare_kv(longer).ok());
+  EXPECT_GT(decode.stats().builds, builds);
+  EXPECT_THAT(lines.back(), ::testing::HasSubstr("the bound KV caches need"));
+  ASSERT_TRUE(decode.prepare_kv(caches).ok());
+  EXPECT_EQ(lines.size(), 2u) << "rebinding a state_len already built builds nothing";
+
+  // Widths without kernels, and every step_reason: the host's layers.
+  for (int width : {3, 6}) {
+    step = decode.plan({.width = width, .attn_metadata = &in.metadata, .kda_state = &caches[0].recurrent});
+    ASSERT_TRUE(step.ok());
+    EXPECT_FALSE(step->has_value()) << width;
+  }
+  AttnMetadata prefill = in.metadata;
+  prefill.begin()->second.num_prefills = 1;
+  step = decode.plan({.width = 4, .attn_metadata = &prefill, .kda_state = &caches[0].recurrent});
+  ASSERT_TRUE(step.ok());
+  EXPECT_FALSE(step->has_value());
+  EXPECT_EQ(step_reason(&prefill, decode.kda_prefix(), 4), "not pure decode");
+
+  // The cache re-bound without prepare_kv: the seed's error.
+  step = decode.plan({.width = 4, .attn_metadata = &in.metadata, .kda_state = &state});
+  EXPECT_EQ(step.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(step.status().message()),
+              ::testing::HasSubstr("was re-bound without prepare_kv: call prepare_kv after every KV-cache bind"));
+
+  // A launch without a pending delta, an MLA layer without the host's attention: refused before
+  // anything is enqueued.
+  step = decode.plan({.width = 4, .attn_metadata = &in.metadata, .kda_state = &caches[0].recurrent});
+  ASSERT_TRUE(step.ok() && step->has_value());
+  Stream stream = *device_->create_stream();
+  LayerIo io = io_of(in);
+  io.delta = 0;
+  absl::Status refused = (*(*step)->layer(1))(io, stream);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("layer 1: no pending delta"));
+  io = io_of(in);
+  refused = (*(*step)->layer(3))(io, stream);
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("layer 3 is an MLA layer: LayerIo::attention is empty"));
+  EXPECT_EQ(io.delta, in.first_delta.address()) << "a refused launch returns no output";
 }
 
 }  // namespace
