@@ -11,6 +11,8 @@ build=${MONOTILE_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMONOTILE_WERROR=ON
 cmake --build "$build" -j"$(nproc)"
 if [ "$mode" = run ]; then
-  exec "$build"/tools/monotile demo
+  # The main job: the Kimi-K3 specialized decode over k3-tiny (on a GPU when there is one, else the
+  # CPU interpreter), every served layer checked against the float64 reference.
+  exec "$build"/tools/monotile decode --check
 fi
 exec ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
