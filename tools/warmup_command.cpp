@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@
 #include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "kernels/registry.h"
+#include "model/config.h"
+#include "runtime/decode/executor_builds.h"
+#include "support/status_macros.h"
 #include "support/strings.h"
 #include "tools/build_report.h"
 #include "tools/commands.h"
@@ -21,14 +25,38 @@ namespace {
 constexpr const char* kUsage =
     "usage: monotile warmup [--target sm_90a,gfx90a] [--only NAME,...] [--cache-dir DIR] [--bundle DIR]\n"
     "                       [--jobs N] [--dump DIR]\n"
+    "       monotile warmup --model NAME|DIR --tp T --q Q [--rank R] [--max-rows 8|16] [--target ...] [...]\n"
     "  --target   comma-separated targets (default sm_90a,gfx90a)\n"
     "  --only     these registered kernels only (default: all; monotile compile --list names them)\n"
+    "  --model    instead of the registered kernels, exactly the builds of the specialized decode's\n"
+    "             executor for that deployment: every TP rank (or --rank R) at q = num_spec + 1, every\n"
+    "             width up to --max-rows (default 16); an executor started over the cache compiles nothing\n"
     "  --cache-dir  the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
     "  --bundle   write every build into DIR, a new folder to ship and list in\n"
     "             MONOTILE_CACHE_READONLY_DIRS on the workers\n"
     "  --jobs     parallel compiles (default: one per core)\n"
     "  --dump     compile every build afresh and write its source, PTX or ISA, log and report\n"
     "             into DIR (as MONOTILE_JIT_DUMP_DIR does)\n";
+
+// The builds an executor for the deployment would compile on `target`: each rank's (or `rank`'s)
+// executor_builds, lowered, once each.
+absl::StatusOr<std::vector<jit::Build>> executor_jit_builds(const std::string& model_name, int tp, int rank, int q,
+                                                            int max_rows, const dsl::Target& target) {
+  MT_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_config(model_name));
+  const runtime::decode::DecodeConfig decode{.q = q, .max_rows = max_rows};
+  std::vector<jit::Build> builds;
+  std::set<std::string> seen;
+  for (int r = rank < 0 ? 0 : rank; r < (rank < 0 ? tp : rank + 1); ++r) {
+    MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(config, tp, r));
+    MT_ASSIGN_OR_RETURN(std::vector<runtime::decode::LayerBuilds> layers,
+                        runtime::decode::executor_builds(config, dims, 0, config.num_hidden_layers, decode, target));
+    MT_ASSIGN_OR_RETURN(std::vector<jit::Build> lowered, runtime::decode::lowered_builds(layers, target));
+    for (jit::Build& build : lowered) {
+      if (seen.insert(build.name).second) builds.push_back(std::move(build));
+    }
+  }
+  return builds;
+}
 
 int misuse(const std::string& message) {
   std::fprintf(stderr, "monotile warmup: %s\n%s", message.c_str(), kUsage);
@@ -44,6 +72,8 @@ int warmup_command(Args args) {
   std::string dump;
   std::vector<std::string> only;
   int jobs = 0;
+  std::string model;
+  int tp = 1, q = 0, rank = -1, max_rows = 16;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     if (arg == "--help" || arg == "-h") {
@@ -62,6 +92,13 @@ int warmup_command(Args args) {
       bundle = value;
     } else if (arg == "--dump") {
       dump = value;
+    } else if (arg == "--model") {
+      model = value;
+    } else if (arg == "--tp" || arg == "--q" || arg == "--rank" || arg == "--max-rows") {
+      int& out = arg == "--tp" ? tp : arg == "--q" ? q : arg == "--rank" ? rank : max_rows;
+      if (!absl::SimpleAtoi(value, &out) || out < 0) {
+        return misuse(std::string(arg) + " takes a non-negative integer, got \"" + value + "\"");
+      }
     } else if (arg == "--jobs") {
       if (!absl::SimpleAtoi(value, &jobs) || jobs < 1) return misuse("--jobs takes a positive integer, got \"" + value + "\"");
     } else {
@@ -105,8 +142,11 @@ int warmup_command(Args args) {
 
   std::vector<jit::Build> builds;
   int failed_targets = 0;
+  if (!model.empty() && !only.empty()) return misuse("--model and --only exclude each other");
+  if (!model.empty() && q < 1) return misuse("--model needs --q, the tokens per request (num_speculative_tokens + 1)");
   for (const dsl::Target& target : targets) {
-    absl::StatusOr<std::vector<jit::Build>> found = kernels::registry_builds(target, only);
+    absl::StatusOr<std::vector<jit::Build>> found =
+        model.empty() ? kernels::registry_builds(target, only) : executor_jit_builds(model, tp, rank, q, max_rows, target);
     if (!found.ok()) {
       std::fprintf(stderr, "monotile warmup: %s\n", std::string(found.status().message()).c_str());
       ++failed_targets;

@@ -58,6 +58,25 @@ TEST(WarmupCommand, FillsThenHitsThenBundles) {
   EXPECT_THAT(again.output, HasSubstr("exists and is not empty; hint: a bundle is written into a fresh folder"));
 }
 
+// The operator's story: the executor's builds for a deployment, compiled on a machine without a
+// GPU; a second warm-up (as an executor over that cache would) finds every one of them.
+TEST(WarmupCommand, ModelWarmsExactlyTheExecutorsBuilds) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  const std::string args = "--model k3-tiny --tp 1 --q 8 --max-rows 8 --target sm_90a --jobs 2 --cache-dir " +
+                           (dir.path() / "cache").string();
+  CommandRun cold = warmup(args, dir.path(), false);
+  EXPECT_EQ(cold.status, 0) << cold.output;
+  // One width (8); K1 at an ordinary and a block-write layer, K2 for KDA, MLA and the block write.
+  EXPECT_THAT(cold.output, HasSubstr("5 builds (5 unique): 0 hits, 5 misses, 0 failed"));
+  EXPECT_THAT(cold.output, ::testing::ContainsRegex("k3_k1_h256_nh8_r4240_t8_q8_nb1_d1_sl10_w1_\\S* +sm_90a "));
+  CommandRun warm = warmup(args, dir.path(), false);
+  EXPECT_THAT(warm.output, HasSubstr("5 builds (5 unique): 5 hits, 0 misses, 0 failed"));
+  CommandRun misuse = warmup("--model k3-tiny --tp 1", dir.path(), false);
+  EXPECT_EQ(misuse.status, 2);
+  EXPECT_THAT(misuse.output, HasSubstr("--model needs --q"));
+}
+
 TEST(WarmupCommand, DumpWritesPtxAndIsa) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   MT_SKIP_WITHOUT_COMPILER("gfx90a");

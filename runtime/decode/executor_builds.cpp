@@ -1,6 +1,10 @@
 // The executor's build list; see executor_builds.h.
 #include "runtime/decode/executor_builds.h"
 
+#include <set>
+#include <string>
+
+#include "jit/program_build.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime::decode {
@@ -30,6 +34,29 @@ absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfi
     }
   }
   return layers;
+}
+
+absl::StatusOr<std::vector<jit::Build>> lowered_builds(const std::vector<LayerBuilds>& layers,
+                                                       const dsl::Target& target) {
+  std::set<std::string> seen;
+  std::vector<jit::Build> builds;
+  auto add = [&](const dsl::Program& program) -> absl::Status {
+    if (!seen.insert(program.name).second) return absl::OkStatus();
+    MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(program, target));
+    builds.push_back(std::move(made.build));
+    return absl::OkStatus();
+  };
+  for (const LayerBuilds& l : layers) {
+    for (const auto& [width, build] : l.k1) {
+      if (seen.contains(kernels::k3::k1_name(build))) continue;
+      MT_RETURN_IF_ERROR(add(kernels::k3::k1_program(build)));
+    }
+    for (const auto& [width, build] : l.k2) {
+      if (seen.contains(kernels::k3::k2_name(build))) continue;
+      MT_RETURN_IF_ERROR(add(kernels::k3::k2_program(build)));
+    }
+  }
+  return builds;
 }
 
 }  // namespace monotile::runtime::decode

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "dsl/target.h"
+#include "jit/build.h"
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "model/config.h"
@@ -29,6 +30,11 @@ struct LayerBuilds {
 absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfig& model, const model::RankDims& dims,
                                                          int start_layer, int end_layer, const DecodeConfig& config,
                                                          const dsl::Target& target);
+
+// Every distinct build of `layers` lowered for `target` (jit::make_build), once each: what the
+// executor compiles, for `monotile warmup --model`.
+absl::StatusOr<std::vector<jit::Build>> lowered_builds(const std::vector<LayerBuilds>& layers,
+                                                       const dsl::Target& target);
 
 // The conv state_len K1 is built for before a KV cache is bound (the seed's 3 + num_spec).
 inline int default_state_len(const DecodeConfig& config) { return config.q + 2; }
