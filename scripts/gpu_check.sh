@@ -18,6 +18,7 @@ BENCHMARKS=(
   "kernels/k3/k1_bench --stages --json @OUTDIR@/k1.json"
   "kernels/k3/k1_bench --stages --warm --iterations 20"
   "kernels/k3/k2_bench"
+  "tools/monotile decode --device gpu --check"
 )
 # The bench/ tables run after them (python3 -m bench.run), with k1_bench's JSON: ours beside the
 # unfused KDA half. fla travels as wheels in .whl/ (docs/bench.md), installed into a temporary folder.
