@@ -91,6 +91,7 @@ class Runner {
   DevicePtr route_weights() const { return route_weights_.address(); }
 
   std::map<int, LayerKernel> layers;  // the served layers, by index
+  std::vector<const LayerKernel*> by_layer;  // every decoder layer: its LayerKernel or nullptr
   std::unique_ptr<StepPlanner> planner;
 
  private:

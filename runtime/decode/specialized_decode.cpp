@@ -119,6 +119,8 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
     }
   }
   stats.layers = static_cast<int>(served.size());
+  runner.by_layer.assign(static_cast<size_t>(model.num_hidden_layers), nullptr);
+  for (const auto& [layer, k] : runner.layers) runner.by_layer[static_cast<size_t>(layer)] = &k;
   MT_RETURN_IF_ERROR(runner.allocate(programs_for(device, k1s, k2s), core_width));
   MT_RETURN_IF_ERROR(runner.load(k1s, k2s, stats));
   runner.planner = std::make_unique<StepPlanner>(config, model, dims, served, kda_prefix);
@@ -181,17 +183,17 @@ absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) 
 absl::StatusOr<std::optional<Step>> SpecializedDecode::plan(const StepInputs& step) const {
   MT_ASSIGN_OR_RETURN(std::optional<PlannedStep> planned, runner_->planner->plan(step));
   if (!planned) return std::nullopt;
-  return Step(*planned, runner_.get());
+  // Every KDA layer launches with the routing layer's metadata: vLLM builds one GDN metadata for
+  // all of them (the seed looks each layer up by name and finds the same object), and one lookup
+  // a step keeps Step::layer at a few nanoseconds.
+  return Step(*planned, runner_.get(), &planned->attn_metadata->find(runner_->planner->kda_prefix())->second);
 }
 
 std::optional<LayerLaunch> Step::layer(int layer) const {
-  if (!plan_.serves(layer)) return std::nullopt;
-  const LayerKernel& kernel = runner_->layers.at(layer);
-  // vLLM gives every KDA layer the same metadata; a layer without its own entry uses the routing
-  // layer's, which plan() has checked.
-  auto meta = plan_.attn_metadata->find(kernel.attn_name);
-  if (meta == plan_.attn_metadata->end()) meta = plan_.attn_metadata->find(runner_->planner->kda_prefix());
-  return LayerLaunch(runner_, &kernel, &meta->second, plan_.width);
+  if (layer < 0 || static_cast<size_t>(layer) >= runner_->by_layer.size()) return std::nullopt;
+  const LayerKernel* kernel = runner_->by_layer[static_cast<size_t>(layer)];
+  if (kernel == nullptr) return std::nullopt;
+  return LayerLaunch(runner_, kernel, meta_, plan_.width);
 }
 
 absl::Status LayerLaunch::operator()(LayerIo& io, Stream& stream) const {

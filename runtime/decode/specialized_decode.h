@@ -76,9 +76,11 @@ class Step {
 
  private:
   friend class SpecializedDecode;
-  Step(PlannedStep plan, const Runner* runner) : plan_(plan), runner_(runner) {}
+  Step(PlannedStep plan, const Runner* runner, const SpecMetadata* meta)
+      : plan_(plan), runner_(runner), meta_(meta) {}
   PlannedStep plan_;
   const Runner* runner_;
+  const SpecMetadata* meta_;  // the routing layer's, resolved once by plan()
 };
 
 struct ExecutorOptions {
