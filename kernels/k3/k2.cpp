@@ -44,9 +44,11 @@ void check(const K2Build& b, const SourceLocation& loc) {
           std::to_string(b.nblocks), "take it from k2_build");
   require(b.top_k >= 1 && b.top_k <= b.experts, loc, "k2_program", "top_k out of range", "1..experts", std::to_string(b.top_k),
           "take it from the config's num_experts_per_token");
-  require(attn_res_chunk(b.hidden) > 0 && b.hidden % b.gemv_step == 0 && b.core_width % b.gemv_step == 0, loc, "k2_program",
-          "hidden and core_width must be multiples of the GEMV step", "multiples of " + std::to_string(b.gemv_step),
-          absl::StrCat(b.hidden, " and ", b.core_width), "k2_for_target picks the step");
+  require(attn_res_chunk(b.hidden) > 0 && b.hidden % b.gemv_step == 0, loc, "k2_program",
+          "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
+          std::to_string(b.hidden), "k2_for_target picks the step");
+  require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
+          std::to_string(b.core_width), "o_proj's K steps are powers of two from 32");
   require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
           "the latent, expert and shared widths must be multiples of 32", "multiples of 32",
           absl::StrCat(b.latent, ", ", b.expert_rows, ", ", b.shared_rows), "MXFP4 scales cover 32 elements");
@@ -112,7 +114,7 @@ Args declare(Builder& b) {
 void stage_o_proj(const K2Build& b, const Args& a, Exchange& exchange) {
   const int tasks = (b.hidden + kGemvRows - 1) / kGemvRows;
   const GemvTask gemv{.w = a.w_o, .x = a.core, .k = b.core_width, .tokens = b.tokens, .rows = kGemvRows,
-                      .step = b.gemv_step};
+                      .step = mxfp4_step(b.core_width, b.gemv_step)};
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     exchange.contribute(gemv_task(gemv, task, b.hidden), task * kGemvRows + arange(0, kGemvRows), tasks);
   });
@@ -158,9 +160,9 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
   if (b.top_k < 1 || b.top_k > b.experts) {
     return refuse(absl::StrCat("num_experts_per_token ", b.top_k, ", expected 1..", b.experts));
   }
-  if (attn_res_chunk(b.hidden) == 0 || b.hidden % b.gemv_step != 0 || core_width % b.gemv_step != 0) {
+  if (attn_res_chunk(b.hidden) == 0 || b.hidden % b.gemv_step != 0 || mxfp4_step(core_width) == 0) {
     return refuse(absl::StrCat("hidden_size ", b.hidden, " and o_proj input ", core_width, ", expected multiples of ",
-                               b.gemv_step));
+                               b.gemv_step, " and 32"));
   }
   return b;
 }
@@ -169,6 +171,7 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
   if (target.vendor() == dsl::Vendor::kAmd) {
     build.num_warps = 4;
     build.gemv_step = 128;
+    build.min_k_steps = 1;
   }
   return build;
 }
@@ -177,7 +180,7 @@ std::string k2_name(const K2Build& b) {
   std::string name = absl::StrCat("k3_k2_h", b.hidden, "_c", b.core_width, "_t", b.tokens, "_nb", b.nblocks, "_x",
                                   b.reset ? 1 : 0, "_e", b.experts, "_k", b.top_k, "_l", b.latent, "_i", b.expert_rows,
                                   "_si", b.shared_rows, "_u", b.up_first, "+", b.up_rows, "_nw", b.num_warps, "_s",
-                                  b.gemv_step);
+                                  b.gemv_step, "_m", b.min_k_steps);
   const K2Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.renormalize != defaults.renormalize ||
       b.scaling != defaults.scaling || b.wait_ns != defaults.wait_ns || b.latent_norm != defaults.latent_norm ||
@@ -255,6 +258,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .situ_beta = build.situ_beta,
             .situ_linear_beta = build.situ_linear_beta,
             .gemv_step = build.gemv_step,
+            .min_k_steps = build.min_k_steps,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),
             .route_experts = a.route_experts,

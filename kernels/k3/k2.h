@@ -50,21 +50,27 @@ struct K2Build {
   int64_t wait_ns = 10'000'000'000;
   int num_warps = 8;
   int gemv_step = 256;
+  // K steps a task of two GEMVs (the shared and routed experts' gate and up) runs at least where its
+  // K allows (mxfp4_gemv.h's looped_step): on NVIDIA 2, since with a single step ptxas overlaps the
+  // two GEMVs; on AMD 1, since LLVM unrolls two steps anyway and their narrower tiles spill more.
+  int min_k_steps = 2;
   bool operator==(const K2Build&) const = default;
 };
 
 // The build of `layer` on the rank of `dims` whose o_proj input has `core_width` columns (KDA:
 // dims.kda_projection), at `tokens` rows. Refused, with the value and what is expected: a layer
 // outside the model, a layer without a latent MoE (layer 0's dense MLP), tokens outside 1..16, more
-// than 15 MLP AttnRes sources, a top-k outside 1..experts, widths the GEMV steps do not divide.
+// than 15 MLP AttnRes sources, a top-k outside 1..experts, a hidden size the GEMV step does not
+// divide, an o_proj input that is not a multiple of 32 (o_proj steps through it by the largest power
+// of two up to the GEMV step that divides it: k3-tiny's MLA layers at TP 2 have 128 columns).
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
                                  int core_width, int tokens);
 
-// The build for `target`: on AMD 4 wavefronts and 128-wide GEMV steps (as K1, k1.h).
+// The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h) and min_k_steps 1.
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
-// _s{step}" plus a hash of the scalars when they differ from the defaults.
+// _s{step}_m{min_k_steps}" plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);
 
 // The program. Parameters, in order:

@@ -1,5 +1,7 @@
 #include "kernels/k3/moe_stage.h"
 
+#include <algorithm>
+
 #include "dsl/dsl.h"
 #include "kernels/k3/build_support.h"
 #include "kernels/k3/gemv_task.h"
@@ -51,7 +53,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     wait(r.y_flag, kAct, hc);
     auto rows = task * kHalfRows + arange(0, kHalfRows);
     auto ok = rows < r.shared_rows;
-    const GemvTask g{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows, .step = r.gemv_step};
+    const GemvTask g{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows,
+                     .step = looped_step(r.hidden, r.gemv_step, r.min_k_steps)};
     auto gate = gemv_rows(g, rows, ok).to(bf16).to(f32);
     auto up = gemv_rows(g, r.shared_rows + rows, ok).to(bf16).to(f32);
     store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
@@ -102,7 +105,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto rows = task % groups * kHalfRows + arange(0, kHalfRows);
       auto ok = rows < r.expert_rows;
       const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x = r.lat,
-                        .k = r.latent, .tokens = r.tokens, .rows = kHalfRows, .step = mxfp4_step(r.latent, r.gemv_step)};
+                        .k = r.latent, .tokens = r.tokens, .rows = kHalfRows,
+                        .step = looped_step(r.latent, std::min(r.gemv_step, kMxfp4StepElements / kHalfRows), r.min_k_steps)};
       auto gate = mxfp4_gemv_rows(g, rows, ok);
       auto up = mxfp4_gemv_rows(g, r.expert_rows + rows, ok);
       store(r.inter + (u * r.tokens + row(ts)) * r.expert_rows + col(rows),
@@ -124,7 +128,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto weight = sum(where(chosen == e, chosen_weight, 0.0f), 1);  // [T]: 0 for rows that did not choose e
       const Mxfp4Gemv g{.packed = r.w2 + e.to(i64) * w2_bytes, .scales = r.w2_scale + e.to(i64) * w2_scales,
                         .x = r.inter + u * r.tokens * r.expert_rows, .k = r.expert_rows, .tokens = r.tokens,
-                        .rows = kRows, .step = mxfp4_step(r.expert_rows, r.gemv_step)};
+                        .rows = kRows, .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
       return acc + mxfp4_gemv_task(g, task, r.latent) * row(weight);
     });
     latent.contribute(routed, rows, lat_tasks);

@@ -47,6 +47,12 @@ int mxfp4_step(int64_t k, int max_step) {
   return 0;
 }
 
+int looped_step(int64_t k, int max_step, int min_steps) {
+  int step = mxfp4_step(k, max_step);
+  while (step > kGroup && k / step < min_steps) step /= 2;
+  return step;
+}
+
 Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
   const int64_t padded = gemv_padded_tokens(g.tokens);
   auto ms = arange(0, padded);

@@ -39,6 +39,15 @@ dsl::Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl
 // a GEMV over k.
 int mxfp4_step(int64_t k, int max_step = 256);
 
+// Dequantized weights a task holds per K step (rows x step): 32 a thread of 8 warps. ptxas took a
+// [64, 256] step of K2's routed sum to 245-253 registers, a [64, 128] one to about 155.
+inline constexpr int kMxfp4StepElements = 8192;
+
+// mxfp4_step's, halved (down to 32) until the K loop runs at least `min_steps` times where k allows.
+// A task that runs two GEMVs (gate and up) over a single K step has no loop left, and ptxas overlaps
+// the two, about doubling their registers (k3-tiny's H = 256 and LAT = 128 spilled on sm_90a).
+int looped_step(int64_t k, int max_step, int min_steps);
+
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<bf16> [tokens, k]), out (ptr<f32> [n, padded tokens]:
 // every task's accumulator); any number of programs.
