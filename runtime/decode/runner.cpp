@@ -2,6 +2,10 @@
 #include "runtime/decode/runner.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <thread>
 #include <chrono>
 #include <utility>
 
@@ -46,40 +50,64 @@ absl::Status Runner::allocate(int programs, int64_t core_width) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Runs body(i) for i in [0, n) on up to one thread per core: building a program and lowering it
+// take tens of milliseconds each, and an executor has a hundred or more of them.
+void parallel_for(size_t n, const std::function<void(size_t)>& body) {
+  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) body(i);
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+}
+
+}  // namespace
+
 absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s, ExecutorStats& stats) {
-  // The programs not loaded yet, once each.
+  // The builds not loaded yet, once each, as functions making their programs.
   std::vector<K1Build> new_k1;
   std::vector<K2Build> new_k2;
-  std::vector<dsl::Program> programs;
+  std::vector<std::function<dsl::Program()>> makers;
   for (const K1Build& build : k1s) {
-    std::string name = kernels::k3::k1_name(build);
-    if (k1_.contains(name)) continue;
+    if (k1_.contains(kernels::k3::k1_name(build))) continue;
     if (std::any_of(new_k1.begin(), new_k1.end(), [&](const K1Build& b) { return b == build; })) continue;
     new_k1.push_back(build);
-    programs.push_back(kernels::k3::k1_program(build));
+    makers.push_back([build] { return kernels::k3::k1_program(build); });
   }
   for (const K2Build& build : k2s) {
-    std::string name = kernels::k3::k2_name(build);
-    if (k2_.contains(name)) continue;
+    if (k2_.contains(kernels::k3::k2_name(build))) continue;
     if (std::any_of(new_k2.begin(), new_k2.end(), [&](const K2Build& b) { return b == build; })) continue;
     new_k2.push_back(build);
-    programs.push_back(kernels::k3::k2_program(build));
+    makers.push_back([build] { return kernels::k3::k2_program(build); });
   }
-  if (programs.empty()) return absl::OkStatus();
+  if (makers.empty()) return absl::OkStatus();
 
+  // Built (and on a GPU lowered) in parallel; then compiled or found in the cache by compile_all.
+  const bool cpu = device_->info().vendor == dsl::Vendor::kCpu;
+  std::vector<std::optional<dsl::Program>> programs(makers.size());
+  std::vector<absl::StatusOr<jit::ProgramBuild>> made(makers.size(), absl::UnknownError("not lowered"));
+  parallel_for(makers.size(), [&](size_t i) {
+    programs[i] = makers[i]();
+    if (!cpu) made[i] = jit::make_build(*programs[i], device_->info().target);
+  });
   std::vector<Kernel> kernels;
-  if (device_->info().vendor == dsl::Vendor::kCpu) {
-    for (dsl::Program& program : programs) {
-      MT_ASSIGN_OR_RETURN(Kernel kernel, load_program(*device_, std::move(program), *jit_));
+  if (cpu) {
+    for (std::optional<dsl::Program>& program : programs) {
+      MT_ASSIGN_OR_RETURN(Kernel kernel, load_program(*device_, std::move(*program), *jit_));
       kernels.push_back(std::move(kernel));
     }
   } else {
     std::vector<jit::Build> builds;
     std::vector<std::vector<dsl::lower::KernelParam>> params;
-    for (const dsl::Program& program : programs) {
-      MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(program, device_->info().target));
-      builds.push_back(std::move(made.build));
-      params.push_back(std::move(made.params));
+    for (absl::StatusOr<jit::ProgramBuild>& m : made) {
+      if (!m.ok()) return m.status();
+      builds.push_back(std::move(m->build));
+      params.push_back(std::move(m->params));
     }
     jit::CompileAllResult compiled =
         jit::compile_all(*jit_, builds, {.jobs = options_.compile_jobs, .on_progress = options_.on_progress});
@@ -99,7 +127,7 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
     MT_ASSIGN_OR_RETURN(K2Launch launch, K2Launch::create(*device_, build, state_));
     k2_.emplace(kernels::k3::k2_name(build), K2Entry{std::move(kernels[next++]), std::move(launch)});
   }
-  stats.builds += static_cast<int>(programs.size());
+  stats.builds += static_cast<int>(makers.size());
   return absl::OkStatus();
 }
 
