@@ -60,6 +60,14 @@ void bind_weights(const Backbone& b, LayerKernel& k) {
   k.k2.w_up = weight(b, l, moe + "routed_expert_up_proj.weight");
 }
 
+// The options that change a build: the waits' bound.
+void apply(const ExecutorOptions& options, K1Build& build) {
+  if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
+}
+void apply(const ExecutorOptions& options, K2Build& build) {
+  if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
+}
+
 // The programs each build runs with on `device`; the shared health words cover the most.
 int programs_for(const Device& device, const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s) {
   int programs = 1;
@@ -111,9 +119,13 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
     if (whole && kda_prefix.empty()) kda_prefix = k.attn_name;
     ++(whole ? stats.whole_layers : stats.ffn_layers);
     core_width = std::max<int64_t>(core_width, l.core_width);
-    k.k2_builds = l.k2;
-    for (const auto& [width, build] : l.k2) k2s.push_back(build);
-    for (const auto& [width, build] : l.k1) {
+    for (auto [width, build] : l.k2) {
+      apply(options, build);
+      k.k2_builds[width] = build;
+      k2s.push_back(build);
+    }
+    for (auto [width, build] : l.k1) {
+      apply(options, build);
       k.k1_builds[{width, default_state_len(config)}] = build;
       k1s.push_back(build);
     }
@@ -168,6 +180,7 @@ absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) 
                                                                static_cast<int>(dims.in_proj_rows), width,
                                                                runner.config().q, k.state_len, /*delta=*/true));
       build = kernels::k3::k1_for_target(build, runner.device().info().target);
+      apply(runner.options(), build);
       k.k1_builds[{width, k.state_len}] = build;
       needed.push_back(build);
     }
@@ -220,7 +233,8 @@ absl::Status SpecializedDecode::check_health() const {
       default: return "";
     }
   };
-  return runner_->state().check_health("a layer kernel", kernels::k3::K1Build{}.wait_ns, region);
+  const int64_t wait_ns = runner_->options().wait_ns > 0 ? runner_->options().wait_ns : kernels::k3::K1Build{}.wait_ns;
+  return runner_->state().check_health("a layer kernel", wait_ns, region);
 }
 
 const DecodeConfig& SpecializedDecode::config() const { return runner_->config(); }

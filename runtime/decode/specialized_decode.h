@@ -85,6 +85,9 @@ class Step {
 
 struct ExecutorOptions {
   int check_every = 16;  // FailStop's vote period, in executed steps
+  // How long any in-kernel hand-off wait may last before it gives up and records itself in the
+  // health words (0: the kernels' default, 10 s). Part of every build's key.
+  int64_t wait_ns = 0;
   int compile_jobs = 0;  // compile_all's threads (0: one per core)
   // Each finished compile (a progress bar on a terminal, a count line otherwise: the host's choice).
   std::function<void(const jit::CompileProgress&)> on_progress;
