@@ -23,6 +23,7 @@
 #include "runtime/discovery.h"
 #include "support/status_macros.h"
 #include "tools/commands.h"
+#include "tools/device_choice.h"
 #include "tools/layer_check.h"
 #include "tools/layer_io.h"
 #include "tools/layer_launch.h"
@@ -215,26 +216,6 @@ int inputs(Args args) {
 }
 
 // ---- layer run ----
-
-// The device `--device` names, or the default: a GPU when one is found, else the CPU.
-absl::StatusOr<std::unique_ptr<runtime::Device>> pick_device(const std::optional<std::string>& wanted) {
-  runtime::Discovery found = runtime::discover_devices();
-  std::unique_ptr<runtime::Device> cpu, gpu;
-  for (std::unique_ptr<runtime::Device>& device : found.devices) {
-    if (device->info().vendor == dsl::Vendor::kCpu) {
-      if (!cpu) cpu = std::move(device);
-    } else if (!gpu) {
-      gpu = std::move(device);
-    }
-  }
-  if (wanted == "cpu" || (!wanted && !gpu)) return cpu;
-  if (gpu) return gpu;
-  std::vector<std::string> reasons;
-  for (const runtime::MissingBackend& missing : found.missing) reasons.push_back(missing.reason);
-  for (const std::string& skipped : found.skipped) reasons.push_back(skipped);
-  return absl::NotFoundError(absl::StrCat("--device gpu: no GPU device found (", absl::StrJoin(reasons, "; "),
-                                          "); hint: --device cpu runs the kernels on the CPU interpreter"));
-}
 
 int run(Args args) {
   Options o;
