@@ -1,15 +1,12 @@
-// The CUDA device (see device_cuda.h). Native handles are the driver's own (CUstream, CUevent,
-// CUmodule, CUgraphExec, CUdeviceptr) stored as integers in the RAII handles.
+// The CUDA device (see device_cuda.h): GpuDevice (device_gpu.h) on the CUDA driver table, and
+// discovery, which reads each device's facts through cuDeviceGetAttribute.
 #include "runtime/device_cuda.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "runtime/device_gpu.h"
 #include "runtime/driver_cuda.h"
-#include "runtime/driver_error.h"
-#include "support/log.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
 
@@ -18,288 +15,92 @@ namespace {
 
 using namespace cuda_api;  // NOLINT: the driver's names read best unqualified here
 
-template <typename T>
-T as(uint64_t native) {
-  return reinterpret_cast<T>(native);
-}
-template <typename T>
-uint64_t native_of(T handle) {
-  return reinterpret_cast<uint64_t>(handle);
-}
+// The CUDA driver for GpuDevice. Entry points are named by the exported symbol (the _v2 ABI where
+// the driver has one); device addresses are integers (CUdeviceptr).
+struct CudaApi {
+  using Driver = CudaDriver;
+  // CUDA works through contexts: the device's primary context, retained at opening and released
+  // with the device, is made current before every call.
+  struct Context {
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+  };
+  using Address = CUdeviceptr;
+  using StreamHandle = CUstream;
+  using EventHandle = CUevent;
+  using ModuleHandle = CUmodule;
+  using FunctionHandle = CUfunction;
+  using GraphHandle = CUgraph;
+  using GraphExecHandle = CUgraphExec;
 
-class CudaDevice final : public Device {
- public:
-  CudaDevice(std::shared_ptr<const CudaDriver> driver, CUdevice device, CUcontext context,
-             DeviceInfo info)
-      : driver_(std::move(driver)), device_(device), context_(context), info_(std::move(info)) {}
-
-  ~CudaDevice() override {
-    absl::Status status = driver_->check(driver_->cuDevicePrimaryCtxRelease(device_),
-                                         "cuDevicePrimaryCtxRelease_v2");
-    if (!status.ok()) log_warning(to_std(status.message()));
+  static absl::Status make_current(const CudaDriver& d, const Context& c, const DeviceInfo& info) {
+    return d.check(d.cuCtxSetCurrent(c.context), "cuCtxSetCurrent", describe(info));
   }
-
-  const DeviceInfo& info() const override { return info_; }
-
-  absl::StatusOr<DeviceBuffer> allocate(size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    if (bytes == 0) return absl::InvalidArgumentError("allocating a buffer of 0 bytes");
-    CUdeviceptr address = 0;
-    MT_RETURN_IF_ERROR(
-        driver_->check(driver_->cuMemAlloc(&address, bytes), "cuMemAlloc_v2", describe_bytes(bytes)));
-    return make_buffer(address, bytes);
+  static absl::Status release_context(const CudaDriver& d, const Context& c) {
+    return d.check(d.cuDevicePrimaryCtxRelease(c.device), "cuDevicePrimaryCtxRelease_v2");
   }
 
-  absl::StatusOr<HostMappedBuffer> allocate_host_mapped(size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    if (bytes == 0) return absl::InvalidArgumentError("allocating a host-mapped buffer of 0 bytes");
-    void* host = nullptr;
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->cuMemHostAlloc(&host, bytes, kMemHostAllocPortable | kMemHostAllocDeviceMap),
-        "cuMemHostAlloc", describe_bytes(bytes)));
-    CUdeviceptr address = 0;
-    absl::Status mapped = driver_->check(driver_->cuMemHostGetDevicePointer(&address, host, 0),
-                                         "cuMemHostGetDevicePointer_v2");
-    if (!mapped.ok()) {
-      driver_->cuMemFreeHost(host);
-      return mapped;
-    }
-    std::memset(host, 0, bytes);
-    return make_host_mapped(host, address, bytes);
-  }
+  // Pinned memory visible to every context and mapped into the device's address space; the vendors
+  // name (and number) these flags each their own way, as they do the stream and capture flags.
+  static constexpr unsigned kHostMappedFlags = kMemHostAllocPortable | kMemHostAllocDeviceMap;
+  static constexpr unsigned kStreamNonBlocking = CU_STREAM_NON_BLOCKING;
+  static constexpr CUstreamCaptureMode kCaptureThreadLocal = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  // NVIDIA caps dynamic shared memory at 48 KiB unless the kernel opts in to more, per function.
+  static constexpr bool kSharedMemoryOptIn = true;
+  static constexpr EntryPoint set_max_dynamic_shared_memory{
+      +[](const CudaDriver& d, CUfunction function, int bytes) {
+        return d.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    bytes);
+      },
+      "cuFuncSetAttribute"};
 
-  absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    MT_RETURN_IF_ERROR(driver_->check(driver_->cuMemcpyHtoD(destination, source, bytes),
-                                      "cuMemcpyHtoD_v2", copy_subject(bytes)));
-    // From pageable memory the copy may return once the data is staged, before the DMA lands; the
-    // caller's next launch on a non-blocking stream would not wait for it.
-    return driver_->check(driver_->cuStreamSynchronize(nullptr), "cuStreamSynchronize");
-  }
-  absl::Status copy_to_host(void* destination, DevicePtr source, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(driver_->cuMemcpyDtoH(destination, source, bytes), "cuMemcpyDtoH_v2",
-                          copy_subject(bytes));
-  }
-  absl::Status copy_on_device(DevicePtr destination, DevicePtr source, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    MT_RETURN_IF_ERROR(driver_->check(driver_->cuMemcpyDtoD(destination, source, bytes),
-                                      "cuMemcpyDtoD_v2", copy_subject(bytes)));
-    // A device-to-device copy may return before it finishes.
-    return driver_->check(driver_->cuStreamSynchronize(nullptr), "cuStreamSynchronize");
-  }
-  absl::Status fill_bytes(DevicePtr destination, uint8_t value, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    MT_RETURN_IF_ERROR(driver_->check(driver_->cuMemsetD8(destination, value, bytes),
-                                      "cuMemsetD8_v2", copy_subject(bytes)));
-    return driver_->check(driver_->cuStreamSynchronize(nullptr), "cuStreamSynchronize");
-  }
-
-  absl::Status copy_to_device_async(DevicePtr destination, const void* source, size_t bytes,
-                                    Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(driver_->cuMemcpyHtoDAsync(destination, source, bytes, queue),
-                          "cuMemcpyHtoDAsync_v2", copy_subject(bytes));
-  }
-  absl::Status copy_to_host_async(void* destination, DevicePtr source, size_t bytes,
-                                  Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(driver_->cuMemcpyDtoHAsync(destination, source, bytes, queue),
-                          "cuMemcpyDtoHAsync_v2", copy_subject(bytes));
-  }
-  absl::Status copy_on_device_async(DevicePtr destination, DevicePtr source, size_t bytes,
-                                    Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(driver_->cuMemcpyDtoDAsync(destination, source, bytes, queue),
-                          "cuMemcpyDtoDAsync_v2", copy_subject(bytes));
-  }
-  absl::Status fill_bytes_async(DevicePtr destination, uint8_t value, size_t bytes,
-                                Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(driver_->cuMemsetD8Async(destination, value, bytes, queue),
-                          "cuMemsetD8Async", copy_subject(bytes));
-  }
-
-  absl::StatusOr<Stream> create_stream() override {
-    MT_RETURN_IF_ERROR(make_current());
-    CUstream stream = nullptr;
-    MT_RETURN_IF_ERROR(
-        driver_->check(driver_->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
-    return make_stream(native_of(stream));
-  }
-
-  absl::Status synchronize(Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(driver_->cuStreamSynchronize(queue), "cuStreamSynchronize");
-  }
-
-  absl::Status synchronize() override {
-    MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(driver_->cuCtxSynchronize(), "cuCtxSynchronize");
-  }
-
-  absl::StatusOr<Event> create_event() override {
-    MT_RETURN_IF_ERROR(make_current());
-    CUevent event = nullptr;
-    MT_RETURN_IF_ERROR(
-        driver_->check(driver_->cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate"));
-    return make_event(native_of(event));
-  }
-
-  absl::Status record(Event& event, Stream& stream) override {
-    MT_RETURN_IF_ERROR(check_owned(event, "event"));
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(driver_->cuEventRecord(as<CUevent>(event.native()), queue),
-                          "cuEventRecord");
-  }
-
-  absl::Status synchronize(Event& event) override {
-    MT_RETURN_IF_ERROR(check_owned(event, "event"));
-    MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(driver_->cuEventSynchronize(as<CUevent>(event.native())),
-                          "cuEventSynchronize");
-  }
-
-  absl::StatusOr<float> elapsed_ms(const Event& start, const Event& end) override {
-    MT_RETURN_IF_ERROR(check_owned(start, "start event"));
-    MT_RETURN_IF_ERROR(check_owned(end, "end event"));
-    MT_RETURN_IF_ERROR(make_current());
-    float milliseconds = 0;
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->cuEventElapsedTime(&milliseconds, as<CUevent>(start.native()),
-                                    as<CUevent>(end.native())),
-        "cuEventElapsedTime"));
-    return milliseconds;
-  }
-
-  absl::StatusOr<Module> load_module(std::string_view code_object,
-                                     std::string_view label) override {
-    MT_RETURN_IF_ERROR(make_current());
-    // PTX must be NUL-terminated; a CUBIN is not harmed by the extra byte.
-    const std::string image(code_object);
-    CUmodule module = nullptr;
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->cuModuleLoadData(&module, image.c_str()), "cuModuleLoadData",
-        absl::StrCat("module \"", to_absl(label), "\" (", code_object.size(), " bytes) on ",
-                     info_.target.str())));
-    return make_module(native_of(module), label);
-  }
-
-  absl::StatusOr<Function> function(const Module& module, std::string_view name) override {
-    MT_RETURN_IF_ERROR(check_owned(module, "module"));
-    MT_RETURN_IF_ERROR(make_current());
-    CUfunction function = nullptr;
-    const std::string symbol(name);
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->cuModuleGetFunction(&function, as<CUmodule>(module.native()), symbol.c_str()),
-        "cuModuleGetFunction",
-        absl::StrCat("\"", symbol, "\" in module \"", module.label(), "\"")));
-    return make_function(native_of(function), name);
-  }
-
-  absl::Status set_max_dynamic_shared_memory(const Function& function, int64_t bytes) override {
-    MT_RETURN_IF_ERROR(check_owned(function));
-    if (bytes < 0 || bytes > info_.max_shared_memory_per_block) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "set_max_dynamic_shared_memory for \"", function.name(), "\": ", bytes,
-          " bytes is outside [0, ", info_.max_shared_memory_per_block, "] on ", describe(info_)));
-    }
-    MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(
-        driver_->cuFuncSetAttribute(as<CUfunction>(function.native()),
-                                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    static_cast<int>(bytes)),
-        "cuFuncSetAttribute",
-        absl::StrCat("\"", function.name(), "\" (max dynamic shared memory ", bytes, " bytes)"));
-  }
-
-  absl::Status launch(const Function& function, const LaunchConfig& config, void** args,
-                      Stream& stream) override {
-    MT_RETURN_IF_ERROR(check_owned(function));
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(
-        driver_->cuLaunchKernel(as<CUfunction>(function.native()), config.grid.x, config.grid.y,
-                                config.grid.z, config.block.x, config.block.y, config.block.z,
-                                config.shared_memory_bytes, queue, args, nullptr),
-        "cuLaunchKernel", absl::StrCat("\"", function.name(), "\" (", describe(config), ")"));
-  }
-
-  absl::Status begin_capture(Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    // Thread-local: another thread's unsafe calls (a cuMemAlloc) do not break this capture.
-    return driver_->check(driver_->cuStreamBeginCapture(queue, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-                          "cuStreamBeginCapture_v2");
-  }
-
-  absl::StatusOr<Graph> end_capture(Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    CUgraph graph = nullptr;
-    MT_RETURN_IF_ERROR(
-        driver_->check(driver_->cuStreamEndCapture(queue, &graph), "cuStreamEndCapture"));
-    CUgraphExec exec = nullptr;
-    absl::Status instantiated = driver_->check(
-        driver_->cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
-    // The executable graph is independent of the graph it was made from.
-    driver_->cuGraphDestroy(graph);
-    MT_RETURN_IF_ERROR(instantiated);
-    return make_graph(native_of(exec));
-  }
-
-  absl::Status replay(const Graph& graph, Stream& stream) override {
-    MT_RETURN_IF_ERROR(check_owned(graph, "graph"));
-    MT_ASSIGN_OR_RETURN(CUstream queue, current_stream(stream));
-    return driver_->check(driver_->cuGraphLaunch(as<CUgraphExec>(graph.native()), queue),
-                          "cuGraphLaunch");
-  }
-
- private:
-  absl::Status make_current() const {
-    return driver_->check(driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent",
-                          describe(info_));
-  }
-
-  absl::StatusOr<CUstream> current_stream(const Stream& stream) const {
-    MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
-    MT_RETURN_IF_ERROR(make_current());
-    return as<CUstream>(stream.native());
-  }
-
-  static std::string copy_subject(size_t bytes) { return describe_bytes(bytes); }
-
-  void release(ResourceKind kind, uint64_t native) noexcept override {
-    absl::Status status = make_current();
-    if (status.ok()) {
-      switch (kind) {
-        case ResourceKind::kBuffer:
-          status = driver_->check(driver_->cuMemFree(native), "cuMemFree_v2");
-          break;
-        case ResourceKind::kHostMapped:
-          status = driver_->check(driver_->cuMemFreeHost(as<void*>(native)), "cuMemFreeHost");
-          break;
-        case ResourceKind::kStream:
-          status = driver_->check(driver_->cuStreamDestroy(as<CUstream>(native)),
-                                  "cuStreamDestroy_v2");
-          break;
-        case ResourceKind::kEvent:
-          status =
-              driver_->check(driver_->cuEventDestroy(as<CUevent>(native)), "cuEventDestroy_v2");
-          break;
-        case ResourceKind::kModule:
-          status = driver_->check(driver_->cuModuleUnload(as<CUmodule>(native)), "cuModuleUnload");
-          break;
-        case ResourceKind::kGraph:
-          status = driver_->check(driver_->cuGraphExecDestroy(as<CUgraphExec>(native)),
-                                  "cuGraphExecDestroy");
-          break;
-      }
-    }
-    if (!status.ok()) log_warning(absl::StrCat("releasing on ", describe(info_), ": ", status.message()));
-  }
-
-  std::shared_ptr<const CudaDriver> driver_;
-  CUdevice device_;
-  CUcontext context_;
-  DeviceInfo info_;
+  static constexpr EntryPoint allocate{&CudaDriver::cuMemAlloc, "cuMemAlloc_v2"};
+  static constexpr EntryPoint free_buffer{&CudaDriver::cuMemFree, "cuMemFree_v2"};
+  static constexpr EntryPoint host_allocate{&CudaDriver::cuMemHostAlloc, "cuMemHostAlloc"};
+  static constexpr EntryPoint host_device_pointer{&CudaDriver::cuMemHostGetDevicePointer,
+                                                  "cuMemHostGetDevicePointer_v2"};
+  static constexpr EntryPoint host_free{&CudaDriver::cuMemFreeHost, "cuMemFreeHost"};
+  static constexpr EntryPoint copy_to_device{&CudaDriver::cuMemcpyHtoD, "cuMemcpyHtoD_v2"};
+  static constexpr EntryPoint copy_to_host{&CudaDriver::cuMemcpyDtoH, "cuMemcpyDtoH_v2"};
+  static constexpr EntryPoint copy_on_device{&CudaDriver::cuMemcpyDtoD, "cuMemcpyDtoD_v2"};
+  static constexpr EntryPoint fill_bytes{&CudaDriver::cuMemsetD8, "cuMemsetD8_v2"};
+  static constexpr EntryPoint copy_to_device_async{&CudaDriver::cuMemcpyHtoDAsync,
+                                                   "cuMemcpyHtoDAsync_v2"};
+  static constexpr EntryPoint copy_to_host_async{&CudaDriver::cuMemcpyDtoHAsync,
+                                                 "cuMemcpyDtoHAsync_v2"};
+  static constexpr EntryPoint copy_on_device_async{&CudaDriver::cuMemcpyDtoDAsync,
+                                                   "cuMemcpyDtoDAsync_v2"};
+  static constexpr EntryPoint fill_bytes_async{&CudaDriver::cuMemsetD8Async, "cuMemsetD8Async"};
+  static constexpr EntryPoint stream_create{&CudaDriver::cuStreamCreate, "cuStreamCreate"};
+  static constexpr EntryPoint stream_destroy{&CudaDriver::cuStreamDestroy, "cuStreamDestroy_v2"};
+  static constexpr EntryPoint stream_synchronize{&CudaDriver::cuStreamSynchronize,
+                                                 "cuStreamSynchronize"};
+  static constexpr EntryPoint device_synchronize{&CudaDriver::cuCtxSynchronize,
+                                                 "cuCtxSynchronize"};
+  // CUDA's event creation takes flags, HIP's does not: the default (timing) event.
+  static constexpr EntryPoint event_create{
+      +[](const CudaDriver& d, CUevent* event) { return d.cuEventCreate(event, CU_EVENT_DEFAULT); },
+      "cuEventCreate"};
+  static constexpr EntryPoint event_destroy{&CudaDriver::cuEventDestroy, "cuEventDestroy_v2"};
+  static constexpr EntryPoint event_record{&CudaDriver::cuEventRecord, "cuEventRecord"};
+  static constexpr EntryPoint event_synchronize{&CudaDriver::cuEventSynchronize,
+                                                "cuEventSynchronize"};
+  static constexpr EntryPoint event_elapsed_time{&CudaDriver::cuEventElapsedTime,
+                                                 "cuEventElapsedTime"};
+  static constexpr EntryPoint module_load{&CudaDriver::cuModuleLoadData, "cuModuleLoadData"};
+  static constexpr EntryPoint module_unload{&CudaDriver::cuModuleUnload, "cuModuleUnload"};
+  static constexpr EntryPoint module_function{&CudaDriver::cuModuleGetFunction,
+                                              "cuModuleGetFunction"};
+  static constexpr EntryPoint launch{&CudaDriver::cuLaunchKernel, "cuLaunchKernel"};
+  static constexpr EntryPoint begin_capture{&CudaDriver::cuStreamBeginCapture,
+                                            "cuStreamBeginCapture_v2"};
+  static constexpr EntryPoint end_capture{&CudaDriver::cuStreamEndCapture, "cuStreamEndCapture"};
+  static constexpr EntryPoint graph_instantiate{&CudaDriver::cuGraphInstantiateWithFlags,
+                                                "cuGraphInstantiateWithFlags"};
+  static constexpr EntryPoint graph_launch{&CudaDriver::cuGraphLaunch, "cuGraphLaunch"};
+  static constexpr EntryPoint graph_exec_destroy{&CudaDriver::cuGraphExecDestroy,
+                                                 "cuGraphExecDestroy"};
+  static constexpr EntryPoint graph_destroy{&CudaDriver::cuGraphDestroy, "cuGraphDestroy"};
 };
 
 std::string driver_version_text(int version) {
@@ -342,8 +143,8 @@ absl::StatusOr<std::unique_ptr<Device>> open_device(std::shared_ptr<const CudaDr
   CUcontext context = nullptr;
   MT_RETURN_IF_ERROR(d.check(d.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
                              absl::StrCat("device ", ordinal, " \"", info.name, "\"")));
-  return std::unique_ptr<Device>(
-      std::make_unique<CudaDevice>(std::move(driver), device, context, std::move(info)));
+  return std::unique_ptr<Device>(std::make_unique<GpuDevice<CudaApi>>(
+      std::move(driver), CudaApi::Context{device, context}, std::move(info)));
 }
 
 }  // namespace
@@ -384,17 +185,9 @@ absl::StatusOr<BackendDevices> open_cuda_devices(const std::vector<std::string>&
   if (count == 0) {
     return absl::NotFoundError(absl::StrCat(present, " but no GPU behind it: cuDeviceGetCount returned 0"));
   }
-  BackendDevices result;
-  for (int ordinal = 0; ordinal < count; ++ordinal) {
-    absl::StatusOr<std::unique_ptr<Device>> device = open_device(driver, ordinal, version_text);
-    if (device.ok()) {
-      result.devices.push_back(*std::move(device));
-    } else {
-      result.skipped.push_back(absl::StrCat("NVIDIA device ", ordinal, " left out: ",
-                                            device.status().message()));
-    }
-  }
-  return result;
+  return open_each(count, "NVIDIA", [&](int ordinal) {
+    return open_device(driver, ordinal, version_text);
+  });
 }
 
 }  // namespace monotile::runtime

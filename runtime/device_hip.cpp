@@ -1,5 +1,5 @@
-// The HIP device (see device_hip.h). Native handles are the runtime's own (hipStream_t,
-// hipEvent_t, hipModule_t, hipGraphExec_t, device pointers) stored as integers in the handles.
+// The HIP device (see device_hip.h): GpuDevice (device_gpu.h) on the HIP runtime's table, and
+// discovery, which reads each device's facts from hipDeviceProp_t in the HIP 5 or 6 layout.
 #include "runtime/device_hip.h"
 
 #include <cstring>
@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/driver_error.h"
-#include "support/log.h"
+#include "runtime/device_gpu.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
 
@@ -17,271 +16,80 @@ namespace {
 
 using namespace hip_api;  // NOLINT: the runtime's names read best unqualified here
 
-template <typename T>
-T as(uint64_t native) {
-  return reinterpret_cast<T>(native);
-}
-template <typename T>
-uint64_t native_of(T handle) {
-  return reinterpret_cast<uint64_t>(handle);
-}
-hipDeviceptr_t pointer(DevicePtr address) { return reinterpret_cast<hipDeviceptr_t>(address); }
+// The HIP runtime for GpuDevice; device addresses are pointers (hipDeviceptr_t).
+struct HipApi {
+  using Driver = HipDriver;
+  // HIP selects a device per thread (hipSetDevice, by ordinal) rather than through a retained
+  // context, so there is nothing to hold or give back.
+  struct Context {};
+  using Address = hipDeviceptr_t;
+  using StreamHandle = hipStream_t;
+  using EventHandle = hipEvent_t;
+  using ModuleHandle = hipModule_t;
+  using FunctionHandle = hipFunction_t;
+  using GraphHandle = hipGraph_t;
+  using GraphExecHandle = hipGraphExec_t;
 
-class HipDevice final : public Device {
- public:
-  HipDevice(std::shared_ptr<const HipDriver> driver, DeviceInfo info)
-      : driver_(std::move(driver)), info_(std::move(info)) {}
-
-  const DeviceInfo& info() const override { return info_; }
-
-  absl::StatusOr<DeviceBuffer> allocate(size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    if (bytes == 0) return absl::InvalidArgumentError("allocating a buffer of 0 bytes");
-    void* address = nullptr;
-    MT_RETURN_IF_ERROR(
-        driver_->check(driver_->hipMalloc(&address, bytes), "hipMalloc", describe_bytes(bytes)));
-    return make_buffer(native_of(address), bytes);
+  static absl::Status make_current(const HipDriver& d, const Context&, const DeviceInfo& info) {
+    return d.check(d.hipSetDevice(info.ordinal), "hipSetDevice", describe(info));
   }
-
-  absl::StatusOr<HostMappedBuffer> allocate_host_mapped(size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    if (bytes == 0) return absl::InvalidArgumentError("allocating a host-mapped buffer of 0 bytes");
-    void* host = nullptr;
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipHostMalloc(&host, bytes, kHostMallocMapped | kHostMallocPortable),
-        "hipHostMalloc", describe_bytes(bytes)));
-    void* address = nullptr;
-    absl::Status mapped = driver_->check(driver_->hipHostGetDevicePointer(&address, host, 0),
-                                         "hipHostGetDevicePointer");
-    if (!mapped.ok()) {
-      driver_->hipHostFree(host);
-      return mapped;
-    }
-    std::memset(host, 0, bytes);
-    return make_host_mapped(host, native_of(address), bytes);
-  }
-
-  absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipMemcpyHtoD(pointer(destination), const_cast<void*>(source), bytes),
-        "hipMemcpyHtoD", describe_bytes(bytes)));
-    // As on CUDA: a copy from pageable memory may return before it lands.
-    return driver_->check(driver_->hipStreamSynchronize(nullptr), "hipStreamSynchronize");
-  }
-  absl::Status copy_to_host(void* destination, DevicePtr source, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(driver_->hipMemcpyDtoH(destination, pointer(source), bytes),
-                          "hipMemcpyDtoH", describe_bytes(bytes));
-  }
-  absl::Status copy_on_device(DevicePtr destination, DevicePtr source, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipMemcpyDtoD(pointer(destination), pointer(source), bytes), "hipMemcpyDtoD",
-        describe_bytes(bytes)));
-    return driver_->check(driver_->hipStreamSynchronize(nullptr), "hipStreamSynchronize");
-  }
-  absl::Status fill_bytes(DevicePtr destination, uint8_t value, size_t bytes) override {
-    MT_RETURN_IF_ERROR(make_current());
-    MT_RETURN_IF_ERROR(driver_->check(driver_->hipMemsetD8(pointer(destination), value, bytes),
-                                      "hipMemsetD8", describe_bytes(bytes)));
-    return driver_->check(driver_->hipStreamSynchronize(nullptr), "hipStreamSynchronize");
-  }
-
-  absl::Status copy_to_device_async(DevicePtr destination, const void* source, size_t bytes,
-                                    Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(driver_->hipMemcpyHtoDAsync(pointer(destination),
-                                                      const_cast<void*>(source), bytes, queue),
-                          "hipMemcpyHtoDAsync", describe_bytes(bytes));
-  }
-  absl::Status copy_to_host_async(void* destination, DevicePtr source, size_t bytes,
-                                  Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(driver_->hipMemcpyDtoHAsync(destination, pointer(source), bytes, queue),
-                          "hipMemcpyDtoHAsync", describe_bytes(bytes));
-  }
-  absl::Status copy_on_device_async(DevicePtr destination, DevicePtr source, size_t bytes,
-                                    Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(
-        driver_->hipMemcpyDtoDAsync(pointer(destination), pointer(source), bytes, queue),
-        "hipMemcpyDtoDAsync", describe_bytes(bytes));
-  }
-  absl::Status fill_bytes_async(DevicePtr destination, uint8_t value, size_t bytes,
-                                Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(driver_->hipMemsetD8Async(pointer(destination), value, bytes, queue),
-                          "hipMemsetD8Async", describe_bytes(bytes));
-  }
-
-  absl::StatusOr<Stream> create_stream() override {
-    MT_RETURN_IF_ERROR(make_current());
-    hipStream_t stream = nullptr;
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipStreamCreateWithFlags(&stream, kStreamNonBlocking), "hipStreamCreateWithFlags"));
-    return make_stream(native_of(stream));
-  }
-
-  absl::Status synchronize(Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(driver_->hipStreamSynchronize(queue), "hipStreamSynchronize");
-  }
-
-  absl::Status synchronize() override {
-    MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(driver_->hipDeviceSynchronize(), "hipDeviceSynchronize");
-  }
-
-  absl::StatusOr<Event> create_event() override {
-    MT_RETURN_IF_ERROR(make_current());
-    hipEvent_t event = nullptr;
-    MT_RETURN_IF_ERROR(driver_->check(driver_->hipEventCreate(&event), "hipEventCreate"));
-    return make_event(native_of(event));
-  }
-
-  absl::Status record(Event& event, Stream& stream) override {
-    MT_RETURN_IF_ERROR(check_owned(event, "event"));
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(driver_->hipEventRecord(as<hipEvent_t>(event.native()), queue),
-                          "hipEventRecord");
-  }
-
-  absl::Status synchronize(Event& event) override {
-    MT_RETURN_IF_ERROR(check_owned(event, "event"));
-    MT_RETURN_IF_ERROR(make_current());
-    return driver_->check(driver_->hipEventSynchronize(as<hipEvent_t>(event.native())),
-                          "hipEventSynchronize");
-  }
-
-  absl::StatusOr<float> elapsed_ms(const Event& start, const Event& end) override {
-    MT_RETURN_IF_ERROR(check_owned(start, "start event"));
-    MT_RETURN_IF_ERROR(check_owned(end, "end event"));
-    MT_RETURN_IF_ERROR(make_current());
-    float milliseconds = 0;
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipEventElapsedTime(&milliseconds, as<hipEvent_t>(start.native()),
-                                     as<hipEvent_t>(end.native())),
-        "hipEventElapsedTime"));
-    return milliseconds;
-  }
-
-  absl::StatusOr<Module> load_module(std::string_view code_object,
-                                     std::string_view label) override {
-    MT_RETURN_IF_ERROR(make_current());
-    const std::string image(code_object);
-    hipModule_t module = nullptr;
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipModuleLoadData(&module, image.data()), "hipModuleLoadData",
-        absl::StrCat("module \"", to_absl(label), "\" (", code_object.size(), " bytes) on ",
-                     info_.target.str())));
-    return make_module(native_of(module), label);
-  }
-
-  absl::StatusOr<Function> function(const Module& module, std::string_view name) override {
-    MT_RETURN_IF_ERROR(check_owned(module, "module"));
-    MT_RETURN_IF_ERROR(make_current());
-    hipFunction_t function = nullptr;
-    const std::string symbol(name);
-    MT_RETURN_IF_ERROR(driver_->check(
-        driver_->hipModuleGetFunction(&function, as<hipModule_t>(module.native()), symbol.c_str()),
-        "hipModuleGetFunction", absl::StrCat("\"", symbol, "\" in module \"", module.label(), "\"")));
-    return make_function(native_of(function), name);
-  }
-
-  absl::Status set_max_dynamic_shared_memory(const Function& function, int64_t bytes) override {
-    MT_RETURN_IF_ERROR(check_owned(function));
-    // AMD has no opt-in: a kernel may use all of the block's LDS; only the bound is checked.
-    if (bytes < 0 || bytes > info_.max_shared_memory_per_block) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "set_max_dynamic_shared_memory for \"", function.name(), "\": ", bytes,
-          " bytes is outside [0, ", info_.max_shared_memory_per_block, "] on ", describe(info_)));
-    }
+  static absl::Status release_context(const HipDriver&, const Context&) {
     return absl::OkStatus();
   }
 
-  absl::Status launch(const Function& function, const LaunchConfig& config, void** args,
-                      Stream& stream) override {
-    MT_RETURN_IF_ERROR(check_owned(function));
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(
-        driver_->hipModuleLaunchKernel(as<hipFunction_t>(function.native()), config.grid.x,
-                                       config.grid.y, config.grid.z, config.block.x,
-                                       config.block.y, config.block.z,
-                                       config.shared_memory_bytes, queue, args, nullptr),
-        "hipModuleLaunchKernel", absl::StrCat("\"", function.name(), "\" (", describe(config), ")"));
-  }
+  // Pinned memory mapped into the device's address space and usable from every device; the vendors
+  // name (and number) these flags each their own way, as they do the stream and capture flags.
+  static constexpr unsigned kHostMappedFlags = kHostMallocMapped | kHostMallocPortable;
+  static constexpr unsigned kStreamNonBlocking = hip_api::kStreamNonBlocking;
+  static constexpr hipStreamCaptureMode kCaptureThreadLocal = hipStreamCaptureModeThreadLocal;
+  // AMD has no opt-in: a kernel may use all of the block's LDS; only the bound is checked.
+  static constexpr bool kSharedMemoryOptIn = false;
 
-  absl::Status begin_capture(Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(driver_->hipStreamBeginCapture(queue, hipStreamCaptureModeThreadLocal),
-                          "hipStreamBeginCapture");
-  }
-
-  absl::StatusOr<Graph> end_capture(Stream& stream) override {
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    hipGraph_t graph = nullptr;
-    MT_RETURN_IF_ERROR(
-        driver_->check(driver_->hipStreamEndCapture(queue, &graph), "hipStreamEndCapture"));
-    hipGraphExec_t exec = nullptr;
-    absl::Status instantiated = driver_->check(
-        driver_->hipGraphInstantiateWithFlags(&exec, graph, 0), "hipGraphInstantiateWithFlags");
-    driver_->hipGraphDestroy(graph);
-    MT_RETURN_IF_ERROR(instantiated);
-    return make_graph(native_of(exec));
-  }
-
-  absl::Status replay(const Graph& graph, Stream& stream) override {
-    MT_RETURN_IF_ERROR(check_owned(graph, "graph"));
-    MT_ASSIGN_OR_RETURN(hipStream_t queue, current_stream(stream));
-    return driver_->check(driver_->hipGraphLaunch(as<hipGraphExec_t>(graph.native()), queue),
-                          "hipGraphLaunch");
-  }
-
- private:
-  absl::Status make_current() const {
-    return driver_->check(driver_->hipSetDevice(info_.ordinal), "hipSetDevice", describe(info_));
-  }
-
-  absl::StatusOr<hipStream_t> current_stream(const Stream& stream) const {
-    MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
-    MT_RETURN_IF_ERROR(make_current());
-    return as<hipStream_t>(stream.native());
-  }
-
-  void release(ResourceKind kind, uint64_t native) noexcept override {
-    absl::Status status = make_current();
-    if (status.ok()) {
-      switch (kind) {
-        case ResourceKind::kBuffer:
-          status = driver_->check(driver_->hipFree(as<void*>(native)), "hipFree");
-          break;
-        case ResourceKind::kHostMapped:
-          status = driver_->check(driver_->hipHostFree(as<void*>(native)), "hipHostFree");
-          break;
-        case ResourceKind::kStream:
-          status = driver_->check(driver_->hipStreamDestroy(as<hipStream_t>(native)),
-                                  "hipStreamDestroy");
-          break;
-        case ResourceKind::kEvent:
-          status =
-              driver_->check(driver_->hipEventDestroy(as<hipEvent_t>(native)), "hipEventDestroy");
-          break;
-        case ResourceKind::kModule:
-          status = driver_->check(driver_->hipModuleUnload(as<hipModule_t>(native)),
-                                  "hipModuleUnload");
-          break;
-        case ResourceKind::kGraph:
-          status = driver_->check(driver_->hipGraphExecDestroy(as<hipGraphExec_t>(native)),
-                                  "hipGraphExecDestroy");
-          break;
-      }
-    }
-    if (!status.ok()) log_warning(absl::StrCat("releasing on ", describe(info_), ": ", status.message()));
-  }
-
-  std::shared_ptr<const HipDriver> driver_;
-  DeviceInfo info_;
+  static constexpr EntryPoint allocate{&HipDriver::hipMalloc, "hipMalloc"};
+  static constexpr EntryPoint free_buffer{&HipDriver::hipFree, "hipFree"};
+  static constexpr EntryPoint host_allocate{&HipDriver::hipHostMalloc, "hipHostMalloc"};
+  static constexpr EntryPoint host_device_pointer{&HipDriver::hipHostGetDevicePointer,
+                                                  "hipHostGetDevicePointer"};
+  static constexpr EntryPoint host_free{&HipDriver::hipHostFree, "hipHostFree"};
+  static constexpr EntryPoint copy_to_device{&HipDriver::hipMemcpyHtoD, "hipMemcpyHtoD"};
+  static constexpr EntryPoint copy_to_host{&HipDriver::hipMemcpyDtoH, "hipMemcpyDtoH"};
+  static constexpr EntryPoint copy_on_device{&HipDriver::hipMemcpyDtoD, "hipMemcpyDtoD"};
+  static constexpr EntryPoint fill_bytes{&HipDriver::hipMemsetD8, "hipMemsetD8"};
+  static constexpr EntryPoint copy_to_device_async{&HipDriver::hipMemcpyHtoDAsync,
+                                                   "hipMemcpyHtoDAsync"};
+  static constexpr EntryPoint copy_to_host_async{&HipDriver::hipMemcpyDtoHAsync,
+                                                 "hipMemcpyDtoHAsync"};
+  static constexpr EntryPoint copy_on_device_async{&HipDriver::hipMemcpyDtoDAsync,
+                                                   "hipMemcpyDtoDAsync"};
+  static constexpr EntryPoint fill_bytes_async{&HipDriver::hipMemsetD8Async, "hipMemsetD8Async"};
+  static constexpr EntryPoint stream_create{&HipDriver::hipStreamCreateWithFlags,
+                                            "hipStreamCreateWithFlags"};
+  static constexpr EntryPoint stream_destroy{&HipDriver::hipStreamDestroy, "hipStreamDestroy"};
+  static constexpr EntryPoint stream_synchronize{&HipDriver::hipStreamSynchronize,
+                                                 "hipStreamSynchronize"};
+  static constexpr EntryPoint device_synchronize{&HipDriver::hipDeviceSynchronize,
+                                                 "hipDeviceSynchronize"};
+  static constexpr EntryPoint event_create{&HipDriver::hipEventCreate, "hipEventCreate"};
+  static constexpr EntryPoint event_destroy{&HipDriver::hipEventDestroy, "hipEventDestroy"};
+  static constexpr EntryPoint event_record{&HipDriver::hipEventRecord, "hipEventRecord"};
+  static constexpr EntryPoint event_synchronize{&HipDriver::hipEventSynchronize,
+                                                "hipEventSynchronize"};
+  static constexpr EntryPoint event_elapsed_time{&HipDriver::hipEventElapsedTime,
+                                                 "hipEventElapsedTime"};
+  static constexpr EntryPoint module_load{&HipDriver::hipModuleLoadData, "hipModuleLoadData"};
+  static constexpr EntryPoint module_unload{&HipDriver::hipModuleUnload, "hipModuleUnload"};
+  static constexpr EntryPoint module_function{&HipDriver::hipModuleGetFunction,
+                                              "hipModuleGetFunction"};
+  static constexpr EntryPoint launch{&HipDriver::hipModuleLaunchKernel, "hipModuleLaunchKernel"};
+  static constexpr EntryPoint begin_capture{&HipDriver::hipStreamBeginCapture,
+                                            "hipStreamBeginCapture"};
+  static constexpr EntryPoint end_capture{&HipDriver::hipStreamEndCapture, "hipStreamEndCapture"};
+  static constexpr EntryPoint graph_instantiate{&HipDriver::hipGraphInstantiateWithFlags,
+                                                "hipGraphInstantiateWithFlags"};
+  static constexpr EntryPoint graph_launch{&HipDriver::hipGraphLaunch, "hipGraphLaunch"};
+  static constexpr EntryPoint graph_exec_destroy{&HipDriver::hipGraphExecDestroy,
+                                                 "hipGraphExecDestroy"};
+  static constexpr EntryPoint graph_destroy{&HipDriver::hipGraphDestroy, "hipGraphDestroy"};
 };
 
 template <typename T>
@@ -320,7 +128,8 @@ absl::StatusOr<std::unique_ptr<Device>> open_device(std::shared_ptr<const HipDri
                                                  target.status().message()));
   }
   info.target = *std::move(target);
-  return std::unique_ptr<Device>(std::make_unique<HipDevice>(std::move(driver), std::move(info)));
+  return std::unique_ptr<Device>(
+      std::make_unique<GpuDevice<HipApi>>(std::move(driver), HipApi::Context{}, std::move(info)));
 }
 
 }  // namespace
@@ -366,17 +175,9 @@ absl::StatusOr<BackendDevices> open_hip_devices(const std::vector<std::string>& 
     return absl::NotFoundError(
         absl::StrCat(present, " but no GPU behind it: hipGetDeviceCount returned 0"));
   }
-  BackendDevices result;
-  for (int ordinal = 0; ordinal < count; ++ordinal) {
-    absl::StatusOr<std::unique_ptr<Device>> device = open_device(driver, ordinal, version_text);
-    if (device.ok()) {
-      result.devices.push_back(*std::move(device));
-    } else {
-      result.skipped.push_back(
-          absl::StrCat("AMD device ", ordinal, " left out: ", device.status().message()));
-    }
-  }
-  return result;
+  return open_each(count, "AMD", [&](int ordinal) {
+    return open_device(driver, ordinal, version_text);
+  });
 }
 
 }  // namespace monotile::runtime
