@@ -23,7 +23,7 @@ namespace {
 constexpr int kMaxTokens = 16;
 constexpr int kGemvRows = 64;
 // Control words: AttnRes's counters and flags 0..31 (attn_res_stage.h), then one counter and one
-// flag each for o_proj, the logits, the route, the latent sum and the final sum, then the MoE's six.
+// flag each for o_proj, the logits, the route, the latent sum and the final sum, then the MoE's seven.
 constexpr int kAttnResWords = 2 * kMaxTokens;
 constexpr int kOProjWord = kAttnResWords;
 constexpr int kRouterWord = kAttnResWords + 1;
@@ -31,7 +31,7 @@ constexpr int kRouteWord = kAttnResWords + 2;
 constexpr int kLatentSumWord = kAttnResWords + 3;
 constexpr int kFinalSumWord = kAttnResWords + 4;
 constexpr int kMoeWords = kAttnResWords + 5;
-constexpr int kControlWords = kMoeWords + 6;
+constexpr int kControlWords = kMoeWords + 7;
 
 int64_t attn_res_partial_floats(const K2Build& b) {
   return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
@@ -120,6 +120,17 @@ void stage_o_proj(const K2Build& b, const Args& a, Exchange& exchange) {
   });
 }
 
+// The fault hook (K2Build::fault_ns): program 0 of the matching launch spins on the global timer
+// before its first stage, so that the launch's waits on its shares give up.
+void fault_hook(const K2Build& b, const Args& a) {
+  if (b.fault_ns == 0) return;
+  auto hit = (program_id(0) == 0) & (load(a.epoch, {.cache = Cache::volatile_}) == b.fault_epoch) & (a.slot == b.fault_layer);
+  if_(hit, [&] {
+    auto start = global_timer();
+    while_(start, [&](Value now) { return now - start < b.fault_ns; }, [&](Value) { return global_timer(); });
+  });
+}
+
 }  // namespace
 
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
@@ -181,6 +192,7 @@ std::string k2_name(const K2Build& b) {
                                   b.reset ? 1 : 0, "_e", b.experts, "_k", b.top_k, "_l", b.latent, "_i", b.expert_rows,
                                   "_si", b.shared_rows, "_u", b.up_first, "+", b.up_rows, "_nw", b.num_warps, "_s",
                                   b.gemv_step, "_m", b.min_k_steps);
+  if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   const K2Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.renormalize != defaults.renormalize ||
       b.scaling != defaults.scaling || b.wait_ns != defaults.wait_ns || b.latent_norm != defaults.latent_norm ||
@@ -195,6 +207,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
   check(build, loc);
   Builder b(k2_name(build), {.num_warps = build.num_warps, .min_programs_per_sm = 1}, loc);
   Args a = declare(b);
+  const K2Scratch scratch = k2_scratch(build);
+  fault_hook(build, a);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.slot), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   LocalExchange o_proj({.out = a.a_rows, .counter = a.counters + kOProjWord, .flag = a.flags + kOProjWord},
                        build.tokens, build.hidden, static_cast<int32_t>(K2Region::kDelta), hc);
@@ -281,6 +295,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .union_ids = a.union_ids,
             .union_count = a.union_count,
             .inter = a.inter,
+            .partials = a.union_count + (scratch.routed_partials - scratch.union_count) / 4,
             .counters = a.counters + kMoeWords,
             .flags = a.flags + kMoeWords},
            latent, final_sum, hc);
@@ -311,6 +326,8 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.sorted = take(slots * 4);
   s.union_ids = take(slots * 4);
   s.union_count = take(4);
+  const int64_t chunk = routed_chunk(static_cast<int>(slots));
+  s.routed_partials = take((slots + chunk - 1) / chunk * b.tokens * b.latent * 4);
   s.inter = take(slots * b.tokens * b.expert_rows * 2);
   s.bytes = layout.size();
   return s;

@@ -54,6 +54,14 @@ struct K2Build {
   // K allows (mxfp4_gemv.h's looped_step): on NVIDIA 2, since with a single step ptxas overlaps the
   // two GEMVs; on AMD 1, since LLVM unrolls two steps anyway and their narrower tiles spill more.
   int min_k_steps = 2;
+  // The seed's fault hook (seed_source.md 3.7), for tests of the executor's fail-stop: when fault_ns
+  // is not 0, program 0 of a launch whose epoch word equals fault_epoch and whose slot argument
+  // equals fault_layer (128 + layer) spins on the global timer for fault_ns before its first stage,
+  // so every other program's waits on its shares time out into the health words. 0 (the default)
+  // leaves the code as it was; a nonzero value changes the code and the name.
+  int32_t fault_epoch = 0;
+  int32_t fault_layer = 0;
+  int64_t fault_ns = 0;
   bool operator==(const K2Build&) const = default;
 };
 
@@ -70,7 +78,7 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
-// _s{step}_m{min_k_steps}" plus a hash of the scalars when they differ from the defaults.
+// _s{step}_m{min_k_steps}", then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);
 
 // The program. Parameters, in order:
@@ -94,8 +102,8 @@ std::vector<std::string> k2_parameters(const K2Build& build);
 // K2's scratch, its own buffer (its control words must not be another kernel's): views each
 // 256-byte aligned, the control words first ([0, zeroed_bytes) zero once, never reset).
 struct K2Scratch {
-  int64_t counters = 0;  // i32 [43]: AttnRes's 32, o_proj, logits, route, latent sum, final sum, the MoE's 6
-  int64_t flags = 0;     // i32 [43]: AttnRes's 17 (to 31 unused), then as the counters
+  int64_t counters = 0;  // i32 [44]: AttnRes's 32, o_proj, logits, route, latent sum, final sum, the MoE's 7
+  int64_t flags = 0;     // i32 [44]: AttnRes's 17 (to 31 unused), then as the counters
   int64_t zeroed_bytes = 0;
   int64_t ares = 0;        // f32: AttnRes's partials
   int64_t a_rows = 0;      // bf16 [T, H]: o_proj reduced
@@ -107,6 +115,10 @@ struct K2Scratch {
   int64_t act = 0;         // bf16 [T, SI]
   int64_t shared = 0;      // bf16 [T, H]
   int64_t sorted = 0, union_ids = 0, union_count = 0;  // i32 [T top_k], [T top_k], [1]
+  // f32 bits as i32 [chunks, T, LAT]: the routed sum's chunk partials (moe_stage.h stage I). It has
+  // no view of its own: the program reaches it from the union_count view, so that the launch's
+  // parameter list (which runtime/k2_launch binds by name) stays as it is; it sits in the same buffer.
+  int64_t routed_partials = 0;
   int64_t inter = 0;       // bf16 [T top_k, T, Ir]
   int64_t bytes = 0;
 };

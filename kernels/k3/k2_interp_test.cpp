@@ -1,12 +1,15 @@
 // K2 on the interpreter against the float64 reference, fresh random inputs and poisoned outputs: a,
 // P', y, the route and the MoE output m, at widths 1..16, ordinary and block-write layers, fewer and
 // more programs than tasks, K3's TP 8 rank shapes (every row on the same 16 experts, so that only
-// their MXFP4 bytes need to exist), and routers with exact ties and NaN scores.
+// their MXFP4 bytes need to exist), and routers with exact ties and NaN scores; then launches whose
+// waits give up (the fault hook, K2Build::fault_ns): they end, record it, and address nothing out
+// of bounds (the interpreter refuses such an access).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "kernels/k3/k2_test_support.h"
 #include "model/config.h"
@@ -49,6 +52,56 @@ TEST(K2Build, RefusesWhatItCannotServe) {
   ASSERT_TRUE(k2_build(config, dims, 12, 256, 4).ok());
   EXPECT_TRUE(k2_build(config, dims, 12, 256, 4)->reset);
   EXPECT_EQ(k2_build(config, dims, 12, 256, 4)->nblocks, config.previous_blocks(12) + 1);
+}
+
+TEST(K2Build, TheFaultHookChangesTheName) {
+  K2Build hooked;
+  hooked.fault_epoch = 9;
+  hooked.fault_layer = 129;
+  hooked.fault_ns = 3'000'000'000;
+  EXPECT_THAT(k2_name(hooked), ::testing::EndsWith("_f9_129_3000000000"));
+  EXPECT_EQ(k2_name(hooked).find("_f"), k2_name(K2Build{}).size());
+}
+
+// Program 0 stalls (the fault hook) far past the others' wait bound, so their waits on its shares
+// give up; every later wait then returns at once and the stages run on stale scratch.
+constexpr int64_t kStallNs = 3'000'000'000, kShortWaitNs = 20'000'000;
+
+TEST(K2InterpHealth, StaleUnionIdsAddressNothingOutOfBounds) {
+  conformance::InterpreterExecutor executor;
+  // The route and the union's scratch hold ids below 0 and past E, and a union size past T top_k.
+  const K2Case c{.tokens = 4, .programs = 4, .epoch = 5, .fault_epoch = 5, .fault_ns = kStallNs,
+                 .wait_ns = kShortWaitNs, .poison_union = true};
+  const K2Inputs in = make_k2_inputs(c, /*interpreter=*/true);
+  ASSERT_FALSE(in.core.empty());
+  const K2Run run = run_k2(in, executor);
+  ASSERT_TRUE(run.launched.ok()) << run.launched;
+  EXPECT_EQ(run.health[0], 1) << "FAILED";
+}
+
+TEST(K2InterpFault, TheMatchingEpochRecordsFailedWaitsAndEnds) {
+  conformance::InterpreterExecutor executor;
+  const K2Case c{.tokens = 4, .programs = 4, .epoch = 9, .fault_epoch = 9, .fault_ns = kStallNs, .wait_ns = kShortWaitNs};
+  const K2Inputs in = make_k2_inputs(c, /*interpreter=*/true);
+  ASSERT_FALSE(in.core.empty());
+  const K2Run run = run_k2(in, executor);
+  ASSERT_TRUE(run.launched.ok()) << run.launched;
+  ASSERT_EQ(run.health.size(), static_cast<size_t>(health_words(c.programs)));
+  EXPECT_EQ(run.health[0], 1) << "FAILED";
+  int records = 0;
+  for (int program = 1; program < c.programs; ++program) {
+    const int32_t* record = &run.health[(program + 1) * kHealthRecordWords];
+    if (record[0] == 0) continue;
+    ++records;
+    EXPECT_EQ(record[3], step_tag(c.epoch, 128 + c.layer)) << "program " << program;
+    EXPECT_EQ(record[5], program);
+  }
+  EXPECT_GE(records, 1) << "no program but the stalled one recorded a give-up";
+}
+
+TEST(K2InterpFault, AnotherEpochMatchesTheReference) {
+  conformance::InterpreterExecutor executor;
+  run_k2_case({.tokens = 4, .programs = 4, .epoch = 8, .fault_epoch = 9, .fault_ns = kStallNs}, executor);
 }
 
 }  // namespace

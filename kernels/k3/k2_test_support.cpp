@@ -119,6 +119,10 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   // On the interpreter every program is a thread of this machine interpreting its share of the
   // GEMVs: a wait's wall-clock bound must cover the others' work on a loaded 2-core machine.
   if (interpreter) b.wait_ns = int64_t{600} * 1000 * 1000 * 1000;
+  if (c.wait_ns != 0) b.wait_ns = c.wait_ns;
+  b.fault_epoch = c.fault_epoch;
+  b.fault_layer = 128 + c.layer;
+  b.fault_ns = c.fault_ns;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();
@@ -270,9 +274,8 @@ void check_k2_outputs(const K2Inputs& in, const K2Outputs& got) {
   }
 }
 
-void run_k2_case(const K2Case& c, conformance::Executor& executor) {
-  const K2Inputs in = make_k2_inputs(c, executor.name() == "interpreter");
-  ASSERT_FALSE(in.core.empty()) << "the case's build was refused";
+K2Run run_k2(const K2Inputs& in, conformance::Executor& executor) {
+  const K2Case& c = in.c;
   const K2Build& b = in.build;
   const int64_t h = b.hidden, t_count = b.tokens;
   std::vector<KernelArg> args;
@@ -311,8 +314,12 @@ void run_k2_case(const K2Case& c, conformance::Executor& executor) {
   bf16_arg(in.w_up, "w_up");
   DeviceBuffer out_buffer = upload(bytes_of(std::vector<uint16_t>(t_count * h, kPoisonBf16)), "out");
   args.push_back(KernelArg::buffer(out_buffer, dsl::ScalarType::kBf16));
-  K2Outputs got;
+  K2Run result;
+  K2Outputs& got = result.got;
   got.route_experts.assign(t_count * b.top_k, -7);
+  if (c.poison_union) {
+    for (size_t i = 0; i < got.route_experts.size(); ++i) got.route_experts[i] = i % 2 ? b.experts + 5 : -7;
+  }
   got.route_weights.assign(t_count * b.top_k, std::numeric_limits<float>::quiet_NaN());
   DeviceBuffer experts_buffer = upload(bytes_of(got.route_experts), "route_experts");
   args.push_back(KernelArg::buffer(experts_buffer, dsl::ScalarType::kI32));
@@ -321,6 +328,15 @@ void run_k2_case(const K2Case& c, conformance::Executor& executor) {
   const K2Scratch layout = k2_scratch(b);
   std::vector<uint8_t> scratch_host(layout.bytes, 0xa5);  // poisoned data, zeroed control words
   std::fill(scratch_host.begin(), scratch_host.begin() + layout.zeroed_bytes, 0);
+  if (c.poison_union) {
+    const int64_t slots = t_count * b.top_k;
+    for (int64_t i = 0; i < slots; ++i) {
+      const int32_t id = i % 2 ? b.experts + 1000 : -7;
+      std::memcpy(&scratch_host[layout.union_ids + i * 4], &id, 4);
+    }
+    const int32_t count = 1 << 20;
+    std::memcpy(&scratch_host[layout.union_count], &count, 4);
+  }
   for (int64_t at = layout.a_rows; at < layout.a_rows + t_count * h * 2; at += 2) {
     std::memcpy(&scratch_host[at], &kPoisonBf16, 2);
   }
@@ -341,25 +357,25 @@ void run_k2_case(const K2Case& c, conformance::Executor& executor) {
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.inter));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.flags));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.counters));
-  args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{3}), "epoch"), dsl::ScalarType::kI32));
+  args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{c.epoch}), "epoch"), dsl::ScalarType::kI32));
   args.push_back(KernelArg::integer(dsl::ScalarType::kI32, 128 + c.layer));
   std::vector<int32_t> health(health_words(c.programs), 0);
   DeviceBuffer health_buffer = upload(bytes_of(health), "health");
   args.push_back(KernelArg::buffer(health_buffer, dsl::ScalarType::kI32));
   args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{0}), "alarm"), dsl::ScalarType::kI32));
 
-  absl::Status launched = executor.launch(k2_program(b), {c.programs, 1, 1}, args);
-  ASSERT_TRUE(launched.ok()) << launched;
+  result.launched = executor.launch(k2_program(b), {c.programs, 1, 1}, args);
+  if (!result.launched.ok()) return result;
 
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(health)), health_buffer).ok());
-  EXPECT_EQ(health[0], 0) << "a hand-off wait gave up";
+  EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(health)), health_buffer).ok());
+  result.health = health;
   got.prefix.resize(t_count * h);
   got.out.resize(t_count * h);
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.prefix)), prefix_buffer).ok());
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(scratch_host)), scratch).ok());
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.route_experts)), experts_buffer).ok());
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.route_weights)), weights_buffer).ok());
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.out)), out_buffer).ok());
+  EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.prefix)), prefix_buffer).ok());
+  EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(scratch_host)), scratch).ok());
+  EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.route_experts)), experts_buffer).ok());
+  EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.route_weights)), weights_buffer).ok());
+  EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.out)), out_buffer).ok());
   auto bf16_view = [&](int64_t offset) {
     std::vector<uint16_t> out(t_count * h);
     std::memcpy(out.data(), &scratch_host[offset], out.size() * 2);
@@ -367,7 +383,16 @@ void run_k2_case(const K2Case& c, conformance::Executor& executor) {
   };
   got.a = bf16_view(layout.a_rows);
   got.y = bf16_view(layout.y_rows);
-  check_k2_outputs(in, got);
+  return result;
+}
+
+void run_k2_case(const K2Case& c, conformance::Executor& executor) {
+  const K2Inputs in = make_k2_inputs(c, executor.name() == "interpreter");
+  ASSERT_FALSE(in.core.empty()) << "the case's build was refused";
+  const K2Run launch = run_k2(in, executor);
+  ASSERT_TRUE(launch.launched.ok()) << launch.launched;
+  EXPECT_EQ(launch.health[0], 0) << "a hand-off wait gave up";
+  check_k2_outputs(in, launch.got);
 }
 
 }  // namespace monotile::kernels::k3

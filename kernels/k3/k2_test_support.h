@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "kernels/k3/k2.h"
 #include "kernels/reference/k3_layer_reference.h"
 #include "model/config.h"
@@ -28,6 +29,15 @@ struct K2Case {
   int programs = 8;
   Router router = Router::kRandom;
   std::string target = {};  // non-empty: the build is shaped for this target (k2_for_target)
+  // Health cases (not in case_name): the launch's epoch word; a nonzero fault_ns builds the fault
+  // hook (K2Build::fault_ns) for epoch fault_epoch at this layer's slot; a nonzero wait_ns bounds
+  // the waits instead of the interpreter's minutes; poison_union fills the route and the union's
+  // scratch with ids outside [0, E) and a union size past T top_k, as a stale scratch may hold.
+  int32_t epoch = 3;
+  int32_t fault_epoch = 0;
+  int64_t fault_ns = 0;
+  int64_t wait_ns = 0;
+  bool poison_union = false;
 };
 
 std::string case_name(const K2Case& c);
@@ -63,6 +73,15 @@ struct K2Outputs {
 // Checks a, P', y, the route (near-ties within the margin, k1_check.h check_route) and m against
 // the reference, with gtest assertions.
 void check_k2_outputs(const K2Inputs& in, const K2Outputs& got);
+
+// One launch of K2 on the case's inputs, outputs poisoned first: the launch's status (the
+// interpreter refuses an out-of-bounds access), the health words and what it wrote.
+struct K2Run {
+  absl::Status launched;
+  std::vector<int32_t> health;
+  K2Outputs got;
+};
+K2Run run_k2(const K2Inputs& in, conformance::Executor& executor);
 
 // Generates the case (seeded by the test's case rng), runs K2 on `executor` and checks a, P', y,
 // the route and the MoE output against the reference.

@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kRows = 64;      // GEMV rows a task takes
 constexpr int kHalfRows = 32;  // gate rows (and as many up rows) of an activation task
-enum Word { kLat, kAct, kShared, kUnion, kInter, kNormed };
+enum Word { kLat, kAct, kShared, kUnion, kInter, kNormed, kPartial };
 
 int tasks_of(int64_t rows, int per_task) { return static_cast<int>((rows + per_task - 1) / per_task); }
 
@@ -23,7 +23,22 @@ void wait(const Value& flag, int index, const HandoffContext& hc) {
   wait_flag(flag, kMoeRegion, full({}, index, i32), hc);
 }
 
+constexpr int kRoutedChunks = 32;
+
+// Prefetches into L2 the contiguous bytes [0, min(max_bytes, limit)) from each of `bases` (ptr<u8>
+// [N]) whose `ok` is set, a lane per 128-byte line; `limit` (i64 scalar) cuts a block short at the
+// end of its matrix. A prefetch holds no register and waits for nothing, so a task's whole weight
+// slice is in flight at once where its GEMV's K loop holds one step.
+void prefetch_lines(const Value& bases, const Value& ok, int64_t max_bytes, const Value& limit) {
+  constexpr int kLine = 128;
+  const int64_t lines = (max_bytes + kLine - 1) / kLine;
+  auto offsets = arange(0, pow2_at_least(lines)) * kLine;
+  prefetch(col(bases) + row(offsets), col(ok) & row((offsets < max_bytes) & (offsets < limit)));
+}
+
 }  // namespace
+
+int routed_chunk(int slots) { return std::max(1, tasks_of(slots, kRoutedChunks)); }
 
 Value situ(const Value& gate, const Value& up, float beta, float linear_beta) {
   return beta * tanh(gate / beta) * sigmoid(gate) * (linear_beta * tanh(up / linear_beta));
@@ -36,6 +51,12 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto t_ok = ts < r.tokens;
   auto flag = [&](Word w) { return r.flags + static_cast<int>(w); };
   auto counter = [&](Word w) { return r.counters + static_cast<int>(w); };
+  // The union's size and ids form scratch and weight addresses. After a wait gives up (handoff.h)
+  // they are whatever the scratch held, and the launch must still end without a fault (its health
+  // words already void the step), so each is clamped into its range where it is read.
+  auto union_count = [&] { return minimum(maximum(load(r.union_count), 0), slots); };
+  auto clamp_expert = [&](const Value& e) { return minimum(maximum(e, 0), r.experts - 1); };
+  auto expert_at = [&](const Value& u) { return clamp_expert(load(r.union_ids + u)); };
 
   // D. The latent.
   const int lat_tasks = tasks_of(r.latent, kRows);
@@ -48,8 +69,12 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
 
   // E. The shared experts' activation.
+  // Its tasks start at the program after D's last (rotated, every task still once), so that where
+  // programs outnumber D's tasks the two stream their weights side by side instead of one after the
+  // other on the same programs (K3 TP 8: D's 56 and E's 24 tasks on 132 SMs).
   const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
-  range(program_id(0), act_tasks, num_programs(0), [&](Value task) {
+  auto act_first = (program_id(0) + num_programs(0) - lat_tasks % num_programs(0)) % num_programs(0);
+  range(act_first, act_tasks, num_programs(0), [&](Value task) {
     wait(r.y_flag, kAct, hc);
     auto rows = task * kHalfRows + arange(0, kHalfRows);
     auto ok = rows < r.shared_rows;
@@ -79,7 +104,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   if_(program_id(0) == num_programs(0) - 1, [&] {
     wait(r.route_flag, kUnion, hc);
     auto js = arange(0, span);
-    auto ids = load(r.route_experts + js, js < slots, r.experts);  // padding sorts last
+    auto chosen = load(r.route_experts + js, js < slots, r.experts);  // padding sorts last
+    // A stale route (a wait gave up) may hold any id: outside [0, E) it counts as padding.
+    auto ids = where((chosen >= 0) & (chosen < r.experts), chosen, r.experts);
     auto sorted = sort(ids).values;
     store(r.sorted + js, sorted, js < slots);
     barrier();  // the program's own stores, read back shifted by one
@@ -100,9 +127,18 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     wait(flag(kUnion), kInter, hc);
     wait(flag(kLat), kInter, hc);
     auto u = task / groups;
-    if_(u < load(r.union_count), [&] {
-      auto e = load(r.union_ids + u).to(i64);
-      auto rows = task % groups * kHalfRows + arange(0, kHalfRows);
+    if_(u < union_count(), [&] {
+      auto e = expert_at(u).to(i64);
+      auto first_row = task % groups * kHalfRows;
+      // The task's 32 gate and 32 up rows are two contiguous spans (57 KB each at K3): all of them
+      // in flight at once, where a K step of the GEMVs below holds 8 KB and waits for it.
+      auto halves = arange(0, 2).to(i64) * r.expert_rows + first_row;
+      auto all = arange(0, 2) < 2;
+      prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kHalfRows} * r.latent / 2,
+                     full({}, int64_t{kHalfRows} * r.latent / 2, i64));
+      prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all, int64_t{kHalfRows} * r.latent / 32,
+                     full({}, int64_t{kHalfRows} * r.latent / 32, i64));
+      auto rows = first_row + arange(0, kHalfRows);
       auto ok = rows < r.expert_rows;
       const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x = r.lat,
                         .k = r.latent, .tokens = r.tokens, .rows = kHalfRows,
@@ -115,21 +151,60 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     arrive(counter(kInter), inter_tasks, flag(kInter), hc);
   });
 
-  // I. The routed sum over the union, 64 latent rows a task, into the latent exchange.
+  // I. The routed sum, wide: a task per (union chunk of `chunk` slots, 64 latent rows), so that every
+  // program holds a few tasks at once and the union's experts run concurrently across the SMs (a task
+  // per 64 rows over the whole union left 56 programs each a chain of up to 223 dependent GEMVs).
+  // Chunk-major task order puts the live chunks first, spread evenly over the programs. Each task
+  // writes its f32 partial into its chunk's own slot of `partials` (no atomics, no timing in the sum).
+  const int chunk = routed_chunk(slots);
+  const int chunks = tasks_of(slots, chunk);
+  const int partial_tasks = chunks * lat_tasks;
   const int64_t w2_bytes = int64_t{r.latent} * r.expert_rows / 2, w2_scales = int64_t{r.latent} * r.expert_rows / 32;
-  range(program_id(0), lat_tasks, num_programs(0), [&](Value task) {
+  range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
     wait(flag(kInter), kLat, hc);
+    auto c = task / lat_tasks;
+    auto block = task % lat_tasks;
+    auto count = union_count();
+    auto first = c * chunk;
+    if_(first < count, [&] {
+      auto ks = arange(0, pow2_at_least(r.top_k));
+      auto chosen = load(r.route_experts + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), -1);
+      auto chosen_weight = load(r.route_weights + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), 0.0f);
+      // The chunk's experts' 64 rows of w2 and their scales are contiguous spans (12 KB and 768 B at
+      // K3): all of them in flight at once before the dependent GEMVs, whose K steps hold 4 KB each.
+      auto js = arange(0, pow2_at_least(chunk));
+      auto live = (js < chunk) & (first + js < count);
+      auto ids = clamp_expert(load(r.union_ids + first + js, live, 0)).to(i64);
+      auto left = minimum(r.latent - block * kRows, kRows).to(i64);  // rows of this block
+      prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kRows * (r.expert_rows / 2), live,
+                     int64_t{kRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
+      prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kRows * (r.expert_rows / 32), live,
+                     int64_t{kRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
+      auto routed = range(first, minimum(first + chunk, count), 1, zeros({kRows, padded}, f32), [&](Value u, Value acc) {
+        auto e = expert_at(u);
+        auto weight = sum(where(chosen == e, chosen_weight, 0.0f), 1);  // [T]: 0 for rows that did not choose e
+        const Mxfp4Gemv g{.packed = r.w2 + e.to(i64) * w2_bytes, .scales = r.w2_scale + e.to(i64) * w2_scales,
+                          .x = r.inter + u * r.tokens * r.expert_rows, .k = r.expert_rows, .tokens = r.tokens,
+                          .rows = kRows, .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
+        return acc + mxfp4_gemv_task(g, block, r.latent) * row(weight);
+      });
+      auto rows = block * kRows + arange(0, kRows);
+      // f32 as its bits: the slot lives in an i32 view (pointers cannot be cast; k2.h's K2Scratch).
+      store(r.partials + (c * r.tokens + row(ts)) * r.latent + col(rows), routed.bitcast(i32),
+            col(rows < r.latent) & row(t_ok));
+    });
+    arrive(counter(kPartial), partial_tasks, flag(kPartial), hc);
+  });
+
+  // I'. Per 64 latent rows, the live chunks' partials summed in chunk order (union order, as one loop
+  // over the union would add them up to f32 association), into the latent exchange.
+  range(program_id(0), lat_tasks, num_programs(0), [&](Value task) {
+    wait(flag(kPartial), kLat, hc);
     auto rows = task * kRows + arange(0, kRows);
-    auto ks = arange(0, pow2_at_least(r.top_k));
-    auto chosen = load(r.route_experts + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), -1);
-    auto chosen_weight = load(r.route_weights + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), 0.0f);
-    auto routed = range(0, load(r.union_count), 1, zeros({kRows, padded}, f32), [&](Value u, Value acc) {
-      auto e = load(r.union_ids + u);
-      auto weight = sum(where(chosen == e, chosen_weight, 0.0f), 1);  // [T]: 0 for rows that did not choose e
-      const Mxfp4Gemv g{.packed = r.w2 + e.to(i64) * w2_bytes, .scales = r.w2_scale + e.to(i64) * w2_scales,
-                        .x = r.inter + u * r.tokens * r.expert_rows, .k = r.expert_rows, .tokens = r.tokens,
-                        .rows = kRows, .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
-      return acc + mxfp4_gemv_task(g, task, r.latent) * row(weight);
+    auto live = (union_count() + (chunk - 1)) / chunk;
+    auto routed = range(0, live, 1, zeros({kRows, padded}, f32), [&](Value c, Value acc) {
+      auto bits = load(r.partials + (c * r.tokens + row(ts)) * r.latent + col(rows), col(rows < r.latent) & row(t_ok), 0);
+      return acc + bits.bitcast(f32);
     });
     latent.contribute(routed, rows, lat_tasks);
   });

@@ -9,8 +9,10 @@
 //      h = bf16(SiTU(g, u)) (the math reference keeps h exact; bf16 feeds the matrix unit, where
 //      ROCm's stock path requantizes h to MXFP4) -> inter [union, T, Ir]; a fixed task count (every
 //      possible union slot), so the arrivals are known when the program is built;
-//   I. per 64 latent rows: the routed sum over the union, sum_u w[t, u] (W2_u h_u), in union order
-//      (deterministic, no atomics), through the latent Exchange (exchange.h);
+//   I. per (chunk of routed_chunk union slots, 64 latent rows): the chunk's routed sum,
+//      sum_u w[t, u] (W2_u h_u) in union order, as an f32 partial in the chunk's own scratch slot;
+//      then per 64 latent rows the chunks summed in chunk order (deterministic, no atomics), through
+//      the latent Exchange (exchange.h);
 //   J. per row: the routed RMSNorm of the reduced latent, bf16(bf16(x rstd) w) (two roundings, as
 //      vLLM's RMSNorm kernel), or the latent itself without the norm;
 //   K. per 64 hidden columns: shared + the rank's up-projection rows bf16(normed W_up^T), rounded
@@ -51,10 +53,16 @@ struct MoeRows {
   dsl::Value norm_w;      // ptr<bf16> [LAT] (unused without the norm)
   dsl::Value w_up;        // ptr<bf16> [up_rows, LAT]
   // Scratch: lat, normed bf16 [T, LAT]; act bf16 [T, SI]; shared bf16 [T, H]; sorted, union_ids
-  // i32 [T top_k]; union_count i32 [1]; inter bf16 [T top_k, T, Ir].
-  dsl::Value lat, normed, act, shared, sorted, union_ids, union_count, inter;
-  dsl::Value counters, flags;  // 6 words each: lat, act, shared, union, inter, normed
+  // i32 [T top_k]; union_count i32 [1]; inter bf16 [T top_k, T, Ir]; partials i32 [chunks, T, LAT]
+  // (f32 bits: stage I's chunk partials, chunks = ceil(T top_k / routed_chunk)).
+  dsl::Value lat, normed, act, shared, sorted, union_ids, union_count, inter, partials;
+  dsl::Value counters, flags;  // 7 words each: lat, act, shared, union, inter, normed, partial
 };
+
+// Union slots a routed-sum task covers, for `slots` = T top_k possible union entries: at most 32
+// chunks, so that the final pass sums few partials, while K3's 56 blocks of 64 latent rows give
+// 32 x 56 = 1792 tasks, a dozen per program on 132 SMs, each 1 to 8 expert GEMVs of 12 KB.
+int routed_chunk(int slots);
 
 // Health-record regions of the MoE's waits (after K2Region's).
 inline constexpr int32_t kMoeRegion = 7;
