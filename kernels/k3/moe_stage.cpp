@@ -24,6 +24,7 @@ void wait(const Value& flag, int index, const HandoffContext& hc) {
 }
 
 constexpr int kRoutedChunks = 32;
+constexpr int kSumAhead = 4;  // chunk partials the final pass of the routed sum loads at once
 
 // Prefetches into L2 the contiguous bytes [0, min(max_bytes, limit)) from each of `bases` (ptr<u8>
 // [N]) whose `ok` is set, a lane per 128-byte line; `limit` (i64 scalar) cuts a block short at the
@@ -202,9 +203,16 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     wait(flag(kPartial), kLat, hc);
     auto rows = task * kRows + arange(0, kRows);
     auto live = (union_count() + (chunk - 1)) / chunk;
-    auto routed = range(0, live, 1, zeros({kRows, padded}, f32), [&](Value c, Value acc) {
-      auto bits = load(r.partials + (c * r.tokens + row(ts)) * r.latent + col(rows), col(rows < r.latent) & row(t_ok), 0);
-      return acc + bits.bitcast(f32);
+    // kSumAhead chunks an iteration: their loads are independent, so they wait for L2 together
+    // rather than once a chunk (up to 32); a chunk past the live ones reads 0.
+    auto routed = range(0, live, kSumAhead, zeros({kRows, padded}, f32), [&](Value c0, Value acc) {
+      for (int i = 0; i < kSumAhead; ++i) {
+        auto c = c0 + i;
+        auto bits = load(r.partials + (c * r.tokens + row(ts)) * r.latent + col(rows),
+                         col(rows < r.latent) & row(t_ok) & (c < live), 0);
+        acc = acc + bits.bitcast(f32);
+      }
+      return acc;
     });
     latent.contribute(routed, rows, lat_tasks);
   });
