@@ -60,12 +60,17 @@ void bind_weights(const Backbone& b, LayerKernel& k) {
   k.k2.w_up = weight(b, l, moe + "routed_expert_up_proj.weight");
 }
 
-// The options that change a build: the waits' bound.
+// The options that change a build: the waits' bound, the test fault.
 void apply(const ExecutorOptions& options, K1Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
 }
 void apply(const ExecutorOptions& options, K2Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
+  if (options.fault_ns > 0) {
+    build.fault_epoch = options.fault_epoch;
+    build.fault_layer = 128 + options.fault_layer;  // K2's tag slot
+    build.fault_ns = options.fault_ns;
+  }
 }
 
 // The programs each build runs with on `device`; the shared health words cover the most.

@@ -94,6 +94,13 @@ struct ExecutorOptions {
   // The one-line summaries of construction and of a prepare_kv that compiled (default: stderr
   // through support/log at info level).
   std::function<void(const std::string&)> log;
+  // Tests of the fail-stop only (the seed's fault_* build fields): when fault_ns is not 0, this
+  // rank's K2 stalls program 0 for fault_ns at the step whose device epoch is fault_epoch, in
+  // decoder layer fault_layer, so that its other programs' waits give up into the health words. The
+  // host picks the rank by passing a fault to that rank's executor alone.
+  int32_t fault_epoch = 0;
+  int fault_layer = 0;
+  int64_t fault_ns = 0;
 };
 
 // What construction and the KV binds built.

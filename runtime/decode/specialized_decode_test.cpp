@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "runtime/decode/in_process_group.h"
+#include "support/status_macros.h"
 
 namespace monotile::runtime::decode {
 namespace {
@@ -132,6 +133,61 @@ TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
   refused = (*(*step)->layer(3))(io, stream);
   EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("layer 3 is an MLA layer: LayerIo::attention is empty"));
   EXPECT_EQ(io.delta, in.first_delta.address()) << "a refused launch returns no output";
+}
+
+// A stalled rank: rank 1's K2 stalls past the waits' bound at epoch 2. Its waits give up into its
+// health words and the launch ends; FailStop's copy lands after step 2's vote, so both ranks run on
+// and raise together at the next vote (step 4), naming rank 1. Rank 0 never raises alone.
+TEST_F(Executor, AStalledRankMakesEveryRankRaiseAtTheSameStep) {
+  constexpr int64_t kWaitNs = 8'000'000'000, kFaultNs = 20'000'000'000;  // the interpreter's pace
+  std::vector<int> raised_at(2, 0);
+  std::vector<std::string> messages(2);
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    std::mt19937 rng = monotile::testing::named_rng(absl::StrCat("stalled rank ", group.rank()));
+    Backbone backbone = weights_.backbone;
+    backbone.start_layer = 1;
+    backbone.end_layer = 2;
+    ExecutorOptions options{.check_every = 2, .wait_ns = kWaitNs, .on_progress = nullptr,
+                            .log = [](const std::string&) {}};
+    if (group.rank() == 1) {
+      options.fault_epoch = 2;
+      options.fault_layer = 1;
+      options.fault_ns = kFaultNs;
+    }
+    MT_ASSIGN_OR_RETURN(std::unique_ptr<SpecializedDecode> decode,
+                        SpecializedDecode::create(backbone, {.q = kQ, .max_rows = 4}, group, *device_,
+                                                  jit::Jit::process_default(), options));
+    // This rank's own caches of layer 1.
+    const int64_t channels = 3 * dims_.kda_projection, state_elements = int64_t{kSlots} * dims_.kda_heads * 128 * 128;
+    MT_ASSIGN_OR_RETURN(DeviceBuffer conv, device_->allocate(static_cast<size_t>(kSlots * (kQ + 2) * channels) * 2));
+    MT_ASSIGN_OR_RETURN(DeviceBuffer state, device_->allocate(static_cast<size_t>(state_elements) * 4));
+    write(conv.address(), random_bf16(static_cast<size_t>(kSlots * (kQ + 2) * channels), 1.0, rng));
+    write(state.address(), std::vector<float>(static_cast<size_t>(state_elements), 0.01f));
+    const KdaCache cache{"model.layers.1.self_attn",
+                         TensorView::dense(model::Dtype::kBF16, {kSlots, kQ + 2, channels}, conv.address()),
+                         TensorView::dense(model::Dtype::kF32, {kSlots, dims_.kda_heads, 128, 128}, state.address())};
+    MT_RETURN_IF_ERROR(decode->prepare_kv({cache}));
+    StepInputs in = make_step(*decode, 2);
+    MT_ASSIGN_OR_RETURN(Stream stream, device_->create_stream());
+    for (int step = 1; step <= 6; ++step) {
+      fill_step(in, 0, rng);
+      MT_ASSIGN_OR_RETURN(std::optional<Step> planned,
+                          decode->plan({.width = in.width, .attn_metadata = &in.metadata, .kda_state = &cache.recurrent}));
+      LayerIo io = io_of(in);
+      MT_RETURN_IF_ERROR((*planned->layer(1))(io, stream));
+      absl::Status voted = decode->after_step(stream);
+      if (!voted.ok()) {
+        raised_at[static_cast<size_t>(group.rank())] = step;
+        messages[static_cast<size_t>(group.rank())] = std::string(voted.message());
+        return absl::OkStatus();
+      }
+      MT_RETURN_IF_ERROR(device_->synchronize(stream));
+    }
+    return absl::OkStatus();
+  });
+  for (const absl::Status& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(raised_at, (std::vector<int>{4, 4}));
+  for (const std::string& message : messages) EXPECT_THAT(message, ::testing::HasSubstr("TP rank 1 gave up a wait"));
 }
 
 }  // namespace
