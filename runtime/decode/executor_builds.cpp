@@ -26,14 +26,20 @@ absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfi
       MT_ASSIGN_OR_RETURN(kernels::k3::K2Build k2, kernels::k3::k2_build(model, dims, layer, l.core_width, width));
       l.k2[width] = kernels::k3::k2_for_target(k2, target);
       if (!whole) continue;
-      // A served layer always follows another layer, so it always has a pending delta.
-      MT_ASSIGN_OR_RETURN(kernels::k3::K1Build k1,
-                          kernels::k3::k1_build(model, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows),
-                                                width, config.q, default_state_len(config), /*delta=*/true));
-      l.k1[width] = kernels::k3::k1_for_target(k1, target);
+      MT_ASSIGN_OR_RETURN(l.k1[width],
+                          layer_k1_build(model, dims, layer, width, config.q, default_state_len(config), target));
     }
   }
   return layers;
+}
+
+absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& model, const model::RankDims& dims,
+                                                    int layer, int width, int q, int state_len,
+                                                    const dsl::Target& target) {
+  MT_ASSIGN_OR_RETURN(kernels::k3::K1Build k1,
+                      kernels::k3::k1_build(model, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows), width,
+                                            q, state_len, /*delta=*/true));
+  return kernels::k3::k1_for_target(k1, target);
 }
 
 absl::StatusOr<std::vector<jit::Build>> lowered_builds(const std::vector<LayerBuilds>& layers,

@@ -31,6 +31,12 @@ absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfi
                                                          int start_layer, int end_layer, const DecodeConfig& config,
                                                          const dsl::Target& target);
 
+// K1 of a served KDA layer at `width` for a conv state of `state_len` entries, shaped for `target`:
+// the seed's key, with a pending delta (a served layer always follows another layer).
+absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& model, const model::RankDims& dims,
+                                                    int layer, int width, int q, int state_len,
+                                                    const dsl::Target& target);
+
 // Every distinct build of `layers` lowered for `target` (jit::make_build), once each: what the
 // executor compiles, for `monotile warmup --model`.
 absl::StatusOr<std::vector<jit::Build>> lowered_builds(const std::vector<LayerBuilds>& layers,

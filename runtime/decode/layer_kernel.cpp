@@ -19,17 +19,17 @@ absl::Status LayerKernel::launch(const Runner& runner, const SpecMetadata& meta,
                                                    " is an MLA layer: LayerIo::attention is empty; expected the "
                                                    "host's AttnRes and attention up to o_proj"));
   }
-  const kernels::k3::K1Build* k1_build = nullptr;
+  const K1Entry* k1_entry = nullptr;
   if (kind == model::ServedKind::kWhole) {
-    auto found = k1_builds.find({width, state_len});
-    if (found == k1_builds.end()) {
+    auto found = k1_entries.find({width, state_len});
+    if (found == k1_entries.end()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "layer ", layer, ": no K1 build for width ", width, " and conv state_len ", state_len,
           "; hint: call prepare_kv after every KV-cache bind (it compiles what a binding needs)"));
     }
-    k1_build = &found->second;
+    k1_entry = found->second;
   }
-  const kernels::k3::K2Build& k2_build = k2_builds.at(width);
+  const K2Entry& k2_entry = *k2_entries.at(width);
 
   if (first) {
     const KernelArgument epoch =
@@ -55,14 +55,12 @@ absl::Status LayerKernel::launch(const Runner& runner, const SpecMetadata& meta,
     t1.state_indices_stride = meta.spec_state_indices.strides.empty() ? 0 : meta.spec_state_indices.strides[0];
     t1.num_accepted = meta.num_accepted_tokens.data;
     t1.core = runner.core();
-    const Runner::K1Entry& entry = runner.k1(*k1_build);
-    MT_RETURN_IF_ERROR(entry.launch.launch(entry.kernel, t1, layer, stream));
+    MT_RETURN_IF_ERROR(k1_entry->launch.launch(k1_entry->kernel, t1, layer, stream));
     t2.core = runner.core();
   } else {
     MT_ASSIGN_OR_RETURN(t2.core, io.attention(layer, io, stream));
   }
-  const Runner::K2Entry& entry = runner.k2(k2_build);
-  MT_RETURN_IF_ERROR(entry.launch.launch(entry.kernel, t2, layer, stream));
+  MT_RETURN_IF_ERROR(k2_entry.launch.launch(k2_entry.kernel, t2, layer, stream));
   io.delta = t2.out;
   return absl::OkStatus();
 }

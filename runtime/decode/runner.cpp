@@ -131,16 +131,19 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
   return absl::OkStatus();
 }
 
-const Runner::K1Entry& Runner::k1(const K1Build& build) const {
-  auto found = k1_.find(kernels::k3::k1_name(build));
-  MT_CHECK(found != k1_.end(), "a K1 build was launched that the executor did not load");
-  return found->second;
-}
-
-const Runner::K2Entry& Runner::k2(const K2Build& build) const {
-  auto found = k2_.find(kernels::k3::k2_name(build));
-  MT_CHECK(found != k2_.end(), "a K2 build was launched that the executor did not load");
-  return found->second;
+void Runner::resolve() {
+  for (auto& [layer, k] : layers) {
+    for (const auto& [key, build] : k.k1_builds) {
+      auto found = k1_.find(kernels::k3::k1_name(build));
+      MT_CHECK(found != k1_.end(), "a served layer's K1 build was not loaded");
+      k.k1_entries[key] = &found->second;
+    }
+    for (const auto& [width, build] : k.k2_builds) {
+      auto found = k2_.find(kernels::k3::k2_name(build));
+      MT_CHECK(found != k2_.end(), "a served layer's K2 build was not loaded");
+      k.k2_entries[width] = &found->second;
+    }
+  }
 }
 
 }  // namespace monotile::runtime::decode

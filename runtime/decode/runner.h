@@ -27,6 +27,16 @@
 
 namespace monotile::runtime::decode {
 
+// A loaded build: its kernel and its launch state (scratch).
+struct K1Entry {
+  Kernel kernel;
+  K1Launch launch;
+};
+struct K2Entry {
+  Kernel kernel;
+  K2Launch launch;
+};
+
 // One served decoder layer at every width: a WholeLayer (KDA: K1 then K2) or an FfnLayer (MLA:
 // the host's attention, then K2). Weights are bound once; the KV binding at every prepare_kv; the
 // step's tensors at each launch.
@@ -42,6 +52,9 @@ class LayerKernel {
   // K1's builds by (width, conv state_len): construction makes state_len q + 2, prepare_kv the
   // bound one.
   std::map<std::pair<int, int>, kernels::k3::K1Build> k1_builds;
+  // The same builds loaded, resolved after each Runner::load so that a launch looks up no name.
+  std::map<int, const K2Entry*> k2_entries;
+  std::map<std::pair<int, int>, const K1Entry*> k1_entries;
   int state_len = 0;       // the bound conv state_len (0: not bound)
 
   // Enqueues the layer's launches; see LayerLaunch.
@@ -51,15 +64,6 @@ class LayerKernel {
 
 class Runner {
  public:
-  struct K1Entry {
-    Kernel kernel;
-    K1Launch launch;
-  };
-  struct K2Entry {
-    Kernel kernel;
-    K2Launch launch;
-  };
-
   Runner(Device& device, jit::Jit& jit, Group& group, DecodeConfig config, const model::ModelConfig& model,
          model::RankDims dims, ExecutorOptions options);
 
@@ -73,8 +77,8 @@ class Runner {
   absl::Status load(const std::vector<kernels::k3::K1Build>& k1s, const std::vector<kernels::k3::K2Build>& k2s,
                     ExecutorStats& stats);
 
-  const K1Entry& k1(const kernels::k3::K1Build& build) const;
-  const K2Entry& k2(const kernels::k3::K2Build& build) const;
+  // Points every served layer's builds at their loaded entries (after each load).
+  void resolve();
 
   Device& device() const { return *device_; }
   const DecodeConfig& config() const { return config_; }

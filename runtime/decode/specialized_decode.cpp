@@ -140,6 +140,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
   for (const auto& [layer, k] : runner.layers) runner.by_layer[static_cast<size_t>(layer)] = &k;
   MT_RETURN_IF_ERROR(runner.allocate(programs_for(device, k1s, k2s), core_width));
   MT_RETURN_IF_ERROR(runner.load(k1s, k2s, stats));
+  runner.resolve();
   runner.planner = std::make_unique<StepPlanner>(config, model, dims, served, kda_prefix);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const bool interpreted = device.info().vendor == dsl::Vendor::kCpu;
@@ -155,6 +156,18 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
 absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) {
   Runner& runner = *runner_;
   for (auto& [layer, k] : runner.layers) k.state_len = 0;
+  // Every served KDA layer needs its pair. The caches are the same on every rank, so every rank
+  // refuses alike; the previous binding is forgotten first, as the seed's prepare_kv does.
+  const bool bound = !caches.empty() && caches.front().recurrent.elements() > 0;
+  for (const auto& [layer, k] : runner.layers) {
+    if (!bound || k.kind != model::ServedKind::kWhole) continue;
+    if (std::none_of(caches.begin(), caches.end(), [&](const KdaCache& c) { return c.layer == k.attn_name; })) {
+      MT_RETURN_IF_ERROR(runner.planner->prepare_kv({}, runner.group()));
+      return absl::InvalidArgumentError(absl::StrCat("prepare_kv: no cache for KDA layer \"", k.attn_name,
+                                                     "\"; expected one (conv, recurrent) pair per served KDA "
+                                                     "layer, got ", caches.size(), " pairs"));
+    }
+  }
   MT_RETURN_IF_ERROR(runner.planner->prepare_kv(caches, runner.group()));
   if (!runner.planner->kv_bound()) return absl::OkStatus();
 
@@ -162,37 +175,38 @@ absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) 
   std::vector<K1Build> needed;
   for (auto& [layer, k] : runner.layers) {
     if (k.kind != model::ServedKind::kWhole) continue;
-    auto cache = std::find_if(caches.begin(), caches.end(), [&](const KdaCache& c) { return c.layer == k.attn_name; });
-    if (cache == caches.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("prepare_kv: no cache for KDA layer \"", k.attn_name,
-                                                     "\"; expected one (conv, recurrent) pair per served KDA "
-                                                     "layer, got ", caches.size(), " pairs"));
-    }
+    const KdaCache& cache =
+        *std::find_if(caches.begin(), caches.end(), [&](const KdaCache& c) { return c.layer == k.attn_name; });
     // cache_reasons has checked the shapes: channels last [slots, SL, 3 Pl] or dim first.
-    const TensorView& conv = cache->conv;
+    const TensorView& conv = cache.conv;
     const bool channels_last = conv.shape[2] == channels;
     k.k1.conv_state = conv.data;
     k.k1.conv_slot_stride = conv.strides[0];
     k.k1.conv_entry_stride = channels_last ? conv.strides[1] : conv.strides[2];
     k.k1.conv_channel_stride = channels_last ? conv.strides[2] : conv.strides[1];
-    k.k1.state = cache->recurrent.data;
-    k.k1.state_slot_stride = cache->recurrent.strides[0];
+    k.k1.state = cache.recurrent.data;
+    k.k1.state_slot_stride = cache.recurrent.strides[0];
     k.state_len = static_cast<int>(channels_last ? conv.shape[1] : conv.shape[2]);
     for (int width : runner.config().widths()) {
       if (k.k1_builds.contains({width, k.state_len})) continue;
-      const model::RankDims& dims = runner.dims();
-      MT_ASSIGN_OR_RETURN(K1Build build, kernels::k3::k1_build(runner.model(), layer, dims.kda_heads,
-                                                               static_cast<int>(dims.in_proj_rows), width,
-                                                               runner.config().q, k.state_len, /*delta=*/true));
-      build = kernels::k3::k1_for_target(build, runner.device().info().target);
-      apply(runner.options(), build);
-      k.k1_builds[{width, k.state_len}] = build;
-      needed.push_back(build);
+      absl::StatusOr<K1Build> build = layer_k1_build(runner.model(), runner.dims(), layer, width, runner.config().q,
+                                                     k.state_len, runner.device().info().target);
+      if (!build.ok()) {
+        MT_RETURN_IF_ERROR(runner.planner->prepare_kv({}, runner.group()));
+        return build.status();
+      }
+      apply(runner.options(), *build);
+      k.k1_builds[{width, k.state_len}] = *build;
+      needed.push_back(*build);
     }
   }
   if (needed.empty()) return absl::OkStatus();
   const int before = stats_.compiled, builds = stats_.builds;
-  MT_RETURN_IF_ERROR(runner.load(needed, {}, stats_));
+  if (absl::Status loaded = runner.load(needed, {}, stats_); !loaded.ok()) {
+    MT_RETURN_IF_ERROR(runner.planner->prepare_kv({}, runner.group()));
+    return loaded;
+  }
+  runner.resolve();
   runner.options().log(absl::StrCat("specialized decode: the bound KV caches need ", stats_.builds - builds,
                                     " more builds (", stats_.compiled - before, " compiled)"));
   return absl::OkStatus();

@@ -87,6 +87,15 @@ TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
   ASSERT_TRUE(step.ok());
   EXPECT_FALSE(step->has_value()) << "a refused bind leaves nothing bound";
 
+  // A served KDA layer without its pair, after a good bind: refused, and the good bind forgotten.
+  ASSERT_TRUE(decode.prepare_kv(caches).ok());
+  std::vector<KdaCache> missing(caches.begin(), caches.end() - 1);
+  bad = decode.prepare_kv(missing);
+  EXPECT_THAT(std::string(bad.message()), ::testing::HasSubstr("prepare_kv: no cache for KDA layer \"model.layers.12.self_attn\""));
+  step = decode.plan({.width = 4, .attn_metadata = &in.metadata, .kda_state = &caches[0].recurrent});
+  ASSERT_TRUE(step.ok());
+  EXPECT_FALSE(step->has_value()) << "a refused bind forgets the previous one";
+
   // A conv state_len the constructor did not build for: prepare_kv builds it, before any step.
   std::vector<KdaCache> longer = caches;
   const int builds = decode.stats().builds;
