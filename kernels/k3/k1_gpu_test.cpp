@@ -37,6 +37,11 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .layer = 0, .requests = 2, .q = 8, .state_len = 12});
   out.push_back({.requests = 4, .q = 4, .padded = 1});
   out.push_back({.tp = 2, .rank = 1, .layer = 12, .requests = 5, .q = 3});
+  // Many launches on the same inputs: a race between stages shows as a launch that differs from
+  // the first (the shape `monotile decode` runs by default, and a K3 rank's).
+  out.push_back({.requests = 2, .q = 2, .launches = 300});
+  out.push_back({.layer = 12, .requests = 2, .q = 2, .launches = 300});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 2, .launches = 100});
   return out;
 }
 

@@ -53,6 +53,9 @@ std::vector<K1Case> cases() {
   // Counters far along: every launch's arrivals are told apart past the i32 wrap.
   out.push_back({.requests = 2, .q = 3, .counter_start = std::numeric_limits<int32_t>::min()});
   out.push_back({.requests = 4, .q = 2, .programs = 5, .counter_start = std::numeric_limits<int32_t>::max() - 255});
+  // Three launches on the same inputs, each equal to the first bit for bit (new epoch, counters
+  // carried over, scratch poisoned again).
+  out.push_back({.requests = 2, .q = 2, .launches = 3});
   return out;
 }
 

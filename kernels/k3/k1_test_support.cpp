@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "model/dtype.h"
 #include "support/status_macros.h"
 
@@ -90,16 +91,80 @@ std::span<std::byte> writable_bytes(std::vector<T>& v) {
   return std::as_writable_bytes(std::span<T>(v));
 }
 
+// What one launch leaves behind, as raw bits: its outputs and its scratch's hand-off rows.
+struct K1Outputs {
+  std::vector<uint16_t> prefix, blocks, core, conv, x_rows, proj;
+  std::vector<float> state;
+};
+
+struct K1Buffers {
+  DeviceBuffer prefix, blocks, core, conv, state, scratch;
+};
+
+absl::StatusOr<K1Outputs> read_outputs(Executor& executor, const K1Buffers& b, const K1Scratch& layout,
+                                       const K1Build& build) {
+  K1Outputs out;
+  auto bf16s = [&](std::vector<uint16_t>& bits, const DeviceBuffer& buffer) {
+    bits.resize(buffer.bytes / 2);
+    return executor.copy_out(writable_bytes(bits), buffer);
+  };
+  MT_RETURN_IF_ERROR(bf16s(out.prefix, b.prefix));
+  MT_RETURN_IF_ERROR(bf16s(out.blocks, b.blocks));
+  MT_RETURN_IF_ERROR(bf16s(out.core, b.core));
+  MT_RETURN_IF_ERROR(bf16s(out.conv, b.conv));
+  out.state.resize(b.state.bytes / 4);
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(out.state), b.state));
+  std::vector<uint8_t> scratch(static_cast<size_t>(layout.bytes));
+  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(scratch), b.scratch));
+  auto rows = [&](std::vector<uint16_t>& bits, int64_t offset, int64_t count) {
+    bits.resize(static_cast<size_t>(count));
+    std::memcpy(bits.data(), scratch.data() + offset, static_cast<size_t>(count) * 2);
+  };
+  rows(out.x_rows, layout.x_rows, int64_t{build.tokens} * build.hidden);
+  rows(out.proj, layout.proj, int64_t{build.tokens} * build.in_proj_rows);
+  return out;
+}
+
+// Where two launches' bits differ: per array, the count and the rows (of `row_size` values).
+template <typename T>
+void compare_bits(const std::string& name, const std::vector<T>& a, const std::vector<T>& b, int64_t row_size,
+                  std::string& out) {
+  int64_t differing = 0;
+  std::set<int64_t> rows;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) == 0) continue;
+    ++differing;
+    rows.insert(static_cast<int64_t>(i) / row_size);
+  }
+  if (differing == 0) return;
+  absl::StrAppend(&out, out.empty() ? "" : "; ", name, " ", differing, " values in rows ", absl::StrJoin(rows, ","));
+}
+
+std::string compare_outputs(const K1Outputs& a, const K1Outputs& b, const K1Build& build) {
+  std::string out;
+  compare_bits("x_rows", a.x_rows, b.x_rows, build.hidden, out);
+  compare_bits("proj", a.proj, b.proj, build.in_proj_rows, out);
+  compare_bits("prefix", a.prefix, b.prefix, build.hidden, out);
+  compare_bits("blocks", a.blocks, b.blocks, static_cast<int64_t>(a.blocks.size()) / build.tokens, out);
+  compare_bits("core", a.core, b.core, build.projection(), out);
+  compare_bits("conv_state (by slot)", a.conv, b.conv, static_cast<int64_t>(build.state_len) * 3 * build.projection(),
+               out);
+  compare_bits("recurrent_state (by slot)", a.state, b.state, int64_t{build.heads} * kD * kD, out);
+  return out;
+}
+
 }  // namespace
 
 std::string case_name(const K1Case& c) {
   return absl::StrCat(c.model, "_tp", c.tp, "r", c.rank, "_L", c.layer, "_n", c.requests, "_q", c.q, "_sl",
                       c.state_len == 0 ? c.q + 2 : c.state_len, c.delta ? "_delta" : "", c.padded ? "_padded" : "",
-                      c.dim_first ? "_dimfirst" : "", c.counter_start != 0 ? "_counters_far" : "");
+                      c.dim_first ? "_dimfirst" : "", c.counter_start != 0 ? "_counters_far" : "",
+                      c.launches > 1 ? absl::StrCat("_x", c.launches) : "");
 }
 
 bool K1Result::ok() const {
   if (!health.empty() && health[0] != 0) return false;
+  if (repeat_mismatches != 0) return false;
   for (const OutputCheck& o : outputs) {
     if (!o.passed()) return false;
   }
@@ -115,6 +180,10 @@ std::string K1Result::report() const {
       if (r[0] != 0) absl::StrAppend(&out, " [program ", r[5], " region ", r[1], " index ", r[2], " tag ", r[3], " seen ", r[4], "]");
     }
     absl::StrAppend(&out, "\n");
+  }
+  if (launches > 1) {
+    absl::StrAppend(&out, launches - 1, " more launches on the same inputs: ", repeat_mismatches,
+                    " differed from the first\n", repeat_report);
   }
   for (const OutputCheck& o : outputs) {
     absl::StrAppend(&out, o.name, ": ", o.compared, " values, worst ", o.worst_ulps, " bf16 ulps (", o.worst_rms,
@@ -223,7 +292,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   args.push_back(KernelArg::buffer(core, dsl::ScalarType::kBf16));
 
   const K1Scratch layout = k1_scratch(build);
-  std::vector<uint8_t> scratch_host(static_cast<size_t>(layout.bytes), 0xa5);  // poisoned data...
+  std::vector<uint8_t> scratch_host(static_cast<size_t>(layout.bytes), 0xff);  // NaN data: a stale read shows...
   std::fill(scratch_host.begin(), scratch_host.begin() + layout.zeroed_bytes, 0);  // ...zeroed control words
   // Counters as a long-running rank leaves them: any multiple of every launch's span (handoff.h).
   for (int64_t at = layout.counters; at < layout.flags; at += 4) std::memcpy(&scratch_host[at], &c.counter_start, 4);
@@ -234,7 +303,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kF32, layout.ares));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.flags));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.counters));
-  MT_RETURN_IF_ERROR(i32_arg({1}, "epoch").status());
+  MT_ASSIGN_OR_RETURN(DeviceBuffer epoch, i32_arg({1}, "epoch"));
   args.push_back(KernelArg::integer(dsl::ScalarType::kI32, c.layer));
   const int programs = c.programs > 0 ? c.programs : std::max(tokens, 8);
   std::vector<int32_t> health(static_cast<size_t>(health_words(programs)), 0);
@@ -245,28 +314,24 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
     MT_ASSIGN_OR_RETURN(dsl::Target target, dsl::Target::parse(c.target));
     build = k1_for_target(build, target);
   }
-  dsl::Program program = k1_program(build);
+  const dsl::Program program = k1_program(build);
   MT_RETURN_IF_ERROR(executor.launch(program, {programs, 1, 1}, args));
 
   // Read back and compare.
   K1Result result;
   result.health.resize(health.size());
   MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(result.health), health_buffer));
-  std::vector<uint16_t> bits(static_cast<size_t>(tokens * h));
-  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), prefix));
-  result.outputs.push_back(check_output("prefix", from_bf16(bits), expected.prefix, {tokens, h}, rule_for("prefix")));
-  bits.resize(static_cast<size_t>(tokens * blocks * h));
-  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), blocks_buffer));
+  K1Outputs first;
+  const K1Buffers buffers{prefix, blocks_buffer, core, conv_buffer, state_buffer, scratch};
+  MT_ASSIGN_OR_RETURN(first, read_outputs(executor, buffers, layout, build));
+  result.outputs.push_back(check_output("prefix", from_bf16(first.prefix), expected.prefix, {tokens, h},
+                                        rule_for("prefix")));
   result.outputs.push_back(
-      check_output("blocks", from_bf16(bits), expected.blocks, {tokens, blocks, h}, rule_for("blocks")));
-  bits.resize(static_cast<size_t>(tokens * pl));
-  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), core));
-  result.outputs.push_back(check_output("core", from_bf16(bits), expected.core, {tokens, pl}, rule_for("core")));
-  bits.resize(conv_host.size());
-  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(bits), conv_buffer));
+      check_output("blocks", from_bf16(first.blocks), expected.blocks, {tokens, blocks, h}, rule_for("blocks")));
+  result.outputs.push_back(check_output("core", from_bf16(first.core), expected.core, {tokens, pl}, rule_for("core")));
   Vec conv_actual(conv_host.size());
   {
-    Vec device = from_bf16(bits);
+    Vec device = from_bf16(first.conv);
     for (int64_t s = 0; s < slots; ++s) {
       for (int64_t e = 0; e < state_len; ++e) {
         for (int64_t ch = 0; ch < channels; ++ch) conv_actual[(s * state_len + e) * channels + ch] = device[conv_index(s, e, ch)];
@@ -292,10 +357,34 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   }
   result.outputs.push_back(check_output("conv_state", conv_actual, expected.cache.conv, {slots, state_len, channels},
                                         rule_for("conv_state"), &conv_exact));
-  std::vector<float> state(cache.state.size());
-  MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(state), state_buffer));
-  result.outputs.push_back(check_output("recurrent_state", Vec(state.begin(), state.end()), expected.cache.state,
-                                        {slots, nhl, kD, kD}, rule_for("recurrent_state"), &state_exact));
+  result.outputs.push_back(check_output("recurrent_state", Vec(first.state.begin(), first.state.end()),
+                                        expected.cache.state, {slots, nhl, kD, kD}, rule_for("recurrent_state"),
+                                        &state_exact));
+
+  // Launches 2..L on the same inputs, restored, with the scratch's data poisoned again and the
+  // control words as the launches before left them: each must equal the first bit for bit.
+  const std::vector<uint16_t> prefix_bits = to_bf16(input.prefix), blocks_bits = to_bf16(input.blocks),
+                              conv_bits = to_bf16(conv_host);
+  const std::vector<float> state_bits = to_f32(cache.state);
+  for (int launch = 1; launch < c.launches; ++launch) {
+    MT_RETURN_IF_ERROR(executor.copy_in(prefix, bytes_of(prefix_bits)));
+    MT_RETURN_IF_ERROR(executor.copy_in(blocks_buffer, bytes_of(blocks_bits)));
+    MT_RETURN_IF_ERROR(executor.copy_in(conv_buffer, bytes_of(conv_bits)));
+    MT_RETURN_IF_ERROR(executor.copy_in(state_buffer, bytes_of(state_bits)));
+    MT_RETURN_IF_ERROR(executor.copy_in(core, bytes_of(poison)));
+    MT_RETURN_IF_ERROR(executor.copy_out(writable_bytes(scratch_host), scratch));
+    std::fill(scratch_host.begin() + layout.zeroed_bytes, scratch_host.end(), 0xff);
+    MT_RETURN_IF_ERROR(executor.copy_in(scratch, bytes_of(scratch_host)));
+    MT_RETURN_IF_ERROR(executor.copy_in(epoch, bytes_of(std::vector<int32_t>{launch + 1})));
+    MT_RETURN_IF_ERROR(executor.launch(program, {programs, 1, 1}, args));
+    MT_ASSIGN_OR_RETURN(K1Outputs again, read_outputs(executor, buffers, layout, build));
+    std::string differs = compare_outputs(first, again, build);
+    if (!differs.empty()) {
+      ++result.repeat_mismatches;
+      if (result.repeat_report.size() < 4000) absl::StrAppend(&result.repeat_report, "launch ", launch + 1, ": ", differs, "\n");
+    }
+  }
+  result.launches = c.launches;
   executor.release_all();
   return result;
 }

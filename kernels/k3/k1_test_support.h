@@ -32,6 +32,8 @@ struct K1Case {
   int32_t counter_start = 0;  // every counter's value before the launch: a multiple of 256 as a long
                               // run leaves them, or any other value to break the arrivals on purpose
   int64_t wait_ns = 0;        // > 0: the build's wait timeout
+  int launches = 1;           // > 1: launch again on the same inputs (restored), each launch's
+                              // outputs and hand-off rows equal to the first's bit for bit
 };
 
 std::string case_name(const K1Case& c);
@@ -39,6 +41,9 @@ std::string case_name(const K1Case& c);
 struct K1Result {
   std::vector<OutputCheck> outputs;
   std::vector<int32_t> health;
+  int launches = 1;
+  int repeat_mismatches = 0;  // launches after the first whose bits differed from it
+  std::string repeat_report;  // per such launch: which arrays, how many values, which rows
   bool ok() const;
   std::string report() const;
 };
