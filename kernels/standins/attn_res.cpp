@@ -1,6 +1,7 @@
-// AttnRes, one program per row; see attn_res.h.
+// AttnRes, one program per row, in column chunks; see attn_res.h.
 #include "kernels/standins/attn_res.h"
 
+#include <array>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,36 +18,57 @@ Program attn_res_program(const AttnResShape& s) {
   auto prefix = b.arg("prefix", ptr(bf16));
   auto norm = b.arg("norm", ptr(bf16)), proj = b.arg("proj", ptr(bf16)), out_norm = b.arg("out_norm", ptr(bf16));
   auto y = b.arg("y", ptr(bf16));
+  int chunk = 16;
+  while (chunk < s.hidden && chunk < 1024) chunk *= 2;
   auto token = program_id(0).to(i64);
-  auto cols = arange(0, s.hidden);
-  // Source i of the row: blocks 0 .. sources-1, then the prefix.
-  auto source = [&](int i) {
-    if (i == s.sources) return load(prefix + token * s.hidden + cols).to(f32);
-    return load(blocks + token * token_stride + block_stride * i + cols).to(f32);
+  // Columns k0 .. k0 + chunk - 1 of source i of the row (blocks 0 .. sources-1, then the prefix).
+  auto source = [&](int i, Value cols, Value ok) {
+    if (i == s.sources) return load(prefix + token * s.hidden + cols, ok, 0.0f).to(f32);
+    return load(blocks + token * token_stride + block_stride * i + cols, ok, 0.0f).to(f32);
   };
-  Value mixed;
+  // The mix's coefficients: softmax of the logits (1 for the prefix alone).
+  std::vector<Value> coefficients;
   if (s.sources == 0) {
-    mixed = source(0);
+    coefficients.push_back(full({}, 1.0f, f32));
   } else {
-    auto weight = load(norm + cols).to(f32) * load(proj + cols).to(f32);
     std::vector<Value> logits;
     Value top;
     for (int i = 0; i <= s.sources; ++i) {
-      auto v = source(i);
-      auto logit = sum(v * weight) * rsqrt(sum(v * v) / float(s.hidden) + s.eps);
+      auto [dot, squares] = range(0, s.hidden, chunk, full({}, 0.0f, f32), full({}, 0.0f, f32),
+                                  [&](Value k0, Value dot, Value squares) {
+                                    auto cols = k0 + arange(0, chunk);
+                                    auto ok = cols < s.hidden;
+                                    auto v = source(i, cols, ok);
+                                    auto w = load(norm + cols, ok, 0.0f).to(f32) * load(proj + cols, ok, 0.0f).to(f32);
+                                    return std::array{dot + sum(v * w), squares + sum(v * v)};
+                                  });
+      auto logit = dot * rsqrt(squares / float(s.hidden) + s.eps);
       logits.push_back(logit);
       top = i == 0 ? logit : maximum(top, logit);
     }
     Value total;
     for (int i = 0; i <= s.sources; ++i) {
-      auto e = exp(logits[i] - top);
-      total = i == 0 ? e : total + e;
-      mixed = i == 0 ? source(i) * e : mixed + source(i) * e;
+      logits[i] = exp(logits[i] - top);
+      total = i == 0 ? logits[i] : total + logits[i];
     }
-    mixed = mixed / total;
+    for (int i = 0; i <= s.sources; ++i) coefficients.push_back(logits[i] / total);
   }
-  auto rstd = rsqrt(sum(mixed * mixed) / float(s.hidden) + s.eps);
-  store(y + token * s.hidden + cols, (mixed * rstd * load(out_norm + cols).to(f32)).to(bf16));
+  auto mixed = [&](Value cols, Value ok) {
+    Value m;
+    for (int i = 0; i <= s.sources; ++i) m = i == 0 ? source(i, cols, ok) * coefficients[i] : m + source(i, cols, ok) * coefficients[i];
+    return m;
+  };
+  auto squares = range(0, s.hidden, chunk, full({}, 0.0f, f32), [&](Value k0, Value squares) {
+    auto cols = k0 + arange(0, chunk);
+    auto m = mixed(cols, cols < s.hidden);
+    return squares + sum(m * m);
+  });
+  auto rstd = rsqrt(squares / float(s.hidden) + s.eps);
+  range(0, s.hidden, chunk, [&](Value k0) {
+    auto cols = k0 + arange(0, chunk);
+    auto ok = cols < s.hidden;
+    store(y + token * s.hidden + cols, (mixed(cols, ok) * rstd * load(out_norm + cols, ok, 0.0f).to(f32)).to(bf16), ok);
+  });
   return b.finish();
 }
 

@@ -87,7 +87,9 @@ absl::StatusOr<LayerSetup> set_up_layer(const StandinCase& c, Workspace& space, 
   MT_ASSIGN_OR_RETURN(s.dims, model::rank_dims(s.config, c.tp, c.rank));
   MT_ASSIGN_OR_RETURN(model::RankPlan plan, model::plan_rank(s.config, c.tp, c.rank));
   MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> source, model::SeededWeights::create(s.config, rng()));
-  const model::LayerPlan& layer = plan.layers.at(static_cast<size_t>(c.layer));
+  // The layer's tensors but the MoE's (no stand-in reads them).
+  model::LayerPlan layer = plan.layers.at(static_cast<size_t>(c.layer));
+  std::erase_if(layer.tensors, [](const model::RankTensor& t) { return t.name.starts_with("block_sparse_moe."); });
   MT_ASSIGN_OR_RETURN(s.weights, ref::load_rank_layer(layer, s.dims, *source));
   for (const model::RankTensor& tensor : layer.tensors) {
     if (tensor.dtype == model::Dtype::kU8) continue;
