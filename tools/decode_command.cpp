@@ -2,8 +2,9 @@
 // It builds SpecializedDecode over the rank's weights, binds the KV caches, then runs S steps of
 // random requests (random accepted counts, slots drawn from a pool with gaps, some requests
 // padded) and one prefill-like step that plan must refuse. Per step it prints plan's decision; at
-// the end a per-layer time table, kernel layers beside the host's (stand-ins: decode_host_layers.h);
-// with --check, each served layer's worst error against the float64 reference of that layer.
+// the end a per-layer time table, kernel layers beside the host's (stand-ins: decode_host_layers.h, the
+// float64 reference on the CPU device, simple DSL kernels on a GPU); with --check, each served layer's
+// worst error against the float64 reference of that layer.
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -43,7 +44,8 @@ namespace ref = kernels::reference;
 
 constexpr const char* kUsage =
     "usage: monotile decode [--model k3-tiny|k3|DIR] [--seed S] [--device cpu|gpu] [--q Q] [--requests N]\n"
-    "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--check]\n"
+    "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--standins reference|kernels]\n"
+    "                       [--check]\n"
     "  --model     an embedded config (seeded random weights) or a checkpoint folder (default k3-tiny)\n"
     "  --seed      the seeded weights' and the steps' seed (default 1)\n"
     "  --device    cpu (the CPU interpreter) or gpu (default: a GPU when there is one)\n"
@@ -53,6 +55,8 @@ constexpr const char* kUsage =
     "  --max-rows  the executor's widest launch (default 16)\n"
     "  --tp, --rank  run rank R of TP T alone: the other ranks' contributions to each reduction are\n"
     "              zero (stood in), and --check holds the rank to the same reference\n"
+    "  --standins  how the host's layers run: the float64 reference on the CPU, or DSL kernels on the\n"
+    "              device (default: kernels on a GPU, the reference on the CPU device)\n"
     "  --check     compare every served layer with the float64 reference of that layer\n";
 
 int misuse(const std::string& message) {
@@ -69,6 +73,7 @@ struct Options {
   std::string model = "k3-tiny";
   uint64_t seed = 1;
   std::optional<std::string> device;
+  std::optional<std::string> standins;
   int q = 2, requests = 2, steps = 3, max_rows = 16, tp = 1, rank = 0;
   bool check = false;
 };
@@ -76,6 +81,7 @@ struct Options {
 // One layer's row of the table.
 struct LayerRow {
   std::string kind;
+  bool standin = false;  // a layer the host runs whole
   double seconds = 0;
   int runs = 0;
   double worst_rms = 0;
@@ -85,7 +91,7 @@ struct LayerRow {
 // The metadata of one step on the device, as vLLM's GDN builder gives it.
 struct DeviceStep {
   HostStep host;
-  runtime::DeviceBuffer indices, accepted, starts;
+  runtime::DeviceBuffer indices, accepted, starts, mla_slots, mla_context;
   dec::AttnMetadata metadata;
 };
 
@@ -192,8 +198,17 @@ absl::Status DecodeJob::setup() {
   }
   MT_RETURN_IF_ERROR(decode_->prepare_kv(bound));
   mla_context_.assign(static_cast<size_t>(o_.requests), 4);
-  host_ = std::make_unique<HostLayers>(*device_, config_, dims_, plan_, *source_, config->max_rows, o_.requests,
+  StandinKind standins = info.vendor == dsl::Vendor::kCpu ? StandinKind::kReference : StandinKind::kKernels;
+  if (o_.standins) standins = *o_.standins == "kernels" ? StandinKind::kKernels : StandinKind::kReference;
+  host_ = std::make_unique<HostLayers>(*device_, jit::Jit::process_default(), config_, dims_, plan_, *source_,
+                                       weights_.backbone, standins, config->max_rows, o_.requests,
                                        4 + int64_t{o_.steps + 1} * o_.q);
+  // The layers no kernel serves, run whole by the host (layer 0).
+  std::vector<int> host_layers;
+  for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
+    if (config_.served_kind(layer) == model::ServedKind::kNone) host_layers.push_back(layer);
+  }
+  MT_RETURN_IF_ERROR(host_->prepare(host_layers, o_.requests * o_.q, o_.q, static_cast<int>(state_len)));
   return absl::OkStatus();
 }
 
@@ -219,6 +234,16 @@ absl::StatusOr<DeviceStep> DecodeJob::make_step(int step, int padded, bool prefi
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.indices.address(), s.host.state_indices.data(), n * q * 4));
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.accepted.address(), s.host.num_accepted.data(), n * 4));
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.starts.address(), starts.data(), starts.size() * 4));
+  // The MLA stand-ins' slots and context lengths, for the DSL kernels.
+  std::vector<int32_t> context(s.host.mla_context.begin(), s.host.mla_context.end());
+  MT_ASSIGN_OR_RETURN(s.mla_slots, device_->allocate(static_cast<size_t>(n) * 4));
+  MT_ASSIGN_OR_RETURN(s.mla_context, device_->allocate(static_cast<size_t>(n) * 4));
+  MT_RETURN_IF_ERROR(device_->copy_to_device(s.mla_slots.address(), s.host.mla_slots.data(), n * 4));
+  MT_RETURN_IF_ERROR(device_->copy_to_device(s.mla_context.address(), context.data(), n * 4));
+  s.host.device_state_indices = s.indices.address();
+  s.host.device_num_accepted = s.accepted.address();
+  s.host.device_mla_slots = s.mla_slots.address();
+  s.host.device_mla_context = s.mla_context.address();
   dec::SpecMetadata m{.spec_sequence_masks = true,
                       .num_prefills = prefill ? 1 : 0,
                       .num_spec_decodes = prefill ? n - 1 : n,
@@ -270,9 +295,11 @@ absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
     DeviceKdaCache* cache = caches_.contains(layer) ? &caches_.at(layer) : nullptr;
     LayerRow& row = rows_[layer];
     const bool kda = config_.is_kda_layer(layer);
-    row.kind = !launch ? (kda ? "KDA + MLP: host stand-in (reference)" : "MLA: host stand-in (reference)")
-               : kda   ? "KDA: kernels K1 + K2"
-                       : "MLA: host attention stand-in + kernel K2";
+    const std::string standin = host_->kind_name();
+    row.standin = !launch;
+    row.kind = !launch ? (kda ? "KDA + MLP: host stand-in (" + standin + ")" : "MLA: host stand-in (" + standin + ")")
+               : kda   ? std::string("KDA: kernels K1 + K2")
+                       : "MLA: host attention stand-in + kernel K2; stand-in: " + standin;
     ref::LayerInput in;  // the launch's inputs, for --check
     if (launch && o_.check) {
       MT_ASSIGN_OR_RETURN(in.prefix, host_->read_bf16(io.prefix, th, stream));
@@ -297,7 +324,9 @@ absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
     ++row.runs;
     if (!launch || !o_.check) continue;
     MT_RETURN_IF_ERROR(decode_->check_health());
-    if (!kda) in.attention_output = host_->last_attention_output();
+    if (!kda) {
+      MT_ASSIGN_OR_RETURN(in.attention_output, host_->attention_output(layer, width, stream));
+    }
     dec::LayerResult result;
     MT_ASSIGN_OR_RETURN(result.prefix, host_->read_bf16(io.prefix, th, stream));
     MT_ASSIGN_OR_RETURN(result.blocks, host_->read_bf16(io.blocks, th * static_cast<size_t>(blocks), stream));
@@ -318,6 +347,8 @@ absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
     }
   }
   MT_RETURN_IF_ERROR(decode_->after_step(stream));
+  MT_RETURN_IF_ERROR(device_->synchronize(stream));
+  MT_RETURN_IF_ERROR(host_->check_health());
   for (int r = 0; r < o_.requests; ++r) mla_context_[static_cast<size_t>(r)] += s.host.num_accepted[static_cast<size_t>(r)];
   return absl::OkStatus();
 }
@@ -335,17 +366,19 @@ absl::Status DecodeJob::run() {
   MT_RETURN_IF_ERROR(run_step(o_.steps + 1, prefill));
 
   double kernel_s = 0, host_s = 0;
-  std::printf("\nlayer  %-42s %10s%s\n", "run by", "mean ms", o_.check ? "  worst err/RMS  check" : "");
+  std::printf("\nlayer  %-64s %10s%s\n", "run by", "mean ms", o_.check ? "  worst err/RMS  check" : "");
   for (const auto& [layer, row] : rows_) {
     const double ms = row.runs ? 1e3 * row.seconds / row.runs : 0;
-    (row.kind.find("host stand-in (reference)") != std::string::npos ? host_s : kernel_s) += ms;
-    std::printf("%5d  %-42s %10.2f", layer, row.kind.c_str(), ms);
+    (row.standin ? host_s : kernel_s) += ms;
+    std::printf("%5d  %-64s %10.2f", layer, row.kind.c_str(), ms);
     if (o_.check && row.checked) std::printf("  %13.5f  %s", row.worst_rms, row.passed ? "pass" : "FAIL");
     std::printf("\n");
   }
-  std::printf("a step: %.1f ms in served layers, %.1f ms in the host's stand-ins (%s)\n", kernel_s, host_s,
+  std::printf("a step: %.1f ms in served layers, %.1f ms in the host's stand-ins (%s; stand-ins: %s)\n", kernel_s,
+              host_s,
               device_->info().vendor == dsl::Vendor::kCpu ? "the CPU interpreter: times are not the GPU's"
-                                                           : "GPU kernels, host stand-ins on the CPU");
+                                                           : "GPU kernels",
+              host_->kind() == StandinKind::kKernels ? "DSL kernels on the device" : "the reference on the CPU");
   if (o_.check) {
     std::printf("%s\n", checks_passed_ ? "every served layer passes its check against the float64 reference"
                                        : "a served layer FAILED its check against the float64 reference");
@@ -374,6 +407,10 @@ int decode_command(Args args) {
     bool ok = true;
     if (arg == "--model") o.model = value;
     else if (arg == "--device") o.device = value;
+    else if (arg == "--standins" && value != "reference" && value != "kernels") {
+      return misuse(absl::StrCat("--standins ", value, ": expected reference or kernels"));
+    }
+    else if (arg == "--standins") o.standins = value;
     else if (arg == "--seed") ok = absl::SimpleAtoi(value, &o.seed);
     else if (arg == "--q") ok = number(o.q) && o.q >= 1;
     else if (arg == "--requests") ok = number(o.requests) && o.requests >= 1;

@@ -1,4 +1,5 @@
-// The host stand-ins of `monotile decode`; see decode_host_layers.h.
+// The host stand-ins of `monotile decode`, the reference's or the DSL kernels'; see
+// decode_host_layers.h.
 #include "tools/decode_host_layers.h"
 
 #include "absl/strings/str_cat.h"
@@ -11,14 +12,18 @@ namespace monotile::tools {
 namespace ref = kernels::reference;
 using runtime::DevicePtr;
 
-HostLayers::HostLayers(runtime::Device& device, const model::ModelConfig& config, const model::RankDims& dims,
-                       const model::RankPlan& plan, const model::TensorSource& source, int max_rows,
-                       int64_t mla_slots, int64_t mla_capacity)
+HostLayers::HostLayers(runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
+                       const model::RankDims& dims, const model::RankPlan& plan, const model::TensorSource& source,
+                       const runtime::decode::Backbone& backbone, StandinKind kind, int max_rows, int64_t mla_slots,
+                       int64_t mla_capacity)
     : device_(&device),
+      jit_(&jit),
       config_(&config),
       dims_(dims),
       plan_(&plan),
       source_(&source),
+      backbone_(&backbone),
+      kind_(kind),
       max_rows_(max_rows),
       mla_slots_(mla_slots),
       mla_capacity_(mla_capacity) {}
@@ -68,8 +73,8 @@ absl::Status HostLayers::write_cache(const DeviceKdaCache& cache, const ref::Kda
   return device_->copy_to_device(cache.state.address(), state.data(), state.size() * 4);
 }
 
-absl::Status HostLayers::run_layer(int layer, runtime::decode::LayerIo& io, const HostStep& step,
-                                   DeviceKdaCache* cache, runtime::Stream& stream) {
+absl::Status HostLayers::run_layer_reference(int layer, runtime::decode::LayerIo& io, const HostStep& step,
+                                             DeviceKdaCache* cache, runtime::Stream& stream) {
   MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
   const int64_t h = config_->hidden_size, rows = step.rows();
   const size_t th = static_cast<size_t>(rows * h);
@@ -89,9 +94,7 @@ absl::Status HostLayers::run_layer(int layer, runtime::decode::LayerIo& io, cons
   }
   MT_ASSIGN_OR_RETURN(ref::LayerOutput out, ref::layer_reference(*config_, layer, std::span(w, 1), in,
                                                                  ref::Rounding::kBf16));
-  if (!out_.valid()) {
-    MT_ASSIGN_OR_RETURN(out_, device_->allocate(static_cast<size_t>(max_rows_ * h) * 2));
-  }
+  MT_RETURN_IF_ERROR(allocate_outputs(static_cast<size_t>(dims_.mla_heads * config_->v_head_dim)));
   MT_RETURN_IF_ERROR(write_bf16(io.prefix, out.prefix));
   MT_RETURN_IF_ERROR(write_bf16(io.blocks, out.blocks));
   MT_RETURN_IF_ERROR(write_bf16(out_.address(), out.mlp_output));
@@ -100,8 +103,8 @@ absl::Status HostLayers::run_layer(int layer, runtime::decode::LayerIo& io, cons
   return absl::OkStatus();
 }
 
-absl::StatusOr<DevicePtr> HostLayers::attention(int layer, const runtime::decode::LayerIo& io, const HostStep& step,
-                                                runtime::Stream& stream) {
+absl::StatusOr<DevicePtr> HostLayers::attention_reference(int layer, const runtime::decode::LayerIo& io,
+                                                          const HostStep& step, runtime::Stream& stream) {
   MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
   const int64_t h = config_->hidden_size, rows = step.rows();
   const size_t th = static_cast<size_t>(rows * h);
@@ -130,9 +133,7 @@ absl::StatusOr<DevicePtr> HostLayers::attention(int layer, const runtime::decode
   MT_ASSIGN_OR_RETURN(std::vector<double> core,
                       ref::mla_attention_reference(*config_, layer, *w, x, {step.q, step.mla_slots, step.mla_context},
                                                    cache->second, ref::Rounding::kBf16));
-  if (!core_.valid()) {
-    MT_ASSIGN_OR_RETURN(core_, device_->allocate(static_cast<size_t>(max_rows_) * core.size() / static_cast<size_t>(rows) * 2));
-  }
+  MT_RETURN_IF_ERROR(allocate_outputs(core.size() / static_cast<size_t>(rows)));
   MT_RETURN_IF_ERROR(write_bf16(core_.address(), core));
   // a = o_proj(core), for the check's reference (this rank's partial; TP 1 is the whole).
   const int64_t width = static_cast<int64_t>(core.size()) / rows;
@@ -143,6 +144,109 @@ absl::StatusOr<DevicePtr> HostLayers::attention(int layer, const runtime::decode
     for (int64_t i = 0; i < h; ++i) attention_output_[t * h + i] = model::round_to_bf16(a[i]);
   }
   return core_.address();
+}
+
+absl::Status HostLayers::allocate_outputs(size_t core_width) {
+  if (!out_.valid()) {
+    MT_ASSIGN_OR_RETURN(out_, device_->allocate(static_cast<size_t>(max_rows_ * config_->hidden_size) * 2));
+  }
+  if (!core_.valid()) {
+    MT_ASSIGN_OR_RETURN(core_, device_->allocate(static_cast<size_t>(max_rows_) * core_width * 2));
+  }
+  return absl::OkStatus();
+}
+
+kernels::standins::WeightAddresses HostLayers::weight_addresses(int layer) const {
+  kernels::standins::WeightAddresses addresses;
+  auto found = backbone_->weights.find(layer);
+  if (found == backbone_->weights.end()) return addresses;
+  for (const auto& [name, view] : found->second) addresses.emplace(name, view.data);
+  return addresses;
+}
+
+absl::Status HostLayers::prepare(const std::vector<int>& host_layers, int width, int q, int state_len) {
+  if (kind_ != StandinKind::kKernels) return absl::OkStatus();
+  for (int layer : host_layers) {
+    if (!config_->is_kda_layer(layer) || config_->is_moe_layer(layer)) continue;  // run_layer refuses it
+    MT_ASSIGN_OR_RETURN(whole_[layer], kernels::standins::KdaMlpStandin::create(
+                                           *device_, *jit_, *config_, dims_, layer, weight_addresses(layer), width,
+                                           q, state_len, /*delta=*/layer > 0));
+  }
+  for (int layer = 0; layer < config_->num_hidden_layers; ++layer) {
+    if (config_->is_kda_layer(layer) || whole_.contains(layer)) continue;
+    MT_ASSIGN_OR_RETURN(mla_[layer], kernels::standins::MlaStandin::create(*device_, *jit_, *config_, dims_, layer,
+                                                                           weight_addresses(layer), width, q));
+    const size_t bytes = static_cast<size_t>(mla_slots_ * mla_capacity_ * mla_[layer]->shape().entry()) * 2;
+    MT_ASSIGN_OR_RETURN(device_mla_caches_[layer], device_->allocate(bytes));
+    MT_RETURN_IF_ERROR(device_->fill_bytes(device_mla_caches_[layer].address(), 0, bytes));
+  }
+  return allocate_outputs(static_cast<size_t>(dims_.mla_heads * config_->v_head_dim));
+}
+
+absl::Status HostLayers::run_layer(int layer, runtime::decode::LayerIo& io, const HostStep& step,
+                                   DeviceKdaCache* cache, runtime::Stream& stream) {
+  if (kind_ == StandinKind::kReference) return run_layer_reference(layer, io, step, cache, stream);
+  auto found = whole_.find(layer);
+  if (found == whole_.end() || cache == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "layer ", layer, ": the host stand-in's DSL kernels run whole KDA layers with a dense MLP and their caches"));
+  }
+  kernels::standins::KdaMlpTensors t{.prefix = io.prefix,
+                                     .delta = io.delta,
+                                     .blocks = io.blocks,
+                                     .blocks_token_stride = io.blocks_token_stride,
+                                     .blocks_block_stride = io.blocks_block_stride,
+                                     .conv_state = cache->conv.address(),
+                                     .state = cache->state.address(),
+                                     .state_indices = step.device_state_indices,
+                                     .num_accepted = step.device_num_accepted,
+                                     .out = out_.address()};
+  MT_RETURN_IF_ERROR(found->second->launch(t, stream));
+  io.delta = out_.address();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DevicePtr> HostLayers::attention(int layer, const runtime::decode::LayerIo& io, const HostStep& step,
+                                                runtime::Stream& stream) {
+  if (kind_ == StandinKind::kReference) return attention_reference(layer, io, step, stream);
+  auto found = mla_.find(layer);
+  if (found == mla_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("layer ", layer, ": no MLA stand-in was prepared; hint: call HostLayers::prepare first"));
+  }
+  kernels::standins::MlaTensors t{.prefix = io.prefix,
+                                  .delta = io.delta,
+                                  .blocks = io.blocks,
+                                  .blocks_token_stride = io.blocks_token_stride,
+                                  .blocks_block_stride = io.blocks_block_stride,
+                                  .slots = step.device_mla_slots,
+                                  .context = step.device_mla_context,
+                                  .cache = device_mla_caches_.at(layer).address(),
+                                  .cache_capacity = mla_capacity_,
+                                  .core = core_.address()};
+  MT_RETURN_IF_ERROR(found->second->launch(t, stream));
+  return core_.address();
+}
+
+absl::StatusOr<std::vector<double>> HostLayers::attention_output(int layer, int rows, runtime::Stream& stream) {
+  if (kind_ == StandinKind::kReference) return attention_output_;
+  MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
+  const int64_t h = config_->hidden_size, width = int64_t{dims_.mla_heads} * config_->v_head_dim;
+  MT_ASSIGN_OR_RETURN(std::vector<double> core, read_bf16(core_.address(), static_cast<size_t>(rows * width), stream));
+  std::vector<double> a(static_cast<size_t>(rows * h));
+  for (int64_t t = 0; t < rows; ++t) {
+    std::vector<double> row = ref::matvec(w->at("self_attn.o_proj.weight"), std::span(core).subspan(t * width, width),
+                                          h, width);
+    for (int64_t i = 0; i < h; ++i) a[t * h + i] = model::round_to_bf16(row[i]);
+  }
+  return a;
+}
+
+absl::Status HostLayers::check_health() const {
+  for (const auto& [layer, standin] : whole_) {
+    MT_RETURN_IF_ERROR(with_context(standin->check_health(), absl::StrCat("layer ", layer, "'s host stand-in")));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace monotile::tools
