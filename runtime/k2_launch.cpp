@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/k3/k2_clock.h"
 #include "support/check.h"
 #include "support/status_macros.h"
 
@@ -37,10 +38,16 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build, 
 
 absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
                                           std::shared_ptr<LaunchState> state) {
+  const int programs = state->programs();
   K2Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k2_scratch(build);
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
+  if (build.stage_clock) {
+    MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) *
+                                                       kernels::k3::kK2ClockPoints * 8));
+    MT_RETURN_IF_ERROR(device.fill_bytes(launch.clock_.address(), 0, launch.clock_.size()));
+  }
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0,
                                        static_cast<size_t>(launch.layout_.zeroed_bytes)));
   return launch;
@@ -96,6 +103,7 @@ std::vector<KernelArgument> K2Launch::arguments(const K2Tensors& t, int layer) c
       {"slot", KernelArgument::integer(ScalarType::kI32, kK2SlotBase + layer)},
       {"health", pointer(state_->health(), ScalarType::kI32)},
       {"alarm", pointer(state_->alarm(), ScalarType::kI32)},
+      {"clock", pointer(clock_.address(), ScalarType::kI64)},
   };
   std::vector<KernelArgument> args;
   for (const std::string& name : kernels::k3::k2_parameters(build_)) {

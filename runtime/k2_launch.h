@@ -1,7 +1,8 @@
 // K2's host-side binding (kernels/k3/k2.h): the device tensors it reads and writes, its arguments
 // in the program's parameter order, how many program instances run it, and the buffers a launch
 // owns: the scratch (its control words zeroed once, when it is made, never between launches), the
-// health words, the alarm and the epoch (launch_state.h; an executor's launches share one set).
+// health words, the alarm and the epoch (launch_state.h; an executor's launches share one set), and
+// for a stage_clock build the clock words.
 // After a launch, check_health turns a wait that gave up into an error naming its K2Region.
 #pragma once
 
@@ -66,8 +67,9 @@ absl::StatusOr<Kernel> load_k2(Device& device, const kernels::k3::K2Build& build
 class K2Launch {
  public:
   // Allocates the scratch of k2_scratch(build) with [0, zeroed_bytes) zeroed, and the health words
-  // for `programs` instances (>= 1), the alarm and the epoch, all zeroed. `build` is the one
-  // launched: after k2_for_target.
+  // for `programs` instances (>= 1), the alarm and the epoch, all zeroed; with build.stage_clock,
+  // the clock words i64 [programs, kK2ClockPoints] too, zeroed once. `build` is the one launched:
+  // after k2_for_target.
   static absl::StatusOr<K2Launch> create(Device& device, const kernels::k3::K2Build& build,
                                          int programs);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
@@ -104,6 +106,8 @@ class K2Launch {
   DevicePtr a_rows() const { return scratch_.address() + static_cast<DevicePtr>(layout_.a_rows); }
   // The MLP AttnRes output y [T, H] bf16 the launch left in the scratch.
   DevicePtr y_rows() const { return scratch_.address() + static_cast<DevicePtr>(layout_.y_rows); }
+  // i64 [programs, kK2ClockPoints]: the stage clock's points (k2_clock.h; build.stage_clock only).
+  DevicePtr clock() const { return clock_.address(); }
 
  private:
   explicit K2Launch(std::shared_ptr<LaunchState> state) : state_(std::move(state)) {}
@@ -111,6 +115,7 @@ class K2Launch {
   kernels::k3::K2Build build_;
   kernels::k3::K2Scratch layout_;
   DeviceBuffer scratch_;
+  DeviceBuffer clock_;  // only with build.stage_clock
 };
 
 }  // namespace monotile::runtime

@@ -1,7 +1,8 @@
 // K2's binding on the CPU device: arguments in k2_parameters order that the program's signature
-// accepts, the tag slot 128 + layer, control words and health zeroed at creation, a failed wait's
-// record turned into an error that names its region, and K2 run through it on the interpreter at
-// k3-tiny TP 1 against the float64 reference, twice on one scratch (nothing zeroed between steps).
+// accepts, the tag slot 128 + layer, control words, health and a clock build's clock zeroed at
+// creation, a failed wait's record turned into an error that names its region, and K2 run through
+// it on the interpreter at k3-tiny TP 1 against the float64 reference, twice on one scratch
+// (nothing zeroed between steps).
 #include "runtime/k2_launch.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/k3/k1.h"
+#include "kernels/k3/k2_clock.h"
 #include "kernels/k3/k2_test_support.h"
 #include "model/config.h"
 #include "runtime/device_cpu.h"
@@ -133,6 +135,21 @@ TEST(K2Launch, RefusesAnotherBuildsKernel) {
               ::testing::HasSubstr(absl::StrCat("is not K2 of build \"",
                                                 kernels::k3::k2_name(tiny_build(1, 4)),
                                                 "\": parameters (prefix, delta, ")));
+}
+
+TEST(K2Launch, TheStageClockIsBound) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  kernels::k3::K2Build build = tiny_build(1, 4);
+  build.stage_clock = true;
+  absl::StatusOr<K2Launch> launch = K2Launch::create(*device, build, 8);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  const std::vector<KernelArgument> args = launch->arguments({}, 1);
+  ASSERT_EQ(kernels::k3::k2_parameters(build).back(), "clock");
+  EXPECT_EQ(args.back().int_value(), static_cast<int64_t>(launch->clock()));
+  ASSERT_NE(launch->clock(), 0u);
+  std::vector<int64_t> clock(static_cast<size_t>(8 * kernels::k3::kK2ClockPoints), -1);
+  ASSERT_TRUE(device->copy_to_host(clock.data(), launch->clock(), clock.size() * 8).ok());
+  EXPECT_EQ(std::count(clock.begin(), clock.end(), 0), static_cast<long>(clock.size()));
 }
 
 TEST(K2Launch, ProgramsPerDevice) {

@@ -10,6 +10,7 @@
 #include "kernels/k3/gemv_task.h"
 #include "kernels/k3/handoff.h"
 #include "kernels/k3/k1.h"
+#include "kernels/k3/k2_clock.h"
 #include "kernels/k3/moe_stage.h"
 #include "kernels/k3/mxfp4_gemv.h"
 #include "kernels/k3/router_stage.h"
@@ -61,9 +62,10 @@ struct Args {
   Value a_rows, y_rows, ares, logits, lat, latent_sum, normed, act, shared, sorted, union_ids, union_count, inter;
   Value flags, counters;
   Value epoch, slot, health, alarm;
+  K2Clock clock;
 };
 
-Args declare(Builder& b) {
+Args declare(Builder& b, const K2Build& build) {
   Args a;
   a.core = b.arg("core", ptr(bf16));
   a.w_o = b.arg("w_o", ptr(bf16));
@@ -107,6 +109,7 @@ Args declare(Builder& b) {
   a.slot = b.arg("slot", i32);
   a.health = b.arg("health", ptr(i32));
   a.alarm = b.arg("alarm", ptr(i32));
+  if (build.stage_clock) a.clock = K2Clock(b.arg("clock", ptr(i64)));
   return a;
 }
 
@@ -132,6 +135,14 @@ void fault_hook(const K2Build& b, const Args& a) {
 }
 
 }  // namespace
+
+void K2Clock::tick(K2ClockPoint point) const {
+  if (clock_) store(*clock_ + program_id(0) * kK2ClockPoints + static_cast<int>(point), global_timer());
+}
+
+void K2Clock::tick_if(const Value& when, K2ClockPoint point) const {
+  if (clock_) if_(when, [&] { tick(point); });
+}
 
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
                                  int core_width, int tokens) {
@@ -193,6 +204,7 @@ std::string k2_name(const K2Build& b) {
                                   "_si", b.shared_rows, "_u", b.up_first, "+", b.up_rows, "_nw", b.num_warps, "_s",
                                   b.gemv_step, "_m", b.min_k_steps);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
+  if (b.stage_clock) name += "_clock";
   const K2Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.renormalize != defaults.renormalize ||
       b.scaling != defaults.scaling || b.wait_ns != defaults.wait_ns || b.latent_norm != defaults.latent_norm ||
@@ -206,13 +218,15 @@ std::string k2_name(const K2Build& b) {
 Program k2_program(const K2Build& build, SourceLocation loc) {
   check(build, loc);
   Builder b(k2_name(build), {.num_warps = build.num_warps, .min_programs_per_sm = 1}, loc);
-  Args a = declare(b);
+  Args a = declare(b, build);
   const K2Scratch scratch = k2_scratch(build);
+  a.clock.tick(K2ClockPoint::kStart);
   fault_hook(build, a);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.slot), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   LocalExchange o_proj({.out = a.a_rows, .counter = a.counters + kOProjWord, .flag = a.flags + kOProjWord},
                        build.tokens, build.hidden, static_cast<int32_t>(K2Region::kDelta), hc);
   stage_o_proj(build, a, o_proj);
+  a.clock.tick(K2ClockPoint::kOProj);
   AttnResRows mlp_res{.hidden = build.hidden,
                       .tokens = build.tokens,
                       .nblocks = build.nblocks,
@@ -234,6 +248,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                       .counters = a.counters,
                       .flags = a.flags};
   attn_res_rows(mlp_res, hc);
+  a.clock.tick(K2ClockPoint::kAttnRes);
   router_rows({.hidden = build.hidden,
                .tokens = build.tokens,
                .experts = build.experts,
@@ -254,6 +269,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                .route_counter = a.counters + kRouteWord,
                .route_flag = a.flags + kRouteWord},
               hc);
+  a.clock.tick(K2ClockPoint::kRouter);
   LocalExchange latent({.out = a.latent_sum, .counter = a.counters + kLatentSumWord, .flag = a.flags + kLatentSumWord},
                        build.tokens, build.latent, static_cast<int32_t>(K2Region::kLatentSum), hc);
   LocalExchange final_sum({.out = a.out, .counter = a.counters + kFinalSumWord, .flag = a.flags + kFinalSumWord},
@@ -297,7 +313,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .inter = a.inter,
             .partials = a.union_count + (scratch.routed_partials - scratch.union_count) / 4,
             .counters = a.counters + kMoeWords,
-            .flags = a.flags + kMoeWords},
+            .flags = a.flags + kMoeWords,
+            .clock = a.clock},
            latent, final_sum, hc);
   return b.finish(loc);
 }

@@ -62,6 +62,10 @@ struct K2Build {
   int32_t fault_epoch = 0;
   int32_t fault_layer = 0;
   int64_t fault_ns = 0;
+  // Adds a last parameter `clock` (ptr<i64> [programs, kK2ClockPoints]): each program stores
+  // global_timer() at its start and as it passes each stage's end (k2_clock.h's points; for
+  // k2_bench --clock). The outputs are those of the build without it, bit for bit.
+  bool stage_clock = false;
   bool operator==(const K2Build&) const = default;
 };
 
@@ -78,7 +82,8 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
-// _s{step}_m{min_k_steps}", then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook, plus a hash of the scalars when they differ from the defaults.
+// _s{step}_m{min_k_steps}", then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
+// "_clock" with the stage clock, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);
 
 // The program. Parameters, in order:
@@ -93,7 +98,7 @@ std::string k2_name(const K2Build& build);
 //   (ptr<f32> [T, top_k]), the scratch views of K2Scratch (a_rows, y_rows, ares, logits, lat,
 //   latent_sum, normed, act, shared, sorted, union_ids, union_count, inter, flags, counters),
 //   epoch (ptr<i32>), slot (i32: the tag slot, 128 + layer, < 256), health (ptr<i32>:
-//   health_words(programs)), alarm (ptr<i32>).
+//   health_words(programs)), alarm (ptr<i32>)[, clock (ptr<i64>: stage_clock builds only)].
 // Any number of resident programs may run it (one per SM is the intent).
 dsl::Program k2_program(const K2Build& build, SourceLocation loc = SourceLocation::current());
 

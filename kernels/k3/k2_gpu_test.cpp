@@ -1,7 +1,7 @@
 // K2 on the GPU (label gpu) against the float64 reference: K3's TP 8 rank shapes at the widths the
 // benchmarks measure (every row on the same 16 experts, as on the interpreter) and k3-tiny's
-// ordinary, block-write, tie and NaN cases; one program per SM, all resident. Skips cleanly without
-// a GPU.
+// ordinary, block-write, tie and NaN cases, and the stage clock build at K3's T 4 (its clock
+// running forward on every program); one program per SM, all resident. Skips cleanly without a GPU.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,6 +29,7 @@ std::vector<K2Case> cases() {
     out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .router = Router::kSameExperts});
   }
   out.push_back({.model = "k3", .tp = 8, .layer = 12, .tokens = 8, .router = Router::kSameExperts});  // block write
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .stage_clock = true});
   out.push_back({.tokens = 16});
   out.push_back({.layer = 12, .tokens = 6});
   out.push_back({.tokens = 4, .router = Router::kTies});

@@ -3,10 +3,12 @@
 // more programs than tasks, K3's TP 8 rank shapes (every row on the same 16 experts, so that only
 // their MXFP4 bytes need to exist), and routers with exact ties and NaN scores; then launches whose
 // waits give up (the fault hook, K2Build::fault_ns): they end, record it, and address nothing out
-// of bounds (the interpreter refuses such an access).
+// of bounds (the interpreter refuses such an access); and the stage clock build (K2Build::
+// stage_clock), which writes what the plain build writes and a clock that runs forward.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "kernels/k3/k1.h"
@@ -52,6 +54,17 @@ TEST(K2Build, RefusesWhatItCannotServe) {
   ASSERT_TRUE(k2_build(config, dims, 12, 256, 4).ok());
   EXPECT_TRUE(k2_build(config, dims, 12, 256, 4)->reset);
   EXPECT_EQ(k2_build(config, dims, 12, 256, 4)->nblocks, config.previous_blocks(12) + 1);
+}
+
+TEST(K2Build, TheStageClockChangesTheNameAndAddsTheLastParameter) {
+  K2Build clocked;
+  clocked.stage_clock = true;
+  EXPECT_EQ(k2_name(clocked), k2_name(K2Build{}) + "_clock");
+  std::vector<std::string> plain = k2_parameters(K2Build{}), with_clock = k2_parameters(clocked);
+  ASSERT_EQ(with_clock.size(), plain.size() + 1);
+  EXPECT_EQ(with_clock.back(), "clock");
+  with_clock.pop_back();
+  EXPECT_EQ(with_clock, plain);
 }
 
 TEST(K2Build, TheFaultHookChangesTheName) {
@@ -102,6 +115,31 @@ TEST(K2InterpFault, TheMatchingEpochRecordsFailedWaitsAndEnds) {
 TEST(K2InterpFault, AnotherEpochMatchesTheReference) {
   conformance::InterpreterExecutor executor;
   run_k2_case({.tokens = 4, .programs = 4, .epoch = 8, .fault_epoch = 9, .fault_ns = kStallNs}, executor);
+}
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+TEST(K2InterpClock, WritesWhatThePlainBuildWritesAndRunsForward) {
+  conformance::InterpreterExecutor executor;
+  K2Inputs in = make_k2_inputs({.tokens = 4}, /*interpreter=*/true);
+  ASSERT_FALSE(in.core.empty());
+  const K2Run plain = run_k2(in, executor);
+  in.build.stage_clock = true;
+  const K2Run clocked = run_k2(in, executor);
+  ASSERT_TRUE(plain.launched.ok()) << plain.launched;
+  ASSERT_TRUE(clocked.launched.ok()) << clocked.launched;
+  EXPECT_EQ(plain.health[0], 0);
+  EXPECT_EQ(clocked.health[0], 0);
+  EXPECT_TRUE(same_bits(clocked.got.a, plain.got.a)) << "a";
+  EXPECT_TRUE(same_bits(clocked.got.prefix, plain.got.prefix)) << "P'";
+  EXPECT_TRUE(same_bits(clocked.got.y, plain.got.y)) << "y";
+  EXPECT_TRUE(same_bits(clocked.got.route_experts, plain.got.route_experts)) << "route experts";
+  EXPECT_TRUE(same_bits(clocked.got.route_weights, plain.got.route_weights)) << "route weights";
+  EXPECT_TRUE(same_bits(clocked.got.out, plain.got.out)) << "m";
+  check_k2_clock(clocked, in.c.programs);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <span>
@@ -17,6 +18,7 @@
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k1_check.h"
 #include "kernels/k3/k2.h"
+#include "kernels/k3/k2_clock.h"
 #include "kernels/reference/k3_layer_reference.h"
 #include "kernels/reference/k3_parts.h"
 #include "model/config.h"
@@ -99,7 +101,7 @@ Expected reference_of(const K2Build& b, const Vec& core, const Vec& w_o, const V
 std::string case_name(const K2Case& c) {
   static const char* routers[] = {"random", "ties", "nan", "same"};
   std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
-                                  routers[static_cast<int>(c.router)]);
+                                  routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "");
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
@@ -123,6 +125,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   b.fault_epoch = c.fault_epoch;
   b.fault_layer = 128 + c.layer;
   b.fault_ns = c.fault_ns;
+  b.stage_clock = c.stage_clock;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();
@@ -363,12 +366,22 @@ K2Run run_k2(const K2Inputs& in, conformance::Executor& executor) {
   DeviceBuffer health_buffer = upload(bytes_of(health), "health");
   args.push_back(KernelArg::buffer(health_buffer, dsl::ScalarType::kI32));
   args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{0}), "alarm"), dsl::ScalarType::kI32));
+  std::vector<int64_t> clock(b.stage_clock ? int64_t{c.programs} * kK2ClockPoints : 0, 0);
+  std::optional<DeviceBuffer> clock_buffer;
+  if (b.stage_clock) {
+    clock_buffer = upload(bytes_of(clock), "clock");
+    args.push_back(KernelArg::buffer(*clock_buffer, dsl::ScalarType::kI64));
+  }
 
   result.launched = executor.launch(k2_program(b), {c.programs, 1, 1}, args);
   if (!result.launched.ok()) return result;
 
   EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(health)), health_buffer).ok());
   result.health = health;
+  if (clock_buffer) {
+    EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(clock)), *clock_buffer).ok());
+    result.clock = clock;
+  }
   got.prefix.resize(t_count * h);
   got.out.resize(t_count * h);
   EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(got.prefix)), prefix_buffer).ok());
@@ -386,6 +399,25 @@ K2Run run_k2(const K2Inputs& in, conformance::Executor& executor) {
   return result;
 }
 
+void check_k2_clock(const K2Run& run, int programs) {
+  ASSERT_EQ(run.clock.size(), static_cast<size_t>(programs) * kK2ClockPoints);
+  for (int p = 0; p < programs; ++p) {
+    int64_t last = 0;
+    for (int point = 0; point < kK2ClockPoints; ++point) {
+      const auto at = static_cast<K2ClockPoint>(point);
+      const int64_t tick = run.clock[p * kK2ClockPoints + point];
+      const bool first_task = at == K2ClockPoint::kExpertsReady || at == K2ClockPoint::kExpertFirst ||
+                              at == K2ClockPoint::kRoutedReady || at == K2ClockPoint::kRoutedFirst;
+      if (!first_task) {
+        EXPECT_NE(tick, 0) << "program " << p << " did not pass " << kK2ClockPointNames[point];
+      }
+      if (tick == 0) continue;
+      EXPECT_GE(tick, last) << "program " << p << ": " << kK2ClockPointNames[point] << " before the point ahead of it";
+      last = tick;
+    }
+  }
+}
+
 void run_k2_case(const K2Case& c, conformance::Executor& executor) {
   const K2Inputs in = make_k2_inputs(c, executor.name() == "interpreter");
   ASSERT_FALSE(in.core.empty()) << "the case's build was refused";
@@ -393,6 +425,7 @@ void run_k2_case(const K2Case& c, conformance::Executor& executor) {
   ASSERT_TRUE(launch.launched.ok()) << launch.launched;
   EXPECT_EQ(launch.health[0], 0) << "a hand-off wait gave up";
   check_k2_outputs(in, launch.got);
+  if (in.build.stage_clock) check_k2_clock(launch, c.programs);
 }
 
 }  // namespace monotile::kernels::k3

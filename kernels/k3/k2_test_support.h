@@ -29,6 +29,7 @@ struct K2Case {
   int programs = 8;
   Router router = Router::kRandom;
   std::string target = {};  // non-empty: the build is shaped for this target (k2_for_target)
+  bool stage_clock = false;  // the stage_clock build (K2Build::stage_clock); its name ends "_clock"
   // Health cases (not in case_name): the launch's epoch word; a nonzero fault_ns builds the fault
   // hook (K2Build::fault_ns) for epoch fault_epoch at this layer's slot; a nonzero wait_ns bounds
   // the waits instead of the interpreter's minutes; poison_union fills the route and the union's
@@ -75,16 +76,23 @@ struct K2Outputs {
 void check_k2_outputs(const K2Inputs& in, const K2Outputs& got);
 
 // One launch of K2 on the case's inputs, outputs poisoned first: the launch's status (the
-// interpreter refuses an out-of-bounds access), the health words and what it wrote.
+// interpreter refuses an out-of-bounds access), the health words, what it wrote and, for a
+// stage_clock build, its clock words [programs, kK2ClockPoints] (zeroed before the launch).
 struct K2Run {
   absl::Status launched;
   std::vector<int32_t> health;
   K2Outputs got;
+  std::vector<int64_t> clock;
 };
 K2Run run_k2(const K2Inputs& in, conformance::Executor& executor);
 
+// A stage_clock run's clock words (gtest assertions): every program passed every point but the
+// first-task points of H and I (only programs with such a task pass them), and the points a program
+// passed never go back in time.
+void check_k2_clock(const K2Run& run, int programs);
+
 // Generates the case (seeded by the test's case rng), runs K2 on `executor` and checks a, P', y,
-// the route and the MoE output against the reference.
+// the route and the MoE output against the reference, and a stage_clock build's clock.
 void run_k2_case(const K2Case& c, conformance::Executor& executor);
 
 }  // namespace monotile::kernels::k3

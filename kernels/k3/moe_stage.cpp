@@ -68,6 +68,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     store(r.lat + row(ts) * r.latent + col(rows), gemv_task(g, task, r.latent).to(bf16), col(rows < r.latent) & row(t_ok));
     arrive(counter(kLat), lat_tasks, flag(kLat), hc);
   });
+  r.clock.tick(K2ClockPoint::kLatent);
 
   // E. The shared experts' activation.
   // Its tasks start at the program after D's last (rotated, every task still once), so that where
@@ -87,6 +88,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
           col(ok) & row(t_ok));
     arrive(counter(kAct), act_tasks, flag(kAct), hc);
   });
+  r.clock.tick(K2ClockPoint::kSharedAct);
 
   // F. The shared experts' partial.
   const int shared_tasks = tasks_of(r.hidden, kRows);
@@ -99,6 +101,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
           col(rows < r.hidden) & row(t_ok));
     arrive(counter(kShared), shared_tasks, flag(kShared), hc);
   });
+  r.clock.tick(K2ClockPoint::kShared);
 
   // G. The union of the chosen experts, by the last program (its other loops end first).
   const int64_t span = pow2_at_least(slots);
@@ -118,6 +121,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     store(r.union_count, sum(first.to(i32)));
     publish(flag(kUnion), hc);
   });
+  r.clock.tick(K2ClockPoint::kUnion);
 
   // H. The routed experts' activations, a task per (union slot, 32 of the Ir rows); slots past the
   // union's size only arrive.
@@ -127,6 +131,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
     wait(flag(kUnion), kInter, hc);
     wait(flag(kLat), kInter, hc);
+    r.clock.tick_if(task == program_id(0), K2ClockPoint::kExpertsReady);
     auto u = task / groups;
     if_(u < union_count(), [&] {
       auto e = expert_at(u).to(i64);
@@ -150,7 +155,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
             situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), col(ok) & row(t_ok));
     });
     arrive(counter(kInter), inter_tasks, flag(kInter), hc);
+    r.clock.tick_if(task == program_id(0), K2ClockPoint::kExpertFirst);
   });
+  r.clock.tick(K2ClockPoint::kExperts);
 
   // I. The routed sum, wide: a task per (union chunk of `chunk` slots, 64 latent rows), so that every
   // program holds a few tasks at once and the union's experts run concurrently across the SMs (a task
@@ -163,6 +170,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const int64_t w2_bytes = int64_t{r.latent} * r.expert_rows / 2, w2_scales = int64_t{r.latent} * r.expert_rows / 32;
   range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
     wait(flag(kInter), kLat, hc);
+    r.clock.tick_if(task == program_id(0), K2ClockPoint::kRoutedReady);
     auto c = task / lat_tasks;
     auto block = task % lat_tasks;
     auto count = union_count();
@@ -195,7 +203,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
             col(rows < r.latent) & row(t_ok));
     });
     arrive(counter(kPartial), partial_tasks, flag(kPartial), hc);
+    r.clock.tick_if(task == program_id(0), K2ClockPoint::kRoutedFirst);
   });
+  r.clock.tick(K2ClockPoint::kRouted);
 
   // I'. Per 64 latent rows, the live chunks' partials summed in chunk order (union order, as one loop
   // over the union would add them up to f32 association), into the latent exchange.
@@ -216,6 +226,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     });
     latent.contribute(routed, rows, lat_tasks);
   });
+  r.clock.tick(K2ClockPoint::kLatentSum);
 
   // J. The routed RMSNorm, a row a task.
   const int64_t lat_span = pow2_at_least(r.latent);
@@ -232,6 +243,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     store(r.normed + t * r.latent + cs, normed.to(bf16), ok);
     arrive(counter(kNormed), r.tokens, flag(kNormed), hc);
   });
+  r.clock.tick(K2ClockPoint::kNormed);
 
   // K. Shared + up-projection per 64 hidden columns, into the final exchange.
   range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {
@@ -245,6 +257,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     auto shared = load(r.shared + row(ts) * r.hidden + col(cols), col(cols < r.hidden) & row(t_ok)).to(f32);
     final_sum.contribute(shared + up, cols, shared_tasks);
   });
+  r.clock.tick(K2ClockPoint::kFinal);
 }
 
 }  // namespace monotile::kernels::k3

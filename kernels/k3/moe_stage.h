@@ -24,6 +24,7 @@
 #include "dsl/value.h"
 #include "kernels/k3/exchange.h"
 #include "kernels/k3/handoff.h"
+#include "kernels/k3/k2_clock.h"
 
 namespace monotile::kernels::k3 {
 
@@ -57,6 +58,7 @@ struct MoeRows {
   // (f32 bits: stage I's chunk partials, chunks = ceil(T top_k / routed_chunk)).
   dsl::Value lat, normed, act, shared, sorted, union_ids, union_count, inter, partials;
   dsl::Value counters, flags;  // 7 words each: lat, act, shared, union, inter, normed, partial
+  K2Clock clock;               // ticks at the ends of D..K (k2_clock.h; none in a plain build)
 };
 
 // Union slots a routed-sum task covers, for `slots` = T top_k possible union entries: at most 32

@@ -1,0 +1,56 @@
+// K2's stage clock (K2Build::stage_clock): the points, in program order, where each program of a
+// clock build stores global_timer() (ns) into clock[program * kK2ClockPoints + point]. A point a
+// program never passes (a stage with no task for it) keeps what the buffer held (zero when it was
+// zeroed), so a program's nonzero points never decrease.
+#pragma once
+
+#include <array>
+#include <optional>
+
+#include "dsl/value.h"
+
+namespace monotile::kernels::k3 {
+
+enum class K2ClockPoint : int {
+  kStart,         // the program starts (before the fault hook)
+  kOProj,         // A: its o_proj tasks handed in
+  kAttnRes,       // B: its MLP AttnRes tasks done
+  kRouter,        // C: its logits tasks and route rows done
+  kLatent,        // D: its latent tasks done
+  kSharedAct,     // E: its shared experts' activation tasks done
+  kShared,        // F: its shared partial tasks done
+  kUnion,         // G: the union built (the last program) or passed (the others)
+  kExpertsReady,  // H: its first task's waits (the union, the latent) passed
+  kExpertFirst,   // H: its first task (32 gate and 32 up rows of a union expert's w13) done
+  kExperts,       // H: its expert activation tasks done
+  kRoutedReady,   // I: its first task's wait (every expert activation) passed
+  kRoutedFirst,   // I: its first task (a union chunk's w2 on 64 latent rows) done
+  kRouted,        // I: its routed-sum chunk tasks done
+  kLatentSum,     // I': its chunk sums handed to the latent exchange
+  kNormed,        // J: its routed RMSNorm rows done
+  kFinal,         // K: its shared + up-projection columns handed in (the program's end)
+};
+
+inline constexpr int kK2ClockPoints = static_cast<int>(K2ClockPoint::kFinal) + 1;
+
+// The points' short names, in order (k2_bench's table).
+inline constexpr std::array<const char*, kK2ClockPoints> kK2ClockPointNames = {
+    "start",      "A o_proj",     "B attn_res",   "C router",   "D latent",  "E shared act",
+    "F shared",   "G union",      "H ready",      "H 1st task", "H experts", "I ready",
+    "I 1st task", "I routed sum", "I' chunk sum", "J norm",     "K up + out"};
+
+// A program's clock: without a clock parameter (a plain build) every tick builds nothing.
+class K2Clock {
+ public:
+  K2Clock() = default;
+  explicit K2Clock(dsl::Value clock) : clock_(clock) {}
+  // Stores the global timer at this program's `point`.
+  void tick(K2ClockPoint point) const;
+  // The same where the i1 scalar `when` holds (e.g. a loop's first task).
+  void tick_if(const dsl::Value& when, K2ClockPoint point) const;
+
+ private:
+  std::optional<dsl::Value> clock_;
+};
+
+}  // namespace monotile::kernels::k3
