@@ -6,7 +6,12 @@
 // W_o, the AttnRes projection, the gate) are random so that rows choose different experts; the
 // other weights are zero bytes (K2's time does not depend on their values). Each launch runs with a
 // fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
-// usage: k2_bench [--iterations N]
+// usage: k2_bench [--iterations N] [--clock]
+// --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
+// table of every clock point of the last such launch per shape: the latest and the median program's
+// time (us from the earliest program start, over the programs that passed the point), the distinct
+// experts of that launch, and the median program's first task of H and of I.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +25,7 @@
 #include "kernels/k3/bench_timing.h"
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
+#include "kernels/k3/k2_clock.h"
 #include "model/config.h"
 #include "model/dtype.h"
 #include "runtime/discovery.h"
@@ -36,6 +42,7 @@ struct Result {
   Timing timing;
   int distinct_experts = 0;
   int64_t bytes = 0;
+  std::vector<int64_t> clock;  // a stage_clock build's last launch: [programs, kK2ClockPoints] ns
 };
 
 // The bytes K2 must move with `distinct` experts chosen (k2.h's parameters), scratch excluded.
@@ -127,6 +134,12 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   MT_ASSIGN_OR_RETURN(uint64_t health, buffer(health_words(programs) * 4));
   pointer(health, ScalarType::kI32);
   MT_RETURN_IF_ERROR(zeros(4, ScalarType::kI32));  // alarm
+  const int64_t clock_words = build.stage_clock ? int64_t{programs} * kK2ClockPoints : 0;
+  uint64_t clock = 0;
+  if (build.stage_clock) {
+    MT_ASSIGN_OR_RETURN(clock, buffer(clock_words * 8));  // zeroed once: a point never passed stays 0
+    pointer(clock, ScalarType::kI64);
+  }
   MT_ASSIGN_OR_RETURN(uint64_t flusher, buffer(kFlushBytes));
 
   std::vector<float> times;
@@ -146,10 +159,77 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   MT_RETURN_IF_ERROR(device.copy_to_host(&failed, health, 4));
   if (failed != 0) return absl::InternalError(k2_name(build) + ": a hand-off wait gave up (health word 0 set)");
   MT_RETURN_IF_ERROR(device.copy_to_host(&distinct, scratch + layout.union_count, 4));
-  return Result{summarize(times), distinct, must_move(build, distinct)};
+  std::vector<int64_t> ticks(static_cast<size_t>(clock_words));
+  if (clock_words > 0) MT_RETURN_IF_ERROR(device.copy_to_host(ticks.data(), clock, ticks.size() * 8));
+  return Result{summarize(times), distinct, must_move(build, distinct), std::move(ticks)};
 }
 
-int run(int iterations) {
+// One shape's stage clock: per point, the latest and the median program's time in us from the
+// earliest program start (programs that did not pass the point left out); per program, the time of
+// its first task of H and of I (the median program's).
+struct ClockColumn {
+  int tokens = 0, distinct_experts = 0;
+  std::vector<double> latest, median;  // [kK2ClockPoints]; -1 where no program passed the point
+  double h_task = -1, i_task = -1;
+};
+
+double median_of(std::vector<int64_t> values) {
+  if (values.empty()) return -1;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2] / 1e3;
+}
+
+ClockColumn clock_column(int tokens, const Result& r) {
+  ClockColumn c;
+  c.tokens = tokens;
+  c.distinct_experts = r.distinct_experts;
+  const int programs = static_cast<int>(r.clock.size()) / kK2ClockPoints;
+  auto at = [&](int p, K2ClockPoint point) { return r.clock[p * kK2ClockPoints + static_cast<int>(point)]; };
+  int64_t first = at(0, K2ClockPoint::kStart);
+  for (int p = 0; p < programs; ++p) first = std::min(first, at(p, K2ClockPoint::kStart));
+  for (int point = 0; point < kK2ClockPoints; ++point) {
+    std::vector<int64_t> passed;
+    for (int p = 0; p < programs; ++p) {
+      if (const int64_t tick = at(p, static_cast<K2ClockPoint>(point)); tick != 0) passed.push_back(tick - first);
+    }
+    c.latest.push_back(passed.empty() ? -1 : *std::max_element(passed.begin(), passed.end()) / 1e3);
+    c.median.push_back(median_of(passed));
+  }
+  std::vector<int64_t> h_tasks, i_tasks;
+  for (int p = 0; p < programs; ++p) {
+    if (at(p, K2ClockPoint::kExpertFirst) != 0) {
+      h_tasks.push_back(at(p, K2ClockPoint::kExpertFirst) - at(p, K2ClockPoint::kExpertsReady));
+    }
+    if (at(p, K2ClockPoint::kRoutedFirst) != 0) {
+      i_tasks.push_back(at(p, K2ClockPoint::kRoutedFirst) - at(p, K2ClockPoint::kRoutedReady));
+    }
+  }
+  c.h_task = median_of(h_tasks);
+  c.i_task = median_of(i_tasks);
+  return c;
+}
+
+void print_clock(const std::vector<ClockColumn>& columns) {
+  if (columns.empty()) return;
+  std::printf("\nstage clock (the last of 3 launches of each shape's _clock build; us from the earliest program\n"
+              "start; latest / median program over the programs that passed the point)\n%-16s", "point");
+  for (const ClockColumn& c : columns) std::printf(" | T %-2d %8s %8s", c.tokens, "latest", "median");
+  std::printf("\n%-16s", "distinct experts");
+  for (const ClockColumn& c : columns) std::printf(" | %22d", c.distinct_experts);
+  std::printf("\n");
+  for (int point = 0; point < kK2ClockPoints; ++point) {
+    std::printf("%-16s", kK2ClockPointNames[point]);
+    for (const ClockColumn& c : columns) std::printf(" | %13.2f %8.2f", c.latest[point], c.median[point]);
+    std::printf("\n");
+  }
+  std::printf("%-16s", "H task (median)");
+  for (const ClockColumn& c : columns) std::printf(" | %22.2f", c.h_task);
+  std::printf("\n%-16s", "I task (median)");
+  for (const ClockColumn& c : columns) std::printf(" | %22.2f", c.i_task);
+  std::printf("\n(H task: a program's first task of H, 'H ready' to 'H 1st task'; I task likewise)\n");
+}
+
+int run(int iterations, bool clock) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -173,8 +253,20 @@ int run(int iterations) {
   model::ModelConfig config = *model::load_config("k3");
   model::RankDims dims = *model::rank_dims(config, 8, 0);
   int status = 0;
+  std::vector<ClockColumn> columns;
   for (int tokens : {4, 8, 16}) {
     absl::StatusOr<K2Build> build = k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
+    if (clock && build.ok()) {
+      K2Build clocked = k2_for_target(*build, device.info().target);
+      clocked.stage_clock = true;
+      absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3);
+      if (clocked_result.ok()) {
+        columns.push_back(clock_column(tokens, *clocked_result));
+      } else {
+        std::fprintf(stderr, "k2_bench: %s\n", clocked_result.status().ToString().c_str());
+        status = 1;
+      }
+    }
     absl::StatusOr<Result> result =
         build.ok() ? time_k2(device, *stream, k2_for_target(*build, device.info().target), iterations) : build.status();
     if (!result.ok()) {
@@ -186,6 +278,7 @@ int run(int iterations) {
     std::printf("%-72s %8d %8.2f %9.2f %9.2f %9.2f %6.3f\n", k2_name(*build).c_str(), result->distinct_experts,
                 result->bytes / 1e6, us, result->timing.best_ms * 1e3, floor_us, us / floor_us);
   }
+  print_clock(columns);
   return status;
 }
 
@@ -194,13 +287,16 @@ int run(int iterations) {
 
 int main(int argc, char** argv) {
   int iterations = 50;
+  bool clock = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--clock") {
+      clock = true;
     } else {
-      std::fprintf(stderr, "usage: k2_bench [--iterations N]\n");
+      std::fprintf(stderr, "usage: k2_bench [--iterations N] [--clock]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3));
+  return monotile::kernels::k3::run(std::max(iterations, 3), clock);
 }
