@@ -4,6 +4,7 @@
 // by the rules of kernels/k3/k1_check.h.
 #pragma once
 
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ struct StandinCase {
 };
 
 std::string case_name(const StandinCase& c);
+// GoogleTest prints a case by its name.
+inline void PrintTo(const StandinCase& c, std::ostream* out) { *out << case_name(c); }
 
 struct StandinResult {
   std::vector<kernels::k3::OutputCheck> outputs;
