@@ -300,10 +300,15 @@ absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
     row.kind = !launch ? (kda ? "KDA + MLP: host stand-in (" + standin + ")" : "MLA: host stand-in (" + standin + ")")
                : kda   ? std::string("KDA: kernels K1 + K2")
                        : "MLA: host attention stand-in + kernel K2; stand-in: " + standin;
-    ref::LayerInput in;  // the launch's inputs, for --check
-    if (launch && o_.check) {
+    // --check holds every served layer to its reference, and the stand-ins too where DSL kernels
+    // run them (the reference needs no check against itself).
+    const bool check_standin = o_.check && host_->kind() == StandinKind::kKernels;
+    ref::LayerInput in;  // the layer's inputs, for --check
+    if (o_.check && (launch || check_standin)) {
       MT_ASSIGN_OR_RETURN(in.prefix, host_->read_bf16(io.prefix, th, stream));
-      MT_ASSIGN_OR_RETURN(in.delta, host_->read_bf16(io.delta, th, stream));
+      if (io.delta != 0) {
+        MT_ASSIGN_OR_RETURN(in.delta, host_->read_bf16(io.delta, th, stream));
+      }
       MT_ASSIGN_OR_RETURN(in.blocks, host_->read_bf16(io.blocks, th * static_cast<size_t>(blocks), stream));
       in.meta = {o_.requests, o_.q, s.host.state_indices, s.host.num_accepted};
       if (kda) {
@@ -322,9 +327,14 @@ absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
     MT_RETURN_IF_ERROR(device_->synchronize(stream));
     row.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ++row.runs;
-    if (!launch || !o_.check) continue;
-    MT_RETURN_IF_ERROR(decode_->check_health());
-    if (!kda) {
+    if (!o_.check || (!launch && !check_standin)) continue;
+    if (launch) {
+      MT_RETURN_IF_ERROR(decode_->check_health());
+    } else {
+      MT_RETURN_IF_ERROR(device_->synchronize(stream));
+      MT_RETURN_IF_ERROR(host_->check_health());
+    }
+    if (launch && !kda) {
       MT_ASSIGN_OR_RETURN(in.attention_output, host_->attention_output(layer, width, stream));
     }
     dec::LayerResult result;
@@ -334,11 +344,21 @@ absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
     if (kda) {
       MT_ASSIGN_OR_RETURN(result.cache, host_->read_cache(*cache, stream));
     }
-    MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, host_->weights(layer));
-    MT_ASSIGN_OR_RETURN(dec::LayerCheck check, dec::check_layer(config_, layer, *w, in, result));
+    std::vector<kernels::k3::OutputCheck> outputs;
+    if (launch) {
+      MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, host_->weights(layer));
+      MT_ASSIGN_OR_RETURN(dec::LayerCheck check, dec::check_layer(config_, layer, *w, in, result));
+      outputs = std::move(check.outputs);
+      if (!kda && check_standin) {
+        MT_ASSIGN_OR_RETURN(kernels::k3::OutputCheck core, host_->check_attention(layer, s.host, stream));
+        outputs.push_back(std::move(core));
+      }
+    } else {
+      MT_ASSIGN_OR_RETURN(outputs, host_->check_layer(layer, in, result));
+    }
     row.checked = true;
-    row.worst_rms = std::max(row.worst_rms, check.worst_rms());
-    for (const kernels::k3::OutputCheck& output : check.outputs) {
+    for (const kernels::k3::OutputCheck& output : outputs) {
+      row.worst_rms = std::max(row.worst_rms, output.worst_rms);
       if (output.passed()) continue;
       row.passed = checks_passed_ = false;
       std::printf("  layer %d %s: %lld of %lld values fail; first: %s\n", layer, output.name.c_str(),
@@ -381,7 +401,11 @@ absl::Status DecodeJob::run() {
               host_->kind() == StandinKind::kKernels ? "DSL kernels on the device" : "the reference on the CPU");
   if (o_.check) {
     std::printf("%s\n", checks_passed_ ? "every served layer passes its check against the float64 reference"
-                                       : "a served layer FAILED its check against the float64 reference");
+                                       : "a checked layer FAILED its check against the float64 reference (see its row)");
+    if (host_->kind() == StandinKind::kKernels) {
+      std::printf("(the host's stand-ins, DSL kernels, are checked in their rows too: layer 0 whole, an MLA "
+                  "layer's core as \"mla core\")\n");
+    }
   }
   if (!checks_passed_) return absl::InternalError("a served layer failed its check against the reference");
   return absl::OkStatus();

@@ -2,6 +2,8 @@
 // decode_host_layers.h.
 #include "tools/decode_host_layers.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/reference/k3_parts.h"
 #include "model/dtype.h"
@@ -247,6 +249,56 @@ absl::Status HostLayers::check_health() const {
     MT_RETURN_IF_ERROR(with_context(standin->check_health(), absl::StrCat("layer ", layer, "'s host stand-in")));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<kernels::k3::OutputCheck>> HostLayers::check_layer(
+    int layer, const ref::LayerInput& input, const runtime::decode::LayerResult& got) {
+  using kernels::k3::check_output;
+  using kernels::k3::rule_for;
+  MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
+  MT_ASSIGN_OR_RETURN(ref::LayerOutput want,
+                      ref::layer_reference(*config_, layer, std::span(w, 1), input, ref::Rounding::kBf16));
+  const int64_t h = config_->hidden_size, blocks = config_->block_count();
+  const int64_t rows = static_cast<int64_t>(input.prefix.size()) / h;
+  // P' = a = o_proj(core) at a block write, else P + a: core's rule, or P's with core's floor.
+  kernels::k3::CheckRule prefix_rule = rule_for(config_->is_block_write_layer(layer) ? "core" : "prefix'");
+  prefix_rule.abs_share = std::max(prefix_rule.abs_share, rule_for("core").abs_share);
+  std::vector<kernels::k3::OutputCheck> checks;
+  checks.push_back(check_output("prefix'", got.prefix, want.prefix, {rows, h}, prefix_rule));
+  checks.push_back(check_output("blocks", got.blocks, want.blocks, {rows, blocks, h}, rule_for("blocks")));
+  if (!want.caches.empty()) {
+    const ref::KdaCache& c = want.caches[0];
+    const int64_t channels = static_cast<int64_t>(c.conv.size()) / (c.slots * c.state_len);
+    checks.push_back(check_output("conv_state", got.cache.conv, c.conv, {c.slots, c.state_len, channels},
+                                  rule_for("conv_state")));
+    checks.push_back(check_output("recurrent_state", got.cache.state, c.state,
+                                  {static_cast<int64_t>(c.state.size())}, rule_for("recurrent_state")));
+  }
+  checks.push_back(check_output("out", got.out, want.mlp_output, {rows, h}, rule_for("out")));
+  return checks;
+}
+
+absl::StatusOr<kernels::k3::OutputCheck> HostLayers::check_attention(int layer, const HostStep& step,
+                                                                     runtime::Stream& stream) {
+  auto found = mla_.find(layer);
+  if (found == mla_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat("layer ", layer, ": no MLA stand-in ran"));
+  }
+  MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
+  const int64_t h = config_->hidden_size, rows = step.rows();
+  const int64_t width = int64_t{dims_.mla_heads} * config_->v_head_dim;
+  MT_ASSIGN_OR_RETURN(std::vector<double> x, read_bf16(found->second->x(), static_cast<size_t>(rows * h), stream));
+  MT_ASSIGN_OR_RETURN(std::vector<double> got, read_bf16(core_.address(), static_cast<size_t>(rows * width), stream));
+  auto cache = mla_caches_.find(layer);
+  if (cache == mla_caches_.end()) {
+    cache = mla_caches_.emplace(layer, ref::make_mla_cache(*config_, mla_slots_, mla_capacity_)).first;
+  }
+  MT_ASSIGN_OR_RETURN(std::vector<double> want,
+                      ref::mla_attention_reference(*config_, layer, *w, x, {step.q, step.mla_slots, step.mla_context},
+                                                   cache->second, ref::Rounding::kBf16));
+  kernels::k3::CheckRule rule = kernels::k3::rule_for("core");
+  rule.why = "the MLA stand-in's core on its own x: bf16 after the attention's rounding points";
+  return kernels::k3::check_output("mla core", got, want, {rows, width}, rule);
 }
 
 }  // namespace monotile::tools

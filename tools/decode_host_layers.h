@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "jit/jit.h"
+#include "kernels/k3/k1_check.h"
 #include "kernels/reference/k3_layer_reference.h"
 #include "kernels/reference/mla_attention.h"
 #include "kernels/standins/kda_mlp_standin.h"
@@ -23,6 +24,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/shard_plan.h"
+#include "runtime/decode/layer_check.h"
 #include "runtime/decode/specialized_decode.h"
 #include "runtime/decode/weight_reasons.h"
 #include "runtime/device.h"
@@ -84,6 +86,16 @@ class HostLayers {
 
   // After a step's launches finished: OK, or the stand-ins' K1 waits that gave up.
   absl::Status check_health() const;
+
+  // With the DSL kernels (--check): a layer run whole against layer_reference on the inputs it had
+  // (P', the blocks, the KDA caches, m; the rules of kernels/k3/k1_check.h).
+  absl::StatusOr<std::vector<kernels::k3::OutputCheck>> check_layer(int layer,
+                                                                    const kernels::reference::LayerInput& input,
+                                                                    const runtime::decode::LayerResult& result);
+  // With the DSL kernels (--check), after an MLA layer: its core against mla_attention_reference on
+  // the x the kernels computed, over a host copy of the latent cache that the reference appends to
+  // at every step (so call it at every step of every MLA layer, or never).
+  absl::StatusOr<kernels::k3::OutputCheck> check_attention(int layer, const HostStep& step, runtime::Stream& stream);
 
   StandinKind kind() const { return kind_; }
   // "reference" or "DSL kernels", for the per-layer table.
