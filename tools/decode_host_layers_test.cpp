@@ -13,9 +13,9 @@
 namespace monotile::tools {
 namespace {
 
+using monotile::testing::CommandResult;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using monotile::testing::CommandResult;
 
 CommandResult run(const std::string& args) {
   return monotile::testing::run_command(absl::StrCat(MONOTILE_BINARY, " decode ", args, " 2>&1"));
@@ -25,15 +25,19 @@ TEST(DecodeHostLayers, KernelStandinsPassTheCheck) {
   const CommandResult result = run("--device cpu --standins kernels --steps 2 --check --seed 3");
   ASSERT_EQ(result.status, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("    0  KDA + MLP: host stand-in (DSL kernels)"));
-  EXPECT_THAT(result.output, HasSubstr("    3  MLA: host attention stand-in + kernel K2; stand-in: DSL kernels"));
-  EXPECT_THAT(result.output, HasSubstr("every served layer passes its check against the float64 reference"));
+  EXPECT_THAT(result.output,
+              HasSubstr("    3  MLA: host attention stand-in + kernel K2; stand-in: DSL kernels"));
+  EXPECT_THAT(result.output,
+              HasSubstr("every served layer passes its check against the float64 reference"));
   EXPECT_THAT(result.output, Not(HasSubstr("FAIL")));
 }
 
 TEST(DecodeHostLayers, KernelStandinsAtAWiderStep) {
-  const CommandResult result = run("--device cpu --standins kernels --q 3 --requests 2 --steps 2 --check --seed 9");
+  const CommandResult result =
+      run("--device cpu --standins kernels --q 3 --requests 2 --steps 2 --check --seed 9");
   ASSERT_EQ(result.status, 0) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("step 2: width 6, 2 requests (1 padded): kernels for 12 of 13 layers"));
+  EXPECT_THAT(result.output,
+              HasSubstr("step 2: width 6, 2 requests (1 padded): kernels for 12 of 13 layers"));
   EXPECT_THAT(result.output, Not(HasSubstr("FAIL")));
 }
 

@@ -12,11 +12,14 @@ namespace monotile::kernels::standins {
 using namespace dsl;
 
 Program attn_res_program(const AttnResShape& s) {
-  Builder b(absl::StrCat("standin_attn_res_h", s.hidden, "_nb", s.sources, "_eps", s.eps), {.num_warps = 4});
+  Builder b(absl::StrCat("standin_attn_res_h", s.hidden, "_nb", s.sources, "_eps", s.eps),
+            {.num_warps = 4});
   auto blocks = b.arg("blocks", ptr(bf16));
-  auto token_stride = b.arg("blocks_token_stride", i64), block_stride = b.arg("blocks_block_stride", i64);
+  auto token_stride = b.arg("blocks_token_stride", i64),
+       block_stride = b.arg("blocks_block_stride", i64);
   auto prefix = b.arg("prefix", ptr(bf16));
-  auto norm = b.arg("norm", ptr(bf16)), proj = b.arg("proj", ptr(bf16)), out_norm = b.arg("out_norm", ptr(bf16));
+  auto norm = b.arg("norm", ptr(bf16)), proj = b.arg("proj", ptr(bf16)),
+       out_norm = b.arg("out_norm", ptr(bf16));
   auto y = b.arg("y", ptr(bf16));
   int chunk = 16;
   while (chunk < s.hidden && chunk < 1024) chunk *= 2;
@@ -39,7 +42,8 @@ Program attn_res_program(const AttnResShape& s) {
                                     auto cols = k0 + arange(0, chunk);
                                     auto ok = cols < s.hidden;
                                     auto v = source(i, cols, ok);
-                                    auto w = load(norm + cols, ok, 0.0f).to(f32) * load(proj + cols, ok, 0.0f).to(f32);
+                                    auto w = load(norm + cols, ok, 0.0f).to(f32) *
+                                             load(proj + cols, ok, 0.0f).to(f32);
                                     return std::array{dot + sum(v * w), squares + sum(v * v)};
                                   });
       auto logit = dot * rsqrt(squares / float(s.hidden) + s.eps);
@@ -55,7 +59,9 @@ Program attn_res_program(const AttnResShape& s) {
   }
   auto mixed = [&](Value cols, Value ok) {
     Value m;
-    for (int i = 0; i <= s.sources; ++i) m = i == 0 ? source(i, cols, ok) * coefficients[i] : m + source(i, cols, ok) * coefficients[i];
+    for (int i = 0; i <= s.sources; ++i)
+      m = i == 0 ? source(i, cols, ok) * coefficients[i]
+                 : m + source(i, cols, ok) * coefficients[i];
     return m;
   };
   auto squares = range(0, s.hidden, chunk, full({}, 0.0f, f32), [&](Value k0, Value squares) {
@@ -67,7 +73,8 @@ Program attn_res_program(const AttnResShape& s) {
   range(0, s.hidden, chunk, [&](Value k0) {
     auto cols = k0 + arange(0, chunk);
     auto ok = cols < s.hidden;
-    store(y + token * s.hidden + cols, (mixed(cols, ok) * rstd * load(out_norm + cols, ok, 0.0f).to(f32)).to(bf16), ok);
+    store(y + token * s.hidden + cols,
+          (mixed(cols, ok) * rstd * load(out_norm + cols, ok, 0.0f).to(f32)).to(bf16), ok);
   });
   return b.finish();
 }

@@ -18,15 +18,14 @@ namespace monotile::kernels::standins {
 using runtime::DevicePtr;
 using runtime::KernelArgument;
 
-absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(runtime::Device& device, jit::Jit& jit,
-                                                                     const model::ModelConfig& config,
-                                                                     const model::RankDims& dims, int layer,
-                                                                     const WeightAddresses& weights, int tokens,
-                                                                     int q, int state_len, bool delta) {
+absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(
+    runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
+    const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q,
+    int state_len, bool delta) {
   if (!config.is_kda_layer(layer) || config.is_moe_layer(layer)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("layer ", layer, " stand-in: expected a KDA layer with a dense MLP (layers below ",
-                     "first_k_dense_replace)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layer ", layer, " stand-in: expected a KDA layer with a dense MLP (layers below ",
+        "first_k_dense_replace)"));
   }
   std::unique_ptr<KdaMlpStandin> s(new KdaMlpStandin());
   s->device_ = &device;
@@ -39,19 +38,22 @@ absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(runtime::De
   s->channels_ = 3 * dims.kda_projection;
   s->state_slot_stride_ = int64_t{dims.kda_heads} * 128 * 128;
   const dsl::Target& target = device.info().target;
-  MT_ASSIGN_OR_RETURN(kernels::k3::K1Build build,
-                      kernels::k3::k1_build(config, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows), tokens,
-                                            q, state_len, delta));
+  MT_ASSIGN_OR_RETURN(
+      kernels::k3::K1Build build,
+      kernels::k3::k1_build(config, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows),
+                            tokens, q, state_len, delta));
   s->build_ = kernels::k3::k1_for_target(build, target);
   MT_ASSIGN_OR_RETURN(runtime::Kernel k1, runtime::load_k1(device, s->build_, jit));
   s->k1_ = std::make_unique<runtime::Kernel>(std::move(k1));
   MT_ASSIGN_OR_RETURN(runtime::Kernel step_begin,
                       runtime::load_program(device, runtime::decode::step_begin_program(), jit));
   s->step_begin_ = std::make_unique<runtime::Kernel>(std::move(step_begin));
-  MT_ASSIGN_OR_RETURN(runtime::LaunchState state,
-                      runtime::LaunchState::create(device, runtime::k1_programs(device.info(), s->build_), "K1"));
+  MT_ASSIGN_OR_RETURN(
+      runtime::LaunchState state,
+      runtime::LaunchState::create(device, runtime::k1_programs(device.info(), s->build_), "K1"));
   s->state_ = std::make_shared<runtime::LaunchState>(std::move(state));
-  MT_ASSIGN_OR_RETURN(runtime::K1Launch launch, runtime::K1Launch::create(device, s->build_, s->state_));
+  MT_ASSIGN_OR_RETURN(runtime::K1Launch launch,
+                      runtime::K1Launch::create(device, s->build_, s->state_));
   s->k1_launch_ = std::make_unique<runtime::K1Launch>(std::move(launch));
 
   auto w = [&](std::string_view name) { return weight_address(weights, layer, name); };
@@ -75,11 +77,14 @@ absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(runtime::De
   const int h = static_cast<int>(config.hidden_size), pl = static_cast<int>(dims.kda_projection);
   const int inter = static_cast<int>(dims.dense_intermediate);
   const bool write = config.is_block_write_layer(layer);
-  auto load = [&](dsl::Program program, Grid grid) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
-    MT_ASSIGN_OR_RETURN(StandinKernel kernel, StandinKernel::load(device, jit, std::move(program), grid));
+  auto load = [&](dsl::Program program,
+                  Grid grid) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
+    MT_ASSIGN_OR_RETURN(StandinKernel kernel,
+                        StandinKernel::load(device, jit, std::move(program), grid));
     return std::make_unique<StandinKernel>(std::move(kernel));
   };
-  const LinearShape o_proj = linear_shape(h, pl), gate_up = linear_shape(2 * inter, h), down = linear_shape(h, inter);
+  const LinearShape o_proj = linear_shape(h, pl), gate_up = linear_shape(2 * inter, h),
+                    down = linear_shape(h, inter);
   const SituShape situ{.intermediate = inter,
                        .beta = static_cast<float>(config.situ_beta),
                        .linear_beta = static_cast<float>(config.situ_linear_beta)};
@@ -104,9 +109,9 @@ absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(runtime::De
 
 absl::Status KdaMlpStandin::launch(const KdaMlpTensors& in, runtime::Stream& stream) const {
   if (build_.delta != (in.delta != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("layer ", layer_, " stand-in was made ",
-                                                   build_.delta ? "with" : "without", " a pending delta, and got ",
-                                                   in.delta != 0 ? "one" : "none"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", layer_, " stand-in was made ", build_.delta ? "with" : "without",
+                     " a pending delta, and got ", in.delta != 0 ? "one" : "none"));
   }
   // The epoch bump: K1's flags carry a tag of (epoch, layer), new at every launch.
   const KernelArgument epoch = i32_argument(state_->epoch());
@@ -129,20 +134,23 @@ absl::Status KdaMlpStandin::launch(const KdaMlpTensors& in, runtime::Stream& str
   t.core = core_.address();
   MT_RETURN_IF_ERROR(k1_launch_->launch(*k1_, t, layer_, stream));
   // a = o_proj(core); P' = a (block write) or bf16(P + a); y = AttnRes(blocks, P'); m = MLP(y).
-  const std::array o_proj{bf16_argument(core_.address()), bf16_argument(w_o_), bf16_argument(a_.address())};
+  const std::array o_proj{bf16_argument(core_.address()), bf16_argument(w_o_),
+                          bf16_argument(a_.address())};
   MT_RETURN_IF_ERROR(o_proj_->launch(o_proj, stream));
   const std::array residual{bf16_argument(in.prefix), bf16_argument(a_.address())};
   MT_RETURN_IF_ERROR(residual_->launch(residual, stream));
-  const std::array attn_res{bf16_argument(in.blocks),         i64_scalar(in.blocks_token_stride),
+  const std::array attn_res{bf16_argument(in.blocks),           i64_scalar(in.blocks_token_stride),
                             i64_scalar(in.blocks_block_stride), bf16_argument(in.prefix),
                             bf16_argument(mlp_res_norm_),       bf16_argument(mlp_res_proj_),
                             bf16_argument(post_norm_),          bf16_argument(y_.address())};
   MT_RETURN_IF_ERROR(attn_res_->launch(attn_res, stream));
-  const std::array gate_up{bf16_argument(y_.address()), bf16_argument(w_gu_), bf16_argument(gu_.address())};
+  const std::array gate_up{bf16_argument(y_.address()), bf16_argument(w_gu_),
+                           bf16_argument(gu_.address())};
   MT_RETURN_IF_ERROR(gate_up_->launch(gate_up, stream));
   const std::array situ{bf16_argument(gu_.address()), bf16_argument(act_.address())};
   MT_RETURN_IF_ERROR(situ_->launch(situ, stream));
-  const std::array down{bf16_argument(act_.address()), bf16_argument(w_down_), bf16_argument(in.out)};
+  const std::array down{bf16_argument(act_.address()), bf16_argument(w_down_),
+                        bf16_argument(in.out)};
   return down_->launch(down, stream);
 }
 

@@ -23,8 +23,8 @@ struct KdaMlpTensors {
   runtime::DevicePtr delta = 0;   // bf16 [T, H]; only for a layer created with a delta
   runtime::DevicePtr blocks = 0;  // bf16 blocks[t, b, c]
   int64_t blocks_token_stride = 0, blocks_block_stride = 0;
-  runtime::DevicePtr conv_state = 0;  // bf16 channels last [slots, state_len, 3 Pl]
-  runtime::DevicePtr state = 0;       // f32 V-first [slots, NHl, 128, 128]
+  runtime::DevicePtr conv_state = 0;     // bf16 channels last [slots, state_len, 3 Pl]
+  runtime::DevicePtr state = 0;          // f32 V-first [slots, NHl, 128, 128]
   runtime::DevicePtr state_indices = 0;  // i32 [N, q]
   runtime::DevicePtr num_accepted = 0;   // i32 [N]
   runtime::DevicePtr out = 0;            // bf16 [T, H]: m, the MLP's output (the next delta)
@@ -35,11 +35,10 @@ class KdaMlpStandin {
   // Loads every program for `tokens` rows of `q` (K1 built by k1_build and k1_for_target for the
   // device's target) and allocates the scratch. Refused: a layer that is not KDA or has MoE, what
   // k1_build refuses, a missing weight.
-  static absl::StatusOr<std::unique_ptr<KdaMlpStandin>> create(runtime::Device& device, jit::Jit& jit,
-                                                               const model::ModelConfig& config,
-                                                               const model::RankDims& dims, int layer,
-                                                               const WeightAddresses& weights, int tokens, int q,
-                                                               int state_len, bool delta);
+  static absl::StatusOr<std::unique_ptr<KdaMlpStandin>> create(
+      runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
+      const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q,
+      int state_len, bool delta);
 
   // Enqueues the layer on `stream`; nothing is copied to or from the host.
   absl::Status launch(const KdaMlpTensors& tensors, runtime::Stream& stream) const;
@@ -61,7 +60,8 @@ class KdaMlpStandin {
   std::unique_ptr<runtime::Kernel> k1_, step_begin_;
   std::unique_ptr<StandinKernel> o_proj_, residual_, attn_res_, gate_up_, situ_, down_;
   runtime::K1Tensors k1_weights_;
-  runtime::DevicePtr w_o_ = 0, mlp_res_norm_ = 0, mlp_res_proj_ = 0, post_norm_ = 0, w_gu_ = 0, w_down_ = 0;
+  runtime::DevicePtr w_o_ = 0, mlp_res_norm_ = 0, mlp_res_proj_ = 0, post_norm_ = 0, w_gu_ = 0,
+                     w_down_ = 0;
   runtime::DeviceBuffer core_, a_, y_, gu_, act_;
 };
 

@@ -29,9 +29,11 @@ Grid linear_grid(const LinearShape& shape, int tokens) {
 }
 
 Program linear_program(const LinearShape& s) {
-  MT_CHECK(s.rows > 0 && s.cols > 0 && s.x_stride >= s.cols && s.y_stride >= s.rows, "bad linear shape");
-  Builder b(absl::StrCat("standin_linear_n", s.rows, "_k", s.cols, "_xs", s.x_stride, "_ys", s.y_stride),
-            {.num_warps = 4});
+  MT_CHECK(s.rows > 0 && s.cols > 0 && s.x_stride >= s.cols && s.y_stride >= s.rows,
+           "bad linear shape");
+  Builder b(
+      absl::StrCat("standin_linear_n", s.rows, "_k", s.cols, "_xs", s.x_stride, "_ys", s.y_stride),
+      {.num_warps = 4});
   auto x = b.arg("x", ptr(bf16)), w = b.arg("w", ptr(bf16)), y = b.arg("y", ptr(bf16));
   const int block_k = tile_size(s.cols, s.block_cols);
   auto token = program_id(1).to(i64);

@@ -12,15 +12,15 @@
 
 namespace monotile::kernels::standins {
 
-absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(runtime::Device& device, jit::Jit& jit,
-                                                               const model::ModelConfig& config,
-                                                               const model::RankDims& dims, int layer,
-                                                               const WeightAddresses& weights, int tokens, int q) {
+absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(
+    runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
+    const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q) {
   if (config.attention_kind(layer) != model::AttentionKind::kMla) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " stand-in: not an MLA layer"));
   }
   if (!config.mla_use_nope || config.q_lora_rank <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " stand-in: RoPE or a full-rank q_proj ",
+    return absl::InvalidArgumentError(absl::StrCat("layer ", layer,
+                                                   " stand-in: RoPE or a full-rank q_proj ",
                                                    "(q_lora_rank 0) is not covered"));
   }
   std::unique_ptr<MlaStandin> s(new MlaStandin());
@@ -38,14 +38,18 @@ absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(runtime::Device& 
   MT_ASSIGN_OR_RETURN(s->w_qb_, w("self_attn.q_b_proj.weight"));
   MT_ASSIGN_OR_RETURN(s->w_kvb_, w("self_attn.kv_b_proj.weight"));
 
-  auto load = [&](dsl::Program program, Grid grid) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
-    MT_ASSIGN_OR_RETURN(StandinKernel kernel, StandinKernel::load(device, jit, std::move(program), grid));
+  auto load = [&](dsl::Program program,
+                  Grid grid) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
+    MT_ASSIGN_OR_RETURN(StandinKernel kernel,
+                        StandinKernel::load(device, jit, std::move(program), grid));
     return std::make_unique<StandinKernel>(std::move(kernel));
   };
   const int h = m.hidden;
   const AttnResShape attn_res{.hidden = h, .sources = config.previous_blocks(layer), .eps = m.eps};
-  const LinearShape fused = linear_shape(m.fused_rows(), h), q_b = linear_shape(m.heads * m.qk(), m.q_lora);
-  const RmsNormShape q_norm{.width = m.q_lora, .x_stride = m.fused_rows(), .y_stride = m.q_lora, .eps = m.eps};
+  const LinearShape fused = linear_shape(m.fused_rows(), h),
+                    q_b = linear_shape(m.heads * m.qk(), m.q_lora);
+  const RmsNormShape q_norm{
+      .width = m.q_lora, .x_stride = m.fused_rows(), .y_stride = m.q_lora, .eps = m.eps};
   MT_ASSIGN_OR_RETURN(s->fold_, load(residual_program(h, false), Grid{tokens}));
   MT_ASSIGN_OR_RETURN(s->attn_res_, load(attn_res_program(attn_res), Grid{tokens}));
   MT_ASSIGN_OR_RETURN(s->fused_, load(linear_program(fused), linear_grid(fused, tokens)));
@@ -58,11 +62,15 @@ absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(runtime::Device& 
 
   const size_t t_bytes = static_cast<size_t>(tokens) * 2;
   MT_ASSIGN_OR_RETURN(s->x_, device.allocate(t_bytes * static_cast<size_t>(h)));
-  MT_ASSIGN_OR_RETURN(s->fused_out_, device.allocate(t_bytes * static_cast<size_t>(m.fused_rows())));
+  MT_ASSIGN_OR_RETURN(s->fused_out_,
+                      device.allocate(t_bytes * static_cast<size_t>(m.fused_rows())));
   MT_ASSIGN_OR_RETURN(s->q_c_, device.allocate(t_bytes * static_cast<size_t>(m.q_lora)));
-  MT_ASSIGN_OR_RETURN(s->q_heads_, device.allocate(t_bytes * static_cast<size_t>(m.heads * m.qk())));
-  MT_ASSIGN_OR_RETURN(s->query_, device.allocate(t_bytes * static_cast<size_t>(m.heads * m.entry())));
-  MT_ASSIGN_OR_RETURN(s->latent_, device.allocate(t_bytes * static_cast<size_t>(m.heads * m.kv_lora)));
+  MT_ASSIGN_OR_RETURN(s->q_heads_,
+                      device.allocate(t_bytes * static_cast<size_t>(m.heads * m.qk())));
+  MT_ASSIGN_OR_RETURN(s->query_,
+                      device.allocate(t_bytes * static_cast<size_t>(m.heads * m.entry())));
+  MT_ASSIGN_OR_RETURN(s->latent_,
+                      device.allocate(t_bytes * static_cast<size_t>(m.heads * m.kv_lora)));
   return s;
 }
 
@@ -71,27 +79,41 @@ absl::Status MlaStandin::launch(const MlaTensors& in, runtime::Stream& stream) c
   const int64_t slot_stride = in.cache_capacity * m.entry();
   const std::array fold{bf16_argument(in.prefix), bf16_argument(in.delta)};
   MT_RETURN_IF_ERROR(fold_->launch(fold, stream));
-  const std::array attn_res{bf16_argument(in.blocks),         i64_scalar(in.blocks_token_stride),
-                            i64_scalar(in.blocks_block_stride), bf16_argument(in.prefix),
-                            bf16_argument(ares_norm_),          bf16_argument(ares_proj_),
-                            bf16_argument(in_norm_),            bf16_argument(x_.address())};
+  const std::array attn_res{bf16_argument(in.blocks),
+                            i64_scalar(in.blocks_token_stride),
+                            i64_scalar(in.blocks_block_stride),
+                            bf16_argument(in.prefix),
+                            bf16_argument(ares_norm_),
+                            bf16_argument(ares_proj_),
+                            bf16_argument(in_norm_),
+                            bf16_argument(x_.address())};
   MT_RETURN_IF_ERROR(attn_res_->launch(attn_res, stream));
-  const std::array fused{bf16_argument(x_.address()), bf16_argument(w_fused_), bf16_argument(fused_out_.address())};
+  const std::array fused{bf16_argument(x_.address()), bf16_argument(w_fused_),
+                         bf16_argument(fused_out_.address())};
   MT_RETURN_IF_ERROR(fused_->launch(fused, stream));
-  const std::array q_norm{bf16_argument(fused_out_.address()), bf16_argument(q_norm_w_), bf16_argument(q_c_.address())};
+  const std::array q_norm{bf16_argument(fused_out_.address()), bf16_argument(q_norm_w_),
+                          bf16_argument(q_c_.address())};
   MT_RETURN_IF_ERROR(q_norm_->launch(q_norm, stream));
-  const std::array append{bf16_argument(fused_out_.address()), bf16_argument(kv_norm_w_), i32_argument(in.slots),
-                          i32_argument(in.context),            bf16_argument(in.cache),   i64_scalar(slot_stride)};
+  const std::array append{bf16_argument(fused_out_.address()),
+                          bf16_argument(kv_norm_w_),
+                          i32_argument(in.slots),
+                          i32_argument(in.context),
+                          bf16_argument(in.cache),
+                          i64_scalar(slot_stride)};
   MT_RETURN_IF_ERROR(append_->launch(append, stream));
-  const std::array q_b{bf16_argument(q_c_.address()), bf16_argument(w_qb_), bf16_argument(q_heads_.address())};
+  const std::array q_b{bf16_argument(q_c_.address()), bf16_argument(w_qb_),
+                       bf16_argument(q_heads_.address())};
   MT_RETURN_IF_ERROR(q_b_->launch(q_b, stream));
-  const std::array absorb{bf16_argument(q_heads_.address()), bf16_argument(w_kvb_), bf16_argument(query_.address())};
+  const std::array absorb{bf16_argument(q_heads_.address()), bf16_argument(w_kvb_),
+                          bf16_argument(query_.address())};
   MT_RETURN_IF_ERROR(absorb_->launch(absorb, stream));
-  const std::array attention{bf16_argument(query_.address()), i32_argument(in.slots),  i32_argument(in.context),
-                             bf16_argument(in.cache),         i64_scalar(slot_stride), bf16_argument(latent_.address())};
+  const std::array attention{bf16_argument(query_.address()), i32_argument(in.slots),
+                             i32_argument(in.context),        bf16_argument(in.cache),
+                             i64_scalar(slot_stride),         bf16_argument(latent_.address())};
   MT_RETURN_IF_ERROR(attention_->launch(attention, stream));
-  const std::array output{bf16_argument(latent_.address()), bf16_argument(w_kvb_), bf16_argument(fused_out_.address()),
-                          i32_argument(in.slots), bf16_argument(in.core)};
+  const std::array output{bf16_argument(latent_.address()), bf16_argument(w_kvb_),
+                          bf16_argument(fused_out_.address()), i32_argument(in.slots),
+                          bf16_argument(in.core)};
   return output_->launch(output, stream);
 }
 

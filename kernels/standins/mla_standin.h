@@ -25,7 +25,7 @@ struct MlaTensors {
   runtime::DevicePtr context = 0;  // i32 [N]: tokens already in the slot
   runtime::DevicePtr cache = 0;    // bf16 [slots, capacity, kv_lora + rope]
   int64_t cache_capacity = 0;
-  runtime::DevicePtr core = 0;     // bf16 [T, NHl v]: o_proj's input
+  runtime::DevicePtr core = 0;  // bf16 [T, NHl v]: o_proj's input
 };
 
 class MlaStandin {
@@ -35,7 +35,8 @@ class MlaStandin {
   static absl::StatusOr<std::unique_ptr<MlaStandin>> create(runtime::Device& device, jit::Jit& jit,
                                                             const model::ModelConfig& config,
                                                             const model::RankDims& dims, int layer,
-                                                            const WeightAddresses& weights, int tokens, int q);
+                                                            const WeightAddresses& weights,
+                                                            int tokens, int q);
 
   // Enqueues the host half on `stream`; nothing is copied to or from the host.
   absl::Status launch(const MlaTensors& tensors, runtime::Stream& stream) const;
@@ -49,9 +50,10 @@ class MlaStandin {
   MlaShape shape_;
   int layer_ = 0;
   int64_t hidden_ = 0;
-  std::unique_ptr<StandinKernel> fold_, attn_res_, fused_, q_norm_, append_, q_b_, absorb_, attention_, output_;
-  runtime::DevicePtr ares_norm_ = 0, ares_proj_ = 0, in_norm_ = 0, w_fused_ = 0, q_norm_w_ = 0, kv_norm_w_ = 0,
-                     w_qb_ = 0, w_kvb_ = 0;
+  std::unique_ptr<StandinKernel> fold_, attn_res_, fused_, q_norm_, append_, q_b_, absorb_,
+      attention_, output_;
+  runtime::DevicePtr ares_norm_ = 0, ares_proj_ = 0, in_norm_ = 0, w_fused_ = 0, q_norm_w_ = 0,
+                     kv_norm_w_ = 0, w_qb_ = 0, w_kvb_ = 0;
   runtime::DeviceBuffer x_, fused_out_, q_c_, q_heads_, query_, latent_;
 };
 

@@ -9,7 +9,8 @@ namespace monotile::kernels::standins {
 using namespace dsl;
 
 Program rms_norm_program(const RmsNormShape& s) {
-  Builder b(absl::StrCat("standin_rms_norm_w", s.width, "_xs", s.x_stride, "_ys", s.y_stride, "_eps", s.eps),
+  Builder b(absl::StrCat("standin_rms_norm_w", s.width, "_xs", s.x_stride, "_ys", s.y_stride,
+                         "_eps", s.eps),
             {.num_warps = 4});
   auto x = b.arg("x", ptr(bf16)), w = b.arg("w", ptr(bf16)), y = b.arg("y", ptr(bf16));
   auto token = program_id(0).to(i64);

@@ -24,7 +24,8 @@ Grid situ_grid(const SituShape& s, int tokens) {
 }
 
 Program situ_program(const SituShape& s) {
-  Builder b(absl::StrCat("standin_situ_i", s.intermediate, "_b", s.beta, "_lb", s.linear_beta), {.num_warps = 4});
+  Builder b(absl::StrCat("standin_situ_i", s.intermediate, "_b", s.beta, "_lb", s.linear_beta),
+            {.num_warps = 4});
   auto gu = b.arg("gu", ptr(bf16)), act = b.arg("act", ptr(bf16));
   const int block = block_of(s);
   auto token = program_id(1).to(i64);

@@ -7,22 +7,27 @@
 
 namespace monotile::kernels::standins {
 
-absl::StatusOr<runtime::DevicePtr> weight_address(const WeightAddresses& weights, int layer, std::string_view name) {
+absl::StatusOr<runtime::DevicePtr> weight_address(const WeightAddresses& weights, int layer,
+                                                  std::string_view name) {
   auto found = weights.find(name);
   if (found == weights.end()) {
-    return absl::NotFoundError(absl::StrCat("layer ", layer, " stand-in: no weight \"", std::string(name), "\""));
+    return absl::NotFoundError(
+        absl::StrCat("layer ", layer, " stand-in: no weight \"", std::string(name), "\""));
   }
   return found->second;
 }
 
-absl::StatusOr<StandinKernel> StandinKernel::load(runtime::Device& device, jit::Jit& jit, dsl::Program program,
-                                                  Grid grid) {
-  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel, runtime::load_program(device, std::move(program), jit));
+absl::StatusOr<StandinKernel> StandinKernel::load(runtime::Device& device, jit::Jit& jit,
+                                                  dsl::Program program, Grid grid) {
+  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
+                      runtime::load_program(device, std::move(program), jit));
   return StandinKernel{std::move(kernel), grid};
 }
 
-absl::Status StandinKernel::launch(std::span<const runtime::KernelArgument> args, runtime::Stream& stream) const {
-  const runtime::Dim3 dims{static_cast<uint32_t>(grid.x), static_cast<uint32_t>(grid.y), static_cast<uint32_t>(grid.z)};
+absl::Status StandinKernel::launch(std::span<const runtime::KernelArgument> args,
+                                   runtime::Stream& stream) const {
+  const runtime::Dim3 dims{static_cast<uint32_t>(grid.x), static_cast<uint32_t>(grid.y),
+                           static_cast<uint32_t>(grid.z)};
   return kernel.launch(dims, args, stream);
 }
 

@@ -21,14 +21,16 @@ namespace monotile::kernels::standins {
 using WeightAddresses = std::map<std::string, runtime::DevicePtr, std::less<>>;
 
 // The address of `name`, or NotFound naming the layer and the weight.
-absl::StatusOr<runtime::DevicePtr> weight_address(const WeightAddresses& weights, int layer, std::string_view name);
+absl::StatusOr<runtime::DevicePtr> weight_address(const WeightAddresses& weights, int layer,
+                                                  std::string_view name);
 
 // One stand-in program loaded on a device with its grid.
 struct StandinKernel {
   runtime::Kernel kernel;
   Grid grid;
 
-  static absl::StatusOr<StandinKernel> load(runtime::Device& device, jit::Jit& jit, dsl::Program program, Grid grid);
+  static absl::StatusOr<StandinKernel> load(runtime::Device& device, jit::Jit& jit,
+                                            dsl::Program program, Grid grid);
   absl::Status launch(std::span<const runtime::KernelArgument> args, runtime::Stream& stream) const;
 };
 

@@ -33,9 +33,12 @@ std::vector<dsl::Program> programs(const std::string& model, int tp) {
           residual_program(h, false),
           residual_program(h, true),
           attn_res_program({.hidden = h, .sources = 1, .eps = eps}),
-          attn_res_program({.hidden = h, .sources = config.previous_blocks(config.num_hidden_layers - 1), .eps = eps}),
+          attn_res_program({.hidden = h,
+                            .sources = config.previous_blocks(config.num_hidden_layers - 1),
+                            .eps = eps}),
           situ_program({.intermediate = inter}),
-          rms_norm_program({.width = m.q_lora, .x_stride = m.fused_rows(), .y_stride = m.q_lora, .eps = eps}),
+          rms_norm_program(
+              {.width = m.q_lora, .x_stride = m.fused_rows(), .y_stride = m.q_lora, .eps = eps}),
           mla_cache_append_program(m),
           mla_absorb_program(m),
           mla_attention_program(m),
@@ -58,13 +61,18 @@ void expect_compiles(const std::string& arch) {
         EXPECT_EQ(result->report.spill_loads, 0);
         EXPECT_EQ(result->report.stack_frame, 0);
       }
-      std::cout << "resources " << arch << " " << program.name << ": " << result->report.summary() << "\n";
+      std::cout << "resources " << arch << " " << program.name << ": " << result->report.summary()
+                << "\n";
     }
   }
 }
 
-TEST(StandinsCompile, Sm90a) { expect_compiles("sm_90a"); }
-TEST(StandinsCompile, Gfx90a) { expect_compiles("gfx90a"); }
+TEST(StandinsCompile, Sm90a) {
+  expect_compiles("sm_90a");
+}
+TEST(StandinsCompile, Gfx90a) {
+  expect_compiles("gfx90a");
+}
 
 }  // namespace
 }  // namespace monotile::kernels::standins
