@@ -216,6 +216,15 @@ absl::StatusOr<DevicePtr> HostLayers::attention(int layer, const runtime::decode
     return absl::FailedPreconditionError(
         absl::StrCat("layer ", layer, ": no MLA stand-in was prepared; hint: call HostLayers::prepare first"));
   }
+  // The kernels trust the slots and lengths: what the reference refuses is refused here.
+  for (size_t n = 0; n < step.mla_slots.size(); ++n) {
+    if (step.mla_slots[n] < 0) continue;
+    if (step.mla_slots[n] >= mla_slots_ || step.mla_context[n] < 0 || step.mla_context[n] + step.q > mla_capacity_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer ", layer, " request ", n, ": MLA slot ", step.mla_slots[n], " with context ", step.mla_context[n],
+          " + q ", step.q, " does not fit the cache's ", mla_slots_, " slots of ", mla_capacity_, " positions"));
+    }
+  }
   kernels::standins::MlaTensors t{.prefix = io.prefix,
                                   .delta = io.delta,
                                   .blocks = io.blocks,

@@ -23,6 +23,12 @@ absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(
                                                    " stand-in: RoPE or a full-rank q_proj ",
                                                    "(q_lora_rank 0) is not covered"));
   }
+  if (config.is_block_write_layer(layer)) {
+    // K3's MLA layers (L % 4 == 3) never write a block (L % 12 == 0); the AttnRes here mixes the
+    // blocks as they are.
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", layer, " stand-in: an MLA layer that writes a block is not covered"));
+  }
   std::unique_ptr<MlaStandin> s(new MlaStandin());
   s->layer_ = layer;
   s->hidden_ = config.hidden_size;

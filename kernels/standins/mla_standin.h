@@ -31,7 +31,8 @@ struct MlaTensors {
 class MlaStandin {
  public:
   // Loads every program for `tokens` rows of `q` and allocates the scratch. Refused: a layer that
-  // is not MLA, a config the reference does not cover (RoPE, no q_lora), a missing weight.
+  // is not MLA, a config the reference does not cover (RoPE, no q_lora), a block-write layer, a
+  // missing weight.
   static absl::StatusOr<std::unique_ptr<MlaStandin>> create(runtime::Device& device, jit::Jit& jit,
                                                             const model::ModelConfig& config,
                                                             const model::RankDims& dims, int layer,
