@@ -1,12 +1,16 @@
 // The stand-ins on the CPU interpreter against the float64 reference at k3-tiny: layer 0 whole (K1
 // and the dense MLP half) and an MLA layer's host half, at two widths, with a padded request.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <iostream>
 #include <string>
 
+#include "kernels/standins/kda_mlp_standin.h"
+#include "kernels/standins/mla_standin.h"
 #include "kernels/standins/standins_test_support.h"
+#include "model/config.h"
 #include "runtime/device_cpu.h"
 #include "runtime/interpreter_module.h"
 #include "tests/testing/seed.h"
@@ -43,6 +47,25 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
+
+TEST(StandinRefusals, NameTheLayerAndWhatIsWrong) {
+  std::unique_ptr<runtime::Device> device = cpu_device();
+  const model::ModelConfig config = *model::load_config("k3-tiny");
+  const model::RankDims dims = *model::rank_dims(config, 1, 0);
+  jit::Jit& jit = jit::Jit::process_default();
+  absl::StatusOr<std::unique_ptr<KdaMlpStandin>> moe =
+      KdaMlpStandin::create(*device, jit, config, dims, 1, {}, 4, 2, 4, true);
+  EXPECT_THAT(moe.status().message(),
+              ::testing::HasSubstr("layer 1 stand-in: expected a KDA layer with a dense MLP"));
+  absl::StatusOr<std::unique_ptr<MlaStandin>> kda =
+      MlaStandin::create(*device, jit, config, dims, 0, {}, 4, 2);
+  EXPECT_THAT(kda.status().message(), ::testing::HasSubstr("layer 0 stand-in: not an MLA layer"));
+  absl::StatusOr<std::unique_ptr<MlaStandin>> bare =
+      MlaStandin::create(*device, jit, config, dims, 3, {}, 4, 2);
+  EXPECT_THAT(
+      bare.status().message(),
+      ::testing::HasSubstr("layer 3 stand-in: no weight \"self_attention_res_norm.weight\""));
+}
 
 }  // namespace
 }  // namespace monotile::kernels::standins
