@@ -168,14 +168,37 @@ kernels::standins::WeightAddresses HostLayers::weight_addresses(int layer) const
 
 absl::Status HostLayers::prepare(const std::vector<int>& host_layers, int width, int q, int state_len) {
   if (kind_ != StandinKind::kKernels) return absl::OkStatus();
+  // Which stand-in runs each layer: whole (a KDA layer with a dense MLP the executor does not
+  // serve), or an MLA layer's attention; run_layer refuses the others.
+  std::vector<int> whole, mla;
   for (int layer : host_layers) {
-    if (!config_->is_kda_layer(layer) || config_->is_moe_layer(layer)) continue;  // run_layer refuses it
+    if (config_->is_kda_layer(layer) && !config_->is_moe_layer(layer)) whole.push_back(layer);
+  }
+  for (int layer = 0; layer < config_->num_hidden_layers; ++layer) {
+    if (!config_->is_kda_layer(layer) && !std::count(host_layers.begin(), host_layers.end(), layer)) {
+      mla.push_back(layer);
+    }
+  }
+  // Compiled in parallel through the kernel cache first (once per distinct program), then loaded.
+  std::vector<dsl::Program> programs;
+  for (int layer : whole) {
+    MT_ASSIGN_OR_RETURN(kernels::standins::KdaMlpPlan plan,
+                        kernels::standins::KdaMlpStandin::plan(*config_, dims_, layer, width, q, state_len,
+                                                               layer > 0, device_->info().target));
+    for (dsl::Program& program : plan.programs()) programs.push_back(std::move(program));
+  }
+  for (int layer : mla) {
+    MT_ASSIGN_OR_RETURN(kernels::standins::MlaPlan plan,
+                        kernels::standins::MlaStandin::plan(*config_, dims_, layer, width, q));
+    for (dsl::Program& program : plan.programs()) programs.push_back(std::move(program));
+  }
+  MT_RETURN_IF_ERROR(kernels::standins::precompile(*device_, *jit_, programs));
+  for (int layer : whole) {
     MT_ASSIGN_OR_RETURN(whole_[layer], kernels::standins::KdaMlpStandin::create(
                                            *device_, *jit_, *config_, dims_, layer, weight_addresses(layer), width,
                                            q, state_len, /*delta=*/layer > 0));
   }
-  for (int layer = 0; layer < config_->num_hidden_layers; ++layer) {
-    if (config_->is_kda_layer(layer) || whole_.contains(layer)) continue;
+  for (int layer : mla) {
     MT_ASSIGN_OR_RETURN(mla_[layer], kernels::standins::MlaStandin::create(*device_, *jit_, *config_, dims_, layer,
                                                                            weight_addresses(layer), width, q));
     const size_t bytes = static_cast<size_t>(mla_slots_ * mla_capacity_ * mla_[layer]->shape().entry()) * 2;

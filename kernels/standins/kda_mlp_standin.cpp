@@ -18,15 +18,57 @@ namespace monotile::kernels::standins {
 using runtime::DevicePtr;
 using runtime::KernelArgument;
 
-absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(
-    runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
-    const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q,
-    int state_len, bool delta) {
+std::vector<dsl::Program> KdaMlpPlan::programs() const {
+  return {kernels::k3::k1_program(k1),
+          runtime::decode::step_begin_program(),
+          o_proj.program,
+          residual.program,
+          attn_res.program,
+          gate_up.program,
+          situ.program,
+          down.program};
+}
+
+absl::StatusOr<KdaMlpPlan> KdaMlpStandin::plan(const model::ModelConfig& config,
+                                               const model::RankDims& dims, int layer, int tokens,
+                                               int q, int state_len, bool delta,
+                                               const dsl::Target& target) {
   if (!config.is_kda_layer(layer) || config.is_moe_layer(layer)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "layer ", layer, " stand-in: expected a KDA layer with a dense MLP (layers below ",
         "first_k_dense_replace)"));
   }
+  KdaMlpPlan p;
+  MT_ASSIGN_OR_RETURN(p.k1, kernels::k3::k1_build(config, layer, dims.kda_heads,
+                                                  static_cast<int>(dims.in_proj_rows), tokens, q,
+                                                  state_len, delta));
+  p.k1 = kernels::k3::k1_for_target(p.k1, target);
+  const int h = static_cast<int>(config.hidden_size), pl = static_cast<int>(dims.kda_projection);
+  const int inter = static_cast<int>(dims.dense_intermediate);
+  const bool write = config.is_block_write_layer(layer);
+  const LinearShape o_proj = linear_shape(h, pl), gate_up = linear_shape(2 * inter, h),
+                    down = linear_shape(h, inter);
+  const SituShape situ{.intermediate = inter,
+                       .beta = static_cast<float>(config.situ_beta),
+                       .linear_beta = static_cast<float>(config.situ_linear_beta)};
+  const AttnResShape attn_res{.hidden = h,
+                              .sources = config.previous_blocks(layer) + (write ? 1 : 0),
+                              .eps = static_cast<float>(config.rms_norm_eps)};
+  p.o_proj = {linear_program(o_proj), linear_grid(o_proj, tokens)};
+  p.residual = {residual_program(h, write), Grid{tokens}};
+  p.attn_res = {attn_res_program(attn_res), Grid{tokens}};
+  p.gate_up = {linear_program(gate_up), linear_grid(gate_up, tokens)};
+  p.situ = {situ_program(situ), situ_grid(situ, tokens)};
+  p.down = {linear_program(down), linear_grid(down, tokens)};
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(
+    runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
+    const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q,
+    int state_len, bool delta) {
+  MT_ASSIGN_OR_RETURN(KdaMlpPlan p,
+                      plan(config, dims, layer, tokens, q, state_len, delta, device.info().target));
   std::unique_ptr<KdaMlpStandin> s(new KdaMlpStandin());
   s->device_ = &device;
   s->layer_ = layer;
@@ -37,24 +79,7 @@ absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(
   s->projection_ = dims.kda_projection;
   s->channels_ = 3 * dims.kda_projection;
   s->state_slot_stride_ = int64_t{dims.kda_heads} * 128 * 128;
-  const dsl::Target& target = device.info().target;
-  MT_ASSIGN_OR_RETURN(
-      kernels::k3::K1Build build,
-      kernels::k3::k1_build(config, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows),
-                            tokens, q, state_len, delta));
-  s->build_ = kernels::k3::k1_for_target(build, target);
-  MT_ASSIGN_OR_RETURN(runtime::Kernel k1, runtime::load_k1(device, s->build_, jit));
-  s->k1_ = std::make_unique<runtime::Kernel>(std::move(k1));
-  MT_ASSIGN_OR_RETURN(runtime::Kernel step_begin,
-                      runtime::load_program(device, runtime::decode::step_begin_program(), jit));
-  s->step_begin_ = std::make_unique<runtime::Kernel>(std::move(step_begin));
-  MT_ASSIGN_OR_RETURN(
-      runtime::LaunchState state,
-      runtime::LaunchState::create(device, runtime::k1_programs(device.info(), s->build_), "K1"));
-  s->state_ = std::make_shared<runtime::LaunchState>(std::move(state));
-  MT_ASSIGN_OR_RETURN(runtime::K1Launch launch,
-                      runtime::K1Launch::create(device, s->build_, s->state_));
-  s->k1_launch_ = std::make_unique<runtime::K1Launch>(std::move(launch));
+  s->build_ = p.k1;
 
   auto w = [&](std::string_view name) { return weight_address(weights, layer, name); };
   runtime::K1Tensors& t = s->k1_weights_;
@@ -74,30 +99,31 @@ absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(
   MT_ASSIGN_OR_RETURN(s->w_gu_, w("mlp.gate_up_proj.weight"));
   MT_ASSIGN_OR_RETURN(s->w_down_, w("mlp.down_proj.weight"));
 
-  const int h = static_cast<int>(config.hidden_size), pl = static_cast<int>(dims.kda_projection);
-  const int inter = static_cast<int>(dims.dense_intermediate);
-  const bool write = config.is_block_write_layer(layer);
-  auto load = [&](dsl::Program program,
-                  Grid grid) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
-    MT_ASSIGN_OR_RETURN(StandinKernel kernel,
-                        StandinKernel::load(device, jit, std::move(program), grid));
+  MT_ASSIGN_OR_RETURN(runtime::Kernel k1, runtime::load_k1(device, s->build_, jit));
+  s->k1_ = std::make_unique<runtime::Kernel>(std::move(k1));
+  MT_ASSIGN_OR_RETURN(runtime::Kernel step_begin,
+                      runtime::load_program(device, runtime::decode::step_begin_program(), jit));
+  s->step_begin_ = std::make_unique<runtime::Kernel>(std::move(step_begin));
+  MT_ASSIGN_OR_RETURN(
+      runtime::LaunchState state,
+      runtime::LaunchState::create(device, runtime::k1_programs(device.info(), s->build_), "K1"));
+  s->state_ = std::make_shared<runtime::LaunchState>(std::move(state));
+  MT_ASSIGN_OR_RETURN(runtime::K1Launch launch,
+                      runtime::K1Launch::create(device, s->build_, s->state_));
+  s->k1_launch_ = std::make_unique<runtime::K1Launch>(std::move(launch));
+  auto load = [&](PlannedKernel& planned) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
+    MT_ASSIGN_OR_RETURN(StandinKernel kernel, StandinKernel::load(device, jit, std::move(planned)));
     return std::make_unique<StandinKernel>(std::move(kernel));
   };
-  const LinearShape o_proj = linear_shape(h, pl), gate_up = linear_shape(2 * inter, h),
-                    down = linear_shape(h, inter);
-  const SituShape situ{.intermediate = inter,
-                       .beta = static_cast<float>(config.situ_beta),
-                       .linear_beta = static_cast<float>(config.situ_linear_beta)};
-  const AttnResShape attn_res{.hidden = h,
-                              .sources = config.previous_blocks(layer) + (write ? 1 : 0),
-                              .eps = static_cast<float>(config.rms_norm_eps)};
-  MT_ASSIGN_OR_RETURN(s->o_proj_, load(linear_program(o_proj), linear_grid(o_proj, tokens)));
-  MT_ASSIGN_OR_RETURN(s->residual_, load(residual_program(h, write), Grid{tokens}));
-  MT_ASSIGN_OR_RETURN(s->attn_res_, load(attn_res_program(attn_res), Grid{tokens}));
-  MT_ASSIGN_OR_RETURN(s->gate_up_, load(linear_program(gate_up), linear_grid(gate_up, tokens)));
-  MT_ASSIGN_OR_RETURN(s->situ_, load(situ_program(situ), situ_grid(situ, tokens)));
-  MT_ASSIGN_OR_RETURN(s->down_, load(linear_program(down), linear_grid(down, tokens)));
+  MT_ASSIGN_OR_RETURN(s->o_proj_, load(p.o_proj));
+  MT_ASSIGN_OR_RETURN(s->residual_, load(p.residual));
+  MT_ASSIGN_OR_RETURN(s->attn_res_, load(p.attn_res));
+  MT_ASSIGN_OR_RETURN(s->gate_up_, load(p.gate_up));
+  MT_ASSIGN_OR_RETURN(s->situ_, load(p.situ));
+  MT_ASSIGN_OR_RETURN(s->down_, load(p.down));
 
+  const int h = static_cast<int>(config.hidden_size), pl = static_cast<int>(dims.kda_projection);
+  const int inter = static_cast<int>(dims.dense_intermediate);
   const size_t t_bytes = static_cast<size_t>(tokens) * 2;
   MT_ASSIGN_OR_RETURN(s->core_, device.allocate(t_bytes * static_cast<size_t>(pl)));
   MT_ASSIGN_OR_RETURN(s->a_, device.allocate(t_bytes * static_cast<size_t>(h)));

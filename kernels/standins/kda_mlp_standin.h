@@ -6,8 +6,10 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "dsl/target.h"
 #include "jit/jit.h"
 #include "kernels/k3/k1.h"
 #include "kernels/standins/standin_launch.h"
@@ -30,8 +32,21 @@ struct KdaMlpTensors {
   runtime::DevicePtr out = 0;            // bf16 [T, H]: m, the MLP's output (the next delta)
 };
 
+// What the stand-in loads: K1's build for the device's target and the stand-in kernels after it.
+struct KdaMlpPlan {
+  kernels::k3::K1Build k1;
+  PlannedKernel o_proj, residual, attn_res, gate_up, situ, down;
+  // Every program it loads, K1 and the epoch bump included (for precompile).
+  std::vector<dsl::Program> programs() const;
+};
+
 class KdaMlpStandin {
  public:
+  // The plan of create's arguments for `target`. Refused as create refuses (but for the weights).
+  static absl::StatusOr<KdaMlpPlan> plan(const model::ModelConfig& config,
+                                         const model::RankDims& dims, int layer, int tokens, int q,
+                                         int state_len, bool delta, const dsl::Target& target);
+
   // Loads every program for `tokens` rows of `q` (K1 built by k1_build and k1_for_target for the
   // device's target) and allocates the scratch. Refused: a layer that is not KDA or has MoE, what
   // k1_build refuses, a missing weight.

@@ -12,9 +12,14 @@
 
 namespace monotile::kernels::standins {
 
-absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(
-    runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
-    const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q) {
+std::vector<dsl::Program> MlaPlan::programs() const {
+  return {fold.program, attn_res.program, fused.program,     q_norm.program, append.program,
+          q_b.program,  absorb.program,   attention.program, output.program};
+}
+
+absl::StatusOr<MlaPlan> MlaStandin::plan(const model::ModelConfig& config,
+                                         const model::RankDims& dims, int layer, int tokens,
+                                         int q) {
   if (config.attention_kind(layer) != model::AttentionKind::kMla) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " stand-in: not an MLA layer"));
   }
@@ -26,13 +31,38 @@ absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(
   if (config.is_block_write_layer(layer)) {
     // K3's MLA layers (L % 4 == 3) never write a block (L % 12 == 0); the AttnRes here mixes the
     // blocks as they are.
-    return absl::InvalidArgumentError(
-        absl::StrCat("layer ", layer, " stand-in: an MLA layer that writes a block is not covered"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layer ", layer, " stand-in: an MLA layer that writes a block is not covered"));
   }
+  MlaPlan p;
+  p.shape = mla_shape(config, dims.mla_heads, q);
+  const MlaShape& m = p.shape;
+  const int h = m.hidden;
+  const AttnResShape attn_res{.hidden = h, .sources = config.previous_blocks(layer), .eps = m.eps};
+  const LinearShape fused = linear_shape(m.fused_rows(), h),
+                    q_b = linear_shape(m.heads * m.qk(), m.q_lora);
+  const RmsNormShape q_norm{
+      .width = m.q_lora, .x_stride = m.fused_rows(), .y_stride = m.q_lora, .eps = m.eps};
+  p.fold = {residual_program(h, false), Grid{tokens}};
+  p.attn_res = {attn_res_program(attn_res), Grid{tokens}};
+  p.fused = {linear_program(fused), linear_grid(fused, tokens)};
+  p.q_norm = {rms_norm_program(q_norm), Grid{tokens}};
+  p.append = {mla_cache_append_program(m), Grid{1, tokens}};
+  p.q_b = {linear_program(q_b), linear_grid(q_b, tokens)};
+  p.absorb = {mla_absorb_program(m), mla_grid(m, tokens)};
+  p.attention = {mla_attention_program(m), mla_grid(m, tokens)};
+  p.output = {mla_output_program(m), mla_grid(m, tokens)};
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(
+    runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
+    const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q) {
+  MT_ASSIGN_OR_RETURN(MlaPlan p, plan(config, dims, layer, tokens, q));
   std::unique_ptr<MlaStandin> s(new MlaStandin());
   s->layer_ = layer;
   s->hidden_ = config.hidden_size;
-  s->shape_ = mla_shape(config, dims.mla_heads, q);
+  s->shape_ = p.shape;
   const MlaShape& m = s->shape_;
   auto w = [&](std::string_view name) { return weight_address(weights, layer, name); };
   MT_ASSIGN_OR_RETURN(s->ares_norm_, w("self_attention_res_norm.weight"));
@@ -44,28 +74,21 @@ absl::StatusOr<std::unique_ptr<MlaStandin>> MlaStandin::create(
   MT_ASSIGN_OR_RETURN(s->w_qb_, w("self_attn.q_b_proj.weight"));
   MT_ASSIGN_OR_RETURN(s->w_kvb_, w("self_attn.kv_b_proj.weight"));
 
-  auto load = [&](dsl::Program program,
-                  Grid grid) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
-    MT_ASSIGN_OR_RETURN(StandinKernel kernel,
-                        StandinKernel::load(device, jit, std::move(program), grid));
+  auto load = [&](PlannedKernel& planned) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
+    MT_ASSIGN_OR_RETURN(StandinKernel kernel, StandinKernel::load(device, jit, std::move(planned)));
     return std::make_unique<StandinKernel>(std::move(kernel));
   };
-  const int h = m.hidden;
-  const AttnResShape attn_res{.hidden = h, .sources = config.previous_blocks(layer), .eps = m.eps};
-  const LinearShape fused = linear_shape(m.fused_rows(), h),
-                    q_b = linear_shape(m.heads * m.qk(), m.q_lora);
-  const RmsNormShape q_norm{
-      .width = m.q_lora, .x_stride = m.fused_rows(), .y_stride = m.q_lora, .eps = m.eps};
-  MT_ASSIGN_OR_RETURN(s->fold_, load(residual_program(h, false), Grid{tokens}));
-  MT_ASSIGN_OR_RETURN(s->attn_res_, load(attn_res_program(attn_res), Grid{tokens}));
-  MT_ASSIGN_OR_RETURN(s->fused_, load(linear_program(fused), linear_grid(fused, tokens)));
-  MT_ASSIGN_OR_RETURN(s->q_norm_, load(rms_norm_program(q_norm), Grid{tokens}));
-  MT_ASSIGN_OR_RETURN(s->append_, load(mla_cache_append_program(m), Grid{1, tokens}));
-  MT_ASSIGN_OR_RETURN(s->q_b_, load(linear_program(q_b), linear_grid(q_b, tokens)));
-  MT_ASSIGN_OR_RETURN(s->absorb_, load(mla_absorb_program(m), mla_grid(m, tokens)));
-  MT_ASSIGN_OR_RETURN(s->attention_, load(mla_attention_program(m), mla_grid(m, tokens)));
-  MT_ASSIGN_OR_RETURN(s->output_, load(mla_output_program(m), mla_grid(m, tokens)));
+  MT_ASSIGN_OR_RETURN(s->fold_, load(p.fold));
+  MT_ASSIGN_OR_RETURN(s->attn_res_, load(p.attn_res));
+  MT_ASSIGN_OR_RETURN(s->fused_, load(p.fused));
+  MT_ASSIGN_OR_RETURN(s->q_norm_, load(p.q_norm));
+  MT_ASSIGN_OR_RETURN(s->append_, load(p.append));
+  MT_ASSIGN_OR_RETURN(s->q_b_, load(p.q_b));
+  MT_ASSIGN_OR_RETURN(s->absorb_, load(p.absorb));
+  MT_ASSIGN_OR_RETURN(s->attention_, load(p.attention));
+  MT_ASSIGN_OR_RETURN(s->output_, load(p.output));
 
+  const int h = m.hidden;
   const size_t t_bytes = static_cast<size_t>(tokens) * 2;
   MT_ASSIGN_OR_RETURN(s->x_, device.allocate(t_bytes * static_cast<size_t>(h)));
   MT_ASSIGN_OR_RETURN(s->fused_out_,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "jit/jit.h"
@@ -28,8 +29,19 @@ struct MlaTensors {
   runtime::DevicePtr core = 0;  // bf16 [T, NHl v]: o_proj's input
 };
 
+// What the stand-in loads: its kernels in launch order.
+struct MlaPlan {
+  MlaShape shape;
+  PlannedKernel fold, attn_res, fused, q_norm, append, q_b, absorb, attention, output;
+  std::vector<dsl::Program> programs() const;
+};
+
 class MlaStandin {
  public:
+  // The plan of create's arguments. Refused as create refuses (but for the weights).
+  static absl::StatusOr<MlaPlan> plan(const model::ModelConfig& config, const model::RankDims& dims,
+                                      int layer, int tokens, int q);
+
   // Loads every program for `tokens` rows of `q` and allocates the scratch. Refused: a layer that
   // is not MLA, a config the reference does not cover (RoPE, no q_lora), a block-write layer, a
   // missing weight.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,13 +25,25 @@ using WeightAddresses = std::map<std::string, runtime::DevicePtr, std::less<>>;
 absl::StatusOr<runtime::DevicePtr> weight_address(const WeightAddresses& weights, int layer,
                                                   std::string_view name);
 
+// A stand-in program and its grid, before it is loaded.
+struct PlannedKernel {
+  dsl::Program program;
+  Grid grid;
+};
+
+// Compiles `programs` for `device`'s target through the JIT's kernel cache, in parallel and once
+// each (jit::compile_all), so that the loads after it only read the cache; nothing on the CPU
+// device. Fails naming every program that did not compile.
+absl::Status precompile(runtime::Device& device, jit::Jit& jit,
+                        std::span<const dsl::Program> programs);
+
 // One stand-in program loaded on a device with its grid.
 struct StandinKernel {
   runtime::Kernel kernel;
   Grid grid;
 
   static absl::StatusOr<StandinKernel> load(runtime::Device& device, jit::Jit& jit,
-                                            dsl::Program program, Grid grid);
+                                            PlannedKernel planned);
   absl::Status launch(std::span<const runtime::KernelArgument> args, runtime::Stream& stream) const;
 };
 

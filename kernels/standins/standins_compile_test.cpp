@@ -11,38 +11,28 @@
 #include "dsl/target.h"
 #include "jit/compiler.h"
 #include "jit/program_build.h"
-#include "kernels/standins/standins.h"
+#include "kernels/standins/kda_mlp_standin.h"
+#include "kernels/standins/mla_standin.h"
 #include "model/config.h"
 
 namespace monotile::kernels::standins {
 namespace {
 
-// Every stand-in program of layer 0 (after K1) and of an MLA layer at `model`'s rank shapes.
-std::vector<dsl::Program> programs(const std::string& model, int tp) {
+// Every stand-in kernel of layer 0 (after K1, which K1's own compile test covers) and of the last
+// MLA layer (the most AttnRes blocks) at `model`'s rank shapes, 16 rows of q 4: the plans the
+// stand-ins load.
+std::vector<dsl::Program> programs(const std::string& model, int tp, const dsl::Target& target) {
   model::ModelConfig config = *model::load_config(model);
   model::RankDims dims = *model::rank_dims(config, tp, 0);
-  const int h = static_cast<int>(config.hidden_size), pl = static_cast<int>(dims.kda_projection);
-  const int inter = static_cast<int>(dims.dense_intermediate);
-  const MlaShape m = mla_shape(config, dims.mla_heads, 4);
-  const float eps = static_cast<float>(config.rms_norm_eps);
-  return {linear_program(linear_shape(h, pl)),
-          linear_program(linear_shape(2 * inter, h)),
-          linear_program(linear_shape(h, inter)),
-          linear_program(linear_shape(m.fused_rows(), h)),
-          linear_program(linear_shape(m.heads * m.qk(), m.q_lora)),
-          residual_program(h, false),
-          residual_program(h, true),
-          attn_res_program({.hidden = h, .sources = 1, .eps = eps}),
-          attn_res_program({.hidden = h,
-                            .sources = config.previous_blocks(config.num_hidden_layers - 1),
-                            .eps = eps}),
-          situ_program({.intermediate = inter}),
-          rms_norm_program(
-              {.width = m.q_lora, .x_stride = m.fused_rows(), .y_stride = m.q_lora, .eps = eps}),
-          mla_cache_append_program(m),
-          mla_absorb_program(m),
-          mla_attention_program(m),
-          mla_output_program(m)};
+  int last_mla = config.num_hidden_layers - 1;
+  while (config.is_kda_layer(last_mla)) --last_mla;
+  KdaMlpPlan whole = *KdaMlpStandin::plan(config, dims, 0, 16, 4, 6, false, target);
+  MlaPlan mla = *MlaStandin::plan(config, dims, last_mla, 16, 4);
+  std::vector<dsl::Program> out{whole.o_proj.program,   whole.residual.program,
+                                whole.attn_res.program, whole.gate_up.program,
+                                whole.situ.program,     whole.down.program};
+  for (dsl::Program& program : mla.programs()) out.push_back(std::move(program));
+  return out;
 }
 
 void expect_compiles(const std::string& arch) {
@@ -50,7 +40,7 @@ void expect_compiles(const std::string& arch) {
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for " << arch << ": " << compiler.status();
   for (auto [model, tp] : {std::pair{"k3-tiny", 1}, std::pair{"k3", 8}}) {
-    for (const dsl::Program& program : programs(model, tp)) {
+    for (const dsl::Program& program : programs(model, tp, target)) {
       SCOPED_TRACE(program.name);
       absl::StatusOr<jit::ProgramBuild> made = jit::make_build(program, target);
       ASSERT_TRUE(made.ok()) << made.status();
