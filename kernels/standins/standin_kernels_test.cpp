@@ -55,7 +55,7 @@ class StandinKernels : public ::testing::Test {
   }
   void run(dsl::Program program, Grid grid, std::span<const runtime::KernelArgument> args) {
     absl::StatusOr<StandinKernel> kernel =
-        StandinKernel::load(*device_, jit::Jit::process_default(), std::move(program), grid);
+        StandinKernel::load(*device_, jit::Jit::process_default(), {std::move(program), grid});
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     absl::StatusOr<runtime::Stream> stream = device_->create_stream();
     ASSERT_TRUE(stream.ok());
