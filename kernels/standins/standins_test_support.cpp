@@ -220,7 +220,7 @@ absl::StatusOr<StandinResult> run_mla_case(const StandinCase& c, runtime::Device
   const std::vector<double> delta = random_bf16(static_cast<size_t>(tokens * h), 1.0, rng);
   const std::vector<double> block_values =
       random_bf16(static_cast<size_t>(tokens * blocks * h), 1.0, rng);
-  ref::MlaStep step{.q = c.q};
+  ref::MlaStep step{.q = c.q, .slots = {}, .context = {}};
   std::vector<int32_t> pool(static_cast<size_t>(cache_slots));
   std::iota(pool.begin(), pool.end(), 0);
   std::shuffle(pool.begin(), pool.end(), rng);
