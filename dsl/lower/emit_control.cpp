@@ -37,7 +37,10 @@ absl::Status OpLowering::control(const Op& op) {
       layouts.push_back(layout_or_default(result));
       declare(result, layouts.back().num_regs());
     }
+    const GlobalHazards::Pending before = hazards_->save();
+    std::vector<GlobalHazards::Pending> arms;
     for (size_t r = 0; r < op.regions.size(); ++r) {
+      hazards_->restore(before);
       open(r == 0 ? absl::StrCat("if (", name(op.operands[0]), "[0])") : "else");
       push_scope();
       MT_RETURN_IF_ERROR(block(op.regions[r]));
@@ -47,7 +50,11 @@ absl::Status OpLowering::control(const Op& op) {
       }
       pop_scope();
       close();
+      arms.push_back(hazards_->save());
     }
+    // After the branch, whatever either arm (or no arm, without an else) left is pending.
+    hazards_->restore(before);
+    for (const GlobalHazards::Pending& arm : arms) hazards_->merge(arm);
     return absl::OkStatus();
   }
   bool is_for = op.code == OpCode::kFor;
@@ -92,17 +99,24 @@ absl::Status OpLowering::control(const Op& op) {
     open(absl::StrCat("for (", index_type, " ", i, " = ", lo, "; ", step, " > 0 ? ", i, " < ", hi, " : ", i, " > ", hi,
                       "; ", i, " += ", step, ")"));
     line(absl::StrCat(index_type, " ", name(carrier.args[0]), "[1] = {", i, "};"));
+    // An iteration starts with the previous one's accesses pending; after the loop, those of the
+    // last iteration or, with none, of the code before it.
+    hazards_->enter_loop(op);
+    const GlobalHazards::Pending entry = hazards_->save();
     if (pipelined) MT_RETURN_IF_ERROR(pipeline_top(op, *pipelined, pipeline, i));
     push_scope();
     MT_RETURN_IF_ERROR(block(carrier));
     yield_into_carried(carrier);
     pop_scope();
+    hazards_->merge(entry);
     if (pipelined) pipeline_advance(*pipelined, pipeline);
     close();
     if (pipelined) pipeline_epilogue(op, *pipelined);
   } else {
     const Block& body = op.regions.at(1);
     open("for (;;)");
+    hazards_->enter_loop(op);
+    const GlobalHazards::Pending entry = hazards_->save();
     push_scope();
     MT_RETURN_IF_ERROR(block(carrier));
     line(absl::StrCat("if (!", get(carrier.ops.back().operands.at(0), state_.scalar_layout()), "[0]) break;"));
@@ -116,6 +130,7 @@ absl::Status OpLowering::control(const Op& op) {
     yield_into_carried(body);
     pop_scope();
     close();
+    hazards_->merge(entry);
   }
   for (size_t i = 0; i < op.results.size(); ++i) {
     declare(op.results[i], layouts[i].num_regs());

@@ -74,6 +74,7 @@ OpLowering::OpLowering(const LoweringState& state)
       block_threads_(state.program.options.num_warps * state.target.warp_size()) {
   index_producers(state_.program.body, producers_);
   pipelines_ = plan_pipelines(state_);
+  hazards_.emplace(state_.program, producers_);
 }
 
 absl::StatusOr<LoweredBody> OpLowering::run() {
@@ -281,7 +282,10 @@ void OpLowering::declare(ValueId v, int64_t regs) {
   line(absl::StrCat(reg_type(v), " ", name(v), "[", regs, "];"));
 }
 
-void OpLowering::barrier() { line(absl::StrCat(to_absl(spelling_.barrier), ";")); }
+void OpLowering::barrier() {
+  line(absl::StrCat(to_absl(spelling_.barrier), ";"));
+  hazards_->barrier();
+}
 
 std::string OpLowering::smem(std::string_view type, int64_t byte_offset) {
   if (byte_offset == 0) return absl::StrCat("((", to_absl(type), "*)mt_smem)");
@@ -356,8 +360,14 @@ absl::Status OpLowering::op(const Op& op) {
     case OpCode::kSplit:
     case OpCode::kCat:
     case OpCode::kDequantMxfp4: return shape_op(op);
-    case OpCode::kLoad: return load(op);
-    case OpCode::kStore: return store(op);
+    case OpCode::kLoad:
+    case OpCode::kStore: {
+      // Another thread may hold a copy of what this access touches (global_hazards.h).
+      if (hazards_->needs_barrier(op)) barrier();
+      MT_RETURN_IF_ERROR(op.code == OpCode::kLoad ? load(op) : store(op));
+      hazards_->accessed(op);
+      return absl::OkStatus();
+    }
     case OpCode::kPrefetch: return prefetch(op);
     case OpCode::kAtomicRmw:
     case OpCode::kAtomicCas: return atomic(op);

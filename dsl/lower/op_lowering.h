@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "dsl/lower/global_hazards.h"
 #include "dsl/lower/lowering_state.h"
 #include "dsl/lower/matrix_unit.h"
 #include "dsl/lower/pipeline.h"
@@ -135,6 +137,7 @@ class OpLowering {
   std::map<ValueId, const Op*> producers_;
   int64_t shared_bytes_ = 0;
   PipelinePlan pipelines_;
+  std::optional<GlobalHazards> hazards_;  // made once producers_ is filled
   std::map<const Op*, std::string> dot_stage_;  // staged dot -> its loop's read-stage variable
   int64_t pipe_bytes_ = 0;  // the stages, placed after every other use of shared memory
   int counter_ = 0;
