@@ -42,6 +42,11 @@ std::vector<K1Case> cases() {
   out.push_back({.requests = 2, .q = 2, .launches = 300});
   out.push_back({.layer = 12, .requests = 2, .q = 2, .launches = 300});
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 2, .launches = 100});
+  // The same with the L2 flushed before each launch (weights from memory, as in a model's step).
+  out.push_back({.requests = 2, .q = 2, .launches = 200, .cold = true});
+  out.push_back({.layer = 8, .requests = 2, .q = 4, .launches = 200, .cold = true});
+  out.push_back({.requests = 4, .q = 4, .launches = 100, .cold = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true});
   return out;
 }
 

@@ -34,6 +34,8 @@ struct K1Case {
   int64_t wait_ns = 0;        // > 0: the build's wait timeout
   int launches = 1;           // > 1: launch again on the same inputs (restored), each launch's
                               // outputs and hand-off rows equal to the first's bit for bit
+  bool cold = false;          // before each launch, overwrite a buffer larger than the L2 so that
+                              // the weights come from memory, as in a model's step
 };
 
 std::string case_name(const K1Case& c);
