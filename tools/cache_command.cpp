@@ -3,15 +3,26 @@
 // entry), 2 a usage error. Works on MONOTILE_CACHE_DIR's directory, or --dir DIR (e.g. a bundle).
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
 
+#include "absl/flags/flag.h"
+#include "absl/strings/str_replace.h"
 #include "cache/cache.h"
 #include "cache/layout.h"
 #include "cache/maintenance.h"
 #include "cache/units.h"
+#include "support/strings.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
+
+ABSL_FLAG(std::optional<std::string>, dir, std::nullopt, "the cache folder to work on");
+ABSL_FLAG(bool, zero, false, "stats: reset the counters");
+ABSL_FLAG(bool, remove, false, "verify: delete the bad entries");
+ABSL_FLAG(std::string, max_size, "", "prune: evict down to this size");
+ABSL_FLAG(std::string, max_age, "", "prune: evict the entries unused this long");
 
 namespace monotile::tools {
 namespace {
@@ -47,48 +58,35 @@ std::chrono::seconds seconds_since(int64_t unix_seconds) {
   return std::chrono::seconds(std::max<int64_t>(0, static_cast<int64_t>(::time(nullptr)) - unix_seconds));
 }
 
-// Parses `--flag` options of a subcommand; returns false (after a usage message) on anything else.
+// The options each command takes, beyond --dir.
+struct CommandOptions {
+  std::string_view command;
+  std::vector<std::string_view> flags;
+};
+constexpr std::string_view kCommands[] = {"stats", "list", "verify", "prune", "clear", "dir"};
+const CommandOptions kCommandOptions[] = {{"stats", {"zero"}}, {"verify", {"remove"}}, {"prune", {"max_size", "max_age"}}};
+
 struct Options {
-  bool zero = false;
-  bool remove = false;
   std::optional<uint64_t> max_size;
   std::optional<std::chrono::seconds> max_age;
 };
 
-std::optional<Options> parse_options(std::string_view command, Args args, int* status) {
+// The prune limits, or a usage error's status.
+std::optional<Options> parse_limits(int* status) {
   Options options;
-  std::string prefix = "monotile cache " + std::string(command) + ": ";
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    auto value = [&](std::string_view what) -> std::optional<std::string_view> {
-      if (i + 1 < args.size()) return args[++i];
-      *status = usage_error(prefix + std::string(arg) + " needs " + std::string(what));
+  const std::string prefix = "monotile cache prune: ";
+  if (const std::string text = absl::GetFlag(FLAGS_max_size); !text.empty()) {
+    options.max_size = cache::parse_size(text);
+    if (!options.max_size) {
+      *status = usage_error(prefix + "invalid --max-size \"" + text +
+                            "\": expected a size such as \"500M\" or \"8G\" (K, M, G, T are powers of 1024)");
       return std::nullopt;
-    };
-    if (command == "stats" && arg == "--zero") {
-      options.zero = true;
-    } else if (command == "verify" && arg == "--remove") {
-      options.remove = true;
-    } else if (command == "prune" && arg == "--max-size") {
-      auto text = value("a size");
-      if (!text) return std::nullopt;
-      options.max_size = cache::parse_size(*text);
-      if (!options.max_size) {
-        *status = usage_error(prefix + "invalid --max-size \"" + std::string(*text) +
-                              "\": expected a size such as \"500M\" or \"8G\" (K, M, G, T are powers of 1024)");
-        return std::nullopt;
-      }
-    } else if (command == "prune" && arg == "--max-age") {
-      auto text = value("a duration");
-      if (!text) return std::nullopt;
-      options.max_age = cache::parse_duration(*text);
-      if (!options.max_age) {
-        *status = usage_error(prefix + "invalid --max-age \"" + std::string(*text) +
-                              "\": expected a duration such as \"30m\", \"12h\" or \"7d\"");
-        return std::nullopt;
-      }
-    } else {
-      *status = usage_error(prefix + "unknown option \"" + std::string(arg) + "\"");
+    }
+  }
+  if (const std::string text = absl::GetFlag(FLAGS_max_age); !text.empty()) {
+    options.max_age = cache::parse_duration(text);
+    if (!options.max_age) {
+      *status = usage_error(prefix + "invalid --max-age \"" + text + "\": expected a duration such as \"30m\", \"12h\" or \"7d\"");
       return std::nullopt;
     }
   }
@@ -160,31 +158,37 @@ int verify(const cache::Layout& layout, bool remove) {
 }  // namespace
 
 int cache_command(Args args) {
-  std::optional<std::filesystem::path> dir_option;
-  while (!args.empty() && args[0].starts_with("--")) {
-    if (args[0] == "--help" || args[0] == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (args[0] != "--dir") return usage_error("monotile cache: unknown option \"" + std::string(args[0]) + "\"");
-    if (args.size() < 2) return usage_error("monotile cache: --dir needs a directory");
-    dir_option = std::filesystem::path(std::string(args[1]));
-    args = args.subspan(2);
+  const ParsedArgs parsed = parse_command_flags({.command = "monotile cache", .file = __FILE__, .usage = kUsage}, args);
+  if (parsed.exit_status) return *parsed.exit_status;
+  if (parsed.positional.empty()) return usage_error("monotile cache: missing command");
+  if (parsed.positional.size() > 1) {
+    return usage_error("monotile cache: one command expected, got \"" + parsed.positional[0] + "\" and \"" +
+                       parsed.positional[1] + "\"");
   }
-  if (args.empty()) return usage_error("monotile cache: missing command");
-  std::string_view command = args[0];
+  const std::string& command = parsed.positional[0];
   if (command == "help") {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (command != "stats" && command != "list" && command != "verify" && command != "prune" && command != "clear" &&
-      command != "dir") {
-    return usage_error("monotile cache: unknown command \"" + std::string(command) +
+  if (std::find(std::begin(kCommands), std::end(kCommands), command) == std::end(kCommands)) {
+    return usage_error("monotile cache: unknown command \"" + command +
                        "\"; expected stats, list, verify, prune, clear or dir");
   }
+  for (const CommandOptions& owner : kCommandOptions) {
+    for (std::string_view flag : owner.flags) {
+      if (owner.command != command && parsed.given.contains(std::string(flag))) {
+        return usage_error("monotile cache " + command + ": --" + absl::StrReplaceAll(to_absl(flag), {{"_", "-"}}) +
+                           " is an option of " + std::string(owner.command) + ", not of " + command +
+                           "; hint: monotile cache --help lists each command's options");
+      }
+    }
+  }
   int status = 0;
-  std::optional<Options> options = parse_options(command, args.subspan(1), &status);
+  std::optional<Options> options = parse_limits(&status);
   if (!options) return status;
+  const std::optional<std::string> dir_flag = absl::GetFlag(FLAGS_dir);
+  const std::optional<std::filesystem::path> dir_option =
+      dir_flag ? std::optional<std::filesystem::path>(*dir_flag) : std::nullopt;
 
   cache::Config config = cache::Config::from_environment();
   std::filesystem::path dir = dir_option.value_or(config.writable_dir);
@@ -199,7 +203,7 @@ int cache_command(Args args) {
     return 0;
   }
   if (command == "stats") {
-    if (options->zero) {
+    if (absl::GetFlag(FLAGS_zero)) {
       if (absl::Status zeroed = cache::zero_stats(layout); !zeroed.ok()) {
         std::fprintf(stderr, "monotile cache stats: cannot zero the counters: %s\n",
                      std::string(zeroed.message()).c_str());
@@ -209,7 +213,7 @@ int cache_command(Args args) {
     return print_stats(config, layout, !dir_option.has_value());
   }
   if (command == "list") return list(layout);
-  if (command == "verify") return verify(layout, options->remove);
+  if (command == "verify") return verify(layout, absl::GetFlag(FLAGS_remove));
   if (command == "prune") {
     std::optional<uint64_t> max_size = options->max_size;
     if (!max_size && !options->max_age && config.max_bytes != 0) max_size = config.max_bytes;

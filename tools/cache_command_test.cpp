@@ -166,13 +166,40 @@ TEST_F(CacheCommandTest, UsageErrorsSayWhatIsWrong) {
   EXPECT_THAT(size.output, HasSubstr("monotile cache prune: invalid --max-size \"12X\": expected a size such as \"500M\""));
   CommandResult age = run("prune --max-age soon");
   EXPECT_THAT(age.output, HasSubstr("monotile cache prune: invalid --max-age \"soon\": expected a duration such as"));
-  CommandResult option = run("verify --bogus");
-  EXPECT_EQ(option.status, 2);
-  EXPECT_THAT(option.output, HasSubstr("monotile cache verify: unknown option \"--bogus\""));
   CommandResult missing = run("--dir");
-  EXPECT_THAT(missing.output, HasSubstr("monotile cache: --dir needs a directory"));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(missing.output, HasSubstr("monotile cache: --dir needs a value; hint: monotile cache --help lists its options"));
   EXPECT_THAT(run("").output, HasSubstr("monotile cache: missing command"));
+  CommandResult two = run("list verify");
+  EXPECT_EQ(two.status, 2);
+  EXPECT_THAT(two.output, HasSubstr("monotile cache: one command expected, got \"list\" and \"verify\""));
   EXPECT_THAT(run("--help").output, Not(HasSubstr("unknown")));
+}
+
+TEST_F(CacheCommandTest, RefusesAnOptionOfAnotherCommandOrNone) {
+  CommandResult unknown = run("verify --bogus");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_THAT(unknown.output,
+              HasSubstr("monotile cache: unknown option --bogus; hint: monotile cache --help lists its options"));
+  CommandResult other = run("list --zero");
+  EXPECT_EQ(other.status, 2);
+  EXPECT_THAT(other.output, HasSubstr("monotile cache list: --zero is an option of stats, not of list; hint: monotile "
+                                      "cache --help lists each command's options"));
+  // Another subcommand's options are not this one's.
+  CommandResult decode = run("list --steps 3");
+  EXPECT_EQ(decode.status, 2);
+  EXPECT_THAT(decode.output, HasSubstr("monotile cache: unknown option --steps; hint:"));
+}
+
+TEST_F(CacheCommandTest, BooleansTakeAbseilsForms) {
+  EXPECT_EQ(run("--dir=" + dir().string() + " verify --remove=false").status, 0);
+  EXPECT_EQ(run("verify --noremove").status, 0);
+  CommandResult valued = run("verify --no-remove=yes");
+  EXPECT_EQ(valued.status, 2);
+  EXPECT_THAT(valued.output, HasSubstr("monotile cache: --no-remove takes no value, got \"yes\""));
+  CommandResult bad = run("verify --remove=maybe");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.output, HasSubstr("monotile cache: --remove maybe: expected true or false"));
 }
 
 TEST(CacheCommand, EmptyCacheDirSaysSo) {

@@ -1,14 +1,21 @@
 // `monotile devices`: every device discovery found (GPUs, then the CPU interpreter), and for each
 // GPU backend without a device, why. Exits 0 whatever it finds: no GPU is a normal answer.
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_format.h"
 #include "runtime/discovery.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 
 namespace monotile::tools {
 namespace {
+
+constexpr std::string_view kUsage =
+    "usage: monotile devices\n"
+    "  lists the GPUs and the CPU interpreter found, and for each GPU vendor without a device, why\n";
 
 std::string unit_count(const runtime::DeviceInfo& info) {
   switch (info.vendor) {
@@ -31,6 +38,7 @@ std::string vendor_label(dsl::Vendor vendor) {
 }  // namespace
 
 int devices_command(Args args) {
+  if (std::optional<int> status = help_only(args, kUsage)) return *status;
   if (!args.empty()) {
     std::fprintf(stderr, "monotile devices: takes no arguments, got \"%.*s\"\n",
                  static_cast<int>(args[0].size()), args[0].data());

@@ -177,6 +177,7 @@ class Analysis {
       case OpCode::kAddPtr: return set(out, add(op, r));
       case OpCode::kMul: return set(out, mul(op, r));
       case OpCode::kShl: return set(out, shl(op, r));
+      case OpCode::kShr: return set(out, shr(op, r));
       case OpCode::kCmp: return set(out, cmp(op, r));
       case OpCode::kMin:
       case OpCode::kMax:
@@ -277,6 +278,21 @@ class Analysis {
         info.divisibility[d] = std::min(kMaxDivisibility, a.divisibility[d] << b.range->first);
       }
     }
+    return info;
+  }
+
+  // x >> s for a constant s: an aligned contiguous run of x, cut into aligned pieces of 2^s, is
+  // constant over each piece (the shift floors, so negative values group the same way).
+  AxisInfo shr(const Op& op, int r) {
+    AxisInfo info = same_constancy(op, r);
+    const AxisInfo& a = get(op.operands[0]);
+    const AxisInfo& b = get(op.operands[1]);
+    if (!b.range || b.range->first != b.range->second || b.range->first < 0 || b.range->first >= 30) return info;
+    const int64_t piece = int64_t{1} << b.range->first;
+    for (size_t d = 0; d < info.constancy.size(); ++d) {
+      info.constancy[d] = std::max(info.constancy[d], std::min({a.contiguity[d], a.divisibility[d], piece}));
+    }
+    if (a.range && a.range->first >= 0) info.range = Range{a.range->first >> b.range->first, a.range->second >> b.range->first};
     return info;
   }
 

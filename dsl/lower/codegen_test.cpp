@@ -137,6 +137,27 @@ TEST(Codegen, ClampedBaseKeepsTheAlignmentBothChoicesShare) {
   }
 }
 
+// A per-group value read beside its elements (an MXFP4 scale per 16 bytes): offsets >> 4 are
+// constant over aligned runs of 16, so each thread reads the address once for its 16 registers.
+Program grouped_scales(int shift) {
+  Builder b("grouped_scales", {.num_warps = 4});
+  auto x = b.arg("x", ptr(u8)), s = b.arg("s", ptr(u8)), y = b.arg("y", ptr(i32));
+  auto offs = program_id(0) * 1024 + arange(0, 1024);
+  store(y + offs, load(x + offs).to(i32) * load(s + (offs >> shift)).to(i32));
+  return b.finish();
+}
+
+TEST(Codegen, AnAddressSharedByAGroupOfRegistersIsReadOnce) {
+  for (const char* target : kTargets) {
+    std::string source = lowered(grouped_scales(4), target).source;
+    EXPECT_THAT(source, HasSubstr("for (int g = 0; g < 1; ++g) {\n")) << target;
+    EXPECT_THAT(source, HasSubstr("const int i = g * 16;")) << target;
+    EXPECT_THAT(source, HasSubstr("[i + 15] = v")) << target;
+    // Runs of 2 leave groups of 2 of a thread's 16 registers.
+    EXPECT_THAT(lowered(grouped_scales(1), target).source, HasSubstr("const int i = g * 2;")) << target;
+  }
+}
+
 TEST(Codegen, AllTrueMaskIsDropped) {
   for (const char* target : kTargets) {
     LoweredKernel kernel = lowered(masked_copy(false), target);

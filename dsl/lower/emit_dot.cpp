@@ -140,6 +140,9 @@ absl::Status OpLowering::dot_fma(const Op& op, const Layout& out_layout) {
   line(absl::StrCat("const int row = ", coord(out_layout, 0, "i"), ";"));
   line(absl::StrCat("const int col = ", coord(out_layout, 1, "i"), ";"));
   line(absl::StrCat("float mt_s = ", acc, "[i];"));
+  // Unrolled in part only: unrolled whole, a short K pulls every operand of every register's sum
+  // into registers at once (hiprtc spilled K2's MXFP4 steps at K 64 on gfx90a).
+  line("#pragma unroll 8");
   line(absl::StrCat("for (int kk = 0; kk < ", k, "; ++kk) mt_s = fmaf(", smem("float"), "[row * ", k, " + kk], ",
                     smem("float", b_offset), "[kk * ", n, " + col], mt_s);"));
   line(absl::StrCat(out, "[i] = mt_s;"));

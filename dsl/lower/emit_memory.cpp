@@ -1,6 +1,7 @@
 // Loads, stores and prefetches. A register group of `vec` elements that axis analysis proves
-// contiguous and aligned moves as one access of vec * bytes (up to 16), through 32-bit words; masks
-// proven all-true are dropped, masks constant over a group guard the whole group. Ordered
+// contiguous and aligned moves as one access of vec * bytes (up to 16), through 32-bit words; a group
+// whose address axis analysis proves constant (a scale per 16 bytes) is read once; masks proven
+// all-true are dropped, masks constant over a group guard the whole group. Ordered
 // (acquire/release/relaxed) accesses are per element through the vendor's spelling; scalar ones are
 // made by thread 0 and shared with the block so that every thread sees one value. A prefetch is one
 // hint per group (a group lies in one 16-byte chunk, so in one line), by the group's owner thread.
@@ -85,6 +86,18 @@ int OpLowering::vector_width(const Op& op, const Layout& layout, int bytes) {
   return static_cast<int>(std::max<int64_t>(vec, 1));
 }
 
+int OpLowering::same_address_group(const Op& op, const Layout& layout) {
+  if (layout.rank() == 0 || op.attrs.order != MemOrder::kPlain) return 1;
+  int last = layout.rank() - 1;
+  int64_t group = std::min<int64_t>(layout.dim(last).spt, state_.axis[op.operands[0]].constancy[last]);
+  if (op.attrs.has_mask) {
+    const AxisInfo& mask = state_.axis[op.operands[1]];
+    if (!mask.known_true()) group = std::min<int64_t>(group, mask.constancy[last]);
+  }
+  if (op.attrs.has_other) group = std::min<int64_t>(group, state_.axis[op.operands[op.attrs.has_mask ? 2 : 1]].constancy[last]);
+  return static_cast<int>(std::max<int64_t>(group, 1));
+}
+
 absl::Status OpLowering::load(const Op& op) {
   ValueId result = op.results[0];
   ScalarType element = type(result).element.scalar;
@@ -103,12 +116,14 @@ absl::Status OpLowering::load(const Op& op) {
   if (op.attrs.has_other) other = get(op.operands[op.attrs.has_mask ? 2 : 1], layout);
   int vec = vector_width(op, layout, bytes);
   int total = vec * bytes;
+  // A single-element access whose address is the same over a group of registers reads it once.
+  int same = vec == 1 ? same_address_group(op, layout) : 1;
   std::string out = name(result);
   declare(result, regs);
   bool scalar_ordered = ordered && layout.rank() == 0;
   if (scalar_ordered) open("if (mt_tid == 0)");
-  unrolled("g", regs / vec);
-  line(absl::StrCat("const int i = g * ", vec, ";"));
+  unrolled("g", regs / (vec * same));
+  line(absl::StrCat("const int i = g * ", vec * same, ";"));
   if (masked) open(absl::StrCat("if (", mask, "[i])"));
   else open("");
   line(absl::StrCat("unsigned mt_w[", std::max(total / 4, 1), "];"));
@@ -130,11 +145,12 @@ absl::Status OpLowering::load(const Op& op) {
     for (int j = 0; j < vec; ++j) {
       line(absl::StrCat(out, "[i + ", j, "] = ", from_bits(element, extract("mt_w", j, bytes)), ";"));
     }
+    for (int j = 1; j < same; ++j) line(absl::StrCat(out, "[i + ", j, "] = ", out, "[i];"));
   }
   close();
   if (masked) {
     open("else");
-    for (int j = 0; j < vec; ++j) {
+    for (int j = 0; j < vec * same; ++j) {
       line(absl::StrCat(out, "[i + ", j, "] = ",
                         other.empty() ? absl::StrCat("(", reg_type(result), ")0") : absl::StrCat(other, "[i + ", j, "]"),
                         ";"));

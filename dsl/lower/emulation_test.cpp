@@ -237,6 +237,18 @@ Program reduce_rows(ScalarType dtype) {
   return b.finish();
 }
 
+// A value per 16 elements read beside them (an MXFP4 scale per 16 packed bytes), rows masked at run
+// time: each thread reads a group's address once for the group's registers.
+Program grouped_scales() {
+  Builder b("grouped_scales", {.num_warps = 4});
+  auto x = b.arg("x", ptr(u8)), s = b.arg("s", ptr(u8)), y = b.arg("y", ptr(i32)), n = b.arg("n", i32);
+  auto rows = arange(0, 16);
+  auto offs = col(rows) * 128 + row(arange(0, 128));
+  auto ok = col(rows < n);
+  store(y + offs, load(x + offs, ok).to(i32) * 256 + load(s + (offs >> 4), ok).to(i32), ok);
+  return b.finish();
+}
+
 std::vector<Case> cases() {
   using enum ScalarType;
   return {
@@ -262,6 +274,8 @@ std::vector<Case> cases() {
        "keep half"},
       {"reduce_rows_u8", [] { return reduce_rows(kU8); },
        {{kU8, 64 * 128}, {kI32, 64}, {kU8, 64}, {kU8, 64}, {kU8, 64}, {kI32, 128}}, {}, 1, "keep half"},
+      {"grouped_scales", grouped_scales, {{kU8, 16 * 128}, {kU8, 16 * 8}, {kI32, 16 * 128}}, {11}, 1,
+       "const int i = g * 16;"},
       {"persistent", [] { return sample("persistent"); },
        {{kI32, 1, 0, 1}, {kI32, 6, 0, 1}, {kF32, 6 * 64}, {kU32, 1, 0, 1}}, {1, 6}, 3},
   };

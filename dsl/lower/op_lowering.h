@@ -91,6 +91,8 @@ class OpLowering {
   absl::Status store(const Op& op);
   absl::Status prefetch(const Op& op);
   int vector_width(const Op& op, const Layout& layout, int bytes);
+  // Registers in a row of the last dim that read one address (the pointer and mask constant over them).
+  int same_address_group(const Op& op, const Layout& layout);
   std::string from_bits(ScalarType type, std::string_view bits) const;
   std::string to_bits(ScalarType type, std::string_view value) const;
   absl::Status atomic(const Op& op);  // emit_sync.cpp

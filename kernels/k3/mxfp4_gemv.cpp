@@ -14,30 +14,33 @@ namespace {
 
 constexpr int kGroup = 32;
 
-// The e2m1 magnitudes {0, 0.5, 1, 1.5, 2, 3, 4, 6} of codes 0..7, by arithmetic (no table).
-Value e2m1_magnitude(const Value& m) {
-  auto f = m.to(f32);
-  return where(m < 4, f * 0.5f, where(m < 6, f - 2.0f, f * 2.0f - 8.0f));
-}
-
 // 2^(code - 127) built from its bits (exact; code 0 is the subnormal 2^-127, 255 is NaN).
 Value e8m0_value(const Value& code) {
   auto normal = (code << 23).bitcast(f32);
   return where(code == 0, std::ldexp(1.0f, -127), where(code == 255, std::numeric_limits<float>::quiet_NaN(), normal));
 }
 
+// The e2m1 code in bits 0..3 of `bits` (i32) times `scale`, as bf16. The code's sign goes to bit 31
+// and its exponent and mantissa to bits 22..24, which read as an f32 are the e2m1 value times 2^-126
+// (a subnormal for codes 0 and 1, so the targets keep f32 subnormals: no flush-to-zero); 2^126 and
+// the scale are exact powers of two, so the value rounds nowhere.
+Value e2m1_value(const Value& bits, const Value& scale) {
+  auto sign = (bits << 28) & std::numeric_limits<int32_t>::min();
+  auto magnitude = (bits << 22) & (7 << 22);
+  return ((sign | magnitude).bitcast(f32) * std::ldexp(1.0f, 126) * scale).to(bf16);
+}
+
 }  // namespace
 
-Value mxfp4_weights(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& k0) {
-  auto ks = k0 + arange(0, g.step);
+Mxfp4Step mxfp4_weights(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
   auto base = col(rows).to(i64);
-  // Each byte is read by the two lanes of its elements, each scale by its group's 32.
-  auto bytes = load(g.packed + base * (g.k / 2) + row(ks / 2), col(row_ok), {.cache = Cache::streaming}).to(i32);
-  auto codes = where(row(ks % 2 == 0), bytes & 15, bytes >> 4);
-  auto magnitude = e2m1_magnitude(codes & 7);
-  auto value = where((codes & 8) != 0, -magnitude, magnitude);
-  auto scale = e8m0_value(load(g.scales + base * (g.k / kGroup) + row(ks / kGroup), col(row_ok)).to(i32));
-  return (value * scale).to(bf16);
+  auto bytes_in_step = byte0 + arange(0, g.step / 2);
+  // Each packed byte read once, a row's bytes as 16-byte vectors. The 16 bytes of a scale's group
+  // give one scale address (>> keeps that visible to the lowering), which is read once per group.
+  auto bytes = load(g.packed + base * (g.k / 2) + row(bytes_in_step), col(row_ok), {.cache = Cache::streaming}).to(i32);
+  auto codes = load(g.scales + base * (g.k / kGroup) + row(bytes_in_step >> 4), col(row_ok));
+  auto scale = e8m0_value(codes.to(i32));
+  return {.low = e2m1_value(bytes, scale), .high = e2m1_value(bytes >> 4, scale)};
 }
 
 int mxfp4_step(int64_t k, int max_step) {
@@ -57,10 +60,13 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   const int64_t padded = gemv_padded_tokens(g.tokens);
   auto ms = arange(0, padded);
   auto m_ok = ms < g.tokens;
-  return range(0, g.k, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
-    auto w = mxfp4_weights(g, rows, row_ok, k0);
-    auto xs = load(g.x + col(ms) * g.k + row(k0 + arange(0, g.step)), col(m_ok));
-    return dot(w, trans(xs), acc);
+  // The loop runs over packed bytes (two columns each) so that their 16-byte alignment is visible.
+  return range(0, g.k / 2, g.step / 2, zeros({g.rows, padded}, f32), [&](Value byte0, Value acc) {
+    auto w = mxfp4_weights(g, rows, row_ok, byte0);
+    // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'.
+    auto xs = g.x + col(ms) * g.k + row((byte0 + arange(0, g.step / 2)) * 2);
+    auto low = dot(w.low, trans(load(xs, col(m_ok))), acc);
+    return dot(w.high, trans(load(xs + 1, col(m_ok))), low);
   });
 }
 

@@ -24,9 +24,15 @@ struct Mxfp4Gemv {
   int step = 256;     // K per step: a multiple of 32
 };
 
-// The weights [rows, step] of rows `rows` (i32 [R]) and columns k0 + [0, step), as bf16 (exact:
-// every MXFP4 value is a bf16); rows past `row_ok` read zero.
-dsl::Value mxfp4_weights(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok, const dsl::Value& k0);
+// The weights of rows `rows` (i32 [R]) and packed bytes byte0 + [0, step / 2) (columns
+// 2 byte0 + [0, step)) as bf16 (exact: every MXFP4 value is a bf16), split by nibble so that each
+// packed byte is read once and nothing moves between threads: `low` [R, step / 2] holds columns
+// 2 (byte0 + j), `high` columns 2 (byte0 + j) + 1. Rows where `row_ok` is false read zero.
+struct Mxfp4Step {
+  dsl::Value low;
+  dsl::Value high;
+};
+Mxfp4Step mxfp4_weights(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok, const dsl::Value& byte0);
 
 // The accumulator [rows, padded tokens] f32 of the task whose first row is task * rows (gemv_task.h's
 // shape); rows past `n` read zero.

@@ -1,0 +1,15 @@
+// The flags several `monotile` subcommands take; each subcommand's usage text says what they mean
+// there.
+#include "tools/shared_flags.h"
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::optional<std::string>, model, std::nullopt,
+          "an embedded config name or a checkpoint folder");
+ABSL_FLAG(std::optional<int>, tp, std::nullopt, "the tensor-parallel size");
+ABSL_FLAG(std::optional<int>, rank, std::nullopt, "the TP rank");
+ABSL_FLAG(std::optional<int>, q, std::nullopt, "tokens per request, num_speculative_tokens + 1");
+ABSL_FLAG(std::optional<int>, max_rows, std::nullopt, "the executor's widest launch");
+ABSL_FLAG(std::optional<std::string>, target, std::nullopt, "comma-separated targets");
+ABSL_FLAG(std::string, cache_dir, "", "the writable cache folder");
+ABSL_FLAG(std::optional<int>, jobs, std::nullopt, "parallel compiles");
