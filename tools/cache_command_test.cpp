@@ -199,7 +199,7 @@ TEST_F(CacheCommandTest, BooleansTakeAbseilsForms) {
   EXPECT_THAT(valued.output, HasSubstr("monotile cache: --no-remove takes no value, got \"yes\""));
   CommandResult bad = run("verify --remove=maybe");
   EXPECT_EQ(bad.status, 2);
-  EXPECT_THAT(bad.output, HasSubstr("monotile cache: --remove maybe: expected true or false"));
+  EXPECT_THAT(bad.output, HasSubstr("monotile cache: --remove=maybe: expected true or false"));
 }
 
 TEST(CacheCommand, EmptyCacheDirSaysSo) {

@@ -113,7 +113,7 @@ ParsedArgs parse_command_flags(const CommandFlags& flags, Args args) {
     }
     std::string error;
     if (!flag->ParseFrom(text, &error)) {
-      return misuse(absl::StrCat(shown, " ", text, ": expected ", expected_value(*flag)));
+      return misuse(absl::StrCat(shown, value ? "=" : " ", text, ": expected ", expected_value(*flag)));
     }
     parsed.given.insert(std::string(flag->Name()));
   }

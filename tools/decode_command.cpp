@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -32,9 +32,18 @@
 #include "runtime/discovery.h"
 #include "support/status_macros.h"
 #include "tools/build_report.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/decode_host_layers.h"
 #include "tools/device_choice.h"
+#include "tools/shared_flags.h"
+
+ABSL_FLAG(uint64_t, seed, 1, "the seeded weights' and the steps' seed");
+ABSL_FLAG(std::optional<std::string>, device, std::nullopt, "cpu or gpu");
+ABSL_FLAG(std::optional<std::string>, standins, std::nullopt, "how the host's layers run: reference or kernels");
+ABSL_FLAG(int, requests, 2, "requests per step");
+ABSL_FLAG(int, steps, 3, "spec-verify steps");
+ABSL_FLAG(bool, check, false, "compare every served layer with the float64 reference");
 
 namespace monotile::tools {
 namespace {
@@ -414,37 +423,34 @@ absl::Status DecodeJob::run() {
 }  // namespace
 
 int decode_command(Args args) {
-  Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--check") {
-      o.check = true;
-      continue;
-    }
-    if (i + 1 >= args.size()) return misuse(absl::StrCat("unknown or incomplete option \"", std::string(arg), "\""));
-    std::string value(args[++i]);
-    auto number = [&](int& out) { return absl::SimpleAtoi(value, &out); };
-    bool ok = true;
-    if (arg == "--model") o.model = value;
-    else if (arg == "--device") o.device = value;
-    else if (arg == "--standins" && value != "reference" && value != "kernels") {
-      return misuse(absl::StrCat("--standins ", value, ": expected reference or kernels"));
-    }
-    else if (arg == "--standins") o.standins = value;
-    else if (arg == "--seed") ok = absl::SimpleAtoi(value, &o.seed);
-    else if (arg == "--q") ok = number(o.q) && o.q >= 1;
-    else if (arg == "--requests") ok = number(o.requests) && o.requests >= 1;
-    else if (arg == "--steps") ok = number(o.steps) && o.steps >= 0;
-    else if (arg == "--max-rows") ok = number(o.max_rows);
-    else if (arg == "--tp") ok = number(o.tp);
-    else if (arg == "--rank") ok = number(o.rank);
-    else return misuse(absl::StrCat("unknown option \"", std::string(arg), "\""));
-    if (!ok) return misuse(absl::StrCat(std::string(arg), " ", value, ": expected a positive integer"));
+  const ParsedArgs parsed = parse_command_flags(
+      {.command = "monotile decode",
+       .file = __FILE__,
+       .shared = {"model", "q", "max_rows", "tp", "rank"},
+       .usage = kUsage},
+      args);
+  if (parsed.exit_status) return *parsed.exit_status;
+  if (!parsed.positional.empty()) {
+    return misuse(absl::StrCat("takes options only, got \"", parsed.positional[0], "\""));
   }
+  Options o;
+  o.model = absl::GetFlag(FLAGS_model).value_or(o.model);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.device = absl::GetFlag(FLAGS_device);
+  o.standins = absl::GetFlag(FLAGS_standins);
+  o.q = absl::GetFlag(FLAGS_q).value_or(o.q);
+  o.requests = absl::GetFlag(FLAGS_requests);
+  o.steps = absl::GetFlag(FLAGS_steps);
+  o.max_rows = absl::GetFlag(FLAGS_max_rows).value_or(o.max_rows);
+  o.tp = absl::GetFlag(FLAGS_tp).value_or(o.tp);
+  o.rank = absl::GetFlag(FLAGS_rank).value_or(o.rank);
+  o.check = absl::GetFlag(FLAGS_check);
+  if (o.standins && *o.standins != "reference" && *o.standins != "kernels") {
+    return misuse(absl::StrCat("--standins ", *o.standins, ": expected reference or kernels"));
+  }
+  if (o.q < 1) return misuse(absl::StrCat("--q ", o.q, ": expected a positive integer"));
+  if (o.requests < 1) return misuse(absl::StrCat("--requests ", o.requests, ": expected a positive integer"));
+  if (o.steps < 0) return misuse(absl::StrCat("--steps ", o.steps, ": expected a non-negative integer"));
   absl::Status status = DecodeJob(o).run();
   return status.ok() ? 0 : fail(status);
 }

@@ -51,10 +51,41 @@ TEST(DecodeCommand, RefusesMisuse) {
   EXPECT_THAT(result.output, HasSubstr("--device tpu: expected cpu or gpu; hint:"));
   result = run("--steps many");
   EXPECT_EQ(result.status, 2) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("--steps many: expected a positive integer"));
-  result = run("--graph");
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --steps many: expected an integer"));
+  result = run("--seed=-3");
   EXPECT_EQ(result.status, 2) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("unknown or incomplete option \"--graph\""));
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --seed=-3: expected a non-negative integer"));
+  result = run("--q 0");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --q 0: expected a positive integer"));
+  result = run("--requests=0");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --requests 0: expected a positive integer"));
+  result = run("--steps -1");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --steps -1: expected a non-negative integer"));
+  result = run("--tp");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --tp needs a value; hint: monotile decode --help lists its options"));
+  result = run("layer1");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: takes options only, got \"layer1\""));
+}
+
+TEST(DecodeCommand, RefusesAnOptionOfAnotherCommand) {
+  CommandResult result = run("--graph");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: unknown option --graph; hint: monotile decode --help lists its options"));
+  // --dir is monotile cache's.
+  result = run("--dir /tmp");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: unknown option --dir; hint: monotile decode --help lists its options"));
+}
+
+TEST(DecodeCommand, HelpPrintsTheUsage) {
+  const CommandResult result = run("--help");
+  EXPECT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("usage: monotile decode [--model k3-tiny|k3|DIR]"));
 }
 
 }  // namespace
