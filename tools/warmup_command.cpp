@@ -6,9 +6,10 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "kernels/registry.h"
@@ -17,7 +18,13 @@
 #include "support/status_macros.h"
 #include "support/strings.h"
 #include "tools/build_report.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
+#include "tools/shared_flags.h"
+
+ABSL_FLAG(std::string, only, "", "these registered kernels only, comma-separated");
+ABSL_FLAG(std::string, bundle, "", "write every build into this new folder");
+ABSL_FLAG(std::string, dump, "", "compile every build afresh and write its files into this folder");
 
 namespace monotile::tools {
 namespace {
@@ -66,44 +73,36 @@ int misuse(const std::string& message) {
 }  // namespace
 
 int warmup_command(Args args) {
-  std::string targets_text = "sm_90a,gfx90a";
-  std::string cache_dir;
-  std::string bundle;
-  std::string dump;
-  std::vector<std::string> only;
-  int jobs = 0;
-  std::string model;
-  int tp = 1, q = 0, rank = -1, max_rows = 16;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
+  const ParsedArgs parsed = parse_command_flags(
+      {.command = "monotile warmup",
+       .file = __FILE__,
+       .shared = {"target", "cache_dir", "jobs", "model", "tp", "q", "rank", "max_rows"},
+       .usage = kUsage},
+      args);
+  if (parsed.exit_status) return *parsed.exit_status;
+  if (!parsed.positional.empty()) {
+    return misuse("takes options only, got \"" + parsed.positional[0] + "\"");
+  }
+  const std::string targets_text = absl::GetFlag(FLAGS_target).value_or("sm_90a,gfx90a");
+  const std::string cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  const std::string bundle = absl::GetFlag(FLAGS_bundle);
+  const std::string dump = absl::GetFlag(FLAGS_dump);
+  const std::vector<std::string> only = absl::StrSplit(absl::GetFlag(FLAGS_only), ',', absl::SkipEmpty());
+  const std::string model = absl::GetFlag(FLAGS_model).value_or("");
+  const std::pair<const char*, std::optional<int>> counts[] = {{"--tp", absl::GetFlag(FLAGS_tp)},
+                                                               {"--q", absl::GetFlag(FLAGS_q)},
+                                                               {"--rank", absl::GetFlag(FLAGS_rank)},
+                                                               {"--max-rows", absl::GetFlag(FLAGS_max_rows)}};
+  for (const auto& [name, value] : counts) {
+    if (value && *value < 0) {
+      return misuse(std::string(name) + " takes a non-negative integer, got \"" + std::to_string(*value) + "\"");
     }
-    if (i + 1 >= args.size()) return misuse(std::string("unknown or incomplete option \"") + std::string(arg) + "\"");
-    std::string value(args[++i]);
-    if (arg == "--target") {
-      targets_text = value;
-    } else if (arg == "--only") {
-      only = absl::StrSplit(value, ',', absl::SkipEmpty());
-    } else if (arg == "--cache-dir") {
-      cache_dir = value;
-    } else if (arg == "--bundle") {
-      bundle = value;
-    } else if (arg == "--dump") {
-      dump = value;
-    } else if (arg == "--model") {
-      model = value;
-    } else if (arg == "--tp" || arg == "--q" || arg == "--rank" || arg == "--max-rows") {
-      int& out = arg == "--tp" ? tp : arg == "--q" ? q : arg == "--rank" ? rank : max_rows;
-      if (!absl::SimpleAtoi(value, &out) || out < 0) {
-        return misuse(std::string(arg) + " takes a non-negative integer, got \"" + value + "\"");
-      }
-    } else if (arg == "--jobs") {
-      if (!absl::SimpleAtoi(value, &jobs) || jobs < 1) return misuse("--jobs takes a positive integer, got \"" + value + "\"");
-    } else {
-      return misuse(std::string("unknown option \"") + std::string(arg) + "\"");
-    }
+  }
+  const int tp = absl::GetFlag(FLAGS_tp).value_or(1), q = absl::GetFlag(FLAGS_q).value_or(0);
+  const int rank = absl::GetFlag(FLAGS_rank).value_or(-1), max_rows = absl::GetFlag(FLAGS_max_rows).value_or(16);
+  const int jobs = absl::GetFlag(FLAGS_jobs).value_or(0);
+  if (absl::GetFlag(FLAGS_jobs) && jobs < 1) {
+    return misuse("--jobs takes a positive integer, got \"" + std::to_string(jobs) + "\"");
   }
 
   std::vector<dsl::Target> targets;

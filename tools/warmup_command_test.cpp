@@ -119,6 +119,24 @@ TEST(WarmupCommand, BadJobsIsMisuse) {
   EXPECT_THAT(run.output, HasSubstr("usage: monotile warmup"));
 }
 
+TEST(WarmupCommand, NegativeCountIsMisuse) {
+  jit::testing::TempDir dir;
+  CommandRun run = warmup("--model k3-tiny --q 2 --tp=-1", dir.path(), /*only=*/false);
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.output, HasSubstr("monotile warmup: --tp takes a non-negative integer, got \"-1\""));
+}
+
+TEST(WarmupCommand, ArgumentsAndOptionsOfOtherCommandsAreMisuse) {
+  jit::testing::TempDir dir;
+  CommandRun positional = warmup("sm_90a", dir.path());
+  EXPECT_EQ(positional.status, 2);
+  EXPECT_THAT(positional.output, HasSubstr("monotile warmup: takes options only, got \"sm_90a\""));
+  CommandRun other = warmup("--steps 2", dir.path());
+  EXPECT_EQ(other.status, 2);
+  EXPECT_THAT(other.output,
+              HasSubstr("monotile warmup: unknown option --steps; hint: monotile warmup --help lists its options"));
+}
+
 TEST(WarmupCommand, UnknownKernelIsMisuse) {
   jit::testing::TempDir dir;
   CommandRun run = warmup("--only nosuch", dir.path(), /*only=*/false);
