@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -21,8 +21,14 @@
 #include "kernels/registry.h"
 #include "support/strings.h"
 #include "tools/build_report.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/kernel_file.h"
+#include "tools/shared_flags.h"
+
+ABSL_FLAG(bool, print_source, false, "print each build's generated CUDA/HIP source");
+ABSL_FLAG(bool, report, false, "print each build's resources");
+ABSL_FLAG(bool, list, false, "print the registered kernels");
 
 namespace monotile::tools {
 namespace {
@@ -69,48 +75,26 @@ bool names_a_file(const std::string& what) {
 }  // namespace
 
 int compile_command(Args args) {
-  std::string what;
-  std::string targets_text = "sm_90a,gfx90a";
-  std::string cache_dir;
-  bool print_source = false, report = false;
-  int jobs = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string arg(args[i]);
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--list") return list_registry();
-    if (arg == "--print-source") {
-      print_source = true;
-      continue;
-    }
-    if (arg == "--report") {
-      report = true;
-      continue;
-    }
-    if (!arg.starts_with("--")) {
-      if (!what.empty())
-        return misuse(
-            absl::StrCat("one kernel file or name expected, got \"", what, "\" and \"", arg, "\""));
-      what = arg;
-      continue;
-    }
-    if (i + 1 >= args.size())
-      return misuse(absl::StrCat("unknown or incomplete option \"", arg, "\""));
-    const std::string value(args[++i]);
-    if (arg == "--target") {
-      targets_text = value;
-    } else if (arg == "--cache-dir") {
-      cache_dir = value;
-    } else if (arg == "--jobs") {
-      if (!absl::SimpleAtoi(value, &jobs) || jobs < 1)
-        return misuse(absl::StrCat("--jobs takes a positive integer, got \"", value, "\""));
-    } else {
-      return misuse(absl::StrCat("unknown option \"", arg, "\""));
-    }
+  const ParsedArgs parsed = parse_command_flags({.command = "monotile compile",
+                                                 .file = __FILE__,
+                                                 .shared = {"target", "cache_dir", "jobs"},
+                                                 .usage = kUsage},
+                                                args);
+  if (parsed.exit_status) return *parsed.exit_status;
+  if (absl::GetFlag(FLAGS_list)) return list_registry();
+  if (parsed.positional.size() > 1) {
+    return misuse(absl::StrCat("one kernel file or name expected, got \"", parsed.positional[0],
+                               "\" and \"", parsed.positional[1], "\""));
   }
-  if (what.empty()) return misuse("no kernel file or name");
+  if (parsed.positional.empty()) return misuse("no kernel file or name");
+  const std::string what = parsed.positional[0];
+  const std::string targets_text = absl::GetFlag(FLAGS_target).value_or("sm_90a,gfx90a");
+  const std::string cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  const bool print_source = absl::GetFlag(FLAGS_print_source), report = absl::GetFlag(FLAGS_report);
+  const int jobs = absl::GetFlag(FLAGS_jobs).value_or(0);
+  if (absl::GetFlag(FLAGS_jobs) && jobs < 1) {
+    return misuse(absl::StrCat("--jobs takes a positive integer, got \"", jobs, "\""));
+  }
 
   std::vector<dsl::Target> targets;
   for (absl::string_view text : absl::StrSplit(targets_text, ',', absl::SkipEmpty())) {

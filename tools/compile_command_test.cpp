@@ -194,5 +194,26 @@ TEST(CompileCommand, UnbuildableTargetFailsAloneWithTheJitsMessage) {
   EXPECT_THAT(run.output, HasSubstr("4 builds: 0 cache hits, 2 compiled, 2 failed"));
 }
 
+TEST(CompileCommand, MisuseSaysWhatIsWrong) {
+  jit::testing::TempDir dir;
+  testing::CommandResult two = compile("rmsnorm_rows4_h7168 softmax_rows8192_cols4096", dir);
+  EXPECT_EQ(two.status, 2) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("monotile compile: one kernel file or name expected, got "
+                                    "\"rmsnorm_rows4_h7168\" and \"softmax_rows8192_cols4096\""));
+  testing::CommandResult none = compile("--report", dir);
+  EXPECT_EQ(none.status, 2) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("monotile compile: no kernel file or name"));
+  testing::CommandResult jobs = compile("rmsnorm_rows4_h7168 --jobs=0", dir);
+  EXPECT_EQ(jobs.status, 2) << jobs.output;
+  EXPECT_THAT(jobs.output, HasSubstr("monotile compile: --jobs takes a positive integer, got \"0\""));
+  testing::CommandResult other = compile("rmsnorm_rows4_h7168 --bundle x", dir);
+  EXPECT_EQ(other.status, 2) << other.output;
+  EXPECT_THAT(other.output,
+              HasSubstr("monotile compile: unknown option --bundle; hint: monotile compile --help lists its options"));
+  testing::CommandResult help = compile("--help", dir);
+  EXPECT_EQ(help.status, 0) << help.output;
+  EXPECT_THAT(help.output, HasSubstr("usage: monotile compile FILE.cpp|NAME"));
+}
+
 }  // namespace
 }  // namespace monotile::tools
