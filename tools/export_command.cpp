@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -20,7 +20,9 @@
 #include "kernels/registry.h"
 #include "support/files.h"
 #include "tools/build_report.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
+#include "tools/shared_flags.h"
 
 namespace monotile::tools {
 namespace {
@@ -116,32 +118,19 @@ absl::StatusOr<std::string> write_kernel(const std::string& name, const std::str
 }  // namespace
 
 int export_command(Args args) {
-  std::string target_text = "sm_90a";
-  std::string out_dir;
-  std::string only_text;
-  std::string cache_dir;
-  int jobs = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (i + 1 >= args.size()) return misuse("unknown or incomplete option \"" + std::string(arg) + "\"");
-    std::string value(args[++i]);
-    if (arg == "--target") {
-      target_text = value;
-    } else if (arg == "--out") {
-      out_dir = value;
-    } else if (arg == "--only") {
-      only_text = value;
-    } else if (arg == "--cache-dir") {
-      cache_dir = value;
-    } else if (arg == "--jobs") {
-      if (!absl::SimpleAtoi(value, &jobs) || jobs < 1) return misuse("--jobs takes a positive integer, got \"" + value + "\"");
-    } else {
-      return misuse("unknown option \"" + std::string(arg) + "\"");
-    }
+  const ParsedArgs parsed = parse_command_flags({.command = "monotile export",
+                                                 .file = __FILE__,
+                                                 .shared = {"out", "target", "only", "cache_dir", "jobs"},
+                                                 .usage = kUsage},
+                                                args);
+  if (parsed.exit_status) return *parsed.exit_status;
+  if (!parsed.positional.empty()) return misuse("takes options only, got \"" + parsed.positional[0] + "\"");
+  const std::string target_text = absl::GetFlag(FLAGS_target).value_or("sm_90a");
+  const std::string out_dir = absl::GetFlag(FLAGS_out), only_text = absl::GetFlag(FLAGS_only);
+  const std::string cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  const int jobs = absl::GetFlag(FLAGS_jobs).value_or(0);
+  if (absl::GetFlag(FLAGS_jobs) && jobs < 1) {
+    return misuse("--jobs takes a positive integer, got \"" + std::to_string(jobs) + "\"");
   }
   if (out_dir.empty()) return misuse("--out is required");
   absl::StatusOr<dsl::Target> target = dsl::Target::parse(target_text);

@@ -127,7 +127,11 @@ TEST(ExportCommand, MisuseSaysWhatIsWrong) {
   EXPECT_THAT(bad_target.output, HasSubstr("sm_9x"));
   CommandRun bad = export_run("--out " + out + " --frobnicate 1", dir.path());
   EXPECT_EQ(bad.status, 2);
-  EXPECT_THAT(bad.output, HasSubstr("unknown option \"--frobnicate\""));
+  EXPECT_THAT(bad.output,
+              HasSubstr("monotile export: unknown option --frobnicate; hint: monotile export --help lists its options"));
+  CommandRun positional = export_run("--out " + out + " sm_90a", dir.path());
+  EXPECT_EQ(positional.status, 2);
+  EXPECT_THAT(positional.output, HasSubstr("monotile export: takes options only, got \"sm_90a\""));
   CommandRun no_jobs = export_run("--out " + out + " --jobs 0", dir.path());
   EXPECT_EQ(no_jobs.status, 2);
   EXPECT_THAT(no_jobs.output, HasSubstr("--jobs takes a positive integer, got \"0\""));

@@ -13,3 +13,5 @@ ABSL_FLAG(std::optional<int>, max_rows, std::nullopt, "the executor's widest lau
 ABSL_FLAG(std::optional<std::string>, target, std::nullopt, "comma-separated targets");
 ABSL_FLAG(std::string, cache_dir, "", "the writable cache folder");
 ABSL_FLAG(std::optional<int>, jobs, std::nullopt, "parallel compiles");
+ABSL_FLAG(std::string, only, "", "these kernels only, comma-separated");
+ABSL_FLAG(std::string, out, "", "the file or folder written");

@@ -16,3 +16,5 @@ ABSL_DECLARE_FLAG(std::optional<int>, max_rows);
 ABSL_DECLARE_FLAG(std::optional<std::string>, target);
 ABSL_DECLARE_FLAG(std::string, cache_dir);
 ABSL_DECLARE_FLAG(std::optional<int>, jobs);
+ABSL_DECLARE_FLAG(std::string, only);
+ABSL_DECLARE_FLAG(std::string, out);

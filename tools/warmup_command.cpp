@@ -22,7 +22,6 @@
 #include "tools/commands.h"
 #include "tools/shared_flags.h"
 
-ABSL_FLAG(std::string, only, "", "these registered kernels only, comma-separated");
 ABSL_FLAG(std::string, bundle, "", "write every build into this new folder");
 ABSL_FLAG(std::string, dump, "", "compile every build afresh and write its files into this folder");
 
@@ -76,7 +75,7 @@ int warmup_command(Args args) {
   const ParsedArgs parsed = parse_command_flags(
       {.command = "monotile warmup",
        .file = __FILE__,
-       .shared = {"target", "cache_dir", "jobs", "model", "tp", "q", "rank", "max_rows"},
+       .shared = {"target", "only", "cache_dir", "jobs", "model", "tp", "q", "rank", "max_rows"},
        .usage = kUsage},
       args);
   if (parsed.exit_status) return *parsed.exit_status;
