@@ -38,12 +38,8 @@
 #include "tools/device_choice.h"
 #include "tools/shared_flags.h"
 
-ABSL_FLAG(uint64_t, seed, 1, "the seeded weights' and the steps' seed");
-ABSL_FLAG(std::optional<std::string>, device, std::nullopt, "cpu or gpu");
 ABSL_FLAG(std::optional<std::string>, standins, std::nullopt, "how the host's layers run: reference or kernels");
-ABSL_FLAG(int, requests, 2, "requests per step");
 ABSL_FLAG(int, steps, 3, "spec-verify steps");
-ABSL_FLAG(bool, check, false, "compare every served layer with the float64 reference");
 
 namespace monotile::tools {
 namespace {
@@ -426,7 +422,7 @@ int decode_command(Args args) {
   const ParsedArgs parsed = parse_command_flags(
       {.command = "monotile decode",
        .file = __FILE__,
-       .shared = {"model", "q", "max_rows", "tp", "rank"},
+       .shared = {"model", "seed", "device", "q", "requests", "max_rows", "tp", "rank", "check"},
        .usage = kUsage},
       args);
   if (parsed.exit_status) return *parsed.exit_status;
@@ -435,11 +431,11 @@ int decode_command(Args args) {
   }
   Options o;
   o.model = absl::GetFlag(FLAGS_model).value_or(o.model);
-  o.seed = absl::GetFlag(FLAGS_seed);
+  o.seed = absl::GetFlag(FLAGS_seed).value_or(o.seed);
   o.device = absl::GetFlag(FLAGS_device);
   o.standins = absl::GetFlag(FLAGS_standins);
   o.q = absl::GetFlag(FLAGS_q).value_or(o.q);
-  o.requests = absl::GetFlag(FLAGS_requests);
+  o.requests = absl::GetFlag(FLAGS_requests).value_or(o.requests);
   o.steps = absl::GetFlag(FLAGS_steps);
   o.max_rows = absl::GetFlag(FLAGS_max_rows).value_or(o.max_rows);
   o.tp = absl::GetFlag(FLAGS_tp).value_or(o.tp);

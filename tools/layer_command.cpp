@@ -7,27 +7,43 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "jit/jit.h"
 #include "model/dtype.h"
 #include "runtime/discovery.h"
 #include "support/status_macros.h"
+#include "support/strings.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/device_choice.h"
 #include "tools/layer_check.h"
 #include "tools/layer_io.h"
 #include "tools/layer_launch.h"
 #include "tools/layer_weights.h"
+#include "tools/shared_flags.h"
+
+ABSL_FLAG(std::optional<int>, layer, std::nullopt, "the layer");
+ABSL_FLAG(std::string, inputs, "", "run: the step file read");
+ABSL_FLAG(std::optional<std::string>, stage, std::nullopt, "run: layer or k1");
+ABSL_FLAG(std::optional<int64_t>, state_len, std::nullopt, "inputs: conv state entries");
+ABSL_FLAG(std::optional<int64_t>, slots, std::nullopt, "inputs: cache slots");
+ABSL_FLAG(std::optional<int>, padded, std::nullopt, "inputs: padded requests");
+ABSL_FLAG(bool, delta, true, "inputs: a delta (--no-delta: none)");
+ABSL_FLAG(bool, dim_first, false, "inputs: the conv state dim-first");
 
 namespace monotile::tools {
 namespace {
@@ -60,47 +76,44 @@ int failure(const absl::Status& status) {
   return 1;
 }
 
-// Options "--name value" and flags "--name".
-struct Options {
-  std::map<std::string, std::string> values;
-  std::set<std::string> flags;
+// The flags of layer_command.cpp each subcommand takes (the other's are refused by name).
+const std::set<std::string> kRunFlags = {"layer", "inputs", "stage"};
+const std::set<std::string> kInputsFlags = {"layer", "state_len", "slots", "padded", "delta", "dim_first"};
 
-  std::optional<std::string> get(const std::string& name) const {
-    auto found = values.find(name);
-    return found == values.end() ? std::nullopt : std::optional<std::string>(found->second);
-  }
-};
-
-// Parses `args` against the allowed options; a misuse message on error.
-std::optional<std::string> parse(Args args, const std::set<std::string>& with_value, const std::set<std::string>& flags,
-                                 Options& out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string arg(args[i]);
-    if (flags.contains(arg)) {
-      out.flags.insert(arg);
-    } else if (with_value.contains(arg)) {
-      if (i + 1 >= args.size()) return absl::StrCat("option \"", arg, "\" needs a value");
-      out.values[arg] = std::string(args[++i]);
-    } else {
-      return absl::StrCat("unknown option \"", arg, "\"");
+// Parses a subcommand's arguments: its options only, no positional argument. Nullopt when parsed;
+// else the exit status.
+std::optional<int> parse(std::string_view subcommand, Args args, std::vector<std::string_view> shared,
+                         const std::set<std::string>& own, std::set<std::string>& given) {
+  const std::string command = absl::StrCat("monotile layer ", to_absl(subcommand));
+  ParsedArgs parsed =
+      parse_command_flags({.command = command, .file = __FILE__, .shared = std::move(shared), .usage = kUsage}, args);
+  if (parsed.exit_status) return parsed.exit_status;
+  if (!parsed.positional.empty()) return misuse(absl::StrCat("takes options only, got \"", parsed.positional[0], "\""));
+  for (const std::string& name : parsed.given) {
+    if (own.contains(name)) continue;
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag != nullptr && std::filesystem::path(flag->Filename()).filename() == std::filesystem::path(__FILE__).filename()) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s: unknown option --%s; hint: %s --help lists its options\n", command.c_str(),
+                   absl::StrReplaceAll(name, {{"_", "-"}}).c_str(), command.c_str());
+      return 2;
     }
   }
+  given = std::move(parsed.given);
   return std::nullopt;
 }
 
 // An integer option: its value, `fallback` when absent, or a misuse message.
 template <typename T>
-std::optional<std::string> integer(const Options& options, const std::string& name, T minimum, std::optional<T> fallback,
-                                   T& out) {
-  std::optional<std::string> text = options.get(name);
-  if (!text) {
+std::optional<std::string> integer(const std::string& name, const std::optional<T>& value, T minimum,
+                                   std::optional<T> fallback, T& out) {
+  if (!value) {
     if (!fallback) return absl::StrCat(name, " is required");
     out = *fallback;
     return std::nullopt;
   }
-  if (!absl::SimpleAtoi(*text, &out) || out < minimum) {
-    return absl::StrCat(name, " \"", *text, "\" is not an integer >= ", minimum);
-  }
+  out = *value;
+  if (out < minimum) return absl::StrCat(name, " \"", out, "\" is not an integer >= ", minimum);
   return std::nullopt;
 }
 
@@ -122,45 +135,53 @@ std::string describe_step(const LayerModel& m, const LayerStep& step, bool weigh
 // ---- layer inputs ----
 
 int inputs(Args args) {
-  Options o;
-  if (auto error = parse(args, {"--model", "--tp", "--rank", "--layer", "--requests", "--q", "--state-len", "--slots",
-                                "--seed", "--padded", "--out"},
-                         {"--no-delta", "--dim-first"}, o)) {
-    return misuse(*error);
+  std::set<std::string> given;
+  if (std::optional<int> status =
+          parse("inputs", args, {"model", "tp", "rank", "requests", "q", "seed", "out"}, kInputsFlags, given)) {
+    return *status;
   }
   int tp = 0, rank = 0, layer = 0, requests = 0, q = 0, padded = 0;
   int64_t state_len = 0, slots = 0;
   uint64_t seed = 0;
-  for (auto error : {integer<int>(o, "--tp", 1, std::nullopt, tp), integer<int>(o, "--rank", 0, std::nullopt, rank),
-                     integer<int>(o, "--layer", 0, std::nullopt, layer),
-                     integer<int>(o, "--requests", 1, std::nullopt, requests), integer<int>(o, "--q", 1, std::nullopt, q),
-                     integer<int>(o, "--padded", 0, 0, padded), integer<uint64_t>(o, "--seed", 0, 1, seed)}) {
+  for (auto error : {integer<int>("--tp", absl::GetFlag(FLAGS_tp), 1, std::nullopt, tp),
+                     integer<int>("--rank", absl::GetFlag(FLAGS_rank), 0, std::nullopt, rank),
+                     integer<int>("--layer", absl::GetFlag(FLAGS_layer), 0, std::nullopt, layer),
+                     integer<int>("--requests", absl::GetFlag(FLAGS_requests), 1, std::nullopt, requests),
+                     integer<int>("--q", absl::GetFlag(FLAGS_q), 1, std::nullopt, q),
+                     integer<int>("--padded", absl::GetFlag(FLAGS_padded), 0, 0, padded),
+                     integer<uint64_t>("--seed", absl::GetFlag(FLAGS_seed), 0, 1, seed)}) {
     if (error) return misuse(*error);
   }
-  if (auto error = integer<int64_t>(o, "--state-len", 1, int64_t{q} + 2, state_len)) return misuse(*error);
-  if (auto error = integer<int64_t>(o, "--slots", 1, int64_t{requests} * q + 3, slots)) return misuse(*error);
-  if (!o.get("--model")) return misuse("--model is required");
-  if (!o.get("--out")) return misuse("--out is required");
+  if (auto error = integer<int64_t>("--state-len", absl::GetFlag(FLAGS_state_len), 1, int64_t{q} + 2, state_len)) {
+    return misuse(*error);
+  }
+  if (auto error = integer<int64_t>("--slots", absl::GetFlag(FLAGS_slots), 1, int64_t{requests} * q + 3, slots)) {
+    return misuse(*error);
+  }
+  const std::optional<std::string> model_name = absl::GetFlag(FLAGS_model);
+  if (!model_name) return misuse("--model is required");
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) return misuse("--out is required");
   if (padded > requests) return misuse(absl::StrCat("--padded ", padded, " is more than the ", requests, " requests"));
   if (slots < int64_t{requests} * q + 1) {
     return misuse(absl::StrCat("--slots ", slots, " is too few: ", requests, " requests x q ", q,
                                " need that many distinct slots after slot 0 (the null slot)"));
   }
   // A KDA layer's step serves --stage k1 and the whole layer; an MLA layer's, its FFN.
-  absl::StatusOr<model::ModelConfig> config = model::load_config(*o.get("--model"));
+  absl::StatusOr<model::ModelConfig> config = model::load_config(*model_name);
   const bool kda = !config.ok() || layer >= config->num_hidden_layers || config->is_kda_layer(layer);
   absl::StatusOr<LayerModel> m =
-      open_layer_model(*o.get("--model"), std::nullopt, tp, rank, layer, kda ? LayerStage::kK1 : LayerStage::kLayer);
+      open_layer_model(*model_name, std::nullopt, tp, rank, layer, kda ? LayerStage::kK1 : LayerStage::kLayer);
   if (!m.ok()) return failure(m.status());
   if (!kda) {
     for (const char* kda_only : {"--state-len", "--slots", "--padded"}) {
-      if (o.get(kda_only)) {
+      if (given.contains(absl::StrReplaceAll(kda_only + 2, {{"-", "_"}}))) {
         return misuse(absl::StrCat(kda_only, " applies to a KDA layer's caches; layer ", layer, " of ", m->config.name,
                                    " is an MLA layer, whose step has none"));
       }
     }
-    for (const char* kda_only : {"--no-delta", "--dim-first"}) {
-      if (o.flags.contains(kda_only)) {
+    for (const auto& [kda_only, name] : {std::pair{"--no-delta", "delta"}, {"--dim-first", "dim_first"}}) {
+      if (given.contains(name)) {
         return misuse(absl::StrCat(kda_only, " applies to a KDA layer's step; layer ", layer, " of ", m->config.name,
                                    " is an MLA layer, whose prefix has the delta folded in and which has no conv state"));
       }
@@ -180,15 +201,14 @@ int inputs(Args args) {
   step.q = q;
   step.slots = slots;
   step.state_len = state_len;
-  step.has_delta = !o.flags.contains("--no-delta");
-  step.dim_first = o.flags.contains("--dim-first");
+  step.has_delta = absl::GetFlag(FLAGS_delta);
+  step.dim_first = absl::GetFlag(FLAGS_dim_first);
   const int64_t tokens = step.tokens();
   step.prefix = bf16s(tokens * shape.hidden, 1.0);
   if (!kda) {
     step.blocks = bf16s(tokens * shape.block_count * shape.hidden, 1.0);
     step.core = bf16s(tokens * shape.core_width, 1.0);
     for (int n = 0; n <= requests; ++n) step.query_start_loc.push_back(n * q);
-    const std::string out = *o.get("--out");
     if (absl::Status status = write_layer_step(out, step, shape); !status.ok()) return failure(status);
     std::printf("wrote %s: %s\n", out.c_str(), describe_step(*m, step, false).c_str());
     return 0;
@@ -209,7 +229,6 @@ int inputs(Args args) {
     step.num_accepted.push_back(pad ? 1 : 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(q)));
   }
   for (int n = 0; n <= requests; ++n) step.query_start_loc.push_back(n * q);
-  const std::string out = *o.get("--out");
   if (absl::Status status = write_layer_step(out, step, shape); !status.ok()) return failure(status);
   std::printf("wrote %s: %s\n", out.c_str(), describe_step(*m, step, false).c_str());
   return 0;
@@ -218,39 +237,36 @@ int inputs(Args args) {
 // ---- layer run ----
 
 int run(Args args) {
-  Options o;
-  if (auto error = parse(args, {"--model", "--seed", "--tp", "--rank", "--layer", "--inputs", "--out", "--device",
-                                "--stage"},
-                         {"--check"}, o)) {
-    return misuse(*error);
+  std::set<std::string> given;
+  if (std::optional<int> status =
+          parse("run", args, {"model", "seed", "tp", "rank", "out", "device", "check"}, kRunFlags, given)) {
+    return *status;
   }
   int tp = 0, rank = 0, layer = 0;
-  for (auto error : {integer<int>(o, "--tp", 1, std::nullopt, tp), integer<int>(o, "--rank", 0, std::nullopt, rank),
-                     integer<int>(o, "--layer", 0, std::nullopt, layer)}) {
+  for (auto error : {integer<int>("--tp", absl::GetFlag(FLAGS_tp), 1, std::nullopt, tp),
+                     integer<int>("--rank", absl::GetFlag(FLAGS_rank), 0, std::nullopt, rank),
+                     integer<int>("--layer", absl::GetFlag(FLAGS_layer), 0, std::nullopt, layer)}) {
     if (error) return misuse(*error);
   }
-  std::optional<uint64_t> seed;
-  if (o.get("--seed")) {
-    uint64_t value = 0;
-    if (auto error = integer<uint64_t>(o, "--seed", 0, std::nullopt, value)) return misuse(*error);
-    seed = value;
-  }
-  for (const char* required : {"--model", "--inputs", "--out"}) {
-    if (!o.get(required)) return misuse(absl::StrCat(required, " is required"));
-  }
-  const std::optional<std::string> device_name = o.get("--device");
+  const std::optional<uint64_t> seed = absl::GetFlag(FLAGS_seed);
+  const std::optional<std::string> model_name = absl::GetFlag(FLAGS_model);
+  const std::string inputs_path = absl::GetFlag(FLAGS_inputs), out = absl::GetFlag(FLAGS_out);
+  if (!model_name) return misuse("--model is required");
+  if (inputs_path.empty()) return misuse("--inputs is required");
+  if (out.empty()) return misuse("--out is required");
+  const std::optional<std::string> device_name = absl::GetFlag(FLAGS_device);
   if (device_name && *device_name != "cpu" && *device_name != "gpu") {
     return misuse(absl::StrCat("--device \"", *device_name, "\" is not cpu or gpu"));
   }
-  const std::string stage_name = o.get("--stage").value_or("layer");
+  const std::string stage_name = absl::GetFlag(FLAGS_stage).value_or("layer");
   if (stage_name != "layer" && stage_name != "k1") {
     return misuse(absl::StrCat("--stage \"", stage_name, "\" is not layer or k1"));
   }
   const LayerStage stage = stage_name == "k1" ? LayerStage::kK1 : LayerStage::kLayer;
-  absl::StatusOr<LayerModel> m = open_layer_model(*o.get("--model"), seed, tp, rank, layer, stage);
+  absl::StatusOr<LayerModel> m = open_layer_model(*model_name, seed, tp, rank, layer, stage);
   if (!m.ok()) return failure(m.status());
   const LayerShape shape = layer_shape(m->config, m->dims, m->runs_k1(), m->runs_k2(), m->core_width());
-  absl::StatusOr<LayerStep> step = read_layer_step(*o.get("--inputs"), shape);
+  absl::StatusOr<LayerStep> step = read_layer_step(inputs_path, shape);
   if (!step.ok()) return failure(step.status());
   std::printf("%s\n", describe_step(*m, *step, true).c_str());
   absl::StatusOr<std::unique_ptr<runtime::Device>> device = pick_device(device_name);
@@ -261,10 +277,9 @@ int run(Args args) {
     std::printf("%s ran on %s, %d programs, %.3f s\n", kernel.kernel.c_str(), result->device.c_str(), kernel.programs,
                 kernel.seconds);
   }
-  const std::string out = *o.get("--out");
   if (absl::Status status = write_layer_outputs(out, *step, shape, result->outputs); !status.ok()) return failure(status);
   std::printf("wrote %s\n", out.c_str());
-  if (!o.flags.contains("--check")) return 0;
+  if (!absl::GetFlag(FLAGS_check)) return 0;
   absl::StatusOr<bool> passed = check_layer(*m, *step, shape, result->outputs);
   if (!passed.ok()) return failure(passed.status());
   return *passed ? 0 : 1;

@@ -496,6 +496,36 @@ TEST_F(LayerCommandRefuses, Misuse) {
   EXPECT_EQ(mla.status, 2);
   EXPECT_THAT(mla.output, HasSubstr("--slots applies to a KDA layer's caches; layer 3 of k3-tiny is an MLA layer, whose "
                                     "step has none"));
+  const CommandResult no_delta =
+      run("layer inputs --model k3-tiny --tp 1 --rank 0 --layer 3 --requests 1 --q 2 --no-delta --out x");
+  EXPECT_EQ(no_delta.status, 2);
+  EXPECT_THAT(no_delta.output, HasSubstr("--no-delta applies to a KDA layer's step; layer 3 of k3-tiny is an MLA layer"));
+  const CommandResult required = run("layer run --model k3-tiny --tp 1 --rank 0 --layer 1 --out b");
+  EXPECT_EQ(required.status, 2);
+  EXPECT_THAT(required.output, HasSubstr("monotile layer: --inputs is required"));
+  const CommandResult range = run("layer run --model k3-tiny --tp 0 --rank 0 --layer 1 --inputs a --out b");
+  EXPECT_EQ(range.status, 2);
+  EXPECT_THAT(range.output, HasSubstr("monotile layer: --tp \"0\" is not an integer >= 1"));
+  const CommandResult positional = run("layer run k3-tiny");
+  EXPECT_EQ(positional.status, 2);
+  EXPECT_THAT(positional.output, HasSubstr("monotile layer: takes options only, got \"k3-tiny\""));
+  EXPECT_THAT(run("layer frob").output, HasSubstr("monotile layer: unknown subcommand \"frob\""));
+}
+
+TEST_F(LayerCommandRefuses, AnOptionOfTheOtherSubcommandOrCommand) {
+  const CommandResult inputs_option = run("layer run --model k3-tiny --tp 1 --rank 0 --layer 1 --requests 2");
+  EXPECT_EQ(inputs_option.status, 2);
+  EXPECT_THAT(inputs_option.output, HasSubstr("monotile layer run: unknown option --requests; hint: monotile layer "
+                                              "run --help lists its options"));
+  const CommandResult run_option = run("layer inputs --model k3-tiny --stage k1");
+  EXPECT_EQ(run_option.status, 2);
+  EXPECT_THAT(run_option.output, HasSubstr("monotile layer inputs: unknown option --stage; hint:"));
+  const CommandResult decode_option = run("layer run --model k3-tiny --steps 2");
+  EXPECT_EQ(decode_option.status, 2);
+  EXPECT_THAT(decode_option.output, HasSubstr("monotile layer run: unknown option --steps; hint:"));
+  const CommandResult help = run("layer run --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.output, HasSubstr("usage: monotile layer run --model DIR|NAME"));
 }
 
 }  // namespace

@@ -15,3 +15,7 @@ ABSL_FLAG(std::string, cache_dir, "", "the writable cache folder");
 ABSL_FLAG(std::optional<int>, jobs, std::nullopt, "parallel compiles");
 ABSL_FLAG(std::string, only, "", "these kernels only, comma-separated");
 ABSL_FLAG(std::string, out, "", "the file or folder written");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt, "the seed of the random weights or inputs");
+ABSL_FLAG(std::optional<std::string>, device, std::nullopt, "cpu or gpu");
+ABSL_FLAG(bool, check, false, "compare with the float64 reference");
+ABSL_FLAG(std::optional<int>, requests, std::nullopt, "requests per step");

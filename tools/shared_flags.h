@@ -3,6 +3,7 @@
 // nullopt.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -18,3 +19,7 @@ ABSL_DECLARE_FLAG(std::string, cache_dir);
 ABSL_DECLARE_FLAG(std::optional<int>, jobs);
 ABSL_DECLARE_FLAG(std::string, only);
 ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(std::optional<uint64_t>, seed);
+ABSL_DECLARE_FLAG(std::optional<std::string>, device);
+ABSL_DECLARE_FLAG(bool, check);
+ABSL_DECLARE_FLAG(std::optional<int>, requests);
