@@ -22,7 +22,8 @@ std::string file_name(std::string_view path) {
 bool accepts(const CommandFlags& flags, const absl::CommandLineFlag& flag) {
   const std::string name(flag.Name());
   if (std::find(flags.shared.begin(), flags.shared.end(), name) != flags.shared.end()) return true;
-  return file_name(flag.Filename()) == file_name(flags.file);
+  if (file_name(flag.Filename()) != file_name(flags.file)) return false;
+  return !flags.own || std::find(flags.own->begin(), flags.own->end(), name) != flags.own->end();
 }
 
 // What a value of the flag's type looks like, for a value Abseil could not parse.
@@ -110,6 +111,9 @@ ParsedArgs parse_command_flags(const CommandFlags& flags, Args args) {
     } else {
       return misuse(absl::StrCat(shown, " needs a value; hint: ", to_absl(flags.command),
                                  " --help lists its options"));
+    }
+    if (flag->IsOfType<std::vector<std::string>>() && parsed.given.contains(std::string(flag->Name()))) {
+      text = absl::StrCat(flag->CurrentValue(), ",", text);  // a list given again grows
     }
     std::string error;
     if (!flag->ParseFrom(text, &error)) {

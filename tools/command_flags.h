@@ -19,6 +19,8 @@ struct CommandFlags {
   std::string_view command;
   // __FILE__ of the file defining its own flags.
   std::string_view file;
+  // When its file's flags serve several subcommands: those this one takes (nullopt: all of them).
+  std::optional<std::vector<std::string_view>> own = std::nullopt;
   // shared_flags.h's flags it takes too.
   std::vector<std::string_view> shared = {};
   // What --help prints.
@@ -35,7 +37,8 @@ struct ParsedArgs {
 };
 
 // Parses `args` into the command's flags: `--name=value` and `--name value`, booleans as `--name`,
-// `--noname` or `--no-name`; dashes in names stand for Abseil's underscores; `--` ends the options.
+// `--noname` or `--no-name`; dashes in names stand for Abseil's underscores; `--` ends the options;
+// a list flag (std::vector<std::string>) given again adds to its list.
 // A value Abseil cannot parse is refused as "--name value: expected <its type>"; range checks are
 // the command's.
 ParsedArgs parse_command_flags(const CommandFlags& flags, Args args);

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "jit/jit.h"
@@ -19,7 +19,12 @@
 #include "kernels/registry.h"
 #include "runtime/device_cuda.h"
 #include "runtime/kernel.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
+#include "tools/shared_flags.h"
+
+ABSL_FLAG(std::vector<std::string>, arg, {}, "a scalar argument's value, NAME=VALUE (repeatable)");
+ABSL_FLAG(std::optional<uint64_t>, buffer_bytes, std::nullopt, "bytes of the buffer behind each pointer argument");
 
 namespace monotile::tools {
 namespace {
@@ -55,39 +60,22 @@ double ms_since(Clock::time_point start) {
 }  // namespace
 
 int first_call_command(Args args) {
-  std::string name;
-  std::string cache_dir;
-  std::map<std::string, std::string> scalar_values;
-  uint64_t buffer_bytes = kDefaultBufferBytes;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg(args[i]);
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (!arg.starts_with("--")) {
-      if (!name.empty()) return misuse("one kernel name expected, got \"" + name + "\" and \"" + arg + "\"");
-      name = arg;
-      continue;
-    }
-    if (i + 1 >= args.size()) return misuse("option \"" + arg + "\" needs a value");
-    std::string value(args[++i]);
-    if (arg == "--cache-dir") {
-      cache_dir = value;
-    } else if (arg == "--arg") {
-      const size_t equals = value.find('=');
-      if (equals == std::string::npos || equals == 0) {
-        return misuse("--arg \"" + value + "\" is not NAME=VALUE");
-      }
-      scalar_values[value.substr(0, equals)] = value.substr(equals + 1);
-    } else if (arg == "--buffer-bytes") {
-      if (!absl::SimpleAtoi(value, &buffer_bytes) || buffer_bytes == 0) {
-        return misuse("--buffer-bytes \"" + value + "\" is not a positive number of bytes");
-      }
-    } else {
-      return misuse("unknown option \"" + arg + "\"");
-    }
+  const ParsedArgs parsed = parse_command_flags(
+      {.command = "monotile first-call", .file = __FILE__, .shared = {"cache_dir"}, .usage = kUsage}, args);
+  if (parsed.exit_status) return *parsed.exit_status;
+  if (parsed.positional.size() > 1) {
+    return misuse("one kernel name expected, got \"" + parsed.positional[0] + "\" and \"" + parsed.positional[1] + "\"");
   }
+  const std::string name = parsed.positional.empty() ? "" : parsed.positional[0];
+  const std::string cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  std::map<std::string, std::string> scalar_values;
+  for (const std::string& value : absl::GetFlag(FLAGS_arg)) {
+    const size_t equals = value.find('=');
+    if (equals == std::string::npos || equals == 0) return misuse("--arg \"" + value + "\" is not NAME=VALUE");
+    scalar_values[value.substr(0, equals)] = value.substr(equals + 1);
+  }
+  const uint64_t buffer_bytes = absl::GetFlag(FLAGS_buffer_bytes).value_or(kDefaultBufferBytes);
+  if (buffer_bytes == 0) return misuse("--buffer-bytes \"0\" is not a positive number of bytes");
   if (name.empty()) return misuse("no kernel name");
 
   // The program is built before the clock (every registered program is listed once; building one

@@ -61,10 +61,15 @@ TEST(FirstCallCommand, TwoNamesAreRefused) {
 
 TEST(FirstCallCommand, MalformedOptionsAreRefused) {
   EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --arg eps").output, HasSubstr("--arg \"eps\" is not NAME=VALUE"));
+  EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --arg eps=1 --arg=n").output, HasSubstr("--arg \"n\" is not NAME=VALUE"));
   EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --buffer-bytes lots").output,
-              HasSubstr("--buffer-bytes \"lots\" is not a positive number of bytes"));
-  EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --cache-dir").output, HasSubstr("option \"--cache-dir\" needs a value"));
-  EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --fast yes").output, HasSubstr("unknown option \"--fast\""));
+              HasSubstr("monotile first-call: --buffer-bytes lots: expected a non-negative integer"));
+  EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --buffer-bytes 0").output,
+              HasSubstr("--buffer-bytes \"0\" is not a positive number of bytes"));
+  EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --cache-dir").output,
+              HasSubstr("monotile first-call: --cache-dir needs a value; hint: monotile first-call --help lists its options"));
+  EXPECT_THAT(first_call("rmsnorm_rows4_h7168 --fast yes").output,
+              HasSubstr("monotile first-call: unknown option --fast; hint: monotile first-call --help lists its options"));
   EXPECT_EQ(first_call("rmsnorm_rows4_h7168 --fast yes").status, 2);
 }
 

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
@@ -17,7 +16,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -76,30 +74,17 @@ int failure(const absl::Status& status) {
   return 1;
 }
 
-// The flags of layer_command.cpp each subcommand takes (the other's are refused by name).
-const std::set<std::string> kRunFlags = {"layer", "inputs", "stage"};
-const std::set<std::string> kInputsFlags = {"layer", "state_len", "slots", "padded", "delta", "dim_first"};
-
-// Parses a subcommand's arguments: its options only, no positional argument. Nullopt when parsed;
-// else the exit status.
-std::optional<int> parse(std::string_view subcommand, Args args, std::vector<std::string_view> shared,
-                         const std::set<std::string>& own, std::set<std::string>& given) {
+// Parses a subcommand's arguments: the flags of this file in `own` and the `shared` ones, no
+// positional argument. Nullopt when parsed; else the exit status.
+std::optional<int> parse(std::string_view subcommand, Args args, std::vector<std::string_view> own,
+                         std::vector<std::string_view> shared, std::set<std::string>* given = nullptr) {
   const std::string command = absl::StrCat("monotile layer ", to_absl(subcommand));
-  ParsedArgs parsed =
-      parse_command_flags({.command = command, .file = __FILE__, .shared = std::move(shared), .usage = kUsage}, args);
+  const ParsedArgs parsed = parse_command_flags(
+      {.command = command, .file = __FILE__, .own = std::move(own), .shared = std::move(shared), .usage = kUsage},
+      args);
   if (parsed.exit_status) return parsed.exit_status;
   if (!parsed.positional.empty()) return misuse(absl::StrCat("takes options only, got \"", parsed.positional[0], "\""));
-  for (const std::string& name : parsed.given) {
-    if (own.contains(name)) continue;
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag != nullptr && std::filesystem::path(flag->Filename()).filename() == std::filesystem::path(__FILE__).filename()) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "%s: unknown option --%s; hint: %s --help lists its options\n", command.c_str(),
-                   absl::StrReplaceAll(name, {{"_", "-"}}).c_str(), command.c_str());
-      return 2;
-    }
-  }
-  given = std::move(parsed.given);
+  if (given != nullptr) *given = parsed.given;
   return std::nullopt;
 }
 
@@ -137,7 +122,8 @@ std::string describe_step(const LayerModel& m, const LayerStep& step, bool weigh
 int inputs(Args args) {
   std::set<std::string> given;
   if (std::optional<int> status =
-          parse("inputs", args, {"model", "tp", "rank", "requests", "q", "seed", "out"}, kInputsFlags, given)) {
+          parse("inputs", args, {"layer", "state_len", "slots", "padded", "delta", "dim_first"},
+                {"model", "tp", "rank", "requests", "q", "seed", "out"}, &given)) {
     return *status;
   }
   int tp = 0, rank = 0, layer = 0, requests = 0, q = 0, padded = 0;
@@ -237,9 +223,8 @@ int inputs(Args args) {
 // ---- layer run ----
 
 int run(Args args) {
-  std::set<std::string> given;
-  if (std::optional<int> status =
-          parse("run", args, {"model", "seed", "tp", "rank", "out", "device", "check"}, kRunFlags, given)) {
+  if (std::optional<int> status = parse("run", args, {"layer", "inputs", "stage"},
+                                        {"model", "seed", "tp", "rank", "out", "device", "check"})) {
     return *status;
   }
   int tp = 0, rank = 0, layer = 0;

@@ -1,12 +1,21 @@
 // `monotile model tiny|check`: write a generated tiny checkpoint, or check a config or checkpoint
 // for one TP rank (exit 0 when the kernels can serve it, 1 with every reason otherwise).
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "model/model_check.h"
 #include "model/tiny_checkpoint.h"
+#include "tools/command_flags.h"
 #include "tools/commands.h"
+#include "tools/shared_flags.h"
+
+ABSL_FLAG(std::optional<std::string>, config, std::nullopt, "tiny: the embedded config");
+ABSL_FLAG(std::optional<int>, shards, std::nullopt, "tiny: the safetensors shards");
 
 namespace monotile::tools {
 namespace {
@@ -24,27 +33,29 @@ int misuse(const std::string& message) {
   return 2;
 }
 
+// Parses a subcommand's arguments: the flags of this file in `own` and the `shared` ones. Nullopt
+// when parsed; else the exit status.
+std::optional<int> parse(std::string_view subcommand, Args args, std::vector<std::string_view> own,
+                         std::vector<std::string_view> shared, std::vector<std::string>& positional) {
+  const std::string command = "monotile model " + std::string(subcommand);
+  ParsedArgs parsed = parse_command_flags(
+      {.command = command, .file = __FILE__, .own = std::move(own), .shared = std::move(shared), .usage = kUsage},
+      args);
+  if (parsed.exit_status) return parsed.exit_status;
+  positional = std::move(parsed.positional);
+  return std::nullopt;
+}
+
 int tiny(Args args) {
+  std::vector<std::string> positional;
+  if (std::optional<int> status = parse("tiny", args, {"config", "shards"}, {"out", "seed"}, positional)) return *status;
+  if (!positional.empty()) return misuse("tiny takes options only, got \"" + positional[0] + "\"");
   model::TinyCheckpointOptions options;
-  std::string out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg(args[i]);
-    if (i + 1 >= args.size()) return misuse("option \"" + arg + "\" needs a value");
-    std::string value(args[++i]);
-    if (arg == "--out") {
-      out = value;
-    } else if (arg == "--config") {
-      options.config = value;
-    } else if (arg == "--seed") {
-      if (!absl::SimpleAtoi(value, &options.seed)) return misuse("--seed \"" + value + "\" is not an unsigned integer");
-    } else if (arg == "--shards") {
-      if (!absl::SimpleAtoi(value, &options.shards) || options.shards < 1) {
-        return misuse("--shards \"" + value + "\" is not a positive integer");
-      }
-    } else {
-      return misuse("unknown option \"" + arg + "\"");
-    }
-  }
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (std::optional<std::string> config = absl::GetFlag(FLAGS_config)) options.config = *config;
+  options.seed = absl::GetFlag(FLAGS_seed).value_or(options.seed);
+  options.shards = absl::GetFlag(FLAGS_shards).value_or(options.shards);
+  if (options.shards < 1) return misuse("--shards \"" + std::to_string(options.shards) + "\" is not a positive integer");
   if (out.empty()) return misuse("tiny needs --out DIR");
   absl::Status status = model::write_tiny_checkpoint(out, options);
   if (!status.ok()) {
@@ -57,25 +68,16 @@ int tiny(Args args) {
 }
 
 int check(Args args) {
-  std::string target;
-  int tp = 1, rank = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg(args[i]);
-    if (!arg.starts_with("--")) {
-      if (!target.empty()) return misuse("one checkpoint folder or config name expected, got \"" + target + "\" and \"" + arg + "\"");
-      target = arg;
-      continue;
-    }
-    if (i + 1 >= args.size()) return misuse("option \"" + arg + "\" needs a value");
-    std::string value(args[++i]);
-    if (arg == "--tp") {
-      if (!absl::SimpleAtoi(value, &tp) || tp < 1) return misuse("--tp \"" + value + "\" is not a positive integer");
-    } else if (arg == "--rank") {
-      if (!absl::SimpleAtoi(value, &rank) || rank < 0) return misuse("--rank \"" + value + "\" is not a rank");
-    } else {
-      return misuse("unknown option \"" + arg + "\"");
-    }
+  std::vector<std::string> positional;
+  if (std::optional<int> status = parse("check", args, {}, {"tp", "rank"}, positional)) return *status;
+  if (positional.size() > 1) {
+    return misuse("one checkpoint folder or config name expected, got \"" + positional[0] + "\" and \"" +
+                  positional[1] + "\"");
   }
+  const std::string target = positional.empty() ? "" : positional[0];
+  const int tp = absl::GetFlag(FLAGS_tp).value_or(1), rank = absl::GetFlag(FLAGS_rank).value_or(0);
+  if (tp < 1) return misuse("--tp \"" + std::to_string(tp) + "\" is not a positive integer");
+  if (rank < 0) return misuse("--rank \"" + std::to_string(rank) + "\" is not a rank");
   if (target.empty()) return misuse("check needs a checkpoint folder or a config name");
   model::ModelCheck result = model::check_model(target, tp, rank);
   std::fputs(result.report.c_str(), stdout);

@@ -50,8 +50,28 @@ TEST(ModelCommand, K3AtTp8Rank3) {
 }
 
 TEST(ModelCommand, Misuse) {
+  EXPECT_THAT(run("").output, HasSubstr("monotile model: a subcommand is needed"));
   EXPECT_EQ(run("").status, 2);
-  EXPECT_EQ(run("check k3 --tp").status, 2);
+  CommandResult no_value = run("check k3 --tp");
+  EXPECT_EQ(no_value.status, 2);
+  EXPECT_THAT(no_value.output,
+              HasSubstr("monotile model check: --tp needs a value; hint: monotile model check --help lists its options"));
+  EXPECT_THAT(run("check k3 --tp 0").output, HasSubstr("monotile model: --tp \"0\" is not a positive integer"));
+  EXPECT_THAT(run("check k3 --rank=-1").output, HasSubstr("monotile model: --rank \"-1\" is not a rank"));
+  EXPECT_THAT(run("check a b").output,
+              HasSubstr("monotile model: one checkpoint folder or config name expected, got \"a\" and \"b\""));
+  EXPECT_THAT(run("check").output, HasSubstr("monotile model: check needs a checkpoint folder or a config name"));
+  EXPECT_THAT(run("tiny").output, HasSubstr("monotile model: tiny needs --out DIR"));
+  EXPECT_THAT(run("tiny --out x --shards 0").output, HasSubstr("monotile model: --shards \"0\" is not a positive integer"));
+  EXPECT_THAT(run("tiny --out x --seed x").output, HasSubstr("monotile model tiny: --seed x: expected a non-negative integer"));
+  EXPECT_THAT(run("tiny x --out y").output, HasSubstr("monotile model: tiny takes options only, got \"x\""));
+  EXPECT_THAT(run("frob").output, HasSubstr("monotile model: unknown subcommand \"frob\""));
+  // Each subcommand takes its own options only.
+  CommandResult other = run("check k3 --shards 2");
+  EXPECT_EQ(other.status, 2);
+  EXPECT_THAT(other.output,
+              HasSubstr("monotile model check: unknown option --shards; hint: monotile model check --help lists its options"));
+  EXPECT_THAT(run("tiny --out x --tp 2").output, HasSubstr("monotile model tiny: unknown option --tp; hint:"));
   CommandResult bad = run("check k3 --tp 5");
   EXPECT_EQ(bad.status, 1) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("expected a multiple of the TP size 5"));
