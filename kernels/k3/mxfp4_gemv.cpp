@@ -1,5 +1,6 @@
 #include "kernels/k3/mxfp4_gemv.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -32,14 +33,18 @@ Value e2m1_value(const Value& bits, const Value& scale) {
 
 }  // namespace
 
-Mxfp4Step mxfp4_weights(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
+Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
   auto base = col(rows).to(i64);
   auto bytes_in_step = byte0 + arange(0, g.step / 2);
   // Each packed byte read once, a row's bytes as 16-byte vectors. The 16 bytes of a scale's group
   // give one scale address (>> keeps that visible to the lowering), which is read once per group.
-  auto bytes = load(g.packed + base * (g.k / 2) + row(bytes_in_step), col(row_ok), {.cache = Cache::streaming}).to(i32);
-  auto codes = load(g.scales + base * (g.k / kGroup) + row(bytes_in_step >> 4), col(row_ok));
-  auto scale = e8m0_value(codes.to(i32));
+  return {.bytes = load(g.packed + base * (g.k / 2) + row(bytes_in_step), col(row_ok), {.cache = Cache::streaming}),
+          .codes = load(g.scales + base * (g.k / kGroup) + row(bytes_in_step >> 4), col(row_ok))};
+}
+
+Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed) {
+  auto bytes = packed.bytes.to(i32);
+  auto scale = e8m0_value(packed.codes.to(i32));
   return {.low = e2m1_value(bytes, scale), .high = e2m1_value(bytes >> 4, scale)};
 }
 
@@ -58,16 +63,24 @@ int looped_step(int64_t k, int max_step, int min_steps) {
 
 Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
   const int64_t padded = gemv_padded_tokens(g.tokens);
+  const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
   auto ms = arange(0, padded);
   auto m_ok = ms < g.tokens;
   // The loop runs over packed bytes (two columns each) so that their 16-byte alignment is visible.
-  return range(0, g.k / 2, g.step / 2, zeros({g.rows, padded}, f32), [&](Value byte0, Value acc) {
-    auto w = mxfp4_weights(g, rows, row_ok, byte0);
-    // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'.
-    auto xs = g.x + col(ms) * g.k + row((byte0 + arange(0, g.step / 2)) * 2);
-    auto low = dot(w.low, trans(load(xs, col(m_ok))), acc);
-    return dot(w.high, trans(load(xs + 1, col(m_ok))), low);
-  });
+  // Software-pipelined: a step's bytes and scales come in as carried values, loaded by the step
+  // before, and the next step's are in flight while this one decodes (the last step reloads its own).
+  Mxfp4Packed first = mxfp4_load(g, rows, row_ok, full({}, 0, i32));
+  auto [acc, bytes, codes] = range(
+      0, row_bytes, step_bytes, zeros({g.rows, padded}, f32), first.bytes, first.codes,
+      [&](Value byte0, Value acc, Value bytes, Value codes) {
+        Mxfp4Packed next = mxfp4_load(g, rows, row_ok, minimum(byte0 + step_bytes, row_bytes - step_bytes));
+        Mxfp4Step w = mxfp4_decode({.bytes = bytes, .codes = codes});
+        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'.
+        auto xs = g.x + col(ms) * g.k + row((byte0 + arange(0, g.step / 2)) * 2);
+        auto low = dot(w.low, trans(load(xs, col(m_ok))), acc);
+        return std::array{dot(w.high, trans(load(xs + 1, col(m_ok))), low), next.bytes, next.codes};
+      });
+  return acc;
 }
 
 Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {

@@ -24,15 +24,25 @@ struct Mxfp4Gemv {
   int step = 256;     // K per step: a multiple of 32
 };
 
-// The weights of rows `rows` (i32 [R]) and packed bytes byte0 + [0, step / 2) (columns
-// 2 byte0 + [0, step)) as bf16 (exact: every MXFP4 value is a bf16), split by nibble so that each
-// packed byte is read once and nothing moves between threads: `low` [R, step / 2] holds columns
-// 2 (byte0 + j), `high` columns 2 (byte0 + j) + 1. Rows where `row_ok` is false read zero.
+// One K step of rows `rows` (i32 [R]) as stored: packed bytes byte0 + [0, step / 2) (columns
+// 2 byte0 + [0, step)) as u8 [R, step / 2], and each byte's scale code beside it (u8 [R, step / 2],
+// equal over the 16 bytes of a group). Each byte is read once, in 16-byte vectors, and each scale
+// once per group; rows where `row_ok` is false read zero.
+struct Mxfp4Packed {
+  dsl::Value bytes;
+  dsl::Value codes;
+};
+Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok,
+                       const dsl::Value& byte0);
+
+// That step's weights as bf16 (exact: every MXFP4 value is a bf16), split by nibble so that nothing
+// moves between threads: `low` [R, step / 2] holds columns 2 (byte0 + j), `high` columns
+// 2 (byte0 + j) + 1.
 struct Mxfp4Step {
   dsl::Value low;
   dsl::Value high;
 };
-Mxfp4Step mxfp4_weights(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok, const dsl::Value& byte0);
+Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed);
 
 // The accumulator [rows, padded tokens] f32 of the task whose first row is task * rows (gemv_task.h's
 // shape); rows past `n` read zero.

@@ -1,6 +1,7 @@
 // The MXFP4 GEMV task on the interpreter against the checkpoint layout's float64 dequantization
 // (model/mxfp4.h): every nibble code, both signs, scale codes 0 (subnormal) to 254, rows past the
-// end masked, 1 to 16 tokens, fewer programs than tasks. Outputs poisoned beforehand.
+// end masked, 1 to 16 tokens, fewer programs than tasks, K steps of 256 and of 32 (one scale group).
+// Outputs poisoned beforehand.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,10 +25,7 @@ using dsl::ScalarType;
 using conformance::DeviceBuffer;
 using conformance::KernelArg;
 
-class Mxfp4Gemv : public ::testing::TestWithParam<int> {};
-
-TEST_P(Mxfp4Gemv, MatchesTheDequantizedReference) {
-  const int tokens = GetParam();
+void expect_matches_the_reference(int tokens, int step) {
   const int64_t n = 80, k = 512, groups = k / 32, padded = gemv_padded_tokens(tokens);
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -58,7 +56,7 @@ TEST_P(Mxfp4Gemv, MatchesTheDequantizedReference) {
       KernelArg::buffer(upload(std::as_bytes(std::span(scales)), "scales"), ScalarType::kU8),
       KernelArg::buffer(upload(std::as_bytes(std::span(x_bits)), "x"), ScalarType::kBf16),
       KernelArg::buffer(out_buffer, ScalarType::kF32)};
-  absl::Status launched = executor.launch(mxfp4_gemv_program(n, k, tokens), {1, 1, 1}, args);
+  absl::Status launched = executor.launch(mxfp4_gemv_program(n, k, tokens, 8, step), {1, 1, 1}, args);
   ASSERT_TRUE(launched.ok()) << launched;
   ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_buffer).ok());
 
@@ -79,6 +77,13 @@ TEST_P(Mxfp4Gemv, MatchesTheDequantizedReference) {
     }
   }
 }
+
+class Mxfp4Gemv : public ::testing::TestWithParam<int> {};
+
+TEST_P(Mxfp4Gemv, MatchesTheDequantizedReference) { expect_matches_the_reference(GetParam(), 256); }
+
+// 32-wide steps: one scale group a step, 16 bytes a row, 16 steps, each loaded by the one before.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceInSingleGroupSteps) { expect_matches_the_reference(GetParam(), 32); }
 
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 
