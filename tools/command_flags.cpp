@@ -112,12 +112,14 @@ ParsedArgs parse_command_flags(const CommandFlags& flags, Args args) {
       return misuse(absl::StrCat(shown, " needs a value; hint: ", to_absl(flags.command),
                                  " --help lists its options"));
     }
-    if (flag->IsOfType<std::vector<std::string>>() && parsed.given.contains(std::string(flag->Name()))) {
+    if (flag->IsOfType<std::vector<std::string>>() &&
+        parsed.given.contains(std::string(flag->Name()))) {
       text = absl::StrCat(flag->CurrentValue(), ",", text);  // a list given again grows
     }
     std::string error;
     if (!flag->ParseFrom(text, &error)) {
-      return misuse(absl::StrCat(shown, value ? "=" : " ", text, ": expected ", expected_value(*flag)));
+      return misuse(
+          absl::StrCat(shown, value ? "=" : " ", text, ": expected ", expected_value(*flag)));
     }
     parsed.given.insert(std::string(flag->Name()));
   }
