@@ -3,9 +3,11 @@
 // stores it. So a load by one warp can run after another warp's store of the same element, which
 // the tile program (and the interpreter) orders the other way. GlobalHazards tracks, along the
 // emitted code, which buffers were loaded and stored since the last block barrier, and says where a
-// plain load or store needs one first: a store after a load or store of the same buffer (WAR, WAW),
-// a load after a store (RAW). Buffers are told apart by the pointer parameter they derive from; a
-// pointer of unknown origin may alias any. Only buffers the program stores can conflict. Ordered
+// plain load or store needs one first: a store after a load of the same buffer (WAR), a load after
+// a store (RAW), and a store after a store of the same pointer tile (WAW: the same parameter plus
+// the same offsets; stores of different pieces of a buffer are taken to be disjoint, as a program
+// that writes each output once makes them). Buffers are told apart by the pointer parameter they
+// derive from; a pointer of unknown origin may alias any. Only stored buffers can conflict. Ordered
 // and atomic accesses are left to the program's own fences and barriers.
 #pragma once
 
@@ -33,6 +35,7 @@ class GlobalHazards {
   // iteration's), and leaves the same after the loop.
   struct Pending {
     std::set<int> loaded, stored;  // buffers (parameter index, kUnknown for any)
+    std::set<ValueId> stores;      // the pointer tiles stored
   };
   Pending save() const { return pending_; }
   void restore(const Pending& pending) { pending_ = pending; }
@@ -44,6 +47,9 @@ class GlobalHazards {
   int buffer_of(ValueId pointer) const;
   bool tracked(int buffer) const { return any_ || (buffer == kUnknown ? !stored_.empty() : stored_.count(buffer) > 0); }
   static bool conflicts(int buffer, const std::set<int>& with);
+  // Whether two pointer tiles address the same elements: the same value, or the same ops on the
+  // same (or such) operands.
+  bool same_pointers(ValueId a, ValueId b, int depth = 0) const;
   void summarize(const Block& block, Pending& into) const;
 
   const std::map<ValueId, const Op*>* producers_;

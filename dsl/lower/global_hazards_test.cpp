@@ -74,6 +74,20 @@ TEST(GlobalHazards, TwoStoresOfTheSameBufferAreOrdered) {
   }
 }
 
+TEST(GlobalHazards, StoresOfDifferentPiecesOfABufferNeedNoBarrier) {
+  // Two halves of an output, as a program that writes each element once stores them.
+  Builder b("store_halves", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32));
+  auto offs = arange(0, 16);
+  store(x + offs, full({16}, 1.0f, f32));
+  store(x + 16 + offs, full({16}, 2.0f, f32));
+  Program program = b.finish();
+  for (const char* target : kTargets) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(count(lowered(program, target).source, kBarrier), 0);
+  }
+}
+
 TEST(GlobalHazards, ALoopsInPlaceUpdateWaitsInEveryIteration) {
   // Iteration i's store and iteration i + 1's load of the same elements: two barriers in the body.
   Builder b("increment_loop", {.num_warps = 4});
