@@ -6,7 +6,8 @@ namespace monotile::dsl::lower {
 namespace {
 
 bool plain_access(const Op& op) {
-  return (op.code == OpCode::kLoad || op.code == OpCode::kStore) && op.attrs.order == MemOrder::kPlain;
+  return (op.code == OpCode::kLoad || op.code == OpCode::kStore) &&
+         op.attrs.order == MemOrder::kPlain;
 }
 
 }  // namespace
@@ -59,7 +60,8 @@ bool GlobalHazards::same_pointers(ValueId a, ValueId b, int depth) const {
   auto pa = producers_->find(a), pb = producers_->find(b);
   if (pa == producers_->end() || pb == producers_->end()) return false;
   const Op &x = *pa->second, &y = *pb->second;
-  if (x.code != y.code || x.operands.size() != y.operands.size() || x.results.size() != 1) return false;
+  if (x.code != y.code || x.operands.size() != y.operands.size() || x.results.size() != 1)
+    return false;
   switch (x.code) {
     case OpCode::kAddPtr:
     case OpCode::kAdd:
@@ -91,7 +93,9 @@ bool GlobalHazards::needs_barrier(const Op& op) const {
   if (conflicts(buffer, pending_.loaded)) return true;
   for (ValueId stored : pending_.stores) {
     int other = buffer_of(stored);
-    if (buffer == kUnknown || other == kUnknown || (other == buffer && same_pointers(stored, pointer))) return true;
+    if (buffer == kUnknown || other == kUnknown ||
+        (other == buffer && same_pointers(stored, pointer)))
+      return true;
   }
   return false;
 }

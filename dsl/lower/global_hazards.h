@@ -45,7 +45,9 @@ class GlobalHazards {
  private:
   static constexpr int kUnknown = -1;
   int buffer_of(ValueId pointer) const;
-  bool tracked(int buffer) const { return any_ || (buffer == kUnknown ? !stored_.empty() : stored_.count(buffer) > 0); }
+  bool tracked(int buffer) const {
+    return any_ || (buffer == kUnknown ? !stored_.empty() : stored_.count(buffer) > 0);
+  }
   static bool conflicts(int buffer, const std::set<int>& with);
   // Whether two pointer tiles address the same elements: the same value, or the same ops on the
   // same (or such) operands.
