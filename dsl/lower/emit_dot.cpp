@@ -30,9 +30,17 @@ absl::Status OpLowering::dot(const Op& op) {
       choose_matrix_unit(state_.target, a_type.element.scalar, b_type.element.scalar, m, n, k);
   if (!unit) return dot_fma(op, out_layout);
   ScalarType operand = a_type.element.scalar;
-  int64_t b_offset = (m * k * 2 + 15) / 16 * 16;
+  // A's rows are padded so that their 32-bit words start 4 banks apart (mod 32): the lanes of a
+  // fragment load read 8 rows (mma) or 32 (MFMA) at one column, which unpadded rows of k a multiple
+  // of 64 elements put in one bank (an 8- or 32-way conflict; most of K2's time before the pad).
+  // Where the pad alone would overflow the target's shared memory, the rows stay unpadded.
+  auto operand_bytes = [&](int64_t stride) { return (m * stride * 2 + 15) / 16 * 16 + k * n * 2; };
+  int64_t a_stride = k % 16 == 0 ? k + 8 : k;
+  if (operand_bytes(a_stride) > state_.target.shared_memory_per_block()) a_stride = k;
+  int64_t b_offset = (m * a_stride * 2 + 15) / 16 * 16;
   need_smem(b_offset + k * n * 2);
   std::string a_smem = smem("unsigned short");
+  std::string a_words = smem("unsigned");
   std::string b_smem = smem("unsigned short", b_offset);
   // Every operand is in its registers before shared memory is written (a conversion uses it too).
   std::vector<Layout> layouts = {layout_or_default(op.operands[0]), layout_or_default(op.operands[1])};
@@ -44,7 +52,7 @@ absl::Status OpLowering::dot(const Op& op) {
     ValueId value = op.operands[which];
     const Layout& layout = layouts[which];
     const std::string& src = sources[which];
-    std::vector<int64_t> strides = row_major(type(value).shape);
+    std::vector<int64_t> strides = which == 0 ? std::vector<int64_t>{a_stride, 1} : row_major(type(value).shape);
     std::string guard = owner(layout);
     unrolled("i", layout.num_regs());
     line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "), which == 0 ? a_smem : b_smem, "[",
@@ -79,12 +87,18 @@ absl::Status OpLowering::dot(const Op& op) {
   close();
   unrolled("i", tiles_m);
   line(absl::StrCat("unsigned short mt_a[", unit->a_elems, "];"));
-  unrolled("e", unit->a_elems);
+  // A's elements 2p and 2p + 1 are neighbours along K in one row (matrix_unit.h): one 32-bit load.
+  MT_CHECK(unit->a_elems % 2 == 0, "A fragments hold element pairs");
+  unrolled("p", unit->a_elems / 2);
+  line("const int e = 2 * p;");
   line(absl::StrCat("const int rho = ", to_absl(unit->a_row), ";"));
   line(absl::StrCat("const int kr = i * ", unit->row_regs, " + ", to_absl(unit->row_reg), ";"));
   line(absl::StrCat("const int row = (mt_wr * ", rows.tpw, " + ", to_absl(unit->row_lane), ") * ", rows.spt, " + kr % ",
                     rows.spt, " + (kr / ", rows.spt, ") * ", rows.cover(), ";"));
-  line(absl::StrCat("mt_a[e] = ", a_smem, "[row * ", k, " + kk * ", unit->shape.k, " + ", to_absl(unit->a_k), "];"));
+  line(absl::StrCat("const unsigned mt_pair = ", a_words, "[(row * ", a_stride, " + kk * ", unit->shape.k, " + ",
+                    to_absl(unit->a_k), ") / 2];"));
+  line("mt_a[e] = (unsigned short)(mt_pair & 0xffffu);");
+  line("mt_a[e + 1] = (unsigned short)(mt_pair >> 16);");
   close();
   unrolled("j", tiles_n);
   line(absl::StrCat("float mt_c[", unit->c_elems, "];"));

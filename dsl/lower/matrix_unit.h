@@ -19,6 +19,8 @@ struct MatrixUnit {
   int b_elems = 0;
   int c_elems = 0;
   // Fragment element e of lane `lane`: A at (row rho, column kk), B at (row kk, column c), C at (rho, c).
+  // Every unit's A elements 2p and 2p + 1 sit in one row at neighbouring columns (the dot reads them
+  // as one 32-bit word).
   std::string_view a_row, a_k, b_k, b_col, c_row, c_col;
   // Where tile row rho sits in the accumulator layout: its lane bits (along the row dim) and its
   // register among the tile's rows; the same for tile column c. Expressions in `rho` / `c`.

@@ -75,10 +75,12 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
       [&](Value byte0, Value acc, Value bytes, Value codes) {
         Mxfp4Packed next = mxfp4_load(g, rows, row_ok, minimum(byte0 + step_bytes, row_bytes - step_bytes));
         Mxfp4Step w = mxfp4_decode({.bytes = bytes, .codes = codes});
-        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'.
-        auto xs = g.x + col(ms) * g.k + row((byte0 + arange(0, g.step / 2)) * 2);
-        auto low = dot(w.low, trans(load(xs, col(m_ok))), acc);
-        return std::array{dot(w.high, trans(load(xs + 1, col(m_ok))), low), next.bytes, next.codes};
+        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'. x is
+        // loaded as the dot's [K, tokens] operand itself (a trans would cost a shared-memory round
+        // trip and two barriers a dot).
+        auto xt = g.x + row(ms) * g.k + col((byte0 + arange(0, g.step / 2)) * 2);
+        auto low = dot(w.low, load(xt, row(m_ok)), acc);
+        return std::array{dot(w.high, load(xt + 1, row(m_ok)), low), next.bytes, next.codes};
       });
   return acc;
 }
