@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "jit/jit.h"
+#include "kernels/k3/bench_timing.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/dtype.h"
@@ -30,16 +31,22 @@
 #include "runtime/decode/layer_check.h"
 #include "runtime/decode/specialized_decode.h"
 #include "runtime/discovery.h"
+#include "support/check.h"
 #include "support/status_macros.h"
 #include "tools/build_report.h"
 #include "tools/command_flags.h"
 #include "tools/commands.h"
+#include "tools/decode_graph.h"
 #include "tools/decode_host_layers.h"
+#include "tools/decode_layer_bytes.h"
+#include "tools/decode_random_weights.h"
 #include "tools/device_choice.h"
 #include "tools/shared_flags.h"
 
 ABSL_FLAG(std::optional<std::string>, standins, std::nullopt, "how the host's layers run: reference or kernels");
 ABSL_FLAG(int, steps, 3, "spec-verify steps");
+ABSL_FLAG(bool, graph, false, "capture each width's step once into device graphs and replay it");
+ABSL_FLAG(bool, alias_weights, false, "random weights made on the device, one layer per kind viewed by every layer of it");
 
 namespace monotile::tools {
 namespace {
@@ -50,7 +57,7 @@ namespace ref = kernels::reference;
 constexpr const char* kUsage =
     "usage: monotile decode [--model k3-tiny|k3|DIR] [--seed S] [--device cpu|gpu] [--q Q] [--requests N]\n"
     "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--standins reference|kernels]\n"
-    "                       [--check]\n"
+    "                       [--graph] [--alias-weights] [--check]\n"
     "  --model     an embedded config (seeded random weights) or a checkpoint folder (default k3-tiny)\n"
     "  --seed      the seeded weights' and the steps' seed (default 1)\n"
     "  --device    cpu (the CPU interpreter) or gpu (default: a GPU when there is one)\n"
@@ -62,6 +69,11 @@ constexpr const char* kUsage =
     "              zero (stood in), and --check holds the rank to the same reference\n"
     "  --standins  how the host's layers run: the float64 reference on the CPU, or DSL kernels on the\n"
     "              device (default: kernels on a GPU, the reference on the CPU device)\n"
+    "  --graph     capture each width's step once into device graphs (cut around the host's work)\n"
+    "              and replay it for later steps with new metadata in the same buffers; the table's\n"
+    "              times from graphs replayed, a layer's against its floor on a GPU\n"
+    "  --alias-weights  random weights made on the device, one layer per kind viewed by every layer\n"
+    "              of that kind (automatic for an embedded config whose rank does not fit the device)\n"
     "  --check     compare every served layer with the float64 reference of that layer\n";
 
 int misuse(const std::string& message) {
@@ -80,7 +92,7 @@ struct Options {
   std::optional<std::string> device;
   std::optional<std::string> standins;
   int q = 2, requests = 2, steps = 3, max_rows = 16, tp = 1, rank = 0;
-  bool check = false;
+  bool check = false, graph = false, alias_weights = false;
 };
 
 // One layer's row of the table.
@@ -93,11 +105,19 @@ struct LayerRow {
   bool checked = false, passed = true;
 };
 
-// The metadata of one step on the device, as vLLM's GDN builder gives it.
+// The metadata of the step on the device, as vLLM's GDN builder gives it: fixed buffers that every
+// step of the width rewrites (a captured graph holds their addresses).
 struct DeviceStep {
   HostStep host;
-  runtime::DeviceBuffer indices, accepted, starts, mla_slots, mla_context;
+  runtime::DeviceBuffer indices, accepted, starts, mla_slots, mla_context, prefix, blocks;
   dec::AttnMetadata metadata;
+};
+
+// How a step's layers are enqueued (enqueue_layers).
+struct EnqueueMode {
+  bool check = false;  // --check's host work around each layer
+  bool cut = false;    // a graph per layer (per-layer times of a recorded step)
+  bool timed = false;  // the rows' times, by the host's clock around each layer (eager steps)
 };
 
 class DecodeJob {
@@ -107,8 +127,19 @@ class DecodeJob {
 
  private:
   absl::Status setup();
-  absl::StatusOr<DeviceStep> make_step(int step, int padded, bool prefill);
-  absl::Status run_step(int step, DeviceStep& s);
+  absl::Status setup_weights(const runtime::DeviceInfo& info);
+  absl::Status allocate_step();
+  absl::Status write_step(int padded, bool prefill);
+  absl::Status run_step(int step);
+  absl::Status enqueue_layers(StepRecorder& recorder, const dec::Step& planned, EnqueueMode mode);
+  absl::Status read_inputs(int layer, runtime::DevicePtr delta);
+  absl::Status check_outputs(int layer, bool served, runtime::DevicePtr out);
+  absl::StatusOr<std::optional<dec::Step>> plan();
+  absl::Status time_layers();
+  absl::StatusOr<uint64_t> digest(const std::vector<std::pair<runtime::DevicePtr, size_t>>& ranges);
+  absl::Status print_step_digest();
+  absl::Status print_cache_digest();
+  void print_table();
 
   Options o_;
   std::mt19937 rng_;
@@ -119,15 +150,66 @@ class DecodeJob {
   std::unique_ptr<runtime::Device> device_;
   std::unique_ptr<dec::Group> group_;
   dec::DeviceWeights weights_;
+  std::unique_ptr<AliasedWeights> aliased_;
+  const dec::Backbone* backbone_ = nullptr;
   std::unique_ptr<dec::SpecializedDecode> decode_;
   std::unique_ptr<HostLayers> host_;
   std::map<int, DeviceKdaCache> caches_;
   std::vector<int64_t> mla_context_;
   std::map<int, LayerRow> rows_;
   int64_t slots_ = 0;
+  int64_t state_len_ = 0;
   int first_kda_ = -1;  // the first served KDA layer: plan's routing source
   bool checks_passed_ = true;
+  runtime::Stream stream_;
+  DeviceStep step_;
+  std::map<int, StepGraph> graphs_;           // --graph: each width's recorded step
+  std::map<int, ref::LayerInput> inputs_;     // --check: each layer's inputs, read before it runs
+  std::map<int, double> layer_ms_;            // --graph: each layer's time from the timing replays
+  std::vector<double> step_ms_;               // --graph: the whole step's time, replayed
+  std::optional<double> bandwidth_;           // a GPU's copy bandwidth (bytes/s), for the floors
+  runtime::DevicePtr step_out_ = 0;           // the last layer's output (the step's final delta)
 };
+
+absl::Status DecodeJob::setup_weights(const runtime::DeviceInfo& info) {
+  const bool embedded = !model::embedded_config_json(o_.model).empty();
+  // One rank's whole model must fit; else, for an embedded config, one layer of each kind does.
+  const uint64_t bytes = plan_.bytes_read();
+  const uint64_t room = info.vendor == dsl::Vendor::kCpu ? uint64_t{16} << 30 : static_cast<uint64_t>(info.memory_bytes) / 10 * 9;
+  if (o_.alias_weights && !embedded) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--alias-weights with --model ", o_.model, ": a checkpoint folder's weights are its own; expected an "
+        "embedded config (k3-tiny or k3), whose weights are random; hint: drop --alias-weights, or use --model k3"));
+  }
+  bool alias = o_.alias_weights;
+  if (bytes > room && !alias) {
+    if (!embedded) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "rank %d of TP %d of %s reads %.1f GB of weights; the %s has room for %.1f GB; hint: --model k3-tiny, "
+          "--model k3 (random weights made on the device, one layer per kind), or `monotile layer run` for one "
+          "layer of a large model",
+          o_.rank, o_.tp, o_.model, bytes / 1e9, runtime::describe(info), room / 1e9));
+    }
+    std::printf("rank %d of TP %d of %s reads %.1f GB of weights; the device has room for %.1f GB: one layer of "
+                "each kind is made and aliased\n",
+                o_.rank, o_.tp, o_.model.c_str(), bytes / 1e9, room / 1e9);
+    alias = true;
+  }
+  if (!alias) {
+    MT_ASSIGN_OR_RETURN(weights_, dec::upload_rank_weights(*device_, config_, o_.tp, o_.rank, 0,
+                                                           config_.num_hidden_layers, *source_));
+    backbone_ = &weights_.backbone;
+    return absl::OkStatus();
+  }
+  MT_ASSIGN_OR_RETURN(aliased_, AliasedWeights::create(*device_, jit::Jit::process_default(), config_, plan_, o_.tp,
+                                                       o_.rank, o_.seed));
+  backbone_ = &aliased_->backbone();
+  std::printf("weights: random on the device (seed %llu), one layer per kind aliased across %d layers: %d kinds, "
+              "%.2f GB on the device viewed as %.1f GB\n",
+              static_cast<unsigned long long>(o_.seed), config_.num_hidden_layers, aliased_->kinds(),
+              aliased_->device_bytes() / 1e9, aliased_->viewed_bytes() / 1e9);
+  return absl::OkStatus();
+}
 
 absl::Status DecodeJob::setup() {
   MT_ASSIGN_OR_RETURN(config_, model::load_config(o_.model));
@@ -154,41 +236,32 @@ absl::Status DecodeJob::setup() {
   }
   MT_ASSIGN_OR_RETURN(dims_, model::rank_dims(config_, o_.tp, o_.rank));
   MT_ASSIGN_OR_RETURN(plan_, model::plan_rank(config_, o_.tp, o_.rank));
-  // One rank's whole model must fit: k3 (about 1 TB) does not, even split eight ways.
-  const uint64_t bytes = plan_.bytes_read();
-  const uint64_t room = info.vendor == dsl::Vendor::kCpu ? uint64_t{16} << 30 : static_cast<uint64_t>(info.memory_bytes) / 10 * 9;
-  if (bytes > room) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "rank %d of TP %d of %s reads %.1f GB of weights; the %s has room for %.1f GB; hint: --model k3-tiny, "
-        "or `monotile layer run` for one layer of a large model",
-        o_.rank, o_.tp, o_.model, bytes / 1e9, runtime::describe(info), room / 1e9));
-  }
-  std::printf("monotile decode: %s, TP %d rank %d%s, q %d, %d requests a step, on %s\n", o_.model.c_str(), o_.tp,
+  std::printf("monotile decode: %s, TP %d rank %d%s, q %d, %d requests a step, on %s%s\n", o_.model.c_str(), o_.tp,
               o_.rank, o_.tp > 1 ? " alone (the other ranks' partial sums stood in by zero)" : "", o_.q, o_.requests,
-              runtime::describe(info).c_str());
-  MT_ASSIGN_OR_RETURN(weights_, dec::upload_rank_weights(*device_, config_, o_.tp, o_.rank, 0,
-                                                         config_.num_hidden_layers, *source_));
+              runtime::describe(info).c_str(), o_.graph ? ", each width's step captured once and replayed" : "");
+  MT_RETURN_IF_ERROR(setup_weights(info));
   group_ = dec::make_single_process_group();
   MT_ASSIGN_OR_RETURN(decode_, dec::SpecializedDecode::create(
-                                   weights_.backbone, *config, *group_, *device_, jit::Jit::process_default(),
+                                   *backbone_, *config, *group_, *device_, jit::Jit::process_default(),
                                    {.on_progress = progress_printer(stderr),
                                     .log = [](const std::string& line) { std::printf("%s\n", line.c_str()); }}));
 
   // The KV caches: a slot pool twice the live positions, so each step's slots leave gaps.
   slots_ = int64_t{2} * config->max_rows + 1;
-  const int64_t channels = 3 * dims_.kda_projection, state_len = config->q + 2;
+  state_len_ = config->q + 2;
+  const int64_t channels = 3 * dims_.kda_projection;
   std::vector<dec::KdaCache> bound;
   std::normal_distribution<double> normal(0.0, 1.0);
   for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
     if (!config_.is_kda_layer(layer)) continue;
     DeviceKdaCache& c = caches_[layer];
     c.slots = slots_;
-    c.state_len = state_len;
+    c.state_len = state_len_;
     c.channels = channels;
     c.state_elements = slots_ * dims_.kda_heads * 128 * 128;
-    MT_ASSIGN_OR_RETURN(c.conv, device_->allocate(static_cast<size_t>(slots_ * state_len * channels) * 2));
+    MT_ASSIGN_OR_RETURN(c.conv, device_->allocate(static_cast<size_t>(slots_ * state_len_ * channels) * 2));
     MT_ASSIGN_OR_RETURN(c.state, device_->allocate(static_cast<size_t>(c.state_elements) * 4));
-    std::vector<uint16_t> conv(static_cast<size_t>(slots_ * state_len * channels));
+    std::vector<uint16_t> conv(static_cast<size_t>(slots_ * state_len_ * channels));
     for (uint16_t& v : conv) v = model::bf16_from_double(normal(rng_));
     std::vector<float> state(static_cast<size_t>(c.state_elements));
     for (float& v : state) v = static_cast<float>(0.01 * normal(rng_));
@@ -197,7 +270,7 @@ absl::Status DecodeJob::setup() {
     if (config_.served_kind(layer) != model::ServedKind::kWhole) continue;
     if (first_kda_ < 0) first_kda_ = layer;
     bound.push_back({absl::StrCat("model.layers.", layer, ".self_attn"),
-                     dec::TensorView::dense(model::Dtype::kBF16, {slots_, state_len, channels}, c.conv.address()),
+                     dec::TensorView::dense(model::Dtype::kBF16, {slots_, state_len_, channels}, c.conv.address()),
                      dec::TensorView::dense(model::Dtype::kF32, {slots_, dims_.kda_heads, 128, 128},
                                             c.state.address())});
   }
@@ -206,24 +279,56 @@ absl::Status DecodeJob::setup() {
   StandinKind standins = info.vendor == dsl::Vendor::kCpu ? StandinKind::kReference : StandinKind::kKernels;
   if (o_.standins) standins = *o_.standins == "kernels" ? StandinKind::kKernels : StandinKind::kReference;
   host_ = std::make_unique<HostLayers>(*device_, jit::Jit::process_default(), config_, dims_, plan_, *source_,
-                                       weights_.backbone, standins, config->max_rows, o_.requests,
+                                       *backbone_, standins, config->max_rows, o_.requests,
                                        4 + int64_t{o_.steps + 1} * o_.q);
+  if (aliased_) {
+    // --check's reference reads the weights the device made: each kind's layer copied back once.
+    host_->set_weight_loader([this](int layer) { return aliased_->host_weights(layer); });
+  }
   // The layers no kernel serves, run whole by the host (layer 0).
   std::vector<int> host_layers;
   for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
     if (config_.served_kind(layer) == model::ServedKind::kNone) host_layers.push_back(layer);
   }
-  MT_RETURN_IF_ERROR(host_->prepare(host_layers, o_.requests * o_.q, o_.q, static_cast<int>(state_len)));
+  MT_RETURN_IF_ERROR(host_->prepare(host_layers, o_.requests * o_.q, o_.q, static_cast<int>(state_len_)));
+  MT_ASSIGN_OR_RETURN(stream_, device_->create_stream());
+  if (info.vendor != dsl::Vendor::kCpu) {
+    // The floors' bandwidth, measured in this run: a 1 GiB device-to-device copy, best of 10.
+    MT_ASSIGN_OR_RETURN(kernels::k3::Timing copy, kernels::k3::copy_floor(*device_, stream_, 10));
+    bandwidth_ = kernels::k3::copy_bandwidth(copy);
+  }
+  return allocate_step();
+}
+
+absl::Status DecodeJob::allocate_step() {
+  const int n = o_.requests, q = o_.q;
+  const size_t th = static_cast<size_t>(n * q * config_.hidden_size);
+  DeviceStep& s = step_;
+  MT_ASSIGN_OR_RETURN(s.indices, device_->allocate(static_cast<size_t>(n * q) * 4));
+  MT_ASSIGN_OR_RETURN(s.accepted, device_->allocate(static_cast<size_t>(n) * 4));
+  MT_ASSIGN_OR_RETURN(s.starts, device_->allocate(static_cast<size_t>(n + 1) * 4));
+  MT_ASSIGN_OR_RETURN(s.mla_slots, device_->allocate(static_cast<size_t>(n) * 4));
+  MT_ASSIGN_OR_RETURN(s.mla_context, device_->allocate(static_cast<size_t>(n) * 4));
+  MT_ASSIGN_OR_RETURN(s.prefix, device_->allocate(th * 2));
+  MT_ASSIGN_OR_RETURN(s.blocks, device_->allocate(th * static_cast<size_t>(config_.block_count()) * 2));
+  s.host.q = q;
+  s.host.device_state_indices = s.indices.address();
+  s.host.device_num_accepted = s.accepted.address();
+  s.host.device_mla_slots = s.mla_slots.address();
+  s.host.device_mla_context = s.mla_context.address();
   return absl::OkStatus();
 }
 
-absl::StatusOr<DeviceStep> DecodeJob::make_step(int step, int padded, bool prefill) {
-  DeviceStep s;
+absl::Status DecodeJob::write_step(int padded, bool prefill) {
+  DeviceStep& s = step_;
   const int n = o_.requests, q = o_.q;
-  s.host.q = q;
   std::vector<int32_t> pool(static_cast<size_t>(slots_ - 1));
   std::iota(pool.begin(), pool.end(), 1);
   std::shuffle(pool.begin(), pool.end(), rng_);
+  s.host.state_indices.clear();
+  s.host.num_accepted.clear();
+  s.host.mla_slots.clear();
+  s.host.mla_context.clear();
   for (int r = 0; r < n; ++r) {
     const bool pad = r >= n - padded;
     for (int j = 0; j < q; ++j) s.host.state_indices.push_back(pad ? -1 : pool[static_cast<size_t>(r * q + j)]);
@@ -233,22 +338,14 @@ absl::StatusOr<DeviceStep> DecodeJob::make_step(int step, int padded, bool prefi
   }
   std::vector<int32_t> starts(static_cast<size_t>(n + 1));
   for (int r = 0; r <= n; ++r) starts[static_cast<size_t>(r)] = r * q;
-  MT_ASSIGN_OR_RETURN(s.indices, device_->allocate(s.host.state_indices.size() * 4));
-  MT_ASSIGN_OR_RETURN(s.accepted, device_->allocate(s.host.num_accepted.size() * 4));
-  MT_ASSIGN_OR_RETURN(s.starts, device_->allocate(starts.size() * 4));
+  // New contents, the same buffers.
+  MT_RETURN_IF_ERROR(device_->synchronize(stream_));
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.indices.address(), s.host.state_indices.data(), n * q * 4));
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.accepted.address(), s.host.num_accepted.data(), n * 4));
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.starts.address(), starts.data(), starts.size() * 4));
-  // The MLA stand-ins' slots and context lengths, for the DSL kernels.
   std::vector<int32_t> context(s.host.mla_context.begin(), s.host.mla_context.end());
-  MT_ASSIGN_OR_RETURN(s.mla_slots, device_->allocate(static_cast<size_t>(n) * 4));
-  MT_ASSIGN_OR_RETURN(s.mla_context, device_->allocate(static_cast<size_t>(n) * 4));
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.mla_slots.address(), s.host.mla_slots.data(), n * 4));
   MT_RETURN_IF_ERROR(device_->copy_to_device(s.mla_context.address(), context.data(), n * 4));
-  s.host.device_state_indices = s.indices.address();
-  s.host.device_num_accepted = s.accepted.address();
-  s.host.device_mla_slots = s.mla_slots.address();
-  s.host.device_mla_context = s.mla_context.address();
   dec::SpecMetadata m{.spec_sequence_masks = true,
                       .num_prefills = prefill ? 1 : 0,
                       .num_spec_decodes = prefill ? n - 1 : n,
@@ -256,23 +353,215 @@ absl::StatusOr<DeviceStep> DecodeJob::make_step(int step, int padded, bool prefi
                       .spec_state_indices = dec::TensorView::dense(model::Dtype::kI32, {n, q}, s.indices.address()),
                       .num_accepted_tokens = dec::TensorView::dense(model::Dtype::kI32, {n}, s.accepted.address()),
                       .spec_query_start_loc = dec::TensorView::dense(model::Dtype::kI32, {n + 1}, s.starts.address())};
-  (void)step;
-  s.metadata.emplace(decode_->kda_prefix(), m);
-  return s;
+  s.metadata[decode_->kda_prefix()] = m;
+  // The residual stream entering layer 0 (the embedding's stand-in) and empty AttnRes blocks.
+  const size_t th = static_cast<size_t>(n * q * config_.hidden_size);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> values(th);
+  for (double& v : values) v = normal(rng_);
+  MT_RETURN_IF_ERROR(host_->write_bf16(s.prefix.address(), values));
+  return device_->fill_bytes(s.blocks.address(), 0, th * static_cast<size_t>(config_.block_count()) * 2);
 }
 
-absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
+absl::StatusOr<std::optional<dec::Step>> DecodeJob::plan() {
   const int width = o_.requests * o_.q;
-  const int64_t h = config_.hidden_size, blocks = config_.block_count();
-  const size_t th = static_cast<size_t>(width * h);
   const DeviceKdaCache& first = caches_.at(first_kda_);
   const dec::TensorView state = dec::TensorView::dense(model::Dtype::kF32, {slots_, dims_.kda_heads, 128, 128},
                                                        first.state.address());
-  MT_ASSIGN_OR_RETURN(std::optional<dec::Step> planned,
-                      decode_->plan({.width = width, .attn_metadata = &s.metadata, .kda_state = &state}));
-  const int padded = static_cast<int>(std::count(s.host.mla_slots.begin(), s.host.mla_slots.end(), -1));
+  return decode_->plan({.width = width, .attn_metadata = &step_.metadata, .kda_state = &state});
+}
+
+absl::Status DecodeJob::read_inputs(int layer, runtime::DevicePtr delta) {
+  const int64_t blocks = config_.block_count();
+  const size_t th = static_cast<size_t>(o_.requests * o_.q * config_.hidden_size);
+  ref::LayerInput& in = inputs_[layer];
+  in = ref::LayerInput();
+  MT_ASSIGN_OR_RETURN(in.prefix, host_->read_bf16(step_.prefix.address(), th, stream_));
+  if (delta != 0) {
+    MT_ASSIGN_OR_RETURN(in.delta, host_->read_bf16(delta, th, stream_));
+  }
+  MT_ASSIGN_OR_RETURN(in.blocks, host_->read_bf16(step_.blocks.address(), th * static_cast<size_t>(blocks), stream_));
+  in.meta = {o_.requests, o_.q, step_.host.state_indices, step_.host.num_accepted};
+  if (config_.is_kda_layer(layer)) {
+    MT_ASSIGN_OR_RETURN(ref::KdaCache c, host_->read_cache(caches_.at(layer), stream_));
+    in.caches.push_back(std::move(c));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeJob::check_outputs(int layer, bool served, runtime::DevicePtr out) {
+  const int width = o_.requests * o_.q;
+  const int64_t blocks = config_.block_count();
+  const size_t th = static_cast<size_t>(width * config_.hidden_size);
+  const bool kda = config_.is_kda_layer(layer);
+  const bool check_standin = host_->kind() == StandinKind::kKernels;
+  ref::LayerInput& in = inputs_.at(layer);
+  if (served) {
+    MT_RETURN_IF_ERROR(decode_->check_health());
+  } else {
+    MT_RETURN_IF_ERROR(device_->synchronize(stream_));
+    MT_RETURN_IF_ERROR(host_->check_health());
+  }
+  if (served && !kda) {
+    MT_ASSIGN_OR_RETURN(in.attention_output, host_->attention_output(layer, width, stream_));
+  }
+  dec::LayerResult result;
+  MT_ASSIGN_OR_RETURN(result.prefix, host_->read_bf16(step_.prefix.address(), th, stream_));
+  MT_ASSIGN_OR_RETURN(result.blocks, host_->read_bf16(step_.blocks.address(), th * static_cast<size_t>(blocks), stream_));
+  MT_ASSIGN_OR_RETURN(result.out, host_->read_bf16(out, th, stream_));
+  if (kda) {
+    MT_ASSIGN_OR_RETURN(result.cache, host_->read_cache(caches_.at(layer), stream_));
+  }
+  std::vector<kernels::k3::OutputCheck> outputs;
+  if (served) {
+    MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, host_->weights(layer));
+    MT_ASSIGN_OR_RETURN(dec::LayerCheck check, dec::check_layer(config_, layer, *w, in, result));
+    outputs = std::move(check.outputs);
+    if (!kda && check_standin) {
+      MT_ASSIGN_OR_RETURN(kernels::k3::OutputCheck core, host_->check_attention(layer, step_.host, stream_));
+      outputs.push_back(std::move(core));
+    }
+  } else {
+    MT_ASSIGN_OR_RETURN(outputs, host_->check_layer(layer, in, result));
+  }
+  LayerRow& row = rows_[layer];
+  row.checked = true;
+  for (const kernels::k3::OutputCheck& output : outputs) {
+    row.worst_rms = std::max(row.worst_rms, output.worst_rms);
+    if (output.passed()) continue;
+    row.passed = checks_passed_ = false;
+    std::printf("  layer %d %s: %lld of %lld values fail; first: %s\n", layer, output.name.c_str(),
+                static_cast<long long>(output.failures), static_cast<long long>(output.compared),
+                output.first_failure.c_str());
+  }
+  return absl::OkStatus();
+}
+
+// Every layer of a planned step in order, through `recorder`: the served layers' launches, the
+// host's layers (launches of the DSL stand-ins, or the reference's host work), and with --check the
+// host's reads of each layer's inputs before it and its check after it. The same code runs a step
+// eagerly and records it; host work is given as closures over the step's fixed buffers, so that a
+// replay runs it on the new contents.
+absl::Status DecodeJob::enqueue_layers(StepRecorder& recorder, const dec::Step& planned, EnqueueMode mode) {
+  const int64_t h = config_.hidden_size, blocks = config_.block_count();
+  dec::LayerIo io{.prefix = step_.prefix.address(), .blocks = step_.blocks.address(),
+                  .blocks_token_stride = blocks * h, .blocks_block_stride = h, .delta = 0, .attention = nullptr};
+  const bool reference = host_->kind() == StandinKind::kReference;
+  for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
+    recorder.set_layer(layer);
+    std::optional<dec::LayerLaunch> launch = planned.layer(layer);
+    DeviceKdaCache* cache = caches_.contains(layer) ? &caches_.at(layer) : nullptr;
+    const bool kda = config_.is_kda_layer(layer);
+    LayerRow& row = rows_[layer];
+    const std::string standin = host_->kind_name();
+    row.standin = !launch;
+    row.kind = !launch ? (kda ? "KDA + MLP: host stand-in (" + standin + ")" : "MLA: host stand-in (" + standin + ")")
+               : kda   ? std::string("KDA: kernels K1 + K2")
+                       : "MLA: host attention stand-in + kernel K2; stand-in: " + standin;
+    // --check holds every served layer to its reference, and the stand-ins too where DSL kernels
+    // run them (the reference needs no check against itself).
+    const bool check = mode.check && (launch || !reference);
+    if (check) {
+      MT_RETURN_IF_ERROR(recorder.host([this, layer, delta = io.delta] { return read_inputs(layer, delta); }));
+    }
+    std::chrono::steady_clock::time_point start;
+    if (mode.timed) {
+      MT_RETURN_IF_ERROR(device_->synchronize(stream_));
+      start = std::chrono::steady_clock::now();
+    }
+    if (!launch && reference) {
+      // The reference runs on the CPU over copies of the device's tensors: host work. Its output
+      // (the next delta) is a buffer of the stand-in that stays put.
+      auto delta = std::make_shared<runtime::DevicePtr>(0);
+      const dec::LayerIo entry{.prefix = io.prefix, .blocks = io.blocks, .blocks_token_stride = io.blocks_token_stride,
+                               .blocks_block_stride = io.blocks_block_stride, .delta = io.delta, .attention = nullptr};
+      MT_RETURN_IF_ERROR(recorder.host([this, layer, cache, delta, entry] {
+        dec::LayerIo at = entry;  // run_layer moves its delta on: every replay starts from the entry's
+        MT_RETURN_IF_ERROR(host_->run_layer(layer, at, step_.host, cache, stream_));
+        *delta = at.delta;
+        return absl::OkStatus();
+      }));
+      io.delta = *delta;
+    } else if (!launch) {
+      MT_RETURN_IF_ERROR(recorder.launching());
+      MT_RETURN_IF_ERROR(host_->run_layer(layer, io, step_.host, cache, stream_));
+    } else {
+      if (reference) {
+        // Inside the MLA layer's launch, between its launches: the graph is cut around it.
+        io.attention = [this, &recorder](int l, const dec::LayerIo& at, runtime::Stream&) -> absl::StatusOr<runtime::DevicePtr> {
+          auto core = std::make_shared<runtime::DevicePtr>(0);
+          dec::LayerIo copy{.prefix = at.prefix, .blocks = at.blocks, .blocks_token_stride = at.blocks_token_stride,
+                            .blocks_block_stride = at.blocks_block_stride, .delta = at.delta, .attention = nullptr};
+          MT_RETURN_IF_ERROR(recorder.host(
+              [this, l, copy, core]() -> absl::Status {
+                MT_ASSIGN_OR_RETURN(*core, host_->attention(l, copy, step_.host, stream_));
+                return absl::OkStatus();
+              },
+              /*launches_follow=*/true));
+          return *core;
+        };
+      } else {
+        io.attention = [this](int l, const dec::LayerIo& at, runtime::Stream& on) {
+          return host_->attention(l, at, step_.host, on);
+        };
+      }
+      MT_RETURN_IF_ERROR(recorder.launching());
+      MT_RETURN_IF_ERROR((*launch)(io, stream_));
+    }
+    if (mode.timed) {
+      MT_RETURN_IF_ERROR(device_->synchronize(stream_));
+      row.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++row.runs;
+    }
+    if (check) {
+      const bool served = launch.has_value();
+      MT_RETURN_IF_ERROR(recorder.host([this, layer, served, out = io.delta] { return check_outputs(layer, served, out); }));
+    }
+    if (mode.cut) MT_RETURN_IF_ERROR(recorder.cut());
+  }
+  step_out_ = io.delta;
+  return absl::OkStatus();
+}
+
+// FNV-1a over device bytes: eager and --graph runs of one seed print the same digests.
+absl::StatusOr<uint64_t> DecodeJob::digest(const std::vector<std::pair<runtime::DevicePtr, size_t>>& ranges) {
+  MT_RETURN_IF_ERROR(device_->synchronize(stream_));
+  uint64_t hash = 1469598103934665603ull;
+  std::vector<uint8_t> bytes;
+  for (const auto& [address, size] : ranges) {
+    bytes.resize(size);
+    MT_RETURN_IF_ERROR(device_->copy_to_host(bytes.data(), address, size));
+    for (uint8_t b : bytes) hash = (hash ^ b) * 1099511628211ull;
+  }
+  return hash;
+}
+
+absl::Status DecodeJob::print_step_digest() {
+  const size_t th = static_cast<size_t>(o_.requests * o_.q * config_.hidden_size) * 2;
+  MT_ASSIGN_OR_RETURN(uint64_t hash, digest({{step_.prefix.address(), th},
+                                             {step_.blocks.address(), th * static_cast<size_t>(config_.block_count())},
+                                             {step_out_, th}}));
+  std::printf("  output digest (prefix, blocks, the last layer's output): %016llx\n", static_cast<unsigned long long>(hash));
+  return absl::OkStatus();
+}
+
+absl::Status DecodeJob::print_cache_digest() {
+  std::vector<std::pair<runtime::DevicePtr, size_t>> ranges;
+  for (const auto& [layer, c] : caches_) {
+    ranges.emplace_back(c.conv.address(), static_cast<size_t>(c.slots * c.state_len * c.channels) * 2);
+    ranges.emplace_back(c.state.address(), static_cast<size_t>(c.state_elements) * 4);
+  }
+  MT_ASSIGN_OR_RETURN(uint64_t hash, digest(ranges));
+  std::printf("KDA caches digest after the steps: %016llx\n", static_cast<unsigned long long>(hash));
+  return absl::OkStatus();
+}
+
+absl::Status DecodeJob::run_step(int step) {
+  const int width = o_.requests * o_.q;
+  MT_ASSIGN_OR_RETURN(std::optional<dec::Step> planned, plan());
+  const int padded = static_cast<int>(std::count(step_.host.mla_slots.begin(), step_.host.mla_slots.end(), -1));
   if (!planned) {
-    std::optional<std::string_view> reason = dec::step_reason(&s.metadata, decode_->kda_prefix(), width);
+    std::optional<std::string_view> reason = dec::step_reason(&step_.metadata, decode_->kda_prefix(), width);
     std::printf("step %d: width %d, %d requests: the host's layers (%s)\n", step, width, o_.requests,
                 reason ? std::string(*reason).c_str() : "no kernels");
     return absl::OkStatus();
@@ -281,101 +570,135 @@ absl::Status DecodeJob::run_step(int step, DeviceStep& s) {
   for (int layer = 0; layer < config_.num_hidden_layers; ++layer) served += planned->layer(layer).has_value();
   std::printf("step %d: width %d, %d requests (%d padded): kernels for %d of %d layers\n", step, width, o_.requests,
               padded, served, config_.num_hidden_layers);
-
-  // The residual stream entering layer 0 (the embedding's stand-in) and the AttnRes blocks.
-  runtime::DeviceBuffer prefix, block_buffer;
-  MT_ASSIGN_OR_RETURN(prefix, device_->allocate(th * 2));
-  MT_ASSIGN_OR_RETURN(block_buffer, device_->allocate(th * static_cast<size_t>(blocks) * 2));
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> values(th);
-  for (double& v : values) v = normal(rng_);
-  MT_RETURN_IF_ERROR(host_->write_bf16(prefix.address(), values));
-  MT_RETURN_IF_ERROR(device_->fill_bytes(block_buffer.address(), 0, th * static_cast<size_t>(blocks) * 2));
-  dec::LayerIo io{.prefix = prefix.address(), .blocks = block_buffer.address(), .blocks_token_stride = blocks * h,
-                  .blocks_block_stride = h, .delta = 0, .attention = nullptr};
-  MT_ASSIGN_OR_RETURN(runtime::Stream stream, device_->create_stream());
-
-  for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
-    std::optional<dec::LayerLaunch> launch = planned->layer(layer);
-    DeviceKdaCache* cache = caches_.contains(layer) ? &caches_.at(layer) : nullptr;
-    LayerRow& row = rows_[layer];
-    const bool kda = config_.is_kda_layer(layer);
-    const std::string standin = host_->kind_name();
-    row.standin = !launch;
-    row.kind = !launch ? (kda ? "KDA + MLP: host stand-in (" + standin + ")" : "MLA: host stand-in (" + standin + ")")
-               : kda   ? std::string("KDA: kernels K1 + K2")
-                       : "MLA: host attention stand-in + kernel K2; stand-in: " + standin;
-    // --check holds every served layer to its reference, and the stand-ins too where DSL kernels
-    // run them (the reference needs no check against itself).
-    const bool check_standin = o_.check && host_->kind() == StandinKind::kKernels;
-    ref::LayerInput in;  // the layer's inputs, for --check
-    if (o_.check && (launch || check_standin)) {
-      MT_ASSIGN_OR_RETURN(in.prefix, host_->read_bf16(io.prefix, th, stream));
-      if (io.delta != 0) {
-        MT_ASSIGN_OR_RETURN(in.delta, host_->read_bf16(io.delta, th, stream));
-      }
-      MT_ASSIGN_OR_RETURN(in.blocks, host_->read_bf16(io.blocks, th * static_cast<size_t>(blocks), stream));
-      in.meta = {o_.requests, o_.q, s.host.state_indices, s.host.num_accepted};
-      if (kda) {
-        MT_ASSIGN_OR_RETURN(ref::KdaCache c, host_->read_cache(*cache, stream));
-        in.caches.push_back(std::move(c));
-      }
-    }
-    MT_RETURN_IF_ERROR(device_->synchronize(stream));
+  auto recorded = graphs_.find(width);
+  if (recorded != graphs_.end()) {
+    // A later step at a recorded width: the new contents are in the buffers; the graphs run again.
     const auto start = std::chrono::steady_clock::now();
-    if (!launch) {
-      MT_RETURN_IF_ERROR(host_->run_layer(layer, io, s.host, cache, stream));
-    } else {
-      io.attention = [&](int l, const dec::LayerIo& at, runtime::Stream& on) { return host_->attention(l, at, s.host, on); };
-      MT_RETURN_IF_ERROR((*launch)(io, stream));
-    }
-    MT_RETURN_IF_ERROR(device_->synchronize(stream));
-    row.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ++row.runs;
-    if (!o_.check || (!launch && !check_standin)) continue;
-    if (launch) {
-      MT_RETURN_IF_ERROR(decode_->check_health());
-    } else {
-      MT_RETURN_IF_ERROR(device_->synchronize(stream));
-      MT_RETURN_IF_ERROR(host_->check_health());
-    }
-    if (launch && !kda) {
-      MT_ASSIGN_OR_RETURN(in.attention_output, host_->attention_output(layer, width, stream));
-    }
-    dec::LayerResult result;
-    MT_ASSIGN_OR_RETURN(result.prefix, host_->read_bf16(io.prefix, th, stream));
-    MT_ASSIGN_OR_RETURN(result.blocks, host_->read_bf16(io.blocks, th * static_cast<size_t>(blocks), stream));
-    MT_ASSIGN_OR_RETURN(result.out, host_->read_bf16(io.delta, th, stream));
-    if (kda) {
-      MT_ASSIGN_OR_RETURN(result.cache, host_->read_cache(*cache, stream));
-    }
-    std::vector<kernels::k3::OutputCheck> outputs;
-    if (launch) {
-      MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, host_->weights(layer));
-      MT_ASSIGN_OR_RETURN(dec::LayerCheck check, dec::check_layer(config_, layer, *w, in, result));
-      outputs = std::move(check.outputs);
-      if (!kda && check_standin) {
-        MT_ASSIGN_OR_RETURN(kernels::k3::OutputCheck core, host_->check_attention(layer, s.host, stream));
-        outputs.push_back(std::move(core));
+    MT_RETURN_IF_ERROR(recorded->second.replay(*device_, stream_));
+    MT_RETURN_IF_ERROR(device_->synchronize(stream_));
+    std::printf("  graph: replayed width %d's step (%d graphs%s), new metadata in the same buffers: %.2f ms\n", width,
+                recorded->second.graphs(),
+                recorded->second.host_parts() > 0
+                    ? absl::StrCat(" and ", recorded->second.host_parts(), " pieces of host work").c_str()
+                    : "",
+                1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  } else {
+    StepRecorder recorder(*device_, stream_, o_.graph);
+    MT_RETURN_IF_ERROR(enqueue_layers(recorder, *planned, {.check = o_.check, .cut = false, .timed = !o_.graph}));
+    MT_ASSIGN_OR_RETURN(StepGraph graph, recorder.finish());
+    if (o_.graph) {
+      const StepGraph& g = graphs_.emplace(width, std::move(graph)).first->second;
+      if (g.host_parts() == 0) {
+        std::printf("  graph: captured width %d's step as 1 graph: every launch of every layer on one stream\n", width);
+      } else {
+        std::printf("  graph: captured width %d's step as %d graphs around %d pieces of host work, which no graph "
+                    "can hold: %s\n",
+                    width, g.graphs(), g.host_parts(),
+                    o_.check && host_->kind() == StandinKind::kReference
+                        ? "--check's reads and checks, and the stand-ins run by the float64 reference on the CPU"
+                    : o_.check ? "--check's reads of each layer's inputs and its check"
+                               : "the stand-ins run by the float64 reference on the CPU (--standins kernels makes "
+                                 "them launches)");
       }
-    } else {
-      MT_ASSIGN_OR_RETURN(outputs, host_->check_layer(layer, in, result));
-    }
-    row.checked = true;
-    for (const kernels::k3::OutputCheck& output : outputs) {
-      row.worst_rms = std::max(row.worst_rms, output.worst_rms);
-      if (output.passed()) continue;
-      row.passed = checks_passed_ = false;
-      std::printf("  layer %d %s: %lld of %lld values fail; first: %s\n", layer, output.name.c_str(),
-                  static_cast<long long>(output.failures), static_cast<long long>(output.compared),
-                  output.first_failure.c_str());
     }
   }
-  MT_RETURN_IF_ERROR(decode_->after_step(stream));
-  MT_RETURN_IF_ERROR(device_->synchronize(stream));
+  MT_RETURN_IF_ERROR(decode_->after_step(stream_));
+  MT_RETURN_IF_ERROR(device_->synchronize(stream_));
   MT_RETURN_IF_ERROR(host_->check_health());
-  for (int r = 0; r < o_.requests; ++r) mla_context_[static_cast<size_t>(r)] += s.host.num_accepted[static_cast<size_t>(r)];
+  MT_RETURN_IF_ERROR(print_step_digest());
+  for (int r = 0; r < o_.requests; ++r) {
+    mla_context_[static_cast<size_t>(r)] += step_.host.num_accepted[static_cast<size_t>(r)];
+  }
   return absl::OkStatus();
+}
+
+// --graph's times: the step recorded twice more without --check's host work, once whole and once
+// as a graph per layer, each replayed `runs` times; a part's time is the stream's time between
+// events around it. The step's inputs are those of the last step (the caches move on; no check
+// follows).
+absl::Status DecodeJob::time_layers() {
+  const int runs = device_->info().vendor == dsl::Vendor::kCpu ? 1 : 20;
+  MT_RETURN_IF_ERROR(write_step(0, false));
+  MT_ASSIGN_OR_RETURN(std::optional<dec::Step> planned, plan());
+  MT_CHECK(planned.has_value(), "plan accepted this width's spec-verify steps before");
+  StepRecorder whole(*device_, stream_, true), by_layer(*device_, stream_, true);
+  MT_RETURN_IF_ERROR(enqueue_layers(whole, *planned, {.check = false, .cut = false, .timed = false}));
+  MT_ASSIGN_OR_RETURN(StepGraph whole_graph, whole.finish());
+  MT_RETURN_IF_ERROR(enqueue_layers(by_layer, *planned, {.check = false, .cut = true, .timed = false}));
+  MT_ASSIGN_OR_RETURN(StepGraph layer_graph, by_layer.finish());
+  for (int run = 0; run < runs; ++run) {
+    std::map<int, double> ms;
+    MT_RETURN_IF_ERROR(whole_graph.replay(*device_, stream_, &ms));
+    double total = 0;
+    for (const auto& [layer, t] : ms) total += t;
+    step_ms_.push_back(total);
+    MT_RETURN_IF_ERROR(layer_graph.replay(*device_, stream_, &layer_ms_));
+  }
+  for (auto& [layer, t] : layer_ms_) t /= runs;
+  MT_RETURN_IF_ERROR(device_->synchronize(stream_));
+  return decode_->check_health();
+}
+
+void DecodeJob::print_table() {
+  const bool gpu = bandwidth_.has_value();
+  const StepShape shape{.requests = o_.requests,
+                        .q = o_.q,
+                        .conv_state_len = state_len_,
+                        .mla_context = mla_context_.empty() ? 0 : mla_context_[0]};
+  std::printf("\nlayer  %-64s %10s%s%s\n", "run by", o_.graph ? "ms" : "mean ms",
+              gpu ? "        MB   floor ms   ratio" : "", o_.check ? "  worst err/RMS  check" : "");
+  double kernel_ms = 0, host_ms = 0, floor_ms = 0, bytes_total = 0;
+  for (const auto& [layer, row] : rows_) {
+    const double ms = o_.graph ? layer_ms_[layer] : row.runs ? 1e3 * row.seconds / row.runs : 0;
+    (row.standin ? host_ms : kernel_ms) += ms;
+    std::printf("%5d  %-64s %10.3f", layer, row.kind.c_str(), ms);
+    if (gpu) {
+      const LayerBytes bytes = layer_bytes(config_, plan_.layers.at(static_cast<size_t>(layer)), dims_, shape);
+      const double floor = 1e3 * bytes.total() / *bandwidth_;
+      floor_ms += floor;
+      bytes_total += bytes.total();
+      std::printf("  %8.1f  %9.3f  %6.2f", bytes.total() / 1e6, floor, ms / floor);
+    }
+    if (o_.check && row.checked) std::printf("  %13.5f  %s", row.worst_rms, row.passed ? "pass" : "FAIL");
+    std::printf("\n");
+  }
+  std::printf("a step: %.1f ms in served layers, %.1f ms in the host's stand-ins (%s; stand-ins: %s)\n", kernel_ms,
+              host_ms,
+              gpu ? (o_.graph ? "GPU kernels, each layer a graph replayed alone, mean of 20"
+                              : "GPU kernels, each layer timed by the host's clock around it")
+                  : "the CPU interpreter: times are not the GPU's",
+              host_->kind() == StandinKind::kKernels ? "DSL kernels on the device" : "the reference on the CPU");
+  if (o_.graph && !step_ms_.empty()) {
+    std::vector<double> sorted = step_ms_;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    if (gpu) {
+      std::printf("the whole step replayed: %.3f ms (median of %zu); the sum of the layer floors: %.3f ms (%.1f MB "
+                  "at the copy's %.0f GB/s): %.2fx the floor\n",
+                  median, sorted.size(), floor_ms, bytes_total / 1e6, *bandwidth_ / 1e9, median / floor_ms);
+    } else {
+      std::printf("the whole step replayed: %.3f ms (the CPU interpreter: no floors; they are the GPU's, from "
+                  "its copy bandwidth)\n",
+                  median);
+    }
+  }
+  if (gpu) {
+    std::printf("floors: bytes a layer must move (its weights, the routed experts' for the distinct experts uniform "
+                "routing would choose, its KV state read and written, the activations) at the copy bandwidth "
+                "measured in this run (%.0f GB/s, a 1 GiB device-to-device copy)\n",
+                *bandwidth_ / 1e9);
+  }
+  if (o_.check) {
+    std::printf("%s\n", checks_passed_ ? "every served layer passes its check against the float64 reference"
+                                       : "a checked layer FAILED its check against the float64 reference (see its row)");
+    if (host_->kind() == StandinKind::kKernels) {
+      std::printf("(the host's stand-ins, DSL kernels, are checked in their rows too: layer 0 whole, an MLA "
+                  "layer's core as \"mla core\")\n");
+    }
+    if (aliased_) {
+      std::printf("(the reference reads the weights the device made: each kind's layer copied back once)\n");
+    }
+  }
 }
 
 absl::Status DecodeJob::run() {
@@ -384,34 +707,14 @@ absl::Status DecodeJob::run() {
     // Every other step pads its last request (every slot -1, one accepted token), as a graph
     // replayed for fewer requests does.
     const int padded = step % 2 == 0 && o_.requests > 1 ? 1 : 0;
-    MT_ASSIGN_OR_RETURN(DeviceStep s, make_step(step, padded, false));
-    MT_RETURN_IF_ERROR(run_step(step, s));
+    MT_RETURN_IF_ERROR(write_step(padded, false));
+    MT_RETURN_IF_ERROR(run_step(step));
   }
-  MT_ASSIGN_OR_RETURN(DeviceStep prefill, make_step(o_.steps + 1, 0, true));
-  MT_RETURN_IF_ERROR(run_step(o_.steps + 1, prefill));
-
-  double kernel_s = 0, host_s = 0;
-  std::printf("\nlayer  %-64s %10s%s\n", "run by", "mean ms", o_.check ? "  worst err/RMS  check" : "");
-  for (const auto& [layer, row] : rows_) {
-    const double ms = row.runs ? 1e3 * row.seconds / row.runs : 0;
-    (row.standin ? host_s : kernel_s) += ms;
-    std::printf("%5d  %-64s %10.2f", layer, row.kind.c_str(), ms);
-    if (o_.check && row.checked) std::printf("  %13.5f  %s", row.worst_rms, row.passed ? "pass" : "FAIL");
-    std::printf("\n");
-  }
-  std::printf("a step: %.1f ms in served layers, %.1f ms in the host's stand-ins (%s; stand-ins: %s)\n", kernel_s,
-              host_s,
-              device_->info().vendor == dsl::Vendor::kCpu ? "the CPU interpreter: times are not the GPU's"
-                                                           : "GPU kernels",
-              host_->kind() == StandinKind::kKernels ? "DSL kernels on the device" : "the reference on the CPU");
-  if (o_.check) {
-    std::printf("%s\n", checks_passed_ ? "every served layer passes its check against the float64 reference"
-                                       : "a checked layer FAILED its check against the float64 reference (see its row)");
-    if (host_->kind() == StandinKind::kKernels) {
-      std::printf("(the host's stand-ins, DSL kernels, are checked in their rows too: layer 0 whole, an MLA "
-                  "layer's core as \"mla core\")\n");
-    }
-  }
+  MT_RETURN_IF_ERROR(write_step(0, true));
+  MT_RETURN_IF_ERROR(run_step(o_.steps + 1));
+  MT_RETURN_IF_ERROR(print_cache_digest());
+  if (o_.graph) MT_RETURN_IF_ERROR(time_layers());
+  print_table();
   if (!checks_passed_) return absl::InternalError("a served layer failed its check against the reference");
   return absl::OkStatus();
 }
@@ -441,6 +744,8 @@ int decode_command(Args args) {
   o.tp = absl::GetFlag(FLAGS_tp).value_or(o.tp);
   o.rank = absl::GetFlag(FLAGS_rank).value_or(o.rank);
   o.check = absl::GetFlag(FLAGS_check);
+  o.graph = absl::GetFlag(FLAGS_graph);
+  o.alias_weights = absl::GetFlag(FLAGS_alias_weights);
   if (o.standins && *o.standins != "reference" && *o.standins != "kernels") {
     return misuse(absl::StrCat("--standins ", *o.standins, ": expected reference or kernels"));
   }

@@ -1,13 +1,20 @@
 // `monotile decode` end to end on the built binary at k3-tiny on the CPU interpreter: the default
 // run (the README's run command) and --check pass, every step's plan decision is printed (the
-// prefill-like step refused with plan's reason), the table names who ran each layer; misuse and
-// impossible deployments are refused by their words.
+// prefill-like step refused with plan's reason), the table names who ran each layer; --graph's
+// replays write the bytes eager steps write; weights made on the device and aliased pass --check;
+// misuse and impossible deployments are refused by their words.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <string>
+#include <unistd.h>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/testing/command.h"
 
 namespace monotile::tools {
@@ -73,13 +80,90 @@ TEST(DecodeCommand, RefusesMisuse) {
 }
 
 TEST(DecodeCommand, RefusesAnOptionOfAnotherCommand) {
-  CommandResult result = run("--graph");
+  // --bundle is monotile warmup's.
+  CommandResult result = run("--bundle /tmp");
   EXPECT_EQ(result.status, 2) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("monotile decode: unknown option --graph; hint: monotile decode --help lists its options"));
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: unknown option --bundle; hint: monotile decode --help lists its options"));
   // --dir is monotile cache's.
   result = run("--dir /tmp");
   EXPECT_EQ(result.status, 2) << result.output;
   EXPECT_THAT(result.output, HasSubstr("monotile decode: unknown option --dir; hint: monotile decode --help lists its options"));
+}
+
+// Every line of `output` that holds a digest, in order.
+std::vector<std::string> digests(const std::string& output) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (absl::StrContains(line, "digest")) lines.emplace_back(line);
+  }
+  return lines;
+}
+
+TEST(DecodeCommand, GraphReplaysWriteWhatEagerStepsWrite) {
+  // The CPU's default stand-ins are the float64 reference: host work the graphs are cut around.
+  const CommandResult eager = run("--device cpu --steps 3 --seed 4");
+  ASSERT_EQ(eager.status, 0) << eager.output;
+  const CommandResult graph = run("--device cpu --steps 3 --seed 4 --graph");
+  ASSERT_EQ(graph.status, 0) << graph.output;
+  EXPECT_THAT(graph.output, HasSubstr("step 1: width 4, 2 requests (0 padded): kernels for 12 of 13 layers\n"
+                                      "  graph: captured width 4's step as 4 graphs around 4 pieces of host work, "
+                                      "which no graph can hold: the stand-ins run by the float64 reference on the CPU"));
+  // The replayed step 2 pads its last request.
+  EXPECT_THAT(graph.output, HasSubstr("step 2: width 4, 2 requests (1 padded): kernels for 12 of 13 layers\n"
+                                      "  graph: replayed width 4's step (4 graphs and 4 pieces of host work), new "
+                                      "metadata in the same buffers"));
+  EXPECT_THAT(graph.output, HasSubstr("step 3: width 4, 2 requests (0 padded): kernels for 12 of 13 layers\n"
+                                      "  graph: replayed width 4's step"));
+  EXPECT_THAT(graph.output, HasSubstr("step 4: width 4, 2 requests: the host's layers (not pure decode)"));
+  EXPECT_THAT(graph.output, HasSubstr("the whole step replayed: "));
+  const std::vector<std::string> want = digests(eager.output), got = digests(graph.output);
+  ASSERT_EQ(want.size(), 4u) << eager.output;  // three steps' outputs, the caches after them
+  EXPECT_EQ(got, want) << "eager:\n" << eager.output << "\ngraph:\n" << graph.output;
+}
+
+TEST(DecodeCommand, GraphOfDslStandinsIsOneGraphPerWidth) {
+  const CommandResult eager = run("--device cpu --steps 2 --seed 6 --standins kernels");
+  ASSERT_EQ(eager.status, 0) << eager.output;
+  const CommandResult graph = run("--device cpu --steps 2 --seed 6 --standins kernels --graph");
+  ASSERT_EQ(graph.status, 0) << graph.output;
+  EXPECT_THAT(graph.output, HasSubstr("graph: captured width 4's step as 1 graph: every launch of every layer on one stream"));
+  EXPECT_THAT(graph.output, HasSubstr("step 2: width 4, 2 requests (1 padded): kernels for 12 of 13 layers\n"
+                                      "  graph: replayed width 4's step (1 graphs), new metadata in the same buffers"));
+  const std::vector<std::string> want = digests(eager.output), got = digests(graph.output);
+  ASSERT_EQ(want.size(), 3u) << eager.output;
+  EXPECT_EQ(got, want) << "eager:\n" << eager.output << "\ngraph:\n" << graph.output;
+}
+
+TEST(DecodeCommand, GraphChecksEveryServedLayer) {
+  const CommandResult result = run("--device cpu --steps 2 --seed 3 --graph --check");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("graph: captured width 4's step as 15 graphs around 28 pieces of host work, "
+                                       "which no graph can hold: --check's reads and checks"));
+  EXPECT_THAT(result.output, HasSubstr("graph: replayed width 4's step (15 graphs and 28 pieces of host work)"));
+  EXPECT_THAT(result.output, HasSubstr("    1  KDA: kernels K1 + K2"));
+  EXPECT_THAT(result.output, HasSubstr("every served layer passes its check against the float64 reference"));
+}
+
+TEST(DecodeCommand, AliasedDeviceWeightsPassTheCheck) {
+  const CommandResult result = run("--device cpu --steps 1 --seed 5 --alias-weights --check");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("weights: random on the device (seed 5), one layer per kind aliased across 13 "
+                                       "layers: 3 kinds,"));
+  EXPECT_THAT(result.output, HasSubstr("every served layer passes its check against the float64 reference"));
+  EXPECT_THAT(result.output, HasSubstr("(the reference reads the weights the device made: each kind's layer copied "
+                                       "back once)"));
+}
+
+TEST(DecodeCommand, RefusesAliasedWeightsForACheckpoint) {
+  const std::string dir = ::testing::TempDir() + "/monotile_decode_alias_" + std::to_string(getpid());
+  const CommandResult tiny = monotile::testing::run_command(absl::StrCat(MONOTILE_BINARY, " model tiny --out ", dir, " 2>&1"));
+  ASSERT_EQ(tiny.status, 0) << tiny.output;
+  const CommandResult result = run(absl::StrCat("--device cpu --model ", dir, " --alias-weights"));
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr(absl::StrCat("--alias-weights with --model ", dir,
+                                                    ": a checkpoint folder's weights are its own; expected an embedded "
+                                                    "config (k3-tiny or k3), whose weights are random; hint:")));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DecodeCommand, HelpPrintsTheUsage) {

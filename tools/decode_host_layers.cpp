@@ -33,12 +33,16 @@ HostLayers::HostLayers(runtime::Device& device, jit::Jit& jit, const model::Mode
 absl::StatusOr<const ref::RankLayerWeights*> HostLayers::weights(int layer) {
   auto found = weights_.find(layer);
   if (found != weights_.end()) return found->second.get();
-  MT_ASSIGN_OR_RETURN(ref::RankLayerWeights w, ref::load_rank_layer(plan_->layers.at(static_cast<size_t>(layer)),
-                                                                     dims_, *source_));
-  auto made = std::make_unique<ref::RankLayerWeights>(std::move(w));
-  const ref::RankLayerWeights* result = made.get();
-  weights_[layer] = std::move(made);
-  return result;
+  std::shared_ptr<const ref::RankLayerWeights> made;
+  if (loader_) {
+    MT_ASSIGN_OR_RETURN(made, loader_(layer));
+  } else {
+    MT_ASSIGN_OR_RETURN(ref::RankLayerWeights w, ref::load_rank_layer(plan_->layers.at(static_cast<size_t>(layer)),
+                                                                       dims_, *source_));
+    made = std::make_shared<const ref::RankLayerWeights>(std::move(w));
+  }
+  weights_[layer] = made;
+  return made.get();
 }
 
 absl::StatusOr<std::vector<double>> HostLayers::read_bf16(DevicePtr address, size_t count, runtime::Stream& stream) {

@@ -9,6 +9,7 @@
 // step's stream with no host copy (a GPU's default).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -103,6 +104,11 @@ class HostLayers {
 
   // The rank's weights of `layer` as doubles (loaded once).
   absl::StatusOr<const kernels::reference::RankLayerWeights*> weights(int layer);
+  // Where weights() gets a layer's weights when they are not `source`'s (weights made on the device,
+  // aliased across layers: shared by the layers of a kind).
+  using WeightLoader =
+      std::function<absl::StatusOr<std::shared_ptr<const kernels::reference::RankLayerWeights>>(int layer)>;
+  void set_weight_loader(WeightLoader loader) { loader_ = std::move(loader); }
 
   // Device <-> host through the device's synchronous copies (after synchronizing `stream`).
   absl::StatusOr<std::vector<double>> read_bf16(runtime::DevicePtr address, size_t count, runtime::Stream& stream);
@@ -127,7 +133,8 @@ class HostLayers {
   const runtime::decode::Backbone* backbone_;
   StandinKind kind_;
   int max_rows_;
-  std::map<int, std::unique_ptr<kernels::reference::RankLayerWeights>> weights_;
+  WeightLoader loader_;
+  std::map<int, std::shared_ptr<const kernels::reference::RankLayerWeights>> weights_;
   std::map<int, kernels::reference::MlaCache> mla_caches_;
   int64_t mla_slots_, mla_capacity_;
   runtime::DeviceBuffer out_, core_;

@@ -1,0 +1,180 @@
+// A rank's weights filled on the device, one layer per kind; see decode_random_weights.h.
+#include "tools/decode_random_weights.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "kernels/standins/random_fill.h"
+#include "model/dtype.h"
+#include "runtime/launch_state.h"
+#include "support/check.h"
+#include "support/status_macros.h"
+
+namespace monotile::tools {
+namespace {
+
+namespace ref = kernels::reference;
+using kernels::standins::kRandomFillBlock;
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t name_hash(std::string_view name) {
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : name) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return hash;
+}
+
+// What makes two layers one kind: the same tensors, dtypes and shapes.
+std::string kind_key(const model::LayerPlan& layer) {
+  std::string key;
+  for (const model::RankTensor& t : layer.tensors) {
+    absl::StrAppend(&key, t.name, ":", std::string(model::dtype_name(t.dtype)), ":");
+    for (int64_t d : t.shape) absl::StrAppend(&key, d, ",");
+    key += ";";
+  }
+  return key;
+}
+
+// A tensor's values as low + span * u, u uniform in [0, 1), by its role.
+struct Fill {
+  float low = 0, span = 0;
+};
+
+Fill fill_for(const model::RankTensor& t) {
+  const double fan_in = t.shape.empty() ? 1.0 : static_cast<double>(t.shape.back());
+  const std::string& name = t.name;
+  if (t.dtype == model::Dtype::kU8) {
+    if (!absl::EndsWith(name, "_scale")) return {0.0f, 256.0f};  // two e2m1 codes a byte
+    // e2m1 codes have rms ~ 2.8; the scale brings a row to ~ 1/sqrt(fan-in), 32 weights a code;
+    // kept in 118..130, where the decoded weights stay normal bf16 numbers.
+    const int base =
+        127 + static_cast<int>(std::lround(std::log2(1.0 / (2.8 * std::sqrt(32 * fan_in)))));
+    return {static_cast<float>(std::clamp(base, 118, 129)), 2.0f};
+  }
+  const double unit = std::sqrt(12.0);  // the span of a uniform of variance 1
+  if (absl::EndsWith(name, "norm.weight")) return {0.95f, 0.1f};
+  if (absl::EndsWith(name, "A_log")) return {0.0f, static_cast<float>(std::log(16.0))};
+  if (absl::EndsWith(name, "dt_bias")) return {-0.25f, 0.5f};
+  if (absl::EndsWith(name, "e_score_correction_bias"))
+    return {static_cast<float>(-0.005 * unit), static_cast<float>(0.01 * unit)};
+  if (absl::StrContains(name, "conv1d")) return {-0.5f, 1.0f};
+  const double span = unit / std::sqrt(fan_in);
+  return {static_cast<float>(-span / 2), static_cast<float>(span)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AliasedWeights>> AliasedWeights::create(
+    runtime::Device& device, jit::Jit& jit, const model::ModelConfig& config,
+    const model::RankPlan& plan, int tp, int rank, uint64_t seed) {
+  std::unique_ptr<AliasedWeights> w(new AliasedWeights());
+  w->device_ = &device;
+  w->plan_ = &plan;
+  w->backbone_ = {.config = &config,
+                  .tp = tp,
+                  .rank = rank,
+                  .start_layer = 0,
+                  .end_layer = config.num_hidden_layers,
+                  .weights = {}};
+  // One fill program per element type, loaded once.
+  std::map<model::Dtype, std::pair<runtime::Kernel, dsl::ScalarType>> programs;
+  for (auto [dtype, type] :
+       {std::pair{model::Dtype::kBF16, dsl::bf16}, std::pair{model::Dtype::kF32, dsl::f32},
+        std::pair{model::Dtype::kU8, dsl::u8}}) {
+    MT_ASSIGN_OR_RETURN(
+        runtime::Kernel kernel,
+        runtime::load_program(device, kernels::standins::random_fill_program(type), jit));
+    programs.emplace(dtype, std::pair{std::move(kernel), type.scalar});
+  }
+  MT_ASSIGN_OR_RETURN(runtime::Stream stream, device.create_stream());
+  std::map<std::string, int> filled;  // kind key -> its filled layer
+  for (const model::LayerPlan& layer : plan.layers) {
+    if (layer.layer < 0) continue;
+    auto [kind, fresh] = filled.emplace(kind_key(layer), layer.layer);
+    w->source_[layer.layer] = kind->second;
+    auto& views = w->backbone_.weights[layer.layer];
+    if (!fresh) {
+      views = w->backbone_.weights.at(kind->second);
+      w->viewed_bytes_ += layer.bytes_read();
+      continue;
+    }
+    w->kinds_.push_back(layer.layer);
+    for (const model::RankTensor& t : layer.tensors) {
+      auto program = programs.find(t.dtype);
+      MT_CHECK(program != programs.end(), "plan_rank gives BF16, F32 and U8 weights only");
+      MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer buffer,
+                          device.allocate(std::max<uint64_t>(t.nbytes(), 1)));
+      const Fill fill = fill_for(t);
+      const uint32_t key = static_cast<uint32_t>(
+          splitmix64(seed ^ name_hash(absl::StrCat("model.layers.", layer.layer, ".", t.name))));
+      const int64_t n = t.elements();
+      const std::array args{
+          runtime::KernelArgument::pointer(reinterpret_cast<const void*>(buffer.address()),
+                                           program->second.second),
+          runtime::KernelArgument::integer(dsl::ScalarType::kI64, n),
+          runtime::KernelArgument::integer(dsl::ScalarType::kU32, key),
+          runtime::KernelArgument::floating(dsl::ScalarType::kF32, fill.low),
+          runtime::KernelArgument::floating(dsl::ScalarType::kF32, fill.span)};
+      const uint32_t blocks = static_cast<uint32_t>((n + kRandomFillBlock - 1) / kRandomFillBlock);
+      if (n > 0)
+        MT_RETURN_IF_ERROR(program->second.first.launch(runtime::Dim3{blocks, 1, 1}, args, stream));
+      views[t.name] = runtime::decode::TensorView::dense(t.dtype, t.shape, buffer.address());
+      w->device_bytes_ += t.nbytes();
+      w->buffers_.push_back(std::move(buffer));
+    }
+    w->viewed_bytes_ += layer.bytes_read();
+  }
+  MT_RETURN_IF_ERROR(device.synchronize(stream));
+  return w;
+}
+
+absl::StatusOr<std::shared_ptr<const ref::RankLayerWeights>> AliasedWeights::host_weights(
+    int layer) {
+  auto source = source_.find(layer);
+  if (source == source_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("layer ", layer, " has no weights in this rank's plan"));
+  }
+  auto found = host_.find(source->second);
+  if (found != host_.end()) return found->second;
+  const model::LayerPlan& plan = plan_->layers.at(static_cast<size_t>(source->second));
+  auto weights = std::make_shared<ref::RankLayerWeights>();
+  weights->dims = plan_->dims;
+  const auto& views = backbone_.weights.at(source->second);
+  for (const model::RankTensor& t : plan.tensors) {
+    std::vector<uint8_t> bytes(t.nbytes());
+    MT_RETURN_IF_ERROR(
+        device_->copy_to_host(bytes.data(), views.find(t.name)->second.data, bytes.size()));
+    if (t.dtype == model::Dtype::kU8) {
+      weights->bytes[t.name] = std::move(bytes);
+      continue;
+    }
+    std::vector<double> values(static_cast<size_t>(t.elements()));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (t.dtype == model::Dtype::kBF16) {
+        uint16_t bits;
+        std::memcpy(&bits, bytes.data() + 2 * i, 2);
+        values[i] = model::bf16_to_float(bits);
+      } else {
+        float value;
+        std::memcpy(&value, bytes.data() + 4 * i, 4);
+        values[i] = value;
+      }
+    }
+    weights->values[t.name] = std::move(values);
+  }
+  host_[source->second] = weights;
+  return std::shared_ptr<const ref::RankLayerWeights>(weights);
+}
+
+}  // namespace monotile::tools
