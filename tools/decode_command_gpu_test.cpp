@@ -1,0 +1,91 @@
+// `monotile decode` on a GPU: --graph replays write what eager steps write (the DSL stand-ins make
+// a width's step one graph), weights made on the device and aliased pass --check under --graph,
+// and one K3 rank at TP 8 runs whole on one GPU with its weights aliased, timed against its
+// floors. Skips, with discovery's reason, without a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runtime/discovery.h"
+#include "tests/testing/command.h"
+
+namespace monotile::tools {
+namespace {
+
+using monotile::testing::CommandResult;
+using ::testing::HasSubstr;
+
+CommandResult run(const std::string& args) {
+  return monotile::testing::run_command(
+      absl::StrCat(MONOTILE_BINARY, " decode --device gpu ", args, " 2>&1"));
+}
+
+std::vector<std::string> digests(const std::string& output) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (absl::StrContains(line, "digest")) lines.emplace_back(line);
+  }
+  return lines;
+}
+
+class DecodeCommandGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runtime::DiscoveryOptions options;
+    options.include_cpu = false;
+    runtime::Discovery found = runtime::discover_devices(options);
+    if (found.devices.empty()) {
+      std::vector<std::string> reasons;
+      for (const runtime::MissingBackend& missing : found.missing)
+        reasons.push_back(missing.reason);
+      GTEST_SKIP() << "no GPU: " << absl::StrJoin(reasons, "; ");
+    }
+  }
+};
+
+TEST_F(DecodeCommandGpu, GraphReplaysWriteWhatEagerStepsWrite) {
+  const CommandResult eager = run("--steps 3 --seed 4");
+  ASSERT_EQ(eager.status, 0) << eager.output;
+  const CommandResult graph = run("--steps 3 --seed 4 --graph");
+  ASSERT_EQ(graph.status, 0) << graph.output;
+  EXPECT_THAT(
+      graph.output,
+      HasSubstr("graph: captured width 4's step as 1 graph: every launch of every layer on one "
+                "stream"));
+  EXPECT_THAT(graph.output,
+              HasSubstr("step 2: width 4, 2 requests (1 padded): kernels for 12 of 13 layers\n"
+                        "  graph: replayed width 4's step (1 graphs)"));
+  EXPECT_THAT(graph.output, HasSubstr("the sum of the layer floors"));
+  const std::vector<std::string> want = digests(eager.output), got = digests(graph.output);
+  ASSERT_EQ(want.size(), 4u) << eager.output;
+  EXPECT_EQ(got, want) << "eager:\n" << eager.output << "\ngraph:\n" << graph.output;
+}
+
+TEST_F(DecodeCommandGpu, AliasedWeightsPassTheCheckUnderGraphs) {
+  const CommandResult result = run("--steps 2 --seed 5 --alias-weights --graph --check");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("weights: random on the device (seed 5), one layer per kind aliased"));
+  EXPECT_THAT(result.output,
+              HasSubstr("every served layer passes its check against the float64 reference"));
+}
+
+TEST_F(DecodeCommandGpu, OneK3RankRunsWholeOnOneGpu) {
+  const CommandResult result = run("--model k3 --tp 8 --rank 0 --steps 2 --graph");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("TP 8 rank 0 alone (the other ranks' partial sums stood in by zero)"));
+  EXPECT_THAT(result.output, HasSubstr("one layer of each kind is made and aliased"));
+  EXPECT_THAT(result.output, HasSubstr("one layer per kind aliased across 93 layers: 3 kinds"));
+  EXPECT_THAT(result.output, HasSubstr("graph: captured width 4's step as 1 graph"));
+  EXPECT_THAT(result.output, HasSubstr("the whole step replayed: "));
+}
+
+}  // namespace
+}  // namespace monotile::tools
