@@ -1,7 +1,7 @@
 // The bytes one decoder layer must move in a decode step, for the step's floor (bytes / the copy
 // bandwidth measured in the same run): the weights it reads, the KV state it reads and writes, the
 // activations it passes on. The routed experts' MXFP4 slices count for the distinct experts that
-// uniform routing of the step's rows is expected to choose, E (1 - (1 - 1/E)^(rows top_k)), since
+// uniform routing of the step's rows is expected to choose, E (1 - (1 - top_k/E)^rows), since
 // K2 reads only the chosen ones; scratch, flags and the router's logits are left out.
 #pragma once
 
