@@ -6,6 +6,7 @@
 // float64 reference on the CPU device, simple DSL kernels on a GPU); with --check, each served layer's
 // worst error against the float64 reference of that layer.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -205,7 +206,7 @@ absl::Status DecodeJob::setup_weights(const runtime::DeviceInfo& info) {
                                                        o_.rank, o_.seed));
   backbone_ = &aliased_->backbone();
   std::printf("weights: random on the device (seed %llu), one layer per kind aliased across %d layers: %d kinds, "
-              "%.2f GB on the device viewed as %.1f GB\n",
+              "%.2f GB on the device viewed as %.2f GB; the KV caches random on the device too\n",
               static_cast<unsigned long long>(o_.seed), config_.num_hidden_layers, aliased_->kinds(),
               aliased_->device_bytes() / 1e9, aliased_->viewed_bytes() / 1e9);
   return absl::OkStatus();
@@ -261,12 +262,22 @@ absl::Status DecodeJob::setup() {
     c.state_elements = slots_ * dims_.kda_heads * 128 * 128;
     MT_ASSIGN_OR_RETURN(c.conv, device_->allocate(static_cast<size_t>(slots_ * state_len_ * channels) * 2));
     MT_ASSIGN_OR_RETURN(c.state, device_->allocate(static_cast<size_t>(c.state_elements) * 4));
-    std::vector<uint16_t> conv(static_cast<size_t>(slots_ * state_len_ * channels));
-    for (uint16_t& v : conv) v = model::bf16_from_double(normal(rng_));
-    std::vector<float> state(static_cast<size_t>(c.state_elements));
-    for (float& v : state) v = static_cast<float>(0.01 * normal(rng_));
-    MT_RETURN_IF_ERROR(device_->copy_to_device(c.conv.address(), conv.data(), conv.size() * 2));
-    MT_RETURN_IF_ERROR(device_->copy_to_device(c.state.address(), state.data(), state.size() * 4));
+    if (aliased_) {
+      // Weights made on the device make the caches there too (K3's are about 2 GB a rank): conv
+      // entries of variance 1, recurrent states of variance 1e-4, as the host draws them below.
+      const float unit = static_cast<float>(std::sqrt(12.0));
+      MT_RETURN_IF_ERROR(aliased_->fill(c.conv.address(), model::Dtype::kBF16, slots_ * state_len_ * channels,
+                                        absl::StrCat("cache.", layer, ".conv"), -unit / 2, unit));
+      MT_RETURN_IF_ERROR(aliased_->fill(c.state.address(), model::Dtype::kF32, c.state_elements,
+                                        absl::StrCat("cache.", layer, ".recurrent"), -0.005f * unit, 0.01f * unit));
+    } else {
+      std::vector<uint16_t> conv(static_cast<size_t>(slots_ * state_len_ * channels));
+      for (uint16_t& v : conv) v = model::bf16_from_double(normal(rng_));
+      std::vector<float> state(static_cast<size_t>(c.state_elements));
+      for (float& v : state) v = static_cast<float>(0.01 * normal(rng_));
+      MT_RETURN_IF_ERROR(device_->copy_to_device(c.conv.address(), conv.data(), conv.size() * 2));
+      MT_RETURN_IF_ERROR(device_->copy_to_device(c.state.address(), state.data(), state.size() * 4));
+    }
     if (config_.served_kind(layer) != model::ServedKind::kWhole) continue;
     if (first_kda_ < 0) first_kda_ = layer;
     bound.push_back({absl::StrCat("model.layers.", layer, ".self_attn"),

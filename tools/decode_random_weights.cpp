@@ -86,17 +86,17 @@ absl::StatusOr<std::unique_ptr<AliasedWeights>> AliasedWeights::create(
                   .start_layer = 0,
                   .end_layer = config.num_hidden_layers,
                   .weights = {}};
+  w->seed_ = seed;
   // One fill program per element type, loaded once.
-  std::map<model::Dtype, std::pair<runtime::Kernel, dsl::ScalarType>> programs;
   for (auto [dtype, type] :
        {std::pair{model::Dtype::kBF16, dsl::bf16}, std::pair{model::Dtype::kF32, dsl::f32},
         std::pair{model::Dtype::kU8, dsl::u8}}) {
     MT_ASSIGN_OR_RETURN(
         runtime::Kernel kernel,
         runtime::load_program(device, kernels::standins::random_fill_program(type), jit));
-    programs.emplace(dtype, std::pair{std::move(kernel), type.scalar});
+    w->programs_.emplace(dtype, std::pair{std::move(kernel), type.scalar});
   }
-  MT_ASSIGN_OR_RETURN(runtime::Stream stream, device.create_stream());
+  MT_ASSIGN_OR_RETURN(w->stream_, device.create_stream());
   std::map<std::string, int> filled;  // kind key -> its filled layer
   for (const model::LayerPlan& layer : plan.layers) {
     if (layer.layer < 0) continue;
@@ -110,32 +110,42 @@ absl::StatusOr<std::unique_ptr<AliasedWeights>> AliasedWeights::create(
     }
     w->kinds_.push_back(layer.layer);
     for (const model::RankTensor& t : layer.tensors) {
-      auto program = programs.find(t.dtype);
-      MT_CHECK(program != programs.end(), "plan_rank gives BF16, F32 and U8 weights only");
       MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer buffer,
                           device.allocate(std::max<uint64_t>(t.nbytes(), 1)));
       const Fill fill = fill_for(t);
-      const uint32_t key = static_cast<uint32_t>(
-          splitmix64(seed ^ name_hash(absl::StrCat("model.layers.", layer.layer, ".", t.name))));
-      const int64_t n = t.elements();
-      const std::array args{
-          runtime::KernelArgument::pointer(reinterpret_cast<const void*>(buffer.address()),
-                                           program->second.second),
-          runtime::KernelArgument::integer(dsl::ScalarType::kI64, n),
-          runtime::KernelArgument::integer(dsl::ScalarType::kU32, key),
-          runtime::KernelArgument::floating(dsl::ScalarType::kF32, fill.low),
-          runtime::KernelArgument::floating(dsl::ScalarType::kF32, fill.span)};
-      const uint32_t blocks = static_cast<uint32_t>((n + kRandomFillBlock - 1) / kRandomFillBlock);
-      if (n > 0)
-        MT_RETURN_IF_ERROR(program->second.first.launch(runtime::Dim3{blocks, 1, 1}, args, stream));
+      MT_RETURN_IF_ERROR(w->launch_fill(buffer.address(), t.dtype, t.elements(),
+                                        absl::StrCat("model.layers.", layer.layer, ".", t.name),
+                                        fill.low, fill.span));
       views[t.name] = runtime::decode::TensorView::dense(t.dtype, t.shape, buffer.address());
       w->device_bytes_ += t.nbytes();
       w->buffers_.push_back(std::move(buffer));
     }
     w->viewed_bytes_ += layer.bytes_read();
   }
-  MT_RETURN_IF_ERROR(device.synchronize(stream));
+  MT_RETURN_IF_ERROR(device.synchronize(w->stream_));
   return w;
+}
+
+absl::Status AliasedWeights::launch_fill(runtime::DevicePtr address, model::Dtype dtype, int64_t n,
+                                         std::string_view name, float low, float span) {
+  auto program = programs_.find(dtype);
+  MT_CHECK(program != programs_.end(), "the random fill makes BF16, F32 and U8 tensors only");
+  if (n == 0) return absl::OkStatus();
+  const uint32_t key = static_cast<uint32_t>(splitmix64(seed_ ^ name_hash(name)));
+  const std::array args{runtime::KernelArgument::pointer(reinterpret_cast<const void*>(address),
+                                                         program->second.second),
+                        runtime::KernelArgument::integer(dsl::ScalarType::kI64, n),
+                        runtime::KernelArgument::integer(dsl::ScalarType::kU32, key),
+                        runtime::KernelArgument::floating(dsl::ScalarType::kF32, low),
+                        runtime::KernelArgument::floating(dsl::ScalarType::kF32, span)};
+  const uint32_t blocks = static_cast<uint32_t>((n + kRandomFillBlock - 1) / kRandomFillBlock);
+  return program->second.first.launch(runtime::Dim3{blocks, 1, 1}, args, stream_);
+}
+
+absl::Status AliasedWeights::fill(runtime::DevicePtr address, model::Dtype dtype, int64_t n,
+                                  std::string_view name, float low, float span) {
+  MT_RETURN_IF_ERROR(launch_fill(address, dtype, n, name, low, span));
+  return device_->synchronize(stream_);
 }
 
 absl::StatusOr<std::shared_ptr<const ref::RankLayerWeights>> AliasedWeights::host_weights(

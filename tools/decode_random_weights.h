@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,7 @@
 #include "model/shard_plan.h"
 #include "runtime/decode/weight_reasons.h"
 #include "runtime/device.h"
+#include "runtime/kernel.h"
 
 namespace monotile::tools {
 
@@ -43,6 +45,12 @@ class AliasedWeights {
   uint64_t device_bytes() const { return device_bytes_; }
   uint64_t viewed_bytes() const { return viewed_bytes_; }
 
+  // Fills `n` elements of `dtype` (BF16, F32 or U8) at `address` with low + span * u as the weights
+  // are filled, the stream of values named by `name` under the seed; returns when done. For other
+  // large random tensors of the run (the KV caches).
+  absl::Status fill(runtime::DevicePtr address, model::Dtype dtype, int64_t n,
+                    std::string_view name, float low, float span);
+
   // `layer`'s weights for the float64 reference: the kind's layer copied back from the device once
   // and shared by every layer of the kind.
   absl::StatusOr<std::shared_ptr<const kernels::reference::RankLayerWeights>> host_weights(
@@ -50,8 +58,14 @@ class AliasedWeights {
 
  private:
   AliasedWeights() = default;
+  absl::Status launch_fill(runtime::DevicePtr address, model::Dtype dtype, int64_t n,
+                           std::string_view name, float low, float span);
   runtime::Device* device_ = nullptr;
   const model::RankPlan* plan_ = nullptr;
+  uint64_t seed_ = 0;
+  // The fill program of each element type, and the stream the fills run on.
+  std::map<model::Dtype, std::pair<runtime::Kernel, dsl::ScalarType>> programs_;
+  runtime::Stream stream_;
   runtime::decode::Backbone backbone_;
   std::vector<runtime::DeviceBuffer> buffers_;
   std::map<int, int> source_;  // layer -> the layer it views
