@@ -11,16 +11,28 @@ using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes 
 
 int64_t gemv_padded_tokens(int tokens) { return std::max<int64_t>(8, pow2_at_least(tokens)); }
 
-Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) {
+namespace {
+
+// The loop over K from k_first (a multiple of the step) to k_end.
+Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const Operand& k_first,
+                const Operand& k_end) {
   const int64_t padded = gemv_padded_tokens(g.tokens);
   auto ms = arange(0, padded);
   auto m_ok = ms < g.tokens;
-  return range(0, g.k, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
+  return range(k_first, k_end, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
     auto ks = k0 + arange(0, g.step);
     auto w = load(g.w + col(rows).to(i64) * g.k + row(ks), col(row_ok), {.cache = Cache::streaming});
     auto xs = load(g.x + col(ms) * g.k + row(ks), col(m_ok));
     return dot(w, trans(xs), acc);
   });
+}
+
+}  // namespace
+
+Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) { return gemv_loop(g, rows, row_ok, 0, g.k); }
+
+Value gemv_rows_span(const GemvTask& g, const Value& rows, const Value& row_ok, const Value& k_first, int64_t k_len) {
+  return gemv_loop(g, rows, row_ok, k_first, k_first + k_len);
 }
 
 Value gemv_task(const GemvTask& g, const Value& task, int64_t n) {

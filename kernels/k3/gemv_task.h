@@ -29,4 +29,9 @@ dsl::Value gemv_task(const GemvTask& g, const dsl::Value& task, int64_t n);
 // The same for any rows (i32 [g.rows]); rows where `row_ok` is false read zero weights.
 dsl::Value gemv_rows(const GemvTask& g, const dsl::Value& rows, const dsl::Value& row_ok);
 
+// Those rows' partial sums over K in [k_first, k_first + k_len) only (split K: k_first a multiple
+// of g.step, k_len too), so that a short GEMV can spread over more programs than it has row blocks.
+dsl::Value gemv_rows_span(const GemvTask& g, const dsl::Value& rows, const dsl::Value& row_ok,
+                          const dsl::Value& k_first, int64_t k_len);
+
 }  // namespace monotile::kernels::k3

@@ -333,7 +333,7 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.ares = take(attn_res_partial_floats(b) * 4);
   s.a_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.y_rows = take(int64_t{b.tokens} * b.hidden * 2);
-  s.logits = take(int64_t{b.tokens} * b.experts * 4);
+  s.logits = take(int64_t{router_splits(b.experts, b.hidden, kGemvRows, b.gemv_step)} * b.tokens * b.experts * 4);
   const int64_t slots = int64_t{b.tokens} * b.top_k;
   s.lat = take(int64_t{b.tokens} * b.latent * 2);
   s.latent_sum = take(int64_t{b.tokens} * b.latent * 2);

@@ -113,7 +113,7 @@ struct K2Scratch {
   int64_t ares = 0;        // f32: AttnRes's partials
   int64_t a_rows = 0;      // bf16 [T, H]: o_proj reduced
   int64_t y_rows = 0;      // bf16 [T, H]: the MLP AttnRes output
-  int64_t logits = 0;      // f32 [T, E]
+  int64_t logits = 0;      // f32 [router splits, T, E]
   int64_t lat = 0;         // bf16 [T, LAT]
   int64_t latent_sum = 0;  // bf16 [T, LAT]: the routed sum reduced
   int64_t normed = 0;      // bf16 [T, LAT]

@@ -14,6 +14,7 @@
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "kernels/k3/k2_test_support.h"
+#include "kernels/k3/router_stage.h"
 #include "model/config.h"
 #include "tests/conformance/interpreter_executor.h"
 
@@ -54,6 +55,15 @@ TEST(K2Build, RefusesWhatItCannotServe) {
   ASSERT_TRUE(k2_build(config, dims, 12, 256, 4).ok());
   EXPECT_TRUE(k2_build(config, dims, 12, 256, 4)->reset);
   EXPECT_EQ(k2_build(config, dims, 12, 256, 4)->nblocks, config.previous_blocks(12) + 1);
+}
+
+TEST(RouterSplits, SpreadTheGemvOverTheProgramsItIsSizedFor) {
+  // K3: 896 experts in 14 blocks of 64, 7168 = 28 steps of 256: 7 slices (98 tasks; 14 would be 196).
+  EXPECT_EQ(router_splits(896, 7168, 64, 256), 7);
+  EXPECT_EQ(router_splits(896, 7168, 64, 128), 8);  // AMD's 128-wide steps: 56 steps, 112 tasks
+  EXPECT_EQ(router_splits(16, 256, 64, 256), 1);    // k3-tiny: one step, nothing to split
+  EXPECT_EQ(router_splits(16, 256, 64, 64), 4);
+  EXPECT_EQ(router_splits(129 * 64, 7168, 64, 256), 1);  // more blocks than programs: no slices
 }
 
 TEST(K2Build, TheStageClockChangesTheNameAndAddsTheLastParameter) {

@@ -1,6 +1,7 @@
 #include "kernels/k3/router_stage.h"
 
 #include <limits>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "kernels/k3/build_support.h"
@@ -10,29 +11,53 @@ namespace monotile::kernels::k3 {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
 
+int router_splits(int experts, int hidden, int gemv_rows, int gemv_step) {
+  const int row_tasks = (experts + gemv_rows - 1) / gemv_rows;
+  const int steps = hidden / gemv_step;
+  int splits = 1;
+  for (int d = 1; d <= steps; ++d) {
+    if (steps % d == 0 && row_tasks * d <= kRouterPrograms) splits = d;
+  }
+  return splits;
+}
+
 void router_rows(const RouterRows& r, const HandoffContext& hc) {
-  const int tasks = (r.experts + r.gemv_rows - 1) / r.gemv_rows;
+  const int row_tasks = (r.experts + r.gemv_rows - 1) / r.gemv_rows;
+  const int splits = router_splits(r.experts, r.hidden, r.gemv_rows, r.gemv_step);
+  const int tasks = row_tasks * splits;
+  const int64_t k_len = r.hidden / splits;
   const GemvTask gemv{.w = r.w_gate, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = r.gemv_rows,
                       .step = r.gemv_step};
   if_(program_id(0) < tasks, [&] { wait_flag(r.y_flag, kRouterInputRegion, full({}, 0, i32), hc); });
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
-    auto experts = task * r.gemv_rows + arange(0, r.gemv_rows);
+    auto split = task / row_tasks;
+    auto experts = task % row_tasks * r.gemv_rows + arange(0, r.gemv_rows);
     auto ts = arange(0, gemv_padded_tokens(r.tokens));
-    auto acc = gemv_task(gemv, task, r.experts);
-    store(r.logits + row(ts) * r.experts + col(experts), acc, col(experts < r.experts) & row(ts < r.tokens));
+    auto ok = experts < r.experts;
+    auto acc = gemv_rows_span(gemv, experts, ok, split * static_cast<int>(k_len), k_len);
+    store(r.logits + (split * r.tokens + row(ts)) * r.experts + col(experts), acc, col(ok) & row(ts < r.tokens));
     arrive(r.counter, tasks, r.flag, hc);
   });
+  // Row t's logits at `at` (i32 tile): its partials summed in split order (every load in flight at
+  // once), so that every program that reads a logit gets the same bits.
+  auto logits_at = [&](const Value& t, const Value& at, const Value& ok) {
+    std::vector<Value> parts;
+    for (int s = 0; s < splits; ++s) parts.push_back(load(r.logits + (s * r.tokens + t) * r.experts + at, ok));
+    Value total = parts[0];
+    for (int s = 1; s < splits; ++s) total = total + parts[s];
+    return total;
+  };
 
   const float inf = std::numeric_limits<float>::infinity();
   range(program_id(0), r.tokens, num_programs(0), [&](Value t) {
     wait_flag(r.flag, kRouterLogitsRegion, t, hc);
     auto es = arange(0, pow2_at_least(r.experts));
     auto real = es < r.experts;
-    auto score = sigmoid(load(r.logits + t * r.experts + es, real));
+    auto score = sigmoid(logits_at(t, es, real));
     auto key = score + load(r.bias + es, real);
     // NaN ranks last (the DSL's top-k puts it first); padding never ranks above a real expert.
     auto chosen = topk(where(real & (key == key), key, -inf), r.top_k);
-    auto picked = sigmoid(load(r.logits + t * r.experts + chosen.indices));
+    auto picked = sigmoid(logits_at(t, chosen.indices, chosen.indices < r.experts));
     auto weights = where(picked == picked, picked, 0.0f);
     if (r.renormalize) {
       auto total = sum(weights);

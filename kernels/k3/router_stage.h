@@ -1,6 +1,8 @@
 // The MoE router inside a layer kernel (k3_layer.md 5.1), as two task loops:
-//   1. logits = y W_gate^T in f32, a GEMV task per block of experts (gemv_task.h), every rank
-//      computing every expert; the last task publishes the logits;
+//   1. logits = y W_gate^T in f32, a GEMV task per (block of experts, slice of K) (gemv_task.h),
+//      every rank computing every expert; each task stores its partial sums, the last publishes them
+//      (W_gate is one of K2's first reads and the union of the chosen experts waits for it: with a
+//      task per block of experts alone, K3's 14 blocks streamed 12.8 MB on 14 SMs in about 85 us);
 //   2. per row: s = sigmoid(logit); the top k of s + bias (the correction bias chooses, it does not
 //      weigh), ties to the lower expert id, a NaN key last (it becomes -inf, so a NaN ties with a
 //      -inf key); weights s / sum(s) over the chosen (NaN counts 0; renormalize), times the
@@ -27,7 +29,7 @@ struct RouterRows {
   dsl::Value y_flag;      // the flag that publishes y
   dsl::Value w_gate;      // ptr<bf16> [E, H]
   dsl::Value bias;        // ptr<f32> [E]
-  dsl::Value logits;      // scratch ptr<f32> [T, E]
+  dsl::Value logits;      // scratch ptr<f32> [router_splits(...), T, E]: each K slice's partial sums
   dsl::Value counter, flag;  // one word each: the logits' arrivals and flag
   dsl::Value experts_out;    // ptr<i32> [T, top_k]
   dsl::Value weights_out;    // ptr<f32> [T, top_k]
@@ -37,6 +39,14 @@ struct RouterRows {
 // Health-record regions of the router's waits: for y, and for the logits.
 inline constexpr int32_t kRouterInputRegion = 5;
 inline constexpr int32_t kRouterLogitsRegion = 6;
+
+// The programs the router's GEMV tasks are sized for: below a full H200 (132 SMs) or MI300X (304 CUs),
+// so that every task of the stage runs at once.
+inline constexpr int kRouterPrograms = 128;
+
+// The K slices of the router's GEMV: the most that divide its K steps (hidden / gemv_step) with
+// (experts / gemv_rows rounded up) x slices tasks at most kRouterPrograms.
+int router_splits(int experts, int hidden, int gemv_rows, int gemv_step);
 
 void router_rows(const RouterRows& rows, const HandoffContext& context);
 
