@@ -1,0 +1,124 @@
+// `monotile decode`'s run (DecodeJob): the executor over a whole model, its KV caches and the
+// host's stand-ins, fed S spec-verify steps and one prefill-like step through fixed metadata
+// buffers, each step run eagerly or recorded once per width and replayed (--graph), then reported:
+// per step plan's decision and a digest of its outputs, per layer a time (against its floor on a
+// GPU) and with
+// --check its worst error against the float64 reference.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/reference/k3_layer_reference.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/shard_plan.h"
+#include "runtime/decode/decode.h"
+#include "runtime/decode/device_weights.h"
+#include "runtime/decode/specialized_decode.h"
+#include "runtime/device.h"
+#include "tools/decode_graph.h"
+#include "tools/decode_host_layers.h"
+#include "tools/decode_random_weights.h"
+
+namespace monotile::tools {
+
+namespace dec = runtime::decode;
+namespace ref = kernels::reference;
+
+// What `monotile decode` was asked for (decode_command.cpp parses it).
+struct DecodeJobOptions {
+  std::string model = "k3-tiny";
+  uint64_t seed = 1;
+  std::optional<std::string> device;
+  std::optional<std::string> standins;
+  int q = 2, requests = 2, steps = 3, max_rows = 16, tp = 1, rank = 0;
+  bool check = false, graph = false, alias_weights = false;
+};
+
+// One layer's row of the table.
+struct LayerRow {
+  std::string kind;
+  bool standin = false;  // a layer the host runs whole
+  double seconds = 0;
+  int runs = 0;
+  double worst_rms = 0;
+  bool checked = false, passed = true;
+};
+
+// The metadata of the step on the device, as vLLM's GDN builder gives it: fixed buffers that every
+// step of the width rewrites (a captured graph holds their addresses).
+struct DeviceStep {
+  HostStep host;
+  runtime::DeviceBuffer indices, accepted, starts, mla_slots, mla_context, prefix, blocks;
+  dec::AttnMetadata metadata;
+};
+
+// How a step's layers are enqueued (enqueue_layers).
+struct EnqueueMode {
+  bool check = false;  // --check's host work around each layer
+  bool cut = false;    // a graph per layer (per-layer times of a recorded step)
+  bool timed = false;  // the rows' times, by the host's clock around each layer (eager steps)
+};
+
+// The run: setup (weights, the executor, the caches, the stand-ins), the steps, the report.
+class DecodeJob {
+ public:
+  explicit DecodeJob(DecodeJobOptions o) : o_(std::move(o)), rng_(o_.seed) {}
+  absl::Status run();
+
+ private:
+  absl::Status setup();
+  absl::Status setup_weights(const runtime::DeviceInfo& info);
+  absl::Status allocate_step();
+  absl::Status write_step(int padded, bool prefill);
+  absl::Status run_step(int step);
+  absl::Status enqueue_layers(StepRecorder& recorder, const dec::Step& planned, EnqueueMode mode);
+  absl::Status read_inputs(int layer, runtime::DevicePtr delta);
+  absl::Status check_outputs(int layer, bool served, runtime::DevicePtr out);
+  absl::StatusOr<std::optional<dec::Step>> plan();
+  absl::Status time_layers();
+  absl::StatusOr<uint64_t> digest(const std::vector<std::pair<runtime::DevicePtr, size_t>>& ranges);
+  absl::Status print_step_digest();
+  absl::Status print_cache_digest();
+  void print_table();
+
+  DecodeJobOptions o_;
+  std::mt19937 rng_;
+  model::ModelConfig config_;
+  model::RankDims dims_;
+  model::RankPlan plan_;
+  std::unique_ptr<model::TensorSource> source_;
+  std::unique_ptr<runtime::Device> device_;
+  std::unique_ptr<dec::Group> group_;
+  dec::DeviceWeights weights_;
+  std::unique_ptr<AliasedWeights> aliased_;
+  const dec::Backbone* backbone_ = nullptr;
+  std::unique_ptr<dec::SpecializedDecode> decode_;
+  std::unique_ptr<HostLayers> host_;
+  std::map<int, DeviceKdaCache> caches_;
+  std::vector<int64_t> mla_context_;
+  std::map<int, LayerRow> rows_;
+  int64_t slots_ = 0;
+  int64_t state_len_ = 0;
+  int first_kda_ = -1;  // the first served KDA layer: plan's routing source
+  bool checks_passed_ = true;
+  runtime::Stream stream_;
+  DeviceStep step_;
+  std::map<int, StepGraph> graphs_;        // --graph: each width's recorded step
+  std::map<int, ref::LayerInput> inputs_;  // --check: each layer's inputs, read before it runs
+  std::map<int, double> layer_ms_;         // --graph: each layer's time from the timing replays
+  std::vector<double> step_ms_;            // --graph: the whole step's time, replayed
+  std::optional<double> bandwidth_;        // a GPU's copy bandwidth (bytes/s), for the floors
+  runtime::DevicePtr step_out_ = 0;        // the last layer's output (the step's final delta)
+};
+
+}  // namespace monotile::tools
