@@ -107,8 +107,9 @@ void DecodeJob::print_table() {
   std::printf(
       "a step: %.1f ms in served layers, %.1f ms in the host's stand-ins (%s; stand-ins: %s)\n",
       kernel_ms, host_ms,
-      gpu ? (o_.graph ? "GPU kernels, each layer a graph replayed alone, mean of 20"
-                      : "GPU kernels, each layer timed by the host's clock around it")
+      gpu ? (o_.graph
+                 ? "GPU kernels, each layer a graph replayed alone, mean of 20"
+                 : "GPU kernels, each layer timed by events around it, the stream idle before it")
           : "the CPU interpreter: times are not the GPU's",
       host_->kind() == StandinKind::kKernels ? "DSL kernels on the device"
                                              : "the reference on the CPU");
