@@ -30,27 +30,23 @@ absl::Status DecodeJob::setup_weights(const runtime::DeviceInfo& info) {
                             ? uint64_t{16} << 30
                             : static_cast<uint64_t>(info.memory_bytes) / 10 * 9;
   if (o_.alias_weights && !embedded) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--alias-weights with --model ", o_.model,
-                     ": a checkpoint folder's weights are its own; expected an "
-                     "embedded config (k3-tiny or k3), whose weights are random; hint: drop "
-                     "--alias-weights, or use --model k3"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--alias-weights with --model ", o_.model,
+        ": a checkpoint folder's weights are its own; expected an embedded config (k3-tiny or k3), "
+        "whose weights are random; hint: drop --alias-weights, or use --model k3"));
   }
   bool alias = o_.alias_weights;
   if (bytes > room && !alias) {
     if (!embedded) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "rank %d of TP %d of %s reads %.1f GB of weights; the %s has room for %.1f GB; hint: "
-          "--model k3-tiny, "
-          "--model k3 (random weights made on the device, one layer per kind), or `monotile layer "
-          "run` for one "
-          "layer of a large model",
+          "--model k3-tiny, --model k3 (random weights made on the device, one layer per kind), or "
+          "`monotile layer run` for one layer of a large model",
           o_.rank, o_.tp, o_.model, bytes / 1e9, runtime::describe(info), room / 1e9));
     }
     std::printf(
         "rank %d of TP %d of %s reads %.1f GB of weights; the device has room for %.1f GB: one "
-        "layer of "
-        "each kind is made and aliased\n",
+        "layer of each kind is made and aliased\n",
         o_.rank, o_.tp, o_.model.c_str(), bytes / 1e9, room / 1e9);
     alias = true;
   }
@@ -65,8 +61,7 @@ absl::Status DecodeJob::setup_weights(const runtime::DeviceInfo& info) {
   backbone_ = &aliased_->backbone();
   std::printf(
       "weights: random on the device (seed %llu), one layer per kind aliased across %d layers: %d "
-      "kinds, "
-      "%.2f GB on the device viewed as %.2f GB; the KV caches random on the device too\n",
+      "kinds, %.2f GB on the device viewed as %.2f GB; the KV caches random on the device too\n",
       static_cast<unsigned long long>(o_.seed), config_.num_hidden_layers, aliased_->kinds(),
       aliased_->device_bytes() / 1e9, aliased_->viewed_bytes() / 1e9);
   return absl::OkStatus();
@@ -489,16 +484,14 @@ absl::Status DecodeJob::run_step(int step) {
       } else {
         std::printf(
             "  graph: captured width %d's step as %d graphs around %d pieces of host work, which "
-            "no graph "
-            "can hold: %s\n",
+            "no graph can hold: %s\n",
             width, g.graphs(), g.host_parts(),
             o_.check && host_->kind() == StandinKind::kReference
                 ? "--check's reads and checks, and the stand-ins run by the float64 reference on "
                   "the CPU"
-            : o_.check
-                ? "--check's reads of each layer's inputs and its check"
-                : "the stand-ins run by the float64 reference on the CPU (--standins kernels makes "
-                  "them launches)");
+            : o_.check ? "--check's reads of each layer's inputs and its check"
+                       : "the stand-ins run by the float64 reference on the CPU (--standins "
+                         "kernels makes them launches)");
       }
     }
   }

@@ -120,24 +120,20 @@ void DecodeJob::print_table() {
     if (gpu) {
       std::printf(
           "the whole step replayed: %.3f ms (median of %zu); the sum of the layer floors: %.3f ms "
-          "(%.1f MB "
-          "at the copy's %.0f GB/s): %.2fx the floor\n",
+          "(%.1f MB at the copy's %.0f GB/s): %.2fx the floor\n",
           median, sorted.size(), floor_ms, bytes_total / 1e6, *bandwidth_ / 1e9, median / floor_ms);
     } else {
       std::printf(
           "the whole step replayed: %.3f ms (the CPU interpreter: no floors; they are the GPU's, "
-          "from "
-          "its copy bandwidth)\n",
+          "from its copy bandwidth)\n",
           median);
     }
   }
   if (gpu) {
     std::printf(
         "floors: bytes a layer must move (its weights, the routed experts' for the distinct "
-        "experts uniform "
-        "routing would choose, its KV state read and written, the activations) at the copy "
-        "bandwidth "
-        "measured in this run (%.0f GB/s, a 1 GiB device-to-device copy)\n",
+        "experts uniform routing would choose, its KV state read and written, the activations) at "
+        "the copy bandwidth measured in this run (%.0f GB/s, a 1 GiB device-to-device copy)\n",
         *bandwidth_ / 1e9);
   }
   if (o_.check) {
@@ -149,8 +145,7 @@ void DecodeJob::print_table() {
     if (host_->kind() == StandinKind::kKernels) {
       std::printf(
           "(the host's stand-ins, DSL kernels, are checked in their rows too: layer 0 whole, an "
-          "MLA "
-          "layer's core as \"mla core\")\n");
+          "MLA layer's core as \"mla core\")\n");
     }
     if (aliased_) {
       std::printf(
