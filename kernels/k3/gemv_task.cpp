@@ -29,6 +29,26 @@ Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const
 
 }  // namespace
 
+void prefetch_lines(const Value& bases, const Value& ok, int64_t max_elements, const Value& limit, int element_bytes) {
+  const int64_t line = 128 / element_bytes;
+  const int64_t lines = (max_elements + line - 1) / line;
+  auto offsets = arange(0, pow2_at_least(lines)) * line;
+  prefetch(col(bases) + row(offsets), col(ok) & row((offsets < max_elements) & (offsets < limit)));
+}
+
+void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows, int64_t row_elements, int64_t count,
+                        int element_bytes) {
+  constexpr int kChunk = 256;
+  const int64_t line = 128 / element_bytes;
+  const int64_t lines = (count + line - 1) / line;
+  range(0, static_cast<int>(max_rows * lines), kChunk, [&](Value i0) {
+    auto i = i0 + arange(0, kChunk);
+    auto r = i / static_cast<int>(lines);
+    prefetch(first + r.to(i64) * row_elements + (i % static_cast<int>(lines)).to(i64) * line,
+             (r < rows) & (i < max_rows * lines));
+  });
+}
+
 Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) { return gemv_loop(g, rows, row_ok, 0, g.k); }
 
 Value gemv_rows_span(const GemvTask& g, const Value& rows, const Value& row_ok, const Value& k_first, int64_t k_len) {

@@ -26,17 +26,6 @@ void wait(const Value& flag, int index, const HandoffContext& hc) {
 constexpr int kRoutedChunks = 32;
 constexpr int kSumAhead = 4;  // chunk partials the final pass of the routed sum loads at once
 
-// Prefetches into L2 the contiguous bytes [0, min(max_bytes, limit)) from each of `bases` (ptr<u8>
-// [N]) whose `ok` is set, a lane per 128-byte line; `limit` (i64 scalar) cuts a block short at the
-// end of its matrix. A prefetch holds no register and waits for nothing, so a task's whole weight
-// slice is in flight at once where its GEMV's K loop holds one step.
-void prefetch_lines(const Value& bases, const Value& ok, int64_t max_bytes, const Value& limit) {
-  constexpr int kLine = 128;
-  const int64_t lines = (max_bytes + kLine - 1) / kLine;
-  auto offsets = arange(0, pow2_at_least(lines)) * kLine;
-  prefetch(col(bases) + row(offsets), col(ok) & row((offsets < max_bytes) & (offsets < limit)));
-}
-
 }  // namespace
 
 int routed_chunk(int slots) { return std::max(1, tasks_of(slots, kRoutedChunks)); }
