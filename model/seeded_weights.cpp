@@ -28,6 +28,8 @@ uint64_t name_hash(std::string_view name) {
 
 }  // namespace
 
+uint64_t seeded_tensor_key(uint64_t seed, std::string_view name) { return splitmix64(seed ^ name_hash(name)); }
+
 absl::StatusOr<std::unique_ptr<SeededWeights>> SeededWeights::create(const ModelConfig& config, uint64_t seed) {
   MT_ASSIGN_OR_RETURN(RankPlan plan, plan_rank(config, 1, 0));
   std::unique_ptr<SeededWeights> weights(new SeededWeights());
@@ -45,7 +47,7 @@ absl::StatusOr<std::unique_ptr<SeededWeights>> SeededWeights::create(const Model
       info.file = str_cat("seeded weights (seed ", seed, ")");
       const std::string& name = expected.name;
       Recipe recipe;
-      recipe.key = splitmix64(seed ^ name_hash(name));
+      recipe.key = seeded_tensor_key(seed, name);
       recipe.fan_in = info.shape.size() >= 2 ? info.shape.back() : 1;
       recipe.role = absl::EndsWith(name, "weight_packed")             ? Role::kPacked
                     : absl::EndsWith(name, "weight_scale")            ? Role::kScale

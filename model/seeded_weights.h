@@ -20,6 +20,10 @@
 
 namespace monotile::model {
 
+// The key of a tensor's stream: a hash of the seed and the tensor's name (other generators of
+// seeded tensors, such as a fill on the device, draw from the same keys).
+uint64_t seeded_tensor_key(uint64_t seed, std::string_view name);
+
 class SeededWeights : public TensorSource {
  public:
   // Every tensor plan_rank(config, 1, 0) expects, in the plan's order (A_log as long as the

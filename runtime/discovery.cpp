@@ -1,8 +1,12 @@
 // discover_devices: asks each backend in turn; see discovery.h.
 #include "runtime/discovery.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/device_cpu.h"
 #include "runtime/device_cuda.h"
 #include "runtime/device_hip.h"
@@ -33,6 +37,13 @@ Discovery discover_devices(const DiscoveryOptions& options) {
   add_backend(dsl::Vendor::kAmd, open_hip_devices(options.hip_libraries), discovery);
   if (options.include_cpu) discovery.devices.push_back(make_cpu_device(options.cpu_loader));
   return discovery;
+}
+
+std::string no_gpu_reason(const Discovery& found) {
+  std::vector<std::string> reasons;
+  for (const MissingBackend& missing : found.missing) reasons.push_back(missing.reason);
+  for (const std::string& skipped : found.skipped) reasons.push_back(skipped);
+  return absl::StrCat("no GPU: ", absl::StrJoin(reasons, "; "));
 }
 
 }  // namespace monotile::runtime

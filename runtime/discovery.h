@@ -46,4 +46,8 @@ struct DiscoveryOptions {
 
 Discovery discover_devices(const DiscoveryOptions& options = {});
 
+// Why `found` holds no GPU, for a message or a test's skip: "no GPU: " and the reasons of every
+// missing backend and every device left out.
+std::string no_gpu_reason(const Discovery& found);
+
 }  // namespace monotile::runtime

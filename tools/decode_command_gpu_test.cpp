@@ -10,7 +10,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/discovery.h"
 #include "tests/testing/command.h"
@@ -40,12 +39,7 @@ class DecodeCommandGpu : public ::testing::Test {
     runtime::DiscoveryOptions options;
     options.include_cpu = false;
     runtime::Discovery found = runtime::discover_devices(options);
-    if (found.devices.empty()) {
-      std::vector<std::string> reasons;
-      for (const runtime::MissingBackend& missing : found.missing)
-        reasons.push_back(missing.reason);
-      GTEST_SKIP() << "no GPU: " << absl::StrJoin(reasons, "; ");
-    }
+    if (found.devices.empty()) GTEST_SKIP() << runtime::no_gpu_reason(found);
   }
 };
 

@@ -21,19 +21,6 @@ namespace {
 namespace ref = kernels::reference;
 using kernels::standins::kRandomFillBlock;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t name_hash(std::string_view name) {
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : name) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return hash;
-}
-
 // What makes two layers one kind: the same tensors, dtypes and shapes.
 std::string kind_key(const model::LayerPlan& layer) {
   std::string key;
@@ -131,7 +118,7 @@ absl::Status AliasedWeights::launch_fill(runtime::DevicePtr address, model::Dtyp
   auto program = programs_.find(dtype);
   MT_CHECK(program != programs_.end(), "the random fill makes BF16, F32 and U8 tensors only");
   if (n == 0) return absl::OkStatus();
-  const uint32_t key = static_cast<uint32_t>(splitmix64(seed_ ^ name_hash(name)));
+  const uint32_t key = static_cast<uint32_t>(model::seeded_tensor_key(seed_, name));
   const std::array args{runtime::KernelArgument::pointer(reinterpret_cast<const void*>(address),
                                                          program->second.second),
                         runtime::KernelArgument::integer(dsl::ScalarType::kI64, n),
@@ -165,23 +152,7 @@ absl::StatusOr<std::shared_ptr<const ref::RankLayerWeights>> AliasedWeights::hos
     std::vector<uint8_t> bytes(t.nbytes());
     MT_RETURN_IF_ERROR(
         device_->copy_to_host(bytes.data(), views.find(t.name)->second.data, bytes.size()));
-    if (t.dtype == model::Dtype::kU8) {
-      weights->bytes[t.name] = std::move(bytes);
-      continue;
-    }
-    std::vector<double> values(static_cast<size_t>(t.elements()));
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (t.dtype == model::Dtype::kBF16) {
-        uint16_t bits;
-        std::memcpy(&bits, bytes.data() + 2 * i, 2);
-        values[i] = model::bf16_to_float(bits);
-      } else {
-        float value;
-        std::memcpy(&value, bytes.data() + 4 * i, 4);
-        values[i] = value;
-      }
-    }
-    weights->values[t.name] = std::move(values);
+    ref::add_rank_tensor(*weights, t, std::move(bytes));
   }
   host_[source->second] = weights;
   return std::shared_ptr<const ref::RankLayerWeights>(weights);

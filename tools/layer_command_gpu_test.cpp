@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <string>
 
-#include "absl/strings/str_join.h"
 #include "runtime/discovery.h"
 #include "tests/testing/command.h"
 
@@ -34,12 +33,7 @@ class LayerCommandGpu : public ::testing::Test {
     runtime::DiscoveryOptions options;
     options.include_cpu = false;
     runtime::Discovery found = runtime::discover_devices(options);
-    if (found.devices.empty()) {
-      std::vector<std::string> reasons;
-      for (const runtime::MissingBackend& missing : found.missing)
-        reasons.push_back(missing.reason);
-      GTEST_SKIP() << "no GPU: " << absl::StrJoin(reasons, "; ");
-    }
+    if (found.devices.empty()) GTEST_SKIP() << runtime::no_gpu_reason(found);
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("monotile_layer_gpu_" + std::to_string(getpid()) + "_" + info->name());

@@ -283,29 +283,33 @@ std::span<const uint8_t> RankLayerWeights::raw(const std::string& name) const {
   return it->second;
 }
 
+void add_rank_tensor(RankLayerWeights& weights, const model::RankTensor& tensor, std::vector<uint8_t> bytes) {
+  if (tensor.dtype == model::Dtype::kU8) {
+    weights.bytes[tensor.name] = std::move(bytes);
+    return;
+  }
+  Vec values(static_cast<size_t>(tensor.elements()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (tensor.dtype == model::Dtype::kBF16) {
+      uint16_t bits;
+      std::memcpy(&bits, bytes.data() + 2 * i, 2);
+      values[i] = model::bf16_to_float(bits);
+    } else {
+      float value;
+      std::memcpy(&value, bytes.data() + 4 * i, 4);
+      values[i] = value;
+    }
+  }
+  weights.values[tensor.name] = std::move(values);
+}
+
 absl::StatusOr<RankLayerWeights> load_rank_layer(const model::LayerPlan& layer, const model::RankDims& dims,
                                                  const model::TensorSource& source) {
   RankLayerWeights weights;
   weights.dims = dims;
   for (const model::RankTensor& tensor : layer.tensors) {
     MT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, model::load_rank_tensor(tensor, source));
-    if (tensor.dtype == model::Dtype::kU8) {
-      weights.bytes[tensor.name] = std::move(bytes);
-      continue;
-    }
-    Vec values(static_cast<size_t>(tensor.elements()));
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (tensor.dtype == model::Dtype::kBF16) {
-        uint16_t bits;
-        std::memcpy(&bits, bytes.data() + 2 * i, 2);
-        values[i] = model::bf16_to_float(bits);
-      } else {
-        float value;
-        std::memcpy(&value, bytes.data() + 4 * i, 4);
-        values[i] = value;
-      }
-    }
-    weights.values[tensor.name] = std::move(values);
+    add_rank_tensor(weights, tensor, std::move(bytes));
   }
   return weights;
 }

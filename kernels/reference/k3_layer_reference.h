@@ -31,6 +31,9 @@ struct RankLayerWeights {
   std::span<const uint8_t> raw(const std::string& name) const;
 };
 
+// Adds one tensor's bytes as stored (bf16 or f32 decoded to double, U8 kept as bytes).
+void add_rank_tensor(RankLayerWeights& weights, const model::RankTensor& tensor, std::vector<uint8_t> bytes);
+
 absl::StatusOr<RankLayerWeights> load_rank_layer(const model::LayerPlan& layer, const model::RankDims& dims,
                                                  const model::TensorSource& source);
 

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "dsl/program_hash.h"
 #include "jit/program_build.h"
 #include "runtime/discovery.h"
@@ -18,12 +17,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::create(jit::Jit& jit) 
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
-  if (found.devices.empty()) {
-    std::vector<std::string> reasons;
-    for (const runtime::MissingBackend& missing : found.missing) reasons.push_back(missing.reason);
-    for (const std::string& skipped : found.skipped) reasons.push_back(skipped);
-    return absl::NotFoundError(absl::StrCat("no GPU: ", absl::StrJoin(reasons, "; ")));
-  }
+  if (found.devices.empty()) return absl::NotFoundError(runtime::no_gpu_reason(found));
   std::unique_ptr<runtime::Device> device = std::move(found.devices.front());
   MT_ASSIGN_OR_RETURN(runtime::Stream stream, device->create_stream());
   return std::make_unique<GpuExecutor>(std::move(device), std::move(stream), jit);
