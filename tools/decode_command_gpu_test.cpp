@@ -11,8 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "runtime/discovery.h"
 #include "tests/testing/command.h"
+#include "tools/gpu_command_test.h"
 
 namespace monotile::tools {
 namespace {
@@ -33,15 +33,7 @@ std::vector<std::string> digests(const std::string& output) {
   return lines;
 }
 
-class DecodeCommandGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    runtime::DiscoveryOptions options;
-    options.include_cpu = false;
-    runtime::Discovery found = runtime::discover_devices(options);
-    if (found.devices.empty()) GTEST_SKIP() << runtime::no_gpu_reason(found);
-  }
-};
+class DecodeCommandGpu : public GpuCommandTest {};
 
 TEST_F(DecodeCommandGpu, GraphReplaysWriteWhatEagerStepsWrite) {
   const CommandResult eager = run("--steps 3 --seed 4");

@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/standins/random_fill.h"
 #include "model/dtype.h"
+#include "model/seeded_weights.h"
 #include "runtime/launch_state.h"
 #include "support/check.h"
 #include "support/status_macros.h"

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/discovery.h"
 #include "tests/testing/command.h"
+#include "tools/gpu_command_test.h"
 
 namespace monotile::tools {
 namespace {
@@ -27,13 +27,11 @@ CommandResult run(const std::string& args) {
   return monotile::testing::run_command(command);
 }
 
-class LayerCommandGpu : public ::testing::Test {
+class LayerCommandGpu : public GpuCommandTest {
  protected:
   void SetUp() override {
-    runtime::DiscoveryOptions options;
-    options.include_cpu = false;
-    runtime::Discovery found = runtime::discover_devices(options);
-    if (found.devices.empty()) GTEST_SKIP() << runtime::no_gpu_reason(found);
+    GpuCommandTest::SetUp();
+    if (IsSkipped()) return;
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("monotile_layer_gpu_" + std::to_string(getpid()) + "_" + info->name());
