@@ -45,20 +45,9 @@ absl::StatusOr<std::unique_ptr<SeededWeights>> SeededWeights::create(const Model
       info.begin = 0;
       info.end = info.nbytes();
       info.file = str_cat("seeded weights (seed ", seed, ")");
-      const std::string& name = expected.name;
       Recipe recipe;
-      recipe.key = seeded_tensor_key(seed, name);
-      recipe.fan_in = info.shape.size() >= 2 ? info.shape.back() : 1;
-      recipe.role = absl::EndsWith(name, "weight_packed")             ? Role::kPacked
-                    : absl::EndsWith(name, "weight_scale")            ? Role::kScale
-                    : absl::EndsWith(name, "norm.weight")             ? Role::kNorm
-                    : absl::EndsWith(name, "A_log")                   ? Role::kALog
-                    : absl::EndsWith(name, "dt_bias")                 ? Role::kDtBias
-                    : absl::EndsWith(name, "e_score_correction_bias") ? Role::kBias
-                    : absl::StrContains(name, "conv1d")               ? Role::kConv
-                    : absl::StrContains(name, "embed_tokens")         ? Role::kEmbedding
-                                                                      : Role::kProjection;
-      if (recipe.role == Role::kScale) recipe.fan_in *= 32;
+      recipe.values = weight_distribution(info.name, info.dtype, info.shape);
+      recipe.key = seeded_tensor_key(seed, info.name);
       weights->index_[info.name] = weights->tensors_.size();
       weights->tensors_.push_back(std::move(info));
       weights->recipes_.push_back(recipe);
@@ -74,30 +63,21 @@ const TensorInfo* SeededWeights::find(std::string_view name) const {
 
 void SeededWeights::element(const TensorInfo& tensor, const Recipe& recipe, int64_t index, uint8_t* out) const {
   const uint64_t bits = splitmix64(recipe.key + static_cast<uint64_t>(index) * 0xd1342543de82ef95ull);
-  if (recipe.role == Role::kPacked) {
+  const WeightDistribution& values = recipe.values;
+  if (values.role == WeightRole::kPackedCodes) {
+    // Every byte equally likely, as the distribution's [0, 256) has it; taken from the draw's low
+    // bits rather than from u, so that seeded checkpoints keep the bytes they were written with.
     *out = static_cast<uint8_t>(bits & 0xff);
     return;
   }
-  if (recipe.role == Role::kScale) {
-    // e2m1 codes have rms ~ 2.8; the scale brings a row's weights to ~ 1/sqrt(fan-in).
-    const int base = 127 + static_cast<int>(std::lround(std::log2(1.0 / (2.8 * std::sqrt(static_cast<double>(recipe.fan_in))))));
-    *out = static_cast<uint8_t>(base + static_cast<int>(bits >> 63));
+  const double uniform = static_cast<double>(bits >> 11) * 0x1.0p-53;
+  if (values.role == WeightRole::kScaleCodes) {
+    // low + floor(span u) rather than floor(low + span u): the sum would round up just below a
+    // code's end.
+    *out = static_cast<uint8_t>(values.low() + std::floor(values.span() * uniform));
     return;
   }
-  const double uniform = static_cast<double>(bits >> 11) * 0x1.0p-53;
-  const double normal = (uniform - 0.5) * std::sqrt(12.0);  // mean 0, variance 1
-  double value = 0;
-  switch (recipe.role) {
-    case Role::kNorm: value = 1.0 + 0.1 * (uniform - 0.5); break;
-    case Role::kALog: value = std::log(1.0 + 15.0 * uniform); break;
-    case Role::kDtBias: value = 0.5 * (uniform - 0.5); break;
-    case Role::kBias: value = 0.01 * normal; break;
-    case Role::kConv: value = uniform - 0.5; break;
-    case Role::kEmbedding: value = normal; break;
-    case Role::kProjection: value = normal / std::sqrt(static_cast<double>(recipe.fan_in)); break;
-    case Role::kPacked:
-    case Role::kScale: break;
-  }
+  const double value = values.at(uniform);
   if (tensor.dtype == Dtype::kF32) {
     const float narrowed = static_cast<float>(value);
     std::memcpy(out, &narrowed, 4);

@@ -1,9 +1,10 @@
 // Random weights for an embedded config, made tensor by tensor on request: every tensor the TP 1
 // plan expects, each element a pure function of (seed, tensor name, element index), so that one
 // rank's slices of one layer are produced without producing the rest (k3 is about 1 TB). Values by
-// the tensor's role: norm weights near 1, projections of variance 1/fan-in, A_log = log U(1, 16),
-// dt_bias small, conv weights U(-0.5, 0.5), MXFP4 experts with random codes and scales giving rows
-// of ~1/sqrt(fan-in). The tiny checkpoint generator writes exactly these values.
+// the tensor's role, as model/weight_roles.h lays them out: norm weights near 1, projections of
+// variance 1/fan-in, A_log uniform in [0, ln 16), dt_bias small, conv weights U(-0.5, 0.5), MXFP4
+// experts with random codes and scales giving rows of ~1/sqrt(fan-in). The tiny checkpoint
+// generator writes exactly these values.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/weight_roles.h"
 
 namespace monotile::model {
 
@@ -39,11 +41,9 @@ class SeededWeights : public TensorSource {
   uint64_t seed() const { return seed_; }
 
  private:
-  enum class Role { kNorm, kALog, kDtBias, kBias, kConv, kEmbedding, kProjection, kPacked, kScale };
   struct Recipe {
-    Role role = Role::kProjection;
-    uint64_t key = 0;     // the stream of this tensor: hash of the seed and the name
-    int64_t fan_in = 1;   // the last dimension (the scale tensors: 32 times it)
+    WeightDistribution values;
+    uint64_t key = 0;  // the stream of this tensor: hash of the seed and the name
   };
   SeededWeights() = default;
   // The element's bytes (1, 2 or 4 of them) written at `out`.

@@ -3,14 +3,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/standins/random_fill.h"
 #include "model/dtype.h"
 #include "model/seeded_weights.h"
+#include "model/weight_roles.h"
 #include "runtime/launch_state.h"
 #include "support/check.h"
 #include "support/status_macros.h"
@@ -30,33 +29,6 @@ std::string kind_key(const model::LayerPlan& layer) {
     key += ";";
   }
   return key;
-}
-
-// A tensor's values as low + span * u, u uniform in [0, 1), by its role.
-struct Fill {
-  float low = 0, span = 0;
-};
-
-Fill fill_for(const model::RankTensor& t) {
-  const double fan_in = t.shape.empty() ? 1.0 : static_cast<double>(t.shape.back());
-  const std::string& name = t.name;
-  if (t.dtype == model::Dtype::kU8) {
-    if (!absl::EndsWith(name, "_scale")) return {0.0f, 256.0f};  // two e2m1 codes a byte
-    // e2m1 codes have rms ~ 2.8; the scale brings a row to ~ 1/sqrt(fan-in), 32 weights a code;
-    // kept in 118..130, where the decoded weights stay normal bf16 numbers.
-    const int base =
-        127 + static_cast<int>(std::lround(std::log2(1.0 / (2.8 * std::sqrt(32 * fan_in)))));
-    return {static_cast<float>(std::clamp(base, 118, 129)), 2.0f};
-  }
-  const double unit = std::sqrt(12.0);  // the span of a uniform of variance 1
-  if (absl::EndsWith(name, "norm.weight")) return {0.95f, 0.1f};
-  if (absl::EndsWith(name, "A_log")) return {0.0f, static_cast<float>(std::log(16.0))};
-  if (absl::EndsWith(name, "dt_bias")) return {-0.25f, 0.5f};
-  if (absl::EndsWith(name, "e_score_correction_bias"))
-    return {static_cast<float>(-0.005 * unit), static_cast<float>(0.01 * unit)};
-  if (absl::StrContains(name, "conv1d")) return {-0.5f, 1.0f};
-  const double span = unit / std::sqrt(fan_in);
-  return {static_cast<float>(-span / 2), static_cast<float>(span)};
 }
 
 }  // namespace
@@ -99,10 +71,11 @@ absl::StatusOr<std::unique_ptr<AliasedWeights>> AliasedWeights::create(
     for (const model::RankTensor& t : layer.tensors) {
       MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer buffer,
                           device.allocate(std::max<uint64_t>(t.nbytes(), 1)));
-      const Fill fill = fill_for(t);
+      const model::WeightDistribution values = model::weight_distribution(t.name, t.dtype, t.shape);
       MT_RETURN_IF_ERROR(w->launch_fill(buffer.address(), t.dtype, t.elements(),
                                         absl::StrCat("model.layers.", layer.layer, ".", t.name),
-                                        fill.low, fill.span));
+                                        static_cast<float>(values.low()),
+                                        static_cast<float>(values.span())));
       views[t.name] = runtime::decode::TensorView::dense(t.dtype, t.shape, buffer.address());
       w->device_bytes_ += t.nbytes();
       w->buffers_.push_back(std::move(buffer));

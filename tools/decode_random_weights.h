@@ -2,10 +2,11 @@
 // per kind: layers whose tensors have the same names, dtypes and shapes (K3: layer 0's dense KDA
 // layer, the KDA MoE layers, the MLA layers) all view the first such layer's buffers. Each layer is
 // far larger than the L2, so a step reads every layer's weights from HBM as a real model would,
-// while one rank's K3 (over 100 GB) never needs to fit the GPU. Values by role, as
-// model::SeededWeights draws them but uniform: norms near 1, projections of variance 1/fan-in (the
-// rank's slice), A_log in [0, log 16], small dt_bias and router bias, conv weights in [-0.5, 0.5),
-// MXFP4 bytes uniform with E8M0 scale codes that give rows of ~1/sqrt(fan-in).
+// while one rank's K3 (over 100 GB) never needs to fit the GPU. Values by role from the
+// distributions model::SeededWeights draws from too (model/weight_roles.h): norms near 1,
+// projections of variance 1/fan-in (the rank's slice), A_log in [0, ln 16), small dt_bias and
+// router bias, conv weights in [-0.5, 0.5), MXFP4 bytes uniform with E8M0 scale codes that give
+// rows of ~1/sqrt(fan-in).
 #pragma once
 
 #include <cstdint>
