@@ -44,6 +44,17 @@ JitConfig JitConfig::from_environment() {
   config.compiler = CompilerOptions::from_environment();
   config.failed_dir = env_path("MONOTILE_JIT_FAILED_DIR");
   config.dump_dir = env_path("MONOTILE_JIT_DUMP_DIR");
+  if (const char* direct = std::getenv("MONOTILE_JIT_DIRECT_MODE"); direct != nullptr && *direct) {
+    const std::string value = direct;
+    if (value == "0" || value == "false" || value == "no" || value == "off") {
+      config.direct_mode = false;
+    } else if (value != "1" && value != "true" && value != "yes" && value != "on") {
+      log_warning_once("MONOTILE_JIT_DIRECT_MODE",
+                       absl::StrCat("MONOTILE_JIT_DIRECT_MODE=\"", value,
+                                    "\" is ignored; expected 0 (or false, no, off) to turn direct mode off, 1 to keep "
+                                    "it on"));
+    }
+  }
   return config;
 }
 
@@ -121,22 +132,29 @@ absl::StatusOr<CompiledBuild> Jit::compile_build(const Build& build) {
     if (entry.ok()) cache_->store(key, *entry).IgnoreError();
   }
   if (!entry.ok()) return entry.status();
-  absl::StatusOr<ResourceReport> report = ResourceReport::from_text(entry->resource_report);
-  if (!report.ok()) return with_context(report.status(), absl::StrCat("build \"", build.name, "\" cache entry ", key.key().hex()));
+  MT_ASSIGN_OR_RETURN(CompiledBuild compiled,
+                      compiled_build(build, key.key(), std::move(*entry), facts->identity, hit));
+  compiled.seconds = seconds_since(start);
+  return compiled;
+}
+
+absl::StatusOr<CompiledBuild> compiled_build(const Build& build, const cache::Key& key, cache::Entry entry,
+                                             const std::string& compiler_identity, bool hit) {
+  absl::StatusOr<ResourceReport> report = ResourceReport::from_text(entry.resource_report);
+  if (!report.ok()) return with_context(report.status(), absl::StrCat("build \"", build.name, "\" cache entry ", key.hex()));
   MT_RETURN_IF_ERROR(check_resources(build, *report));
 
   CompiledBuild compiled;
   compiled.name = build.name;
   compiled.kernel_name = build.kernel_name;
   compiled.target = build.target.str();
-  compiled.key = key.key();
-  compiled.code_object = std::move(entry->code_object);
+  compiled.key = key;
+  compiled.code_object = std::move(entry.code_object);
   compiled.report = *report;
-  compiled.log = std::move(entry->compile_log);
+  compiled.log = std::move(entry.compile_log);
   compiled.launch = build.launch;
-  compiled.compiler = facts->identity;
+  compiled.compiler = compiler_identity;
   compiled.hit = hit;
-  compiled.seconds = seconds_since(start);
   return compiled;
 }
 

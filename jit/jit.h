@@ -27,6 +27,9 @@ struct JitConfig {
   // When set (MONOTILE_JIT_DUMP_DIR), every build compile_build handles is compiled afresh (the
   // cache is still filled) and its source, PTX or ISA, log and report are written here.
   std::filesystem::path dump_dir;
+  // Whether a program's compiled build may be found by direct mode (jit/direct_mode.h) instead of
+  // lowering it to find its key. MONOTILE_JIT_DIRECT_MODE=0 (or false, no, off) turns it off.
+  bool direct_mode = true;
 
   static JitConfig from_environment();
 };
@@ -74,6 +77,11 @@ class Jit {
   absl::Mutex facts_mutex_;  // held while facts are found: one probe per target, not one per thread
   absl::flat_hash_map<std::string, absl::StatusOr<CompilerFacts>> facts_ ABSL_GUARDED_BY(facts_mutex_);
 };
+
+// A cache entry of `build` under `key` (compiled now, or found: `hit`) as a CompiledBuild, once its
+// resource report passes the build's policy.
+absl::StatusOr<CompiledBuild> compiled_build(const Build& build, const cache::Key& key, cache::Entry entry,
+                                             const std::string& compiler_identity, bool hit);
 
 // Jit::process_default().compile_build(build).
 absl::StatusOr<CompiledBuild> compile_build(const Build& build);

@@ -6,10 +6,14 @@
 
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 
+#include "jit/build_key.h"
 #include "jit/compiler.h"
+#include "jit/compiler_facts.h"
 #include "jit/jit.h"
+#include "jit/resource_report.h"
 
 namespace monotile::jit::testing {
 
@@ -44,6 +48,19 @@ inline std::optional<std::string> missing_compiler(const char* target) {
   absl::StatusOr<std::unique_ptr<Compiler>> compiler = make_compiler(*dsl::Target::parse(target));
   if (compiler.ok()) return std::nullopt;
   return std::string(compiler.status().message());
+}
+
+// Makes `jit`'s cache answer for `target` as if a compiler named `compiler` were installed and had
+// compiled `builds` (each entry an empty code object with an empty report), so that the warm path
+// can be walked where that compiler is not installed and nothing could load the code.
+inline void pretend_compiled(Jit& jit, const dsl::Target& target, std::span<const Build> builds,
+                             const std::string& compiler = "pretend-compiler 1") {
+  remember_compiler_facts(jit.cache(), target, {compiler, compiler, {}});
+  remember_target_verdict(jit.cache(), compiler, target, absl::OkStatus());
+  cache::Entry entry;
+  entry.resource_report = ResourceReport{}.to_text();
+  entry.metadata = {{"compiler", compiler}};
+  for (const Build& build : builds) jit.cache().store(build_key(build, compiler), entry).IgnoreError();
 }
 
 }  // namespace monotile::jit::testing

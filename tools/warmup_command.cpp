@@ -4,13 +4,13 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
+#include "jit/compile_programs.h"
 #include "jit/jit.h"
 #include "kernels/registry.h"
 #include "model/config.h"
@@ -44,24 +44,30 @@ constexpr const char* kUsage =
     "  --dump     compile every build afresh and write its source, PTX or ISA, log and report\n"
     "             into DIR (as MONOTILE_JIT_DUMP_DIR does)\n";
 
-// The builds an executor for the deployment would compile on `target`: each rank's (or `rank`'s)
-// executor_builds, lowered, once each.
-absl::StatusOr<std::vector<jit::Build>> executor_jit_builds(const std::string& model_name, int tp, int rank, int q,
-                                                            int max_rows, const dsl::Target& target) {
+// The served layers of each rank's (or `rank`'s) executor for the deployment on `target`.
+absl::StatusOr<std::vector<runtime::decode::LayerBuilds>> executor_layers(const std::string& model_name, int tp,
+                                                                          int rank, int q, int max_rows,
+                                                                          const dsl::Target& target) {
   MT_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_config(model_name));
   const runtime::decode::DecodeConfig decode{.q = q, .max_rows = max_rows};
-  std::vector<jit::Build> builds;
-  std::set<std::string> seen;
+  std::vector<runtime::decode::LayerBuilds> layers;
   for (int r = rank < 0 ? 0 : rank; r < (rank < 0 ? tp : rank + 1); ++r) {
     MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(config, tp, r));
-    MT_ASSIGN_OR_RETURN(std::vector<runtime::decode::LayerBuilds> layers,
+    MT_ASSIGN_OR_RETURN(std::vector<runtime::decode::LayerBuilds> of_rank,
                         runtime::decode::executor_builds(config, dims, 0, config.num_hidden_layers, decode, target));
-    MT_ASSIGN_OR_RETURN(std::vector<jit::Build> lowered, runtime::decode::lowered_builds(layers, target));
-    for (jit::Build& build : lowered) {
-      if (seen.insert(build.name).second) builds.push_back(std::move(build));
-    }
+    layers.insert(layers.end(), of_rank.begin(), of_rank.end());
   }
-  return builds;
+  return layers;
+}
+
+// Gives every executor program a direct entry (docs/cache.md), so that an executor started over
+// this cache lowers none of them: each is lowered once more and found among the builds just
+// compiled.
+void remember_executor_programs(jit::Jit& jit, const std::vector<runtime::decode::LayerBuilds>& layers,
+                                const dsl::Target& target, int jobs) {
+  jit::CompilePrograms options;
+  options.compile.jobs = jobs;
+  jit::compile_programs(jit, runtime::decode::executor_programs(layers), target, options);
 }
 
 int misuse(const std::string& message) {
@@ -139,12 +145,20 @@ int warmup_command(Args args) {
   }
 
   std::vector<jit::Build> builds;
+  std::vector<std::pair<dsl::Target, std::vector<runtime::decode::LayerBuilds>>> executors;  // with --model
   int failed_targets = 0;
   if (!model.empty() && !only.empty()) return misuse("--model and --only exclude each other");
   if (!model.empty() && q < 1) return misuse("--model needs --q, the tokens per request (num_speculative_tokens + 1)");
   for (const dsl::Target& target : targets) {
-    absl::StatusOr<std::vector<jit::Build>> found =
-        model.empty() ? kernels::registry_builds(target, only) : executor_jit_builds(model, tp, rank, q, max_rows, target);
+    absl::StatusOr<std::vector<jit::Build>> found = absl::UnknownError("no builds");
+    if (model.empty()) {
+      found = kernels::registry_builds(target, only);
+    } else {
+      absl::StatusOr<std::vector<runtime::decode::LayerBuilds>> layers =
+          executor_layers(model, tp, rank, q, max_rows, target);
+      found = layers.ok() ? runtime::decode::lowered_builds(*layers, target) : layers.status();
+      if (layers.ok()) executors.emplace_back(target, std::move(*layers));
+    }
     if (!found.ok()) {
       std::fprintf(stderr, "monotile warmup: %s\n", std::string(found.status().message()).c_str());
       ++failed_targets;
@@ -156,6 +170,11 @@ int warmup_command(Args args) {
                config.cache.writable_dir.string().c_str());
   jit::CompileAllResult result = compile_with_progress(jit, builds, jobs, stderr);
   print_build_table(stdout, builds, result);
+  // A dump compiles every build afresh, so the direct pass, which compiles what it lowers, would
+  // compile them all again; without a dump it compiles nothing.
+  if (result.ok() && dump.empty()) {
+    for (const auto& [target, layers] : executors) remember_executor_programs(jit, layers, target, jobs);
+  }
   if (!bundle.empty()) {
     std::printf("bundle written to %s; ship it and list it in MONOTILE_CACHE_READONLY_DIRS on the workers\n",
                 bundle.c_str());

@@ -18,18 +18,15 @@
 #include "support/status_macros.h"
 
 namespace monotile::dsl::lower {
-namespace {
 
-bool dump_env() {
+bool dump_ir_requested() {
   const char* value = std::getenv("MONOTILE_DUMP_IR");
   return value != nullptr && std::string_view(value) != "0" && std::string_view(value) != "";
 }
 
-}  // namespace
-
 absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target, const LowerOptions& options) {
   LoweringState state{program, target, options, {}, {}, {}, {}};
-  bool to_stderr = dump_env();
+  bool to_stderr = dump_ir_requested();
   bool dumping = options.dump_after_each || to_stderr;
   auto dump = [&](std::string_view pass, std::string text) {
     if (!dumping) return;

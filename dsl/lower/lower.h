@@ -70,4 +70,7 @@ struct LoweredKernel {
 absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target,
                                     const LowerOptions& options = {});
 
+// Whether MONOTILE_DUMP_IR asks every lower() to print its passes to stderr.
+bool dump_ir_requested();
+
 }  // namespace monotile::dsl::lower

@@ -3,8 +3,10 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 #include "jit/program_build.h"
+#include "support/parallel_for.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime::decode {
@@ -42,25 +44,31 @@ absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& mo
   return kernels::k3::k1_for_target(k1, target);
 }
 
-absl::StatusOr<std::vector<jit::Build>> lowered_builds(const std::vector<LayerBuilds>& layers,
-                                                       const dsl::Target& target) {
+std::vector<std::function<dsl::Program()>> executor_programs(const std::vector<LayerBuilds>& layers) {
   std::set<std::string> seen;
-  std::vector<jit::Build> builds;
-  auto add = [&](const dsl::Program& program) -> absl::Status {
-    if (!seen.insert(program.name).second) return absl::OkStatus();
-    MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(program, target));
-    builds.push_back(std::move(made.build));
-    return absl::OkStatus();
-  };
+  std::vector<std::function<dsl::Program()>> programs;
   for (const LayerBuilds& l : layers) {
     for (const auto& [width, build] : l.k1) {
-      if (seen.contains(kernels::k3::k1_name(build))) continue;
-      MT_RETURN_IF_ERROR(add(kernels::k3::k1_program(build)));
+      if (!seen.insert(kernels::k3::k1_name(build)).second) continue;
+      programs.push_back([build] { return kernels::k3::k1_program(build); });
     }
     for (const auto& [width, build] : l.k2) {
-      if (seen.contains(kernels::k3::k2_name(build))) continue;
-      MT_RETURN_IF_ERROR(add(kernels::k3::k2_program(build)));
+      if (!seen.insert(kernels::k3::k2_name(build)).second) continue;
+      programs.push_back([build] { return kernels::k3::k2_program(build); });
     }
+  }
+  return programs;
+}
+
+absl::StatusOr<std::vector<jit::Build>> lowered_builds(const std::vector<LayerBuilds>& layers,
+                                                       const dsl::Target& target) {
+  const std::vector<std::function<dsl::Program()>> programs = executor_programs(layers);
+  std::vector<absl::StatusOr<jit::ProgramBuild>> made(programs.size(), absl::UnknownError("not lowered"));
+  parallel_for(programs.size(), [&](size_t i) { made[i] = jit::make_build(programs[i](), target); });
+  std::vector<jit::Build> builds;
+  for (absl::StatusOr<jit::ProgramBuild>& m : made) {
+    if (!m.ok()) return m.status();
+    builds.push_back(std::move(m->build));
   }
   return builds;
 }

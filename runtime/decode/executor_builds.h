@@ -4,10 +4,12 @@
 // a GPU, so that an executor started over that cache compiles nothing.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "dsl/ir.h"
 #include "dsl/target.h"
 #include "jit/build.h"
 #include "kernels/k3/k1.h"
@@ -36,6 +38,10 @@ absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfi
 absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& model, const model::RankDims& dims,
                                                     int layer, int width, int q, int state_len,
                                                     const dsl::Target& target);
+
+// Every distinct build of `layers`, once each (by build name), as functions making its program:
+// what the executor loads (jit::compile_programs runs them on every core).
+std::vector<std::function<dsl::Program()>> executor_programs(const std::vector<LayerBuilds>& layers);
 
 // Every distinct build of `layers` lowered for `target` (jit::make_build), once each: what the
 // executor compiles, for `monotile warmup --model`.

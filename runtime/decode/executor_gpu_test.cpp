@@ -30,7 +30,7 @@ TEST_F(ExecutorGpu, ServesEveryLayerOfThreeSteps) { three_steps(); }
 
 TEST_F(ExecutorGpu, AStepCapturedOnceReplaysWithNewMetadataAndPadding) { graph_replay(); }
 
-TEST_F(ExecutorGpu, ConstructionOverAWarmCacheCompilesNothing) {
+TEST_F(ExecutorGpu, ConstructionOverAWarmCacheLowersAndCompilesNothing) {
   std::unique_ptr<Group> group = make_single_process_group();
   auto make = [&] {
     return SpecializedDecode::create(weights_.backbone, {.q = kQ, .max_rows = 16}, *group, *device_,
@@ -46,6 +46,7 @@ TEST_F(ExecutorGpu, ConstructionOverAWarmCacheCompilesNothing) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->stats().compiled, 0);
+  EXPECT_EQ((*again)->stats().lowered, 0);  // direct mode found every build from its program
   EXPECT_EQ((*again)->stats().builds, (*first)->stats().builds);
   std::printf("construction over a warm cache: %d builds, every width of q %d up to 16, in %.3f s\n",
               (*again)->stats().builds, kQ, seconds);

@@ -2,18 +2,16 @@
 #include "runtime/decode/runner.h"
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
-#include <thread>
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "jit/compile_all.h"
-#include "jit/program_build.h"
+#include "jit/compile_programs.h"
 #include "runtime/decode/step_begin.h"
 #include "support/check.h"
+#include "support/parallel_for.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime::decode {
@@ -50,24 +48,6 @@ absl::Status Runner::allocate(int programs, int64_t core_width) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// Runs body(i) for i in [0, n) on up to one thread per core: building a program and lowering it
-// take tens of milliseconds each, and an executor has a hundred or more of them.
-void parallel_for(size_t n, const std::function<void(size_t)>& body) {
-  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) body(i);
-    });
-  }
-  for (std::thread& thread : pool) thread.join();
-}
-
-}  // namespace
-
 absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s, ExecutorStats& stats) {
   // The builds not loaded yet, once each, as functions making their programs.
   std::vector<K1Build> new_k1;
@@ -87,37 +67,33 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
   }
   if (makers.empty()) return absl::OkStatus();
 
-  // Built (and on a GPU lowered) in parallel; then compiled or found in the cache by compile_all.
-  const bool cpu = device_->info().vendor == dsl::Vendor::kCpu;
-  std::vector<std::optional<dsl::Program>> programs(makers.size());
-  std::vector<absl::StatusOr<jit::ProgramBuild>> made(makers.size(), absl::UnknownError("not lowered"));
-  parallel_for(makers.size(), [&](size_t i) {
-    programs[i] = makers[i]();
-    if (!cpu) made[i] = jit::make_build(*programs[i], device_->info().target);
-  });
+  // On the CPU device the interpreter runs the programs themselves; on a GPU compile_programs finds
+  // each program's code object by direct mode, and lowers only those it does not find.
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Kernel> kernels;
-  if (cpu) {
+  std::chrono::steady_clock::time_point found;
+  if (device_->info().vendor == dsl::Vendor::kCpu) {
+    std::vector<std::optional<dsl::Program>> programs(makers.size());
+    parallel_for(makers.size(), [&](size_t i) { programs[i] = makers[i](); });
+    found = std::chrono::steady_clock::now();
     for (std::optional<dsl::Program>& program : programs) {
       MT_ASSIGN_OR_RETURN(Kernel kernel, load_program(*device_, std::move(*program), *jit_));
       kernels.push_back(std::move(kernel));
     }
   } else {
-    std::vector<jit::Build> builds;
-    std::vector<std::vector<dsl::lower::KernelParam>> params;
-    for (absl::StatusOr<jit::ProgramBuild>& m : made) {
-      if (!m.ok()) return m.status();
-      builds.push_back(std::move(m->build));
-      params.push_back(std::move(m->params));
-    }
-    jit::CompileAllResult compiled =
-        jit::compile_all(*jit_, builds, {.jobs = options_.compile_jobs, .on_progress = options_.on_progress});
-    stats.compiled += static_cast<int>(compiled.misses);
-    for (size_t i = 0; i < builds.size(); ++i) {
-      if (!compiled.results[i].ok()) return compiled.results[i].status();
-      MT_ASSIGN_OR_RETURN(Kernel kernel, Kernel::load(*device_, *compiled.results[i], std::move(params[i])));
+    jit::CompilePrograms how;
+    how.compile = {.jobs = options_.compile_jobs, .on_progress = options_.on_progress};
+    jit::CompiledPrograms compiled = jit::compile_programs(*jit_, makers, device_->info().target, how);
+    found = std::chrono::steady_clock::now();
+    stats.compiled += static_cast<int>(compiled.compiled);
+    stats.lowered += static_cast<int>(compiled.lowered);
+    for (absl::StatusOr<jit::CompiledProgram>& program : compiled.results) {
+      if (!program.ok()) return program.status();
+      MT_ASSIGN_OR_RETURN(Kernel kernel, Kernel::load(*device_, program->compiled, std::move(program->params)));
       kernels.push_back(std::move(kernel));
     }
   }
+  stats.find_seconds += std::chrono::duration<double>(found - start).count();
   size_t next = 0;
   for (const K1Build& build : new_k1) {
     MT_ASSIGN_OR_RETURN(K1Launch launch, K1Launch::create(*device_, build, state_));
@@ -128,6 +104,7 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
     k2_.emplace(kernels::k3::k2_name(build), K2Entry{std::move(kernels[next++]), std::move(launch)});
   }
   stats.builds += static_cast<int>(makers.size());
+  stats.load_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - found).count();
   return absl::OkStatus();
 }
 

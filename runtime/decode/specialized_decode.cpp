@@ -21,6 +21,10 @@ namespace {
 using kernels::k3::K1Build;
 using kernels::k3::K2Build;
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::string attention_name(int layer) { return absl::StrCat("model.layers.", layer, ".self_attn"); }
 
 DevicePtr weight(const Backbone& backbone, int layer, std::string_view name) {
@@ -92,6 +96,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
                                                                              ExecutorOptions options) {
   const auto start = std::chrono::steady_clock::now();
   MT_RETURN_IF_ERROR(agree(weight_reasons(backbone), group, "the weights"));
+  const double check_seconds = seconds_since(start);
   const model::ModelConfig& model = *backbone.config;
   MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(model, backbone.tp, backbone.rank));
   if (!options.log) {
@@ -103,6 +108,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
   Runner& runner = *decode->runner_;
   ExecutorStats& stats = decode->stats_;
   stats.widths = config.widths();
+  stats.check_seconds = check_seconds;
 
   MT_ASSIGN_OR_RETURN(std::vector<LayerBuilds> builds,
                       executor_builds(model, dims, backbone.start_layer, backbone.end_layer, config,
@@ -142,14 +148,16 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
   MT_RETURN_IF_ERROR(runner.load(k1s, k2s, stats));
   runner.resolve();
   runner.planner = std::make_unique<StepPlanner>(config, model, dims, served, kda_prefix);
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.seconds = seconds_since(start);
   const bool interpreted = device.info().vendor == dsl::Vendor::kCpu;
   runner.options().log(absl::StrCat(
       "specialized decode: ", stats.layers, " layers (", stats.whole_layers, " KDA, ", stats.ffn_layers,
       " MLA FFN) at widths ", absl::StrJoin(stats.widths, ","), ": ", stats.builds, " builds ",
       interpreted ? "(programs for the CPU interpreter)"
-                  : absl::StrCat("(", stats.compiled, " compiled, ", stats.builds - stats.compiled, " from the cache)"),
-      " in ", absl::StrFormat("%.2f", stats.seconds), " s"));
+                  : absl::StrCat("(", stats.compiled, " compiled, ", stats.builds - stats.compiled, " from the cache, ",
+                                 stats.lowered, " lowered)"),
+      " in ", absl::StrFormat("%.2f s (weights %.2f, finding %.2f, loading %.2f)", stats.seconds,
+                              stats.check_seconds, stats.find_seconds, stats.load_seconds)));
   return decode;
 }
 

@@ -109,7 +109,11 @@ struct ExecutorStats {
   std::vector<int> widths;
   int builds = 0;    // distinct kernel builds loaded
   int compiled = 0;  // of them, compiled by this process (cache misses)
+  int lowered = 0;   // of them, lowered by this process (direct-mode misses; none on a warm cache)
   double seconds = 0;
+  // Where construction's time went: the weight checks and their agreement, finding (or lowering and
+  // compiling) every build's code object, loading them with their scratch.
+  double check_seconds = 0, find_seconds = 0, load_seconds = 0;
 };
 
 class SpecializedDecode {
