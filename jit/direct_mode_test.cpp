@@ -65,6 +65,15 @@ void expect_as_lowered(const CompiledPrograms& started) {
   }
 }
 
+// A start over the warm cache: `direct` programs found by direct mode, `lowered` lowered, none
+// compiled, every result as lowering would make it.
+void expect_start(const CompiledPrograms& started, size_t direct, size_t lowered) {
+  EXPECT_EQ(started.direct, direct);
+  EXPECT_EQ(started.lowered, lowered);
+  EXPECT_EQ(started.compiled, 0u);
+  expect_as_lowered(started);
+}
+
 std::filesystem::path direct_entry_file(const std::filesystem::path& dir, size_t program) {
   Jit jit(testing::config_in(dir));
   const std::optional<cache::KeyBuilder> key =
@@ -82,17 +91,8 @@ TEST(LoweringIdentity, IsKnownAndStable) {
 TEST(DirectMode, WarmStartLowersAndCompilesNothing) {
   testing::TempDir dir;
   make_warm(dir.path());
-  const CompiledPrograms first = start(dir.path());
-  EXPECT_EQ(first.direct, 0u);
-  EXPECT_EQ(first.lowered, 2u);
-  EXPECT_EQ(first.compiled, 0u);
-  expect_as_lowered(first);
-
-  const CompiledPrograms warm = start(dir.path());
-  EXPECT_EQ(warm.direct, 2u);
-  EXPECT_EQ(warm.lowered, 0u);
-  EXPECT_EQ(warm.compiled, 0u);
-  expect_as_lowered(warm);
+  expect_start(start(dir.path()), 0u, 2u);  // lowered, found in the cache, given direct entries
+  expect_start(start(dir.path()), 2u, 0u);
 }
 
 TEST(DirectMode, CorruptEntryFallsBackToLowering) {
@@ -107,11 +107,7 @@ TEST(DirectMode, CorruptEntryFallsBackToLowering) {
     bytes.put('\x5a');
     bytes.put('\xa5');
   }
-  const CompiledPrograms after = start(dir.path());
-  EXPECT_EQ(after.direct, 1u);
-  EXPECT_EQ(after.lowered, 1u);
-  EXPECT_EQ(after.compiled, 0u);
-  expect_as_lowered(after);
+  expect_start(start(dir.path()), 1u, 1u);
   // Lowering wrote the entry again.
   EXPECT_EQ(start(dir.path()).direct, 2u);
 }
@@ -132,11 +128,7 @@ TEST(DirectMode, MissingOrMalformedEntryFallsBackToLowering) {
     std::filesystem::remove(direct_entry_file(dir.path(), 1));
     ASSERT_TRUE(jit.cache().store(*key, *entry).ok());
   }
-  const CompiledPrograms after = start(dir.path());
-  EXPECT_EQ(after.direct, 0u);
-  EXPECT_EQ(after.lowered, 2u);
-  EXPECT_EQ(after.compiled, 0u);
-  expect_as_lowered(after);
+  expect_start(start(dir.path()), 0u, 2u);
 }
 
 TEST(DirectMode, AnotherLoweringIdentityMisses) {
@@ -144,10 +136,7 @@ TEST(DirectMode, AnotherLoweringIdentityMisses) {
   make_warm(dir.path());
   start(dir.path(), with_identity("lowering A"));
   EXPECT_EQ(start(dir.path(), with_identity("lowering A")).direct, 2u);
-  const CompiledPrograms other = start(dir.path(), with_identity("lowering B"));
-  EXPECT_EQ(other.direct, 0u);
-  EXPECT_EQ(other.lowered, 2u);
-  expect_as_lowered(other);
+  expect_start(start(dir.path(), with_identity("lowering B")), 0u, 2u);
 }
 
 TEST(DirectMode, OffWhenTurnedOffWithoutIdentityOrWhenDumping) {
