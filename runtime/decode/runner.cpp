@@ -68,18 +68,18 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
   if (makers.empty()) return absl::OkStatus();
 
   // On the CPU device the interpreter runs the programs themselves; on a GPU compile_programs finds
-  // each program's code object by direct mode, and lowers only those it does not find.
+  // each program's code object by direct mode, and lowers only those it does not find. Loading and
+  // the launches' scratch are spread over every core too (a Device may be called from several
+  // threads): a hundred module loads and allocations in a row are a good part of a warm start.
+  const size_t n = makers.size();
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Kernel> kernels;
+  std::vector<std::optional<absl::StatusOr<Kernel>>> kernels(n);
   std::chrono::steady_clock::time_point found;
   if (device_->info().vendor == dsl::Vendor::kCpu) {
-    std::vector<std::optional<dsl::Program>> programs(makers.size());
-    parallel_for(makers.size(), [&](size_t i) { programs[i] = makers[i](); });
+    std::vector<std::optional<dsl::Program>> programs(n);
+    parallel_for(n, [&](size_t i) { programs[i] = makers[i](); });
     found = std::chrono::steady_clock::now();
-    for (std::optional<dsl::Program>& program : programs) {
-      MT_ASSIGN_OR_RETURN(Kernel kernel, load_program(*device_, std::move(*program), *jit_));
-      kernels.push_back(std::move(kernel));
-    }
+    parallel_for(n, [&](size_t i) { kernels[i] = load_program(*device_, std::move(*programs[i]), *jit_); });
   } else {
     jit::CompilePrograms how;
     how.compile = {.jobs = options_.compile_jobs, .on_progress = options_.on_progress};
@@ -87,23 +87,35 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
     found = std::chrono::steady_clock::now();
     stats.compiled += static_cast<int>(compiled.compiled);
     stats.lowered += static_cast<int>(compiled.lowered);
-    for (absl::StatusOr<jit::CompiledProgram>& program : compiled.results) {
-      if (!program.ok()) return program.status();
-      MT_ASSIGN_OR_RETURN(Kernel kernel, Kernel::load(*device_, program->compiled, std::move(program->params)));
-      kernels.push_back(std::move(kernel));
-    }
+    parallel_for(n, [&](size_t i) {
+      absl::StatusOr<jit::CompiledProgram>& program = compiled.results[i];
+      kernels[i] = program.ok() ? Kernel::load(*device_, program->compiled, std::move(program->params))
+                                : absl::StatusOr<Kernel>(program.status());
+    });
   }
   stats.find_seconds += std::chrono::duration<double>(found - start).count();
-  size_t next = 0;
-  for (const K1Build& build : new_k1) {
-    MT_ASSIGN_OR_RETURN(K1Launch launch, K1Launch::create(*device_, build, state_));
-    k1_.emplace(kernels::k3::k1_name(build), K1Entry{std::move(kernels[next++]), std::move(launch)});
+  for (const std::optional<absl::StatusOr<Kernel>>& kernel : kernels) {
+    if (!kernel->ok()) return kernel->status();  // the first failure in build order
   }
-  for (const K2Build& build : new_k2) {
-    MT_ASSIGN_OR_RETURN(K2Launch launch, K2Launch::create(*device_, build, state_));
-    k2_.emplace(kernels::k3::k2_name(build), K2Entry{std::move(kernels[next++]), std::move(launch)});
+  std::vector<std::optional<absl::StatusOr<K1Launch>>> k1_launches(new_k1.size());
+  std::vector<std::optional<absl::StatusOr<K2Launch>>> k2_launches(new_k2.size());
+  parallel_for(n, [&](size_t i) {
+    if (i < new_k1.size()) {
+      k1_launches[i] = K1Launch::create(*device_, new_k1[i], state_);
+    } else {
+      k2_launches[i - new_k1.size()] = K2Launch::create(*device_, new_k2[i - new_k1.size()], state_);
+    }
+  });
+  for (size_t i = 0; i < new_k1.size(); ++i) {
+    if (!k1_launches[i]->ok()) return k1_launches[i]->status();
+    k1_.emplace(kernels::k3::k1_name(new_k1[i]), K1Entry{std::move(**kernels[i]), std::move(**k1_launches[i])});
   }
-  stats.builds += static_cast<int>(makers.size());
+  for (size_t i = 0; i < new_k2.size(); ++i) {
+    if (!k2_launches[i]->ok()) return k2_launches[i]->status();
+    K2Entry entry{std::move(**kernels[new_k1.size() + i]), std::move(**k2_launches[i])};
+    k2_.emplace(kernels::k3::k2_name(new_k2[i]), std::move(entry));
+  }
+  stats.builds += static_cast<int>(n);
   stats.load_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - found).count();
   return absl::OkStatus();
 }
