@@ -14,6 +14,8 @@
 
 namespace monotile::jit {
 
+// Every field that changes the code object joins jit/direct_mode.cpp's direct_key (the policy is
+// checked again on every hit instead).
 struct ProgramBuildOptions {
   dsl::lower::LowerOptions lower;
   ResourcePolicy policy;             // default: no spills, no scratch, shared memory within the target

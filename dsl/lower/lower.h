@@ -17,6 +17,8 @@ namespace monotile::dsl::lower {
 // Changes whenever the generated code for a given program can change; part of every cache key.
 inline constexpr std::string_view kLoweringVersion = "monotile-lower-1";
 
+// A field that changes the generated source must also join jit/direct_mode.cpp's direct_key, or a
+// direct entry made under one value would answer for another.
 struct LowerOptions {
   // Pointer arguments are assumed aligned to this many bytes (Triton's default specialization made
   // explicit: torch allocations and our runtime's buffers are 256-byte aligned; a pointer offset by
