@@ -445,6 +445,26 @@ TEST(Codegen, SharedMemoryNeedIsReported) {
   EXPECT_THAT(plain.source, Not(HasSubstr("mt_smem")));
 }
 
+// A 1024-wide topk on 8 warps: 4 elements a thread; of the 55 bitonic steps, those with partners in
+// another warp (distance 128 and up: 6 steps) go through shared memory, two barriers each, beside the
+// two before and two after the network; the other 49 are register swaps and shuffles.
+// router_topk's 1024-wide network on 4 warps of 32: 8 elements a thread. A step whose partner is 1, 2
+// or 4 elements away swaps the thread's registers (one branch per distance), 8 to 128 away one
+// shuffle a register, and only 256 and up, in another warp, goes through shared memory (two
+// barriers, beside the two after the network).
+TEST(Codegen, BitonicStepsStayInRegistersWithinAWarp) {
+  LoweredKernel sorted = lowered(sample("router_topk"), "sm_90a");
+  EXPECT_THAT(sorted.source, HasSubstr("8 elements a thread in registers"));
+  const size_t first = sorted.source.find("float mt_sort_k");
+  ASSERT_NE(first, std::string::npos);
+  const std::string network = sorted.source.substr(first, sorted.source.find("= ((float*)mt_smem)[e];", first) - first);
+  EXPECT_THAT(network, HasSubstr("if (mt_partner >= 256) {"));
+  EXPECT_THAT(network, HasSubstr("else if (mt_partner >= 8) {"));
+  EXPECT_EQ(count(network, "mt_bitonic_pair("), 3);
+  EXPECT_EQ(count(network, "__shfl_xor_sync(0xffffffffu, mt_sort_k"), 1);
+  EXPECT_EQ(count(network, "__syncthreads()"), 2 + 2);
+}
+
 TEST(Codegen, DumpsFollowThePassList) {
   LoweredKernel kernel = lowered(sample("softmax"), "sm_90a", {.dump_after_each = true});
   std::vector<std::string> passes;

@@ -103,6 +103,21 @@ __device__ __forceinline__ bool mt_sort_before(bool descending, T a, int ia, T b
   if (a == b) return ia < ib;
   return descending ? b < a : a < b;
 }
+// One compare-exchange of a bitonic step: after it `a` (the lower position) holds the element that
+// sorts first when `up`, the other one otherwise.
+template <typename T>
+__device__ __forceinline__ void mt_bitonic_pair(bool descending, bool up, T& a, int& ia, T& b, int& ib) {
+  if (up ? mt_sort_before(descending, b, ib, a, ia) : mt_sort_before(descending, a, ia, b, ib)) {
+    const T k = a; a = b; b = k;
+    const int i = ia; ia = ib; ib = i;
+  }
+}
+// The same step seen from one side, its partner's element given: `a` becomes the one of the two that
+// sorts first when `take_first`, the other one otherwise.
+template <typename T>
+__device__ __forceinline__ void mt_bitonic_keep(bool descending, bool take_first, T& a, int& ia, T b, int ib) {
+  if (mt_sort_before(descending, a, ia, b, ib) != take_first) { a = b; ia = ib; }
+}
 // One MXFP4 element: e2m1 `nibble` (sign, 2 exponent bits, 1 mantissa bit) times 2^(scale - 127).
 __device__ __forceinline__ float mt_mxfp4(unsigned nibble, unsigned scale) {
   const unsigned magnitude = nibble & 7u;

@@ -16,11 +16,6 @@
 namespace monotile::dsl::lower {
 namespace {
 
-bool narrow(const std::string& type) {
-  return type == "bool" || type == "signed char" || type == "unsigned char" || type == "short" ||
-         type == "unsigned short";
-}
-
 int log2_of(int64_t power_of_two) {
   int bits = 0;
   while ((int64_t{1} << bits) < power_of_two) ++bits;
@@ -140,10 +135,6 @@ absl::Status OpLowering::reduce(const Op& op) {
     close();
     close();
   }
-  auto shuffled = [&](const std::string& value, const std::string& type, const std::string& mask) {
-    if (narrow(type)) return absl::StrCat("(", type, ")", spelling_.shuffle_xor(absl::StrCat("(int)", value), mask));
-    return spelling_.shuffle_xor(value, mask);
-  };
   const int halvings = along.tpw > 1 && state_.program.options.multi_row_reductions
                            ? halving_levels(regs, along.tpw)
                            : 0;
@@ -167,7 +158,7 @@ absl::Status OpLowering::reduce(const Op& op) {
     line(absl::StrCat(t, " mt_low = ", acc, "[j], mt_high = ", acc, "[j + ", half, "];"));
     line(absl::StrCat(t,
                       " mt_keep = mt_hi ? mt_high : mt_low, mt_send = mt_hi ? mt_low : mt_high;"));
-    line(absl::StrCat(t, " mt_v = ", shuffled("mt_send", t, std::to_string(mask)), ";"));
+    line(absl::StrCat(t, " mt_v = ", shuffle_xor("mt_send", t, std::to_string(mask)), ";"));
     if (arg) {
       line(absl::StrCat("int mt_low_i = ", idx, "[j], mt_high_i = ", idx, "[j + ", half, "];"));
       line(
@@ -192,12 +183,12 @@ absl::Status OpLowering::reduce(const Op& op) {
                       "; m <<= 1)"));
     unrolled("j", kept);
     if (arg) {
-      line(absl::StrCat(t, " mt_v = ", shuffled(absl::StrCat(acc, "[j]"), t, "m"), ";"));
+      line(absl::StrCat(t, " mt_v = ", shuffle_xor(absl::StrCat(acc, "[j]"), t, "m"), ";"));
       line(absl::StrCat("int mt_i = ", spelling_.shuffle_xor(absl::StrCat(idx, "[j]"), "m"), ";"));
       line(absl::StrCat("if (mt_arg_better(", is_max, ", mt_v, mt_i, ", acc, "[j], ", idx, "[j])) { ", acc,
                         "[j] = mt_v; ", idx, "[j] = mt_i; }"));
     } else {
-      line(absl::StrCat(t, " mt_v = ", shuffled(absl::StrCat(acc, "[j]"), t, "m"), ";"));
+      line(absl::StrCat(t, " mt_v = ", shuffle_xor(absl::StrCat(acc, "[j]"), t, "m"), ";"));
       line(absl::StrCat(acc, "[j] = (mt_lane & m) ? ", f, "(mt_v, ", acc, "[j]) : ", f, "(", acc, "[j], mt_v);"));
     }
     close();
@@ -211,7 +202,7 @@ absl::Status OpLowering::reduce(const Op& op) {
     line(absl::StrCat("const bool mt_hi = (mt_lane & ", mask, ") != 0;"));
     unrolled("j", half);
     line(absl::StrCat(t, " mt_mine = ", acc, "[j];"));
-    line(absl::StrCat(t, " mt_v = ", shuffled("mt_mine", t, std::to_string(mask)), ";"));
+    line(absl::StrCat(t, " mt_v = ", shuffle_xor("mt_mine", t, std::to_string(mask)), ";"));
     line(absl::StrCat(acc, "[j] = mt_hi ? mt_v : mt_mine;"));
     line(absl::StrCat(acc, "[j + ", half, "] = mt_hi ? mt_mine : mt_v;"));
     if (arg) {

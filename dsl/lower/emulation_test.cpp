@@ -249,6 +249,50 @@ Program grouped_scales() {
   return b.finish();
 }
 
+// Sorts down every path of the bitonic lowering (gfx90a: 64 lanes, 4 warps): a topk whose steps stay
+// in registers and shuffles (4 lines of 304, 8 elements a thread), one along axis 0 whose partners
+// are 8 elements apart and reach other warps, i32 keys with a step through shared memory, a sort of
+// half the threads, and one too small for a warp (the network wholly in shared memory). Ties come from
+// quantized keys, NaN from the largest ones.
+Program sorts() {
+  Builder b("sorts", {.num_warps = 4});
+  auto x = b.arg("x", ptr(f32)), keys = b.arg("keys", ptr(i32));
+  auto out = b.arg("out", ptr(f32)), ids = b.arg("ids", ptr(i32)), out_keys = b.arg("out_keys", ptr(i32));
+  auto lines = col(arange(0, 4));
+  auto v = floor(load(x + lines * 304 + row(arange(0, 304))) * 4.0f);
+  auto [top, top_ids] = topk(where(v > 6.0f, NAN, v), 32);
+  store(out + lines * 32 + row(arange(0, 32)), top);
+  store(ids + lines * 32 + row(arange(0, 32)), top_ids);
+  auto grid = col(arange(0, 64)) * 8 + row(arange(0, 8));
+  auto by_column = sort(floor(load(x + 1216 + grid) * 2.0f), 0, false);
+  store(out + 128 + grid, by_column.values);
+  store(ids + 128 + grid, by_column.indices);
+  auto wide = col(arange(0, 2)) * 1008 + row(arange(0, 1008));
+  auto by_key = sort(load(keys + wide), 1, true);
+  store(out_keys + wide, by_key.values);
+  store(ids + 640 + wide, by_key.indices);
+  auto half = sort(load(x + 1728 + arange(0, 112)), 0, true);
+  store(out + 640 + arange(0, 112), half.values);
+  store(ids + 2656 + arange(0, 112), half.indices);
+  auto tiny = sort(floor(load(x + 1840 + arange(0, 16))), 0, false);
+  store(out + 752 + arange(0, 16), tiny.values);
+  store(ids + 2768 + arange(0, 16), tiny.indices);
+  return b.finish();
+}
+
+// A dot accumulating onto another whose operands all exist before the first (an MXFP4 step's low and
+// high nibbles): the two share one staging in shared memory.
+Program chained_dots() {
+  Builder b("chained_dots", {.num_warps = 4});
+  auto a = b.arg("a", ptr(bf16)), w = b.arg("w", ptr(bf16)), out = b.arg("out", ptr(f32));
+  auto rows = col(arange(0, 32)), ks = row(arange(0, 64));
+  auto a1 = load(a + rows * 64 + ks), a2 = load(a + 2048 + rows * 64 + ks);
+  auto kr = col(arange(0, 64)), ns = row(arange(0, 32));
+  auto b1 = load(w + kr * 32 + ns), b2 = load(w + 2048 + kr * 32 + ns);
+  store(out + rows * 32 + ns, dot(a2, b2, dot(a1, b1, zeros({32, 32}, f32))));
+  return b.finish();
+}
+
 std::vector<Case> cases() {
   using enum ScalarType;
   return {
@@ -256,6 +300,10 @@ std::vector<Case> cases() {
       {"softmax_masked", [] { return sample("softmax"); }, {{kF32, 3000}, {kF32, 3000}}, {1000}, 3},
       {"softmax_2d", softmax_2d, {{kF32, 2048}, {kF32, 2048}}, {}, 1},
       {"router_topk", [] { return sample("router_topk"); }, {{kF32, 2 * 896}, {kI32, 32}, {kF32, 32}}, {}, 2},
+      {"chained_dots", chained_dots, {{kBf16, 4096}, {kBf16, 4096}, {kF32, 1024}}, {}, 1,
+       "and the dot chained on it"},
+      {"sorts", sorts, {{kF32, 1856}, {kI32, 2016, 0, 50}, {kF32, 768}, {kI32, 2784}, {kI32, 2016}}, {}, 1,
+       "8 elements a thread in registers"},
       {"shapes_and_bits", [] { return sample("shapes_and_bits"); },
        {{kU32, 64}, {kF32, 256}, {kMxfp4, 32}, {kU8, 2}, {kBf16, 64}}, {}, 1},
       {"dot_fma", [] { return matmul(4); }, {{kBf16, 4 * 64}, {kBf16, 64 * 64}, {kF32, 4 * 64}}, {}, 1},

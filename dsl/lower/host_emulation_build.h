@@ -26,13 +26,16 @@ inline absl::StatusOr<void*> build_host_emulation(const std::string& source, con
                                                   const std::filesystem::path& stem) {
   std::filesystem::path object = stem.string() + ".so";
   const char* cache = std::getenv("MONOTILE_EMULATION_CACHE");
-  if (cache != nullptr && *cache != '\0') {
+  const bool cached = cache != nullptr && *cache != '\0';
+  if (cached) {
     std::ifstream header(MONOTILE_HOST_EMULATION);
     const std::string key = std::string(std::istreambuf_iterator<char>(header), {}) + '\0' + flags + '\0' + source;
     std::filesystem::create_directories(cache);
     object = std::filesystem::path(cache) / absl::StrFormat("%016x.so", XXH3_64bits(key.data(), key.size()));
   }
-  if (!std::filesystem::exists(object)) {
+  // Without the cache the stem's object is rebuilt every time: one left by an earlier run may come
+  // from another source.
+  if (!cached || !std::filesystem::exists(object)) {
     std::ofstream(stem.string() + ".cpp") << source;
     const std::string staged = object.string() + "." + std::to_string(::getpid());
     const std::string command = std::string(MONOTILE_HOST_CXX) + " " + flags + " " + stem.string() + ".cpp -o " +

@@ -294,6 +294,13 @@ std::string OpLowering::smem(std::string_view type, int64_t byte_offset) {
 
 void OpLowering::need_smem(int64_t bytes) { shared_bytes_ = std::max(shared_bytes_, (bytes + 15) / 16 * 16); }
 
+std::string OpLowering::shuffle_xor(const std::string& value, const std::string& type, std::string_view lane_mask) const {
+  const bool narrow = type == "bool" || type == "signed char" || type == "unsigned char" || type == "short" ||
+                      type == "unsigned short";
+  if (!narrow) return spelling_.shuffle_xor(value, lane_mask);
+  return absl::StrCat("(", type, ")", spelling_.shuffle_xor(absl::StrCat("(int)", value), lane_mask));
+}
+
 void OpLowering::broadcast_from_thread0(std::string_view var, std::string_view type) {
   need_smem(16);
   barrier();
@@ -313,6 +320,7 @@ void OpLowering::copy_into(std::string_view dest, std::string_view src, int64_t 
 }
 
 absl::Status OpLowering::block(const Block& block) {
+  find_chained_dots(block);
   for (const Op& op : block.ops) {
     if (op.code == OpCode::kYield) continue;  // consumed by the region's owner
     MT_RETURN_IF_ERROR(this->op(op));

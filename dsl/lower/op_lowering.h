@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,9 @@ class OpLowering {
   void barrier();
   std::string smem(std::string_view type, int64_t byte_offset = 0);
   void need_smem(int64_t bytes);
+  // The value lane (lane ^ lane_mask) holds in its register `value` of C++ type `type` (narrow types
+  // travel as int).
+  std::string shuffle_xor(const std::string& value, const std::string& type, std::string_view lane_mask) const;
   // Every thread takes the value thread 0 holds in `var` (a scalar of `type`), through shared memory.
   void broadcast_from_thread0(std::string_view var, std::string_view type);
   void push_scope();
@@ -104,7 +108,30 @@ class OpLowering {
   absl::Status scan(const Op& op);
   std::string combine_function(const Op& op, ScalarType element);
   absl::Status sort(const Op& op);  // emit_sort.cpp
+  // The bitonic network with each thread's `per` contiguous elements in registers (emit_sort.cpp);
+  // the tiles' keys and indices are in shared memory before and after.
+  struct BitonicNetwork {
+    std::string key_type, keys, indices;  // register type; the shared key and index arrays
+    std::string order;                    // "true" when descending
+    int64_t padded = 0;                   // line length, a power of two
+    int64_t stride = 0;                   // elements between neighbours along a line
+    int64_t per = 0;                      // elements a thread holds
+    int64_t active = 0;                   // threads that hold elements (whole warps)
+  };
+  void bitonic_in_registers(const BitonicNetwork& network);
   absl::Status dot(const Op& op);   // emit_dot.cpp
+  // Where a register-operand dot's operands sit in shared memory (byte offsets; A's row stride in
+  // elements; `end` the first byte past them).
+  struct DotOperands {
+    int64_t a_offset = 0, a_stride = 0, b_offset = 0, end = 0;
+  };
+  // The dot of next_dot_ that accumulates onto `op`'s result, where it can share op's staging.
+  const Op* chained_dot(const Op& op, const MatrixUnit& unit) const;
+  void dot_k_loop(const MatrixUnit& unit, int64_t m, int64_t k, int64_t n, const Layout& out_layout,
+                  const std::string& out, const DotOperands& placement);
+  // Pairs (dot, the later dot of the same block whose accumulator is the first's result, whose A and
+  // B exist before the first, and which is that result's only user).
+  void find_chained_dots(const Block& block);
   absl::Status dot_fma(const Op& op, const Layout& out_layout);
   // Pipelined dots (emit_dot_staged_cuda.cpp): the shared-memory stages of one `for` loop.
   struct LoopPipeline {
@@ -141,6 +168,8 @@ class OpLowering {
   PipelinePlan pipelines_;
   std::optional<GlobalHazards> hazards_;  // made once producers_ is filled
   std::map<const Op*, std::string> dot_stage_;  // staged dot -> its loop's read-stage variable
+  std::map<const Op*, const Op*> next_dot_;      // find_chained_dots' pairs
+  std::set<const Op*> fused_dots_;               // dots already emitted with the dot before them
   int64_t pipe_bytes_ = 0;  // the stages, placed after every other use of shared memory
   int counter_ = 0;
   int block_threads_ = 0;
