@@ -267,7 +267,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                .experts_out = a.route_experts,
                .weights_out = a.route_weights,
                .route_counter = a.counters + kRouteWord,
-               .route_flag = a.flags + kRouteWord},
+               .route_flag = a.flags + kRouteWord,
+               .clock = a.clock},
               hc);
   a.clock.tick(K2ClockPoint::kRouter);
   LocalExchange latent({.out = a.latent_sum, .counter = a.counters + kLatentSumWord, .flag = a.flags + kLatentSumWord},

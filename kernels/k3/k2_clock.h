@@ -15,7 +15,9 @@ enum class K2ClockPoint : int {
   kStart,         // the program starts (before the fault hook)
   kOProj,         // A: its o_proj tasks handed in
   kAttnRes,       // B: its MLP AttnRes tasks done
-  kRouter,        // C: its logits tasks and route rows done
+  kLogits,        // C: its router logits tasks done
+  kRouteReady,    // C: its first route row's wait (every logit) passed
+  kRouter,        // C: its route rows done
   kLatent,        // D: its latent tasks done
   kSharedAct,     // E: its shared experts' activation tasks done
   kShared,        // F: its shared partial tasks done
@@ -35,9 +37,10 @@ inline constexpr int kK2ClockPoints = static_cast<int>(K2ClockPoint::kFinal) + 1
 
 // The points' short names, in order (k2_bench's table).
 inline constexpr std::array<const char*, kK2ClockPoints> kK2ClockPointNames = {
-    "start",      "A o_proj",     "B attn_res",   "C router",   "D latent",  "E shared act",
-    "F shared",   "G union",      "H ready",      "H 1st task", "H experts", "I ready",
-    "I 1st task", "I routed sum", "I' chunk sum", "J norm",     "K up + out"};
+    "start",        "A o_proj",     "B attn_res",   "C logits",  "C ready",
+    "C router",     "D latent",     "E shared act", "F shared",  "G union",
+    "H ready",      "H 1st task",   "H experts",    "I ready",   "I 1st task",
+    "I routed sum", "I' chunk sum", "J norm",       "K up + out"};
 
 // A program's clock: without a clock parameter (a plain build) every tick builds nothing.
 class K2Clock {

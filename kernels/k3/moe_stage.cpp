@@ -48,23 +48,26 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto clamp_expert = [&](const Value& e) { return minimum(maximum(e, 0), r.experts - 1); };
   auto expert_at = [&](const Value& u) { return clamp_expert(load(r.union_ids + u)); };
 
-  // D. The latent.
+  // D. The latent, in tasks of 32 rows: its 51 MB at K3 are the largest read before the experts can
+  // start, and 112 tasks spread it over more SMs than 56 would (every program that has a router task
+  // runs that one first).
   const int lat_tasks = tasks_of(r.latent, kRows);
-  range(program_id(0), lat_tasks, num_programs(0), [&](Value task) {
+  const int down_tasks = tasks_of(r.latent, kHalfRows);
+  range(program_id(0), down_tasks, num_programs(0), [&](Value task) {
     wait(r.y_flag, kLat, hc);
-    const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kRows, .step = r.gemv_step};
-    auto rows = task * kRows + arange(0, kRows);
+    const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows, .step = r.gemv_step};
+    auto rows = task * kHalfRows + arange(0, kHalfRows);
     store(r.lat + row(ts) * r.latent + col(rows), gemv_task(g, task, r.latent).to(bf16), col(rows < r.latent) & row(t_ok));
-    arrive(counter(kLat), lat_tasks, flag(kLat), hc);
+    arrive(counter(kLat), down_tasks, flag(kLat), hc);
   });
   r.clock.tick(K2ClockPoint::kLatent);
 
   // E. The shared experts' activation.
   // Its tasks start at the program after D's last (rotated, every task still once), so that where
   // programs outnumber D's tasks the two stream their weights side by side instead of one after the
-  // other on the same programs (K3 TP 8: D's 56 and E's 24 tasks on 132 SMs).
+  // other on the same programs (K3 TP 8: D's 112 and E's 24 tasks on 132 SMs).
   const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
-  auto act_first = (program_id(0) + num_programs(0) - lat_tasks % num_programs(0)) % num_programs(0);
+  auto act_first = (program_id(0) + num_programs(0) - down_tasks % num_programs(0)) % num_programs(0);
   range(act_first, act_tasks, num_programs(0), [&](Value task) {
     wait(r.y_flag, kAct, hc);
     auto rows = task * kHalfRows + arange(0, kHalfRows);

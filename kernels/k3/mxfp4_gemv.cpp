@@ -77,10 +77,12 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
         Mxfp4Step w = mxfp4_decode({.bytes = bytes, .codes = codes});
         // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'. x is
         // loaded as the dot's [K, tokens] operand itself (a trans would cost a shared-memory round
-        // trip and two barriers a dot).
+        // trip and two barriers a dot). Both halves are loaded before the first dot, so that the
+        // second, which accumulates onto it, shares its staging (one pair of barriers a step).
         auto xt = g.x + row(ms) * g.k + col((byte0 + arange(0, g.step / 2)) * 2);
-        auto low = dot(w.low, load(xt, row(m_ok)), acc);
-        return std::array{dot(w.high, load(xt + 1, row(m_ok)), low), next.bytes, next.codes};
+        auto x_low = load(xt, row(m_ok));
+        auto x_high = load(xt + 1, row(m_ok));
+        return std::array{dot(w.high, x_high, dot(w.low, x_low, acc)), next.bytes, next.codes};
       });
   return acc;
 }

@@ -38,6 +38,7 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
     store(r.logits + (split * r.tokens + row(ts)) * r.experts + col(experts), acc, col(ok) & row(ts < r.tokens));
     arrive(r.counter, tasks, r.flag, hc);
   });
+  r.clock.tick(K2ClockPoint::kLogits);
   // Row t's logits at `at` (i32 tile): its partials summed in split order (every load in flight at
   // once), so that every program that reads a logit gets the same bits.
   auto logits_at = [&](const Value& t, const Value& at, const Value& ok) {
@@ -51,6 +52,7 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
   const float inf = std::numeric_limits<float>::infinity();
   range(program_id(0), r.tokens, num_programs(0), [&](Value t) {
     wait_flag(r.flag, kRouterLogitsRegion, t, hc);
+    r.clock.tick_if(t == program_id(0), K2ClockPoint::kRouteReady);
     auto es = arange(0, pow2_at_least(r.experts));
     auto real = es < r.experts;
     auto score = sigmoid(logits_at(t, es, real));

@@ -13,6 +13,7 @@
 
 #include "dsl/value.h"
 #include "kernels/k3/handoff.h"
+#include "kernels/k3/k2_clock.h"
 
 namespace monotile::kernels::k3 {
 
@@ -34,6 +35,7 @@ struct RouterRows {
   dsl::Value experts_out;    // ptr<i32> [T, top_k]
   dsl::Value weights_out;    // ptr<f32> [T, top_k]
   dsl::Value route_counter, route_flag;  // one word each: every row's route written
+  K2Clock clock;
 };
 
 // Health-record regions of the router's waits: for y, and for the logits.
