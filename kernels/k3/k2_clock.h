@@ -20,7 +20,6 @@ enum class K2ClockPoint : int {
   kRouter,        // C: its route rows done
   kLatent,        // D: its latent tasks done
   kSharedAct,     // E: its shared experts' activation tasks done
-  kShared,        // F: its shared partial tasks done
   kUnion,         // G: the union built (the last program) or passed (the others)
   kExpertsReady,  // H: its first task's waits (the union, the latent) passed
   kExpertFirst,   // H: its first task (32 gate and 32 up rows of a union expert's w13) done
@@ -30,6 +29,7 @@ enum class K2ClockPoint : int {
   kRouted,        // I: its routed-sum chunk tasks done
   kLatentSum,     // I': its chunk sums handed to the latent exchange
   kNormed,        // J: its routed RMSNorm rows done
+  kShared,        // F: its shared partial tasks done
   kFinal,         // K: its shared + up-projection columns handed in (the program's end)
 };
 
@@ -37,10 +37,10 @@ inline constexpr int kK2ClockPoints = static_cast<int>(K2ClockPoint::kFinal) + 1
 
 // The points' short names, in order (k2_bench's table).
 inline constexpr std::array<const char*, kK2ClockPoints> kK2ClockPointNames = {
-    "start",        "A o_proj",     "B attn_res",   "C logits",  "C ready",
-    "C router",     "D latent",     "E shared act", "F shared",  "G union",
-    "H ready",      "H 1st task",   "H experts",    "I ready",   "I 1st task",
-    "I routed sum", "I' chunk sum", "J norm",       "K up + out"};
+    "start",        "A o_proj",  "B attn_res",   "C logits",   "C ready",
+    "C router",     "D latent",  "E shared act", "G union",    "H ready",
+    "H 1st task",   "H experts", "I ready",      "I 1st task", "I routed sum",
+    "I' chunk sum", "J norm",    "F shared",     "K up + out"};
 
 // A program's clock: without a clock parameter (a plain build) every tick builds nothing.
 class K2Clock {

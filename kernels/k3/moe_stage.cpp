@@ -51,9 +51,12 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   // D. The latent, in tasks of 32 rows: its 51 MB at K3 are the largest read before the experts can
   // start, and 112 tasks spread it over more SMs than 56 would (every program that has a router task
   // runs that one first).
+  // Task 0 goes to program `tokens`: programs 0..T-1 hold the router's route rows (its top-k), the
+  // last to finish before the latent could start on them.
   const int lat_tasks = tasks_of(r.latent, kRows);
   const int down_tasks = tasks_of(r.latent, kHalfRows);
-  range(program_id(0), down_tasks, num_programs(0), [&](Value task) {
+  auto down_first = (program_id(0) + num_programs(0) - r.tokens % num_programs(0)) % num_programs(0);
+  range(down_first, down_tasks, num_programs(0), [&](Value task) {
     wait(r.y_flag, kLat, hc);
     const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows, .step = r.gemv_step};
     auto rows = task * kHalfRows + arange(0, kHalfRows);
@@ -62,12 +65,12 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kLatent);
 
-  // E. The shared experts' activation.
-  // Its tasks start at the program after D's last (rotated, every task still once), so that where
-  // programs outnumber D's tasks the two stream their weights side by side instead of one after the
-  // other on the same programs (K3 TP 8: D's 112 and E's 24 tasks on 132 SMs).
+  // E. The shared experts' activation, on the last programs (rotated, every task still once): where
+  // programs outnumber D's tasks the two stream their weights side by side, and the route rows'
+  // programs, the latest to reach the experts, take none of it (K3 TP 8: D's 112 and E's 24 tasks
+  // on 132 SMs).
   const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
-  auto act_first = (program_id(0) + num_programs(0) - down_tasks % num_programs(0)) % num_programs(0);
+  auto act_first = (program_id(0) + act_tasks % num_programs(0)) % num_programs(0);
   range(act_first, act_tasks, num_programs(0), [&](Value task) {
     wait(r.y_flag, kAct, hc);
     auto rows = task * kHalfRows + arange(0, kHalfRows);
@@ -82,20 +85,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kSharedAct);
 
-  // F. The shared experts' partial.
-  const int shared_tasks = tasks_of(r.hidden, kRows);
-  range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {
-    wait(flag(kAct), kShared, hc);
-    const GemvTask g{.w = r.w_sd, .x = r.act, .k = r.shared_rows, .tokens = r.tokens, .rows = kRows,
-                     .step = mxfp4_step(r.shared_rows, r.gemv_step)};
-    auto rows = task * kRows + arange(0, kRows);
-    store(r.shared + row(ts) * r.hidden + col(rows), gemv_task(g, task, r.hidden).to(bf16),
-          col(rows < r.hidden) & row(t_ok));
-    arrive(counter(kShared), shared_tasks, flag(kShared), hc);
-  });
-  r.clock.tick(K2ClockPoint::kShared);
-
-  // G. The union of the chosen experts, by the last program (its other loops end first).
+  // G. The union of the chosen experts, by the last program (the route is ready before its E task
+  // ends).
   const int64_t span = pow2_at_least(slots);
   if_(program_id(0) == num_programs(0) - 1, [&] {
     wait(r.route_flag, kUnion, hc);
@@ -236,6 +227,20 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     arrive(counter(kNormed), r.tokens, flag(kNormed), hc);
   });
   r.clock.tick(K2ClockPoint::kNormed);
+
+  // F. The shared experts' partial, after the routed sum: only K reads it, and ahead of the experts
+  // it held every program's first expert task behind E's slowest task.
+  const int shared_tasks = tasks_of(r.hidden, kRows);
+  range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {
+    wait(flag(kAct), kShared, hc);
+    const GemvTask g{.w = r.w_sd, .x = r.act, .k = r.shared_rows, .tokens = r.tokens, .rows = kRows,
+                     .step = mxfp4_step(r.shared_rows, r.gemv_step)};
+    auto rows = task * kRows + arange(0, kRows);
+    store(r.shared + row(ts) * r.hidden + col(rows), gemv_task(g, task, r.hidden).to(bf16),
+          col(rows < r.hidden) & row(t_ok));
+    arrive(counter(kShared), shared_tasks, flag(kShared), hc);
+  });
+  r.clock.tick(K2ClockPoint::kShared);
 
   // K. Shared + up-projection per 64 hidden columns, into the final exchange.
   range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {

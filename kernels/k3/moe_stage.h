@@ -1,5 +1,6 @@
 // The latent MoE inside a layer kernel (k3_layer.md 5.2-5.6), after the router, as task loops
-// handed on through tagged flags (handoff.h), every wait for an earlier loop:
+// handed on through tagged flags (handoff.h), every wait for an earlier loop in program order
+// (D, E, G, H, I, J, F, K):
 //   D. the latent lat = bf16(y W_ld^T) [T, LAT] (GEMV tasks; every rank computes all of it);
 //   E. the shared experts' activation a = bf16(SiTU(bf16(y W_g^T), bf16(y W_u^T))) [T, SI] (tasks of
 //      32 gate rows and their 32 up rows);
@@ -15,6 +16,7 @@
 //      the latent Exchange (exchange.h);
 //   J. per row: the routed RMSNorm of the reduced latent, bf16(bf16(x rstd) w) (two roundings, as
 //      vLLM's RMSNorm kernel), or the latent itself without the norm;
+//   (F runs here, after J: only K reads it;)
 //   K. per 64 hidden columns: shared + the rank's up-projection rows bf16(normed W_up^T), rounded
 //      once, through the final Exchange: the layer's MoE output.
 #pragma once
