@@ -56,7 +56,7 @@ absl::Status OpLowering::dot(const Op& op) {
   // A dot whose accumulator is this one's result, and whose operands exist already (a K step split
   // in two, as the MXFP4 GEMV's low and high nibbles), stages its operands beside this one's: one
   // pair of barriers for both, and the second's K loop follows the first's without a wait.
-  const Op* chained = chained_dot(op, *unit);
+  const Op* chained = chained_dot(op);
   std::optional<DotOperands> second;
   if (chained != nullptr && placed(first.end, first.a_stride).end <= limit)
     second = placed(first.end, first.a_stride);
@@ -104,35 +104,30 @@ absl::Status OpLowering::dot(const Op& op) {
   return absl::OkStatus();
 }
 
-const Op* OpLowering::chained_dot(const Op& op, const MatrixUnit& unit) const {
+const Op* OpLowering::chained_dot(const Op& op) const {
   const auto found = next_dot_.find(&op);
   if (found == next_dot_.end()) return nullptr;
+  // Equal operand types make the same matrix unit; an equal accumulator layout, the same tiles.
   const Op& next = *found->second;
   if (pipelines_.staged_dot(&next) != nullptr || type(next.operands[0]) != type(op.operands[0]) ||
       type(next.operands[1]) != type(op.operands[1]) ||
       layout_or_default(next.results[0]) != layout_or_default(op.results[0])) {
     return nullptr;
   }
-  const Type& a = type(next.operands[0]);
-  std::optional<MatrixUnit> next_unit =
-      choose_matrix_unit(state_.target, a.element.scalar, type(next.operands[1]).element.scalar,
-                         a.shape[0], type(next.operands[1]).shape[1], a.shape[1]);
-  if (!next_unit || !(next_unit->shape == unit.shape)) return nullptr;
   return &next;
 }
 
-void OpLowering::dot_k_loop(const MatrixUnit& unit_ref, int64_t m, int64_t k, int64_t n,
+void OpLowering::dot_k_loop(const MatrixUnit& unit, int64_t m, int64_t k, int64_t n,
                             const Layout& out_layout, const std::string& out,
                             const DotOperands& placement) {
-  const MatrixUnit* unit = &unit_ref;
   const std::string a_words = smem("unsigned", placement.a_offset);
   const std::string b_smem = smem("unsigned short", placement.b_offset);
   const int64_t a_stride = placement.a_stride;
   const DimLayout& rows = out_layout.dim(0);
   const DimLayout& cols = out_layout.dim(1);
-  int64_t tiles_m = m / (unit->shape.m * rows.wpb);
-  int64_t tiles_n = n / (unit->shape.n * cols.wpb);
-  MT_CHECK(tiles_m * unit->shape.m * rows.wpb == m && tiles_n * unit->shape.n * cols.wpb == n,
+  int64_t tiles_m = m / (unit.shape.m * rows.wpb);
+  int64_t tiles_n = n / (unit.shape.n * cols.wpb);
+  MT_CHECK(tiles_m * unit.shape.m * rows.wpb == m && tiles_n * unit.shape.n * cols.wpb == n,
            "the accumulator's warps must split its tiles evenly");
   int64_t row_stride = out_layout.reg_stride(0);
   open("");
@@ -146,46 +141,46 @@ void OpLowering::dot_k_loop(const MatrixUnit& unit_ref, int64_t m, int64_t k, in
   // Unrolled, so that the fragment loads of later K steps are issued ahead of the matrix
   // instructions that wait for them (a rolled loop left each step's loads behind the last step's
   // mma); unrolled at most kMaxUnrolledKSteps deep to bound the registers held in flight.
-  line(absl::StrCat("#pragma unroll ", std::min<int64_t>(k / unit->shape.k, kMaxUnrolledKSteps)));
-  open(absl::StrCat("for (int kk = 0; kk < ", k / unit->shape.k, "; ++kk)"));
-  line(absl::StrCat("unsigned short mt_b[", tiles_n, "][", unit->b_elems, "];"));
+  line(absl::StrCat("#pragma unroll ", std::min<int64_t>(k / unit.shape.k, kMaxUnrolledKSteps)));
+  open(absl::StrCat("for (int kk = 0; kk < ", k / unit.shape.k, "; ++kk)"));
+  line(absl::StrCat("unsigned short mt_b[", tiles_n, "][", unit.b_elems, "];"));
   unrolled("j", tiles_n);
-  unrolled("e", unit->b_elems);
-  line(absl::StrCat("const int c = ", to_absl(unit->b_col), ";"));
-  line(absl::StrCat("const int kc = j * ", unit->col_regs, " + ", to_absl(unit->col_reg), ";"));
-  line(absl::StrCat("const int col = (mt_wc * ", cols.tpw, " + ", to_absl(unit->col_lane), ") * ",
+  unrolled("e", unit.b_elems);
+  line(absl::StrCat("const int c = ", to_absl(unit.b_col), ";"));
+  line(absl::StrCat("const int kc = j * ", unit.col_regs, " + ", to_absl(unit.col_reg), ";"));
+  line(absl::StrCat("const int col = (mt_wc * ", cols.tpw, " + ", to_absl(unit.col_lane), ") * ",
                     cols.spt, " + kc % ", cols.spt, " + (kc / ", cols.spt, ") * ", cols.cover(),
                     ";"));
-  line(absl::StrCat("mt_b[j][e] = ", b_smem, "[(kk * ", unit->shape.k, " + ", to_absl(unit->b_k),
+  line(absl::StrCat("mt_b[j][e] = ", b_smem, "[(kk * ", unit.shape.k, " + ", to_absl(unit.b_k),
                     ") * ", n, " + col];"));
   close();
   close();
   unrolled("i", tiles_m);
-  line(absl::StrCat("unsigned short mt_a[", unit->a_elems, "];"));
+  line(absl::StrCat("unsigned short mt_a[", unit.a_elems, "];"));
   // A's elements 2p and 2p + 1 are neighbours along K in one row (matrix_unit.h): one 32-bit load.
-  MT_CHECK(unit->a_elems % 2 == 0, "A fragments hold element pairs");
-  unrolled("p", unit->a_elems / 2);
+  MT_CHECK(unit.a_elems % 2 == 0, "A fragments hold element pairs");
+  unrolled("p", unit.a_elems / 2);
   line("const int e = 2 * p;");
-  line(absl::StrCat("const int rho = ", to_absl(unit->a_row), ";"));
-  line(absl::StrCat("const int kr = i * ", unit->row_regs, " + ", to_absl(unit->row_reg), ";"));
-  line(absl::StrCat("const int row = (mt_wr * ", rows.tpw, " + ", to_absl(unit->row_lane), ") * ",
+  line(absl::StrCat("const int rho = ", to_absl(unit.a_row), ";"));
+  line(absl::StrCat("const int kr = i * ", unit.row_regs, " + ", to_absl(unit.row_reg), ";"));
+  line(absl::StrCat("const int row = (mt_wr * ", rows.tpw, " + ", to_absl(unit.row_lane), ") * ",
                     rows.spt, " + kr % ", rows.spt, " + (kr / ", rows.spt, ") * ", rows.cover(),
                     ";"));
   line(absl::StrCat("const unsigned mt_pair = ", a_words, "[(row * ", a_stride, " + kk * ",
-                    unit->shape.k, " + ", to_absl(unit->a_k), ") / 2];"));
+                    unit.shape.k, " + ", to_absl(unit.a_k), ") / 2];"));
   line("mt_a[e] = (unsigned short)(mt_pair & 0xffffu);");
   line("mt_a[e + 1] = (unsigned short)(mt_pair >> 16);");
   close();
   unrolled("j", tiles_n);
-  line(absl::StrCat("float mt_c[", unit->c_elems, "];"));
+  line(absl::StrCat("float mt_c[", unit.c_elems, "];"));
   std::string reg =
-      absl::StrCat("(i * ", unit->row_regs, " + ", to_absl(unit->c_row_reg), ") * ", row_stride,
-                   " + j * ", unit->col_regs, " + ", to_absl(unit->c_col_reg));
-  unrolled("e", unit->c_elems);
+      absl::StrCat("(i * ", unit.row_regs, " + ", to_absl(unit.c_row_reg), ") * ", row_stride,
+                   " + j * ", unit.col_regs, " + ", to_absl(unit.c_col_reg));
+  unrolled("e", unit.c_elems);
   line(absl::StrCat("mt_c[e] = ", out, "[", reg, "];"));
   close();
-  line(spelling_.matrix_multiply(*unit, "mt_a", "mt_b[j]", "mt_c"));
-  unrolled("e", unit->c_elems);
+  line(spelling_.matrix_multiply(unit, "mt_a", "mt_b[j]", "mt_c"));
+  unrolled("e", unit.c_elems);
   line(absl::StrCat(out, "[", reg, "] = mt_c[e];"));
   close();
   close();

@@ -12,6 +12,7 @@
 // lines do not split evenly over the threads, run the whole network in shared memory.
 #include "absl/strings/str_cat.h"
 #include "dsl/lower/op_lowering.h"
+#include "dsl/shape_rules.h"
 #include "support/check.h"
 #include "support/strings.h"
 
@@ -19,10 +20,6 @@ namespace monotile::dsl::lower {
 namespace {
 
 constexpr int64_t kMaxRegistersPerThread = 32;
-
-bool is_pow2(int64_t v) {
-  return v > 0 && (v & (v - 1)) == 0;
-}
 
 }  // namespace
 
@@ -55,8 +52,9 @@ absl::Status OpLowering::sort(const Op& op) {
   const int warp = state_.target.warp_size();
   const int64_t active = std::min<int64_t>(total, block_threads_);
   const int64_t per = total / active;
-  const bool in_registers = total >= warp && total % active == 0 && is_pow2(per) &&
-                            is_pow2(stride) && per <= kMaxRegistersPerThread && active % warp == 0;
+  const bool in_registers = total >= warp && total % active == 0 && is_power_of_two(per) &&
+                            is_power_of_two(stride) && per <= kMaxRegistersPerThread &&
+                            active % warp == 0;
 
   Layout in_layout = layout_or_default(operand);
   std::string src = get(operand, in_layout);

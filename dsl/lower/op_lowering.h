@@ -126,7 +126,7 @@ class OpLowering {
     int64_t a_offset = 0, a_stride = 0, b_offset = 0, end = 0;
   };
   // The dot of next_dot_ that accumulates onto `op`'s result, where it can share op's staging.
-  const Op* chained_dot(const Op& op, const MatrixUnit& unit) const;
+  const Op* chained_dot(const Op& op) const;
   void dot_k_loop(const MatrixUnit& unit, int64_t m, int64_t k, int64_t n, const Layout& out_layout,
                   const std::string& out, const DotOperands& placement);
   // Pairs (dot, the later dot of the same block whose accumulator is the first's result, whose A and

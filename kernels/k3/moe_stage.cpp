@@ -50,9 +50,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
 
   // D. The latent, in tasks of 32 rows: its 51 MB at K3 are the largest read before the experts can
   // start, and 112 tasks spread it over more SMs than 56 would (every program that has a router task
-  // runs that one first).
-  // Task 0 goes to program `tokens`: programs 0..T-1 hold the router's route rows (its top-k), the
-  // last to finish before the latent could start on them.
+  // runs that one first). Task 0 goes to program `tokens`: programs 0..T-1 hold the route rows (the
+  // router's top-k), the last of the router to finish.
   const int lat_tasks = tasks_of(r.latent, kRows);
   const int down_tasks = tasks_of(r.latent, kHalfRows);
   auto down_first = (program_id(0) + num_programs(0) - r.tokens % num_programs(0)) % num_programs(0);
@@ -85,8 +84,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kSharedAct);
 
-  // G. The union of the chosen experts, by the last program (the route is ready before its E task
-  // ends).
+  // G. The union of the chosen experts, by the last program once its E task is done (no F task
+  // ahead of it since F moved after J).
   const int64_t span = pow2_at_least(slots);
   if_(program_id(0) == num_programs(0) - 1, [&] {
     wait(r.route_flag, kUnion, hc);
