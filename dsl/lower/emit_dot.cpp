@@ -39,6 +39,8 @@ absl::Status OpLowering::dot(const Op& op) {
   std::optional<MatrixUnit> unit =
       choose_matrix_unit(state_.target, a_type.element.scalar, b_type.element.scalar, m, n, k);
   if (!unit) return dot_fma(op, out_layout);
+  if (std::optional<RegisterOperands> operands = register_operands(op, *unit, out_layout))
+    return dot_from_registers(op, *unit, *operands);
   // A's rows are padded so that their 32-bit words start 4 banks apart (mod 32): the lanes of a
   // fragment load read 8 rows (mma) or 32 (MFMA) at one column, which unpadded rows of k a multiple
   // of 64 elements put in one bank (an 8- or 32-way conflict; most of K2's time before the pad).
@@ -171,6 +173,14 @@ void OpLowering::dot_k_loop(const MatrixUnit& unit, int64_t m, int64_t k, int64_
   line("mt_a[e] = (unsigned short)(mt_pair & 0xffffu);");
   line("mt_a[e + 1] = (unsigned short)(mt_pair >> 16);");
   close();
+  multiply_tiles(unit, tiles_n, row_stride, out);
+  close();
+  close();
+  close();
+}
+
+void OpLowering::multiply_tiles(const MatrixUnit& unit, int64_t tiles_n, int64_t row_stride,
+                                const std::string& out) {
   unrolled("j", tiles_n);
   line(absl::StrCat("float mt_c[", unit.c_elems, "];"));
   std::string reg =
@@ -184,9 +194,108 @@ void OpLowering::dot_k_loop(const MatrixUnit& unit, int64_t m, int64_t k, int64_
   line(absl::StrCat(out, "[", reg, "] = mt_c[e];"));
   close();
   close();
+}
+
+std::optional<OpLowering::RegisterOperands> OpLowering::register_operands(
+    const Op& op, const MatrixUnit& unit, const Layout& out_layout) const {
+  ValueId a = op.operands[0], b = op.operands[1];
+  if (!state_.layouts[a]) return std::nullopt;  // lazy (a constant): staged
+  const int64_t k = type(a).shape[1];
+  const int run = state_.layouts[a]->dim(1).spt;
+  std::optional<Layout> a_fragments = fragment_layout(unit, 0, k, out_layout, run);
+  if (!a_fragments || *state_.layouts[a] != *a_fragments) return std::nullopt;
+  std::optional<Layout> b_fragments = fragment_layout(unit, 1, k, out_layout, run);
+  return RegisterOperands{
+      .run = run,
+      .b_in_registers = b_fragments && state_.layouts[b] && *state_.layouts[b] == *b_fragments};
+}
+
+// A's fragments straight from its registers: A's layout is fragment_layout's, so lane L holds, for
+// each of its tile rows, K in runs of `run`; K slot s of instruction kk is the lane's register
+// kk * slots + s along K, whichever logical K that is. B's fragments come from its registers in the
+// matching layout, or from shared memory at the logical K of the same slot.
+absl::Status OpLowering::dot_from_registers(const Op& op, const MatrixUnit& unit,
+                                            const RegisterOperands& operands) {
+  const Type& a_type = type(op.operands[0]);
+  const int64_t m = a_type.shape[0], k = a_type.shape[1], n = type(op.operands[1]).shape[1];
+  const Layout out_layout = layout_or_default(op.results[0]);
+  const Layout a_layout = *state_.layouts[op.operands[0]];
+  const Layout b_layout = layout_or_default(op.operands[1]);
+  const std::string a = get(op.operands[0], a_layout);
+  const std::string b = get(op.operands[1], b_layout);
+  const std::string acc = get(op.operands[2], out_layout);
+  const DimLayout& rows = out_layout.dim(0);
+  const DimLayout& cols = out_layout.dim(1);
+  const int64_t tiles_m = m / (unit.shape.m * rows.wpb);
+  const int64_t tiles_n = n / (unit.shape.n * cols.wpb);
+  const int64_t slots = unit.shape.k / unit.k_tpw;  // K slots a lane supplies per instruction
+  const int64_t row_reps = unit.shape.m / unit.a_row_tpw;
+  line(absl::StrCat("// dot [", m, ", ", k, "] x [", k, ", ", n, "] on ",
+                    to_absl(unit.shape.instruction), ", A's fragments from its registers",
+                    operands.b_in_registers ? " and B's" : "", " (K in runs of ", operands.run,
+                    " a lane)"));
+  const int64_t b_offset = 0;
+  if (!operands.b_in_registers) {
+    need_smem(k * n * 2);
+    barrier();
+    std::string guard = owner(b_layout);
+    unrolled("i", b_layout.num_regs());
+    line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "),
+                      smem("unsigned short", b_offset), "[",
+                      linear(b_layout, "i", row_major({k, n})),
+                      "] = ", half_bits(a_type.element.scalar, absl::StrCat(b, "[i]")), ";"));
+    close();
+    barrier();
+  }
+  std::string out = name(op.results[0]);
+  declare(op.results[0], out_layout.num_regs());
+  copy_into(out, acc, out_layout.num_regs());
+  open("");
+  line("const int lane = mt_lane;");
+  line(absl::StrCat(
+      "const int mt_wc = ",
+      cols.wpb == 1 ? "0" : absl::StrCat("(mt_warp / ", cols.warp_stride, ") % ", cols.wpb), ";"));
+  // Every K step unrolled: fragment registers are picked by constant indices.
+  line("#pragma unroll");
+  open(absl::StrCat("for (int kk = 0; kk < ", k / unit.shape.k, "; ++kk)"));
+  line(absl::StrCat("unsigned short mt_b[", tiles_n, "][", unit.b_elems, "];"));
+  unrolled("j", tiles_n);
+  unrolled("e", unit.b_elems);
+  line(absl::StrCat("const int t = kk * ", slots, " + ", to_absl(unit.b_k_slot), ";"));
+  if (operands.b_in_registers) {
+    line(absl::StrCat(
+        "mt_b[j][e] = ",
+        half_bits(a_type.element.scalar, absl::StrCat(b, "[t * ", b_layout.reg_stride(0), " + j * ",
+                                                      b_layout.reg_stride(1), "]")),
+        ";"));
+  } else {
+    line(absl::StrCat("const int kl = (t / ", operands.run, ") * ",
+                      int64_t{operands.run} * unit.k_tpw, " + ((lane / ", unit.k_lane_stride,
+                      ") % ", unit.k_tpw, ") * ", operands.run, " + t % ", operands.run, ";"));
+    line(absl::StrCat("const int c = ", to_absl(unit.b_col), ";"));
+    line(absl::StrCat("const int kc = j * ", unit.col_regs, " + ", to_absl(unit.col_reg), ";"));
+    line(absl::StrCat("const int col = (mt_wc * ", cols.tpw, " + ", to_absl(unit.col_lane), ") * ",
+                      cols.spt, " + kc % ", cols.spt, " + (kc / ", cols.spt, ") * ", cols.cover(),
+                      ";"));
+    line(absl::StrCat("mt_b[j][e] = ", smem("unsigned short", b_offset), "[kl * ", n, " + col];"));
+  }
+  close();
+  close();
+  unrolled("i", tiles_m);
+  line(absl::StrCat("unsigned short mt_a[", unit.a_elems, "];"));
+  unrolled("e", unit.a_elems);
+  line(absl::StrCat("mt_a[e] = ",
+                    half_bits(a_type.element.scalar,
+                              absl::StrCat(a, "[(i * ", row_reps, " + ", to_absl(unit.a_row_rep),
+                                           ") * ", a_layout.reg_stride(0), " + kk * ", slots, " + ",
+                                           to_absl(unit.a_k_slot), "]")),
+                    ";"));
+  close();
+  multiply_tiles(unit, tiles_n, out_layout.reg_stride(0), out);
   close();
   close();
   close();
+  return absl::OkStatus();
 }
 
 namespace {

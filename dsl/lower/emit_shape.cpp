@@ -1,6 +1,7 @@
 // Shape ops that move elements between threads (reshape, trans, join, split, cat) and MXFP4 dequant:
 // the sources go to shared memory in row-major order, then each result register gathers its element
-// by index arithmetic on its coordinates. (broadcast and expand_dims never move data: op_lowering.cpp.)
+// by index arithmetic on its coordinates. A trans whose layouts keep every element in its thread
+// only renames registers. (broadcast and expand_dims never move data: op_lowering.cpp.)
 #include "absl/strings/str_cat.h"
 #include "dsl/lower/op_lowering.h"
 #include "support/check.h"
@@ -10,6 +11,10 @@ namespace monotile::dsl::lower {
 
 absl::Status OpLowering::shape_op(const Op& op) {
   const std::vector<ValueId>& sources = op.operands;
+  if (op.code == OpCode::kTrans && state_.layouts[sources[0]] &&
+      layout_or_default(op.results[0]) == state_.layouts[sources[0]]->permuted(op.attrs.ints)) {
+    return trans_in_registers(op);
+  }
   std::string t = reg_type(sources[0]);
   for (ValueId source : sources) {
     if (op.code != OpCode::kDequantMxfp4 && reg_type(source) != t) return unsupported(op, "operands differ in type");
@@ -116,6 +121,26 @@ absl::Status OpLowering::shape_op(const Op& op) {
     line(absl::StrCat(name(result), "[i] = ", smem(t), "[", index, "];"));
     close();
   }
+  return absl::OkStatus();
+}
+
+// Result dim d is the source's dim perm[d] with the same per-dim register: register i of the result
+// is the source's register sum_d k_d * source_stride(perm[d]), k_d its position along dim d.
+absl::Status OpLowering::trans_in_registers(const Op& op) {
+  const Layout source_layout = *state_.layouts[op.operands[0]];
+  const Layout layout = layout_or_default(op.results[0]);
+  std::string source = get(op.operands[0], source_layout);
+  std::string index = "0";
+  for (int d = 0; d < layout.rank(); ++d) {
+    if (layout.dim(d).regs() == 1) continue;
+    absl::StrAppend(&index, " + ((i / ", layout.reg_stride(d), ") % ", layout.dim(d).regs(), ") * ",
+                    source_layout.reg_stride(static_cast<int>(op.attrs.ints.at(d))));
+  }
+  line("// trans in registers: the same elements in each thread, reordered");
+  declare(op.results[0], layout.num_regs());
+  unrolled("i", layout.num_regs());
+  line(absl::StrCat(name(op.results[0]), "[i] = ", source, "[", index, "];"));
+  close();
   return absl::OkStatus();
 }
 

@@ -28,7 +28,7 @@ namespace {
 struct Buffer {
   ScalarType type;
   size_t count;
-  int lo = 0;  // integers are drawn from [lo, hi)
+  int lo = 0;  // integers are drawn from [lo, hi); every 32-bit pattern when hi <= lo
   int hi = 1000;
 };
 
@@ -115,7 +115,7 @@ void run_case(const Case& test) {
         uint16_t half = static_cast<uint16_t>(bits >> 16);
         std::memcpy(p, &half, 2);
       } else if (buffer.type == ScalarType::kI32 || buffer.type == ScalarType::kU32) {
-        uint32_t value = buffer.lo + rng() % (buffer.hi - buffer.lo);
+        uint32_t value = buffer.hi > buffer.lo ? buffer.lo + rng() % (buffer.hi - buffer.lo) : static_cast<uint32_t>(rng());
         std::memcpy(p, &value, 4);
       } else {
         p[0] = static_cast<uint8_t>(rng());
@@ -280,16 +280,53 @@ Program sorts() {
   return b.finish();
 }
 
-// A dot accumulating onto another whose operands all exist before the first (an MXFP4 step's low and
-// high nibbles): the two share one staging in shared memory.
+// A dot accumulating onto another whose operands all exist before the first and cannot be held in
+// fragment layouts (they come through a reshape): the two share one staging in shared memory.
 Program chained_dots() {
   Builder b("chained_dots", {.num_warps = 4});
   auto a = b.arg("a", ptr(bf16)), w = b.arg("w", ptr(bf16)), out = b.arg("out", ptr(f32));
-  auto rows = col(arange(0, 32)), ks = row(arange(0, 64));
-  auto a1 = load(a + rows * 64 + ks), a2 = load(a + 2048 + rows * 64 + ks);
-  auto kr = col(arange(0, 64)), ns = row(arange(0, 32));
-  auto b1 = load(w + kr * 32 + ns), b2 = load(w + 2048 + kr * 32 + ns);
+  auto flat = arange(0, 2048);
+  auto a1 = reshape(load(a + flat), {32, 64}), a2 = reshape(load(a + 2048 + flat), {32, 64});
+  auto b1 = reshape(load(w + flat), {64, 32}), b2 = reshape(load(w + 2048 + flat), {64, 32});
+  auto rows = col(arange(0, 32)), ns = row(arange(0, 32));
   store(out + rows * 32 + ns, dot(a2, b2, dot(a1, b1, zeros({32, 32}, f32))));
+  return b.finish();
+}
+
+// An MXFP4 GEMV step's shape (kernels/k3/mxfp4_gemv.cpp): 64 weight rows of packed bytes carried
+// into each iteration by the one before, decoded, transposed into B; 16 tokens' bf16 pairs read
+// as words into A; two dots chained per step. Every operand sits in its fragment layout: no shared
+// memory, and K reaches the unit permuted (runs of 16 a lane) in A and B alike.
+Program fragment_dots() {
+  Builder b("fragment_dots", {.num_warps = 4});
+  auto packed = b.arg("packed", ptr(u8)), x = b.arg("x", ptr(i32)), out = b.arg("out", ptr(f32));
+  auto rows = arange(0, 64), ms = arange(0, 16);
+  auto step = [&](const Value& byte0) { return load(packed + col(rows) * 256 + row(byte0 + arange(0, 64))); };
+  auto [acc, last] = range(0, 256, 64, zeros({16, 64}, f32), step(full({}, 0, i32)),
+                           [&](Value byte0, Value acc, Value bytes) {
+                             auto next = step(minimum(byte0 + 64, 192));
+                             auto v = bytes.to(i32);
+                             auto low = ((v & 15) - 8).to(f32).to(bf16);
+                             auto high = ((v >> 4) - 8).to(f32).to(bf16);
+                             // Both halves finite and below 2 in magnitude.
+                             auto pairs = load(x + col(ms) * 256 + row(byte0 + arange(0, 64))) & 0x3fff3fff;
+                             auto x_low = (pairs << 16).bitcast(f32).to(bf16);
+                             auto x_high = (pairs & -65536).bitcast(f32).to(bf16);
+                             return std::array{dot(x_high, trans(high), dot(x_low, trans(low), acc)), next};
+                           });
+  store(out + col(ms) * 64 + row(rows), acc);
+  return b.finish();
+}
+
+// A in its fragment layout (MFMA 32x32, one warp along each dim), B through a reshape and so
+// staged: B's fragments are read from shared memory at the K that A's registers carry.
+Program fragment_a_staged_b() {
+  Builder b("fragment_a_staged_b", {.num_warps = 4});
+  auto a = b.arg("a", ptr(bf16)), w = b.arg("w", ptr(bf16)), out = b.arg("out", ptr(f32));
+  auto rows = col(arange(0, 32)), ns = row(arange(0, 32));
+  auto lhs = load(a + rows * 64 + row(arange(0, 64)));
+  auto rhs = reshape(load(w + arange(0, 2048)), {64, 32});
+  store(out + rows * 32 + ns, dot(lhs, rhs, zeros({32, 32}, f32)));
   return b.finish();
 }
 
@@ -302,6 +339,10 @@ std::vector<Case> cases() {
       {"router_topk", [] { return sample("router_topk"); }, {{kF32, 2 * 896}, {kI32, 32}, {kF32, 32}}, {}, 2},
       {"chained_dots", chained_dots, {{kBf16, 4096}, {kBf16, 4096}, {kF32, 1024}}, {}, 1,
        "and the dot chained on it"},
+      {"fragment_dots", fragment_dots, {{kU8, 64 * 256}, {kI32, 16 * 256, 0, 0}, {kF32, 16 * 64}}, {}, 1,
+       "A's fragments from its registers and B's (K in runs of 16 a lane)"},
+      {"fragment_a_staged_b", fragment_a_staged_b, {{kBf16, 2048}, {kBf16, 2048}, {kF32, 1024}}, {}, 1,
+       "A's fragments from its registers (K in runs of 16 a lane)"},
       {"sorts", sorts, {{kF32, 1856}, {kI32, 2016, 0, 50}, {kF32, 768}, {kI32, 2784}, {kI32, 2016}}, {}, 1,
        "8 elements a thread in registers"},
       {"shapes_and_bits", [] { return sample("shapes_and_bits"); },

@@ -96,6 +96,13 @@ Layout Layout::expand(int axis) const {
   return make(std::move(dims), warp_size_, num_warps_);
 }
 
+Layout Layout::permuted(const std::vector<int64_t>& perm) const {
+  MT_CHECK(static_cast<int>(perm.size()) == rank(), "a permutation names every dim");
+  std::vector<DimLayout> dims;
+  for (int64_t d : perm) dims.push_back(dims_.at(d));
+  return make(std::move(dims), warp_size_, num_warps_);
+}
+
 Layout Layout::stretched(const std::vector<int64_t>& shape) const {
   if (static_cast<int>(shape.size()) != rank()) return *this;
   std::vector<DimLayout> dims = dims_;

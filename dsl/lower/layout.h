@@ -41,6 +41,9 @@ class Layout {
   Layout slice(int axis) const;
   // A size-1 dim inserted at `axis` (expand_dims): registers are unchanged.
   Layout expand(int axis) const;
+  // The dims reordered as trans(x, perm) reorders them: every thread keeps its elements, only the
+  // order of its registers changes.
+  Layout permuted(const std::vector<int64_t>& perm) const;
   // This layout with dims of `shape` that are 1 here stretched over free lanes and warps
   // (broadcast), or `*this` when the rank differs.
   Layout stretched(const std::vector<int64_t>& shape) const;

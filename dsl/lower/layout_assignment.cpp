@@ -2,6 +2,8 @@
 // point) repeated while a backward step re-homes loads into the layout their users settled on.
 #include "dsl/lower/layout_assignment.h"
 
+#include <algorithm>
+#include <array>
 #include <map>
 
 #include "dsl/lower/matrix_unit.h"
@@ -11,6 +13,10 @@ namespace monotile::dsl::lower {
 namespace {
 
 constexpr int kMaxRounds = 6;
+// A dot's operand held in its fragment layout (demand_fragments): at most this many registers a
+// thread, in runs of at most 16 elements along K (16 bytes of u8, two 16-byte loads of bf16).
+constexpr int64_t kMaxFragmentRegisters = 64;
+constexpr int64_t kMaxFragmentRun = 16;
 
 // How costly a value's layout is to change: loads can be re-issued, dots cannot.
 enum Strength { kWeak = 1, kDerived = 2, kStrong = 3 };
@@ -104,6 +110,16 @@ class Assignment {
           set(out, layout_or_default(op.operands[2]), kDerived);
         }
         return;
+      }
+      case OpCode::kTrans: {
+        // A trans moves no element between threads when its result keeps the operand's layout with
+        // the dims reordered (emit_shape.cpp then only renames registers).
+        ValueId in = op.operands[0];
+        if (!lazy(in)) {
+          set(out, state_.layouts[in]->permuted(op.attrs.ints), strength_[in]);
+          return;
+        }
+        break;
       }
       default: break;
     }
@@ -203,9 +219,29 @@ class Assignment {
   void collect_demands(const Block& block) {
     for (const Op& op : block.ops) {
       for (const Block& region : op.regions) collect_demands(region);
+      if (op.code == OpCode::kDot) demand_fragments(op);
       if (!is_elementwise(op.code) || op.results.empty() || lazy(op.results[0]) || is_scalar(op.results[0])) continue;
       const Layout& layout = *state_.layouts[op.results[0]];
       for (ValueId operand : op.operands) demand(operand, layout, 0);
+    }
+  }
+
+  // A matrix-unit dot wants its operands in the layouts whose registers are the unit's fragments
+  // (matrix_unit.h fragment_layout): then it needs no shared memory and no barrier. Each operand is
+  // asked for where that layout holds at most kMaxFragmentRegisters a thread (an operand copied to
+  // every warp, as a GEMV's activations, costs registers that a staged one does not).
+  void demand_fragments(const Op& op) {
+    const Type& a = type(op.operands[0]);
+    const Type& b = type(op.operands[1]);
+    const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+    std::optional<MatrixUnit> unit = choose_matrix_unit(state_.target, a.element.scalar, b.element.scalar, m, n, k);
+    if (!unit || warpgroup_mma_fits(state_.target, state_.program.options, a.element.scalar, b.element.scalar, m, n, k))
+      return;
+    const Layout& accumulator = *state_.layouts[op.results[0]];
+    const int run = static_cast<int>(std::min<int64_t>(kMaxFragmentRun, pow2_part(k / unit->k_tpw)));
+    for (int which = 0; which < 2; ++which) {
+      std::optional<Layout> wanted = fragment_layout(*unit, which, k, accumulator, run);
+      if (wanted && wanted->num_regs() <= kMaxFragmentRegisters) demand(op.operands[which], *wanted, 0);
     }
   }
 
@@ -232,15 +268,27 @@ class Assignment {
     }
   }
 
-  // Re-issues the loads `value` comes from (through weak elementwise ops) in `layout`.
+  // Re-issues the loads `value` comes from (through weak elementwise ops and trans, and into the
+  // init and the yield of a loop-carried value) in `layout`.
   bool rehome(ValueId value, const Layout& layout, int depth) {
     if (is_scalar(value) || lazy(value) || depth > 64) return false;
     const Op* producer = producer_of(value);
-    if (producer == nullptr) return false;
+    if (producer == nullptr) {
+      auto carried = carried_.find(value);
+      if (carried == carried_.end() || strength_[value] != kWeak) return false;
+      bool changed = false;
+      for (ValueId end : carried->second) changed = rehome(end, layout, depth + 1) || changed;
+      return changed;
+    }
     if (producer->code == OpCode::kLoad) {
       if (load_overrides_.contains(producer)) return false;
       load_overrides_.emplace(producer, layout);
       return true;
+    }
+    if (producer->code == OpCode::kTrans) {
+      std::vector<int64_t> inverse(producer->attrs.ints.size());
+      for (size_t d = 0; d < inverse.size(); ++d) inverse[producer->attrs.ints[d]] = static_cast<int64_t>(d);
+      return strength_[value] == kWeak && rehome(producer->operands[0], layout.permuted(inverse), depth + 1);
     }
     if (!is_elementwise(producer->code) || strength_[value] != kWeak) return false;
     bool changed = false;
@@ -258,12 +306,20 @@ class Assignment {
     for (const Op& op : block.ops) {
       for (ValueId result : op.results) producers_[result] = &op;
       for (const Block& region : op.regions) index_producers(region);
+      if (op.code != OpCode::kFor) continue;
+      // A `for` body's argument i + 1 is carried: its init is operand 3 + i, its next value the
+      // yield's operand i.
+      const Block& body = op.regions[0];
+      for (size_t i = 0; i + 3 < op.operands.size() && i + 1 < body.args.size(); ++i) {
+        carried_[body.args[i + 1]] = {op.operands[3 + i], body.ops.back().operands.at(i)};
+      }
     }
   }
 
   LoweringState& state_;
   std::vector<int> strength_;
   std::map<ValueId, const Op*> producers_;
+  std::map<ValueId, std::array<ValueId, 2>> carried_;  // a loop body's carried argument: init, yield
   std::map<const Op*, Layout> load_overrides_;
   std::map<ValueId, std::vector<Layout>> demands_;
 };

@@ -31,6 +31,13 @@ MatrixUnit mma_m16n8k16(const MatrixShape& shape) {
   unit.c_col_reg = "(e & 1)";
   unit.row_spt = 1, unit.row_tpw = 8, unit.row_lane_stride = 4, unit.row_regs = 2;
   unit.col_spt = 2, unit.col_tpw = 4, unit.col_lane_stride = 1, unit.col_regs = 2;
+  unit.a_row_tpw = 8, unit.a_row_lane_stride = 4, unit.b_col_tpw = 8, unit.b_col_lane_stride = 4;
+  unit.k_tpw = 4, unit.k_lane_stride = 1;
+  // A's element e is K 2 (lane & 3) + (e & 1) + 8 (e >> 2) (a_k), B's 2 (lane & 3) + (e & 1) + 8 (e >> 1)
+  // (b_k): one K, one slot (its bit 0, and 2 for its bit 3).
+  unit.a_row_rep = "((e >> 1) & 1)";
+  unit.a_k_slot = "((e & 1) + 2 * (e >> 2))";
+  unit.b_k_slot = "((e & 1) + 2 * (e >> 1))";
   return unit;
 }
 
@@ -54,6 +61,11 @@ MatrixUnit mfma_32x32x8(const MatrixShape& shape) {
   unit.c_col_reg = "(0)";
   unit.row_spt = 4, unit.row_tpw = 2, unit.row_lane_stride = 32, unit.row_regs = 16;
   unit.col_spt = 1, unit.col_tpw = 32, unit.col_lane_stride = 1, unit.col_regs = 1;
+  unit.a_row_tpw = 32, unit.a_row_lane_stride = 1, unit.b_col_tpw = 32, unit.b_col_lane_stride = 1;
+  unit.k_tpw = 2, unit.k_lane_stride = 32;
+  unit.a_row_rep = "(0)";
+  unit.a_k_slot = "(e)";
+  unit.b_k_slot = "(e)";
   return unit;
 }
 
@@ -77,6 +89,11 @@ MatrixUnit mfma_16x16x16(const MatrixShape& shape) {
   unit.c_col_reg = "(0)";
   unit.row_spt = 4, unit.row_tpw = 4, unit.row_lane_stride = 16, unit.row_regs = 4;
   unit.col_spt = 1, unit.col_tpw = 16, unit.col_lane_stride = 1, unit.col_regs = 1;
+  unit.a_row_tpw = 16, unit.a_row_lane_stride = 1, unit.b_col_tpw = 16, unit.b_col_lane_stride = 1;
+  unit.k_tpw = 4, unit.k_lane_stride = 16;
+  unit.a_row_rep = "(0)";
+  unit.a_k_slot = "(e)";
+  unit.b_k_slot = "(e)";
   return unit;
 }
 
@@ -103,6 +120,23 @@ std::optional<MatrixUnit> choose_matrix_unit(const Target& target, ScalarType a,
     if (std::optional<MatrixUnit> unit = describe(target, shape)) return unit;
   }
   return std::nullopt;
+}
+
+std::optional<Layout> fragment_layout(const MatrixUnit& unit, int which, int64_t k, const Layout& accumulator,
+                                     int run) {
+  const DimLayout& acc = accumulator.dim(which == 0 ? 0 : 1);
+  const int lanes = which == 0 ? unit.a_row_tpw : unit.b_col_tpw;
+  const int lane_stride = which == 0 ? unit.a_row_lane_stride : unit.b_col_lane_stride;
+  // Tile t of a warp must be the operand's reps [t * reps, (t + 1) * reps) of that warp: true when
+  // the accumulator spreads a tile's rows (columns) over exactly the operand's lanes, or uses one warp
+  // along that dim (a tile is then a contiguous span). MFMA 32x32's accumulator over several warps
+  // interleaves rows 8 at a time, which an operand's 32 row lanes cannot follow.
+  if (acc.spt * acc.tpw != lanes && acc.wpb != 1) return std::nullopt;
+  if (run < 1 || k % (int64_t{run} * unit.k_tpw) != 0) return std::nullopt;
+  DimLayout spread{acc.size, 1, lanes, lane_stride, acc.wpb, acc.warp_stride};
+  DimLayout along_k{k, run, unit.k_tpw, unit.k_lane_stride, 1, 0};
+  std::vector<DimLayout> dims = which == 0 ? std::vector{spread, along_k} : std::vector{along_k, spread};
+  return Layout::make(std::move(dims), accumulator.warp_size(), accumulator.num_warps());
 }
 
 bool warpgroup_mma_fits(const Target& target, const KernelOptions& options, ScalarType a, ScalarType b, int64_t m,

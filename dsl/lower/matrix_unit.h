@@ -30,6 +30,14 @@ struct MatrixUnit {
   // The accumulator's per-dim spread inside one instruction tile.
   int row_spt = 1, row_tpw = 1, row_lane_stride = 0, row_regs = 1;
   int col_spt = 1, col_tpw = 1, col_lane_stride = 0, col_regs = 1;
+  // Operands read straight from registers (emit_dot.cpp): A's tile rows sit on a_row_tpw lanes (lane
+  // stride a_row_lane_stride), B's tile columns on b_col_tpw lanes, and K on k_tpw lanes (stride
+  // k_lane_stride) of both. A lane supplies k / k_tpw K slots per instruction; A's fragment element
+  // e is the tile's row rep a_row_rep and the lane's K slot a_k_slot, B's element e its K slot
+  // b_k_slot (expressions in `e`). Which logical K a slot carries is the lowering's choice, the same
+  // in A and B, so that the instruction's sum runs over K in any order.
+  int a_row_tpw = 1, a_row_lane_stride = 0, b_col_tpw = 1, b_col_lane_stride = 0, k_tpw = 1, k_lane_stride = 0;
+  std::string_view a_row_rep, a_k_slot, b_k_slot;
 };
 
 // The matrix unit for a dot of a [M, K] x b [K, N] on `target`, or nullopt when the operands are not
@@ -43,6 +51,13 @@ std::optional<MatrixUnit> choose_matrix_unit(const Target& target, ScalarType a,
 // holds rows 16 w .. 16 w + 15 of each 64-row instruction, in mma m16n8k16's fragment order).
 Layout accumulator_layout(const MatrixUnit& unit, int64_t m, int64_t n, int warp_size, int num_warps,
                           bool warps_along_m = false);
+
+// The layout in which a dot's operand (`which` 0: A [m, k], 1: B [k, n]) feeds `unit`'s fragments from
+// registers, given the dot's accumulator layout: K spread over the unit's K lanes in runs of `run`
+// consecutive elements a lane (a multiple of 16 bytes of the loaded data keeps loads vectorized),
+// rows (A) or columns (B) on the unit's lanes and the accumulator's warps. nullopt when the
+// accumulator's warps interleave tiles in a way no operand layout follows, or `run` does not divide K.
+std::optional<Layout> fragment_layout(const MatrixUnit& unit, int which, int64_t k, const Layout& accumulator, int run);
 
 // Whether a dot of a [M, K] x b [K, N] in a program with `options` runs on sm_90a's warpgroup MMA
 // (wgmma) when both operands are staged K-contiguous (pipeline.h): the target has it, the program

@@ -129,6 +129,18 @@ class OpLowering {
   const Op* chained_dot(const Op& op) const;
   void dot_k_loop(const MatrixUnit& unit, int64_t m, int64_t k, int64_t n, const Layout& out_layout,
                   const std::string& out, const DotOperands& placement);
+  // The accumulator's tiles (`i` open), each multiplied by its B tile: mt_a and mt_b[j] hold the
+  // fragments.
+  void multiply_tiles(const MatrixUnit& unit, int64_t tiles_n, int64_t row_stride, const std::string& out);
+  // A dot whose A sits in its fragment layout (matrix_unit.h) reads A, and B where B does too, from
+  // registers: no shared memory for A and no barrier when B is in registers as well.
+  struct RegisterOperands {
+    int run = 1;  // K elements a lane holds in a row, consecutive
+    bool b_in_registers = false;
+  };
+  std::optional<RegisterOperands> register_operands(const Op& op, const MatrixUnit& unit,
+                                                    const Layout& out_layout) const;
+  absl::Status dot_from_registers(const Op& op, const MatrixUnit& unit, const RegisterOperands& operands);
   // Pairs (dot, the later dot of the same block whose accumulator is the first's result, whose A and
   // B exist before the first, and which is that result's only user).
   void find_chained_dots(const Block& block);
@@ -148,6 +160,7 @@ class OpLowering {
   absl::Status dot_staged(const Op& op, const StagedDot& staged, const std::string& stage);
   absl::Status dot_warpgroup(const Op& op, const StagedDot& staged, const std::string& stage);
   absl::Status shape_op(const Op& op);  // emit_shape.cpp
+  absl::Status trans_in_registers(const Op& op);
   absl::Status control(const Op& op);   // emit_control.cpp
   absl::Status assert_op(const Op& op);
   absl::Status print(const Op& op);

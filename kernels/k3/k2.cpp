@@ -313,6 +313,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .union_count = a.union_count,
             .inter = a.inter,
             .partials = a.union_count + (scratch.routed_partials - scratch.union_count) / 4,
+            .lat_pairs = a.union_count + (scratch.lat - scratch.union_count) / 4,
+            .inter_pairs = a.union_count + (scratch.inter - scratch.union_count) / 4,
             .counters = a.counters + kMoeWords,
             .flags = a.flags + kMoeWords,
             .clock = a.clock},

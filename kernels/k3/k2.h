@@ -50,9 +50,10 @@ struct K2Build {
   int64_t wait_ns = 10'000'000'000;
   int num_warps = 8;
   int gemv_step = 256;
-  // K steps a task of two GEMVs (the shared and routed experts' gate and up) runs at least where its
-  // K allows (mxfp4_gemv.h's looped_step): on NVIDIA 2, since with a single step ptxas overlaps the
-  // two GEMVs; on AMD 1, since LLVM unrolls two steps anyway and their narrower tiles spill more.
+  // K steps the gate-and-up GEMVs (the shared experts' two, the routed experts' paired one) run at
+  // least where K allows (mxfp4_gemv.h's looped_step): on NVIDIA 2, since with a single step ptxas
+  // overlaps the shared experts' two GEMVs; on AMD 1, since LLVM unrolls two steps anyway and their
+  // narrower tiles spill more.
   int min_k_steps = 2;
   // The seed's fault hook (seed_source.md 3.7), for tests of the executor's fail-stop: when fault_ns
   // is not 0, program 0 of a launch whose epoch word equals fault_epoch and whose slot argument

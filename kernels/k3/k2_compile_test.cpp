@@ -143,6 +143,19 @@ void expect_mxfp4_compiles(const std::string& arch) {
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->report.stack_frame, 0);
     EXPECT_EQ(result->report.spill_stores, 0);
+    // Both operands from their registers (mxfp4_gemv.h): no barrier in the K loop, whose two dots
+    // take theirs straight from the decode. (The one barrier left orders the task's stores.)
+    const std::string& source = made->build.source;
+    const size_t first_dot = source.find("// dot ["), last_dot = source.rfind("// dot [");
+    ASSERT_NE(first_dot, std::string::npos);
+    EXPECT_NE(first_dot, last_dot);
+    for (size_t at = first_dot; at != std::string::npos; at = source.find("// dot [", at + 1)) {
+      EXPECT_NE(source.substr(at, source.find('\n', at) - at).find("A's fragments from its registers and B's"),
+                std::string::npos);
+    }
+    EXPECT_EQ(source.substr(0, source.find('\n', last_dot)).find("__syncthreads()", source.find("for (")),
+              std::string::npos)
+        << "a barrier before the K loop's last dot";
     std::cout << "resources " << arch << " mxfp4_gemv n " << n << " k " << k << ": registers "
               << result->report.registers << ", spills " << result->report.spill_stores << "\n";
   }

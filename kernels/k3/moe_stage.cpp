@@ -39,6 +39,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const int slots = r.tokens * r.top_k;
   auto ts = arange(0, padded);
   auto t_ok = ts < r.tokens;
+  auto ms = arange(0, kMxfp4Tokens);  // the MXFP4 GEMVs' token rows
+  auto m_ok = ms < r.tokens;
   auto flag = [&](Word w) { return r.flags + static_cast<int>(w); };
   auto counter = [&](Word w) { return r.counters + static_cast<int>(w); };
   // The union's size and ids form scratch and weight addresses. After a wait gives up (handoff.h)
@@ -119,22 +121,27 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto e = expert_at(u).to(i64);
       auto first_row = task % groups * kHalfRows;
       // The task's 32 gate and 32 up rows are two contiguous spans (57 KB each at K3): all of them
-      // in flight at once, where a K step of the GEMVs below holds 8 KB and waits for it.
+      // in flight at once, where a K step of the GEMV below holds 4 KB and waits for it.
       auto halves = arange(0, 2).to(i64) * r.expert_rows + first_row;
       auto all = arange(0, 2) < 2;
       prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kHalfRows} * r.latent / 2,
                      full({}, int64_t{kHalfRows} * r.latent / 2, i64));
       prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all, int64_t{kHalfRows} * r.latent / 32,
                      full({}, int64_t{kHalfRows} * r.latent / 32, i64));
+      // Gate row j and up row j side by side (columns 2j and 2j + 1): one GEMV of 64 rows fills
+      // the unit's 8 column tiles (two of 32 rows would fill 4, twice over), and each pair splits
+      // apart where the accumulator holds it.
+      auto js = arange(0, 2 * kHalfRows);
+      auto pair_rows = (js & 1) * r.expert_rows + first_row + (js >> 1);
+      const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x_pairs = r.lat_pairs,
+                        .k = r.latent, .tokens = r.tokens, .rows = 2 * kHalfRows,
+                        .step = looped_step(r.latent, std::min(r.gemv_step, kMxfp4StepElements / (2 * kHalfRows)),
+                                            r.min_k_steps)};
+      auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, first_row + (js >> 1) < r.expert_rows),
+                                      {kMxfp4Tokens, kHalfRows, 2}));
       auto rows = first_row + arange(0, kHalfRows);
-      auto ok = rows < r.expert_rows;
-      const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x = r.lat,
-                        .k = r.latent, .tokens = r.tokens, .rows = kHalfRows,
-                        .step = looped_step(r.latent, std::min(r.gemv_step, kMxfp4StepElements / kHalfRows), r.min_k_steps)};
-      auto gate = mxfp4_gemv_rows(g, rows, ok);
-      auto up = mxfp4_gemv_rows(g, r.expert_rows + rows, ok);
-      store(r.inter + (u * r.tokens + row(ts)) * r.expert_rows + col(rows),
-            situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), col(ok) & row(t_ok));
+      store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(rows),
+            situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), row(rows < r.expert_rows) & col(m_ok));
     });
     arrive(counter(kInter), inter_tasks, flag(kInter), hc);
     r.clock.tick_if(task == program_id(0), K2ClockPoint::kExpertFirst);
@@ -159,8 +166,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     auto first = c * chunk;
     if_(first < count, [&] {
       auto ks = arange(0, pow2_at_least(r.top_k));
-      auto chosen = load(r.route_experts + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), -1);
-      auto chosen_weight = load(r.route_weights + col(ts) * r.top_k + row(ks), col(t_ok) & row(ks < r.top_k), 0.0f);
+      auto chosen = load(r.route_experts + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), -1);
+      auto chosen_weight = load(r.route_weights + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), 0.0f);
       // The chunk's experts' 64 rows of w2 and their scales are contiguous spans (12 KB and 768 B at
       // K3): all of them in flight at once before the dependent GEMVs, whose K steps hold 4 KB each.
       auto js = arange(0, pow2_at_least(chunk));
@@ -171,18 +178,19 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                      int64_t{kRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
       prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kRows * (r.expert_rows / 32), live,
                      int64_t{kRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
-      auto routed = range(first, minimum(first + chunk, count), 1, zeros({kRows, padded}, f32), [&](Value u, Value acc) {
+      auto routed = range(first, minimum(first + chunk, count), 1, zeros({kMxfp4Tokens, kRows}, f32), [&](Value u, Value acc) {
         auto e = expert_at(u);
-        auto weight = sum(where(chosen == e, chosen_weight, 0.0f), 1);  // [T]: 0 for rows that did not choose e
+        auto weight = sum(where(chosen == e, chosen_weight, 0.0f), 1);  // [16]: 0 for rows that did not choose e
         const Mxfp4Gemv g{.packed = r.w2 + e.to(i64) * w2_bytes, .scales = r.w2_scale + e.to(i64) * w2_scales,
-                          .x = r.inter + u * r.tokens * r.expert_rows, .k = r.expert_rows, .tokens = r.tokens,
-                          .rows = kRows, .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
-        return acc + mxfp4_gemv_task(g, block, r.latent) * row(weight);
+                          .x_pairs = r.inter_pairs + u * r.tokens * (r.expert_rows / 2), .k = r.expert_rows,
+                          .tokens = r.tokens, .rows = kRows,
+                          .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
+        return acc + mxfp4_gemv_task(g, block, r.latent) * col(weight);
       });
       auto rows = block * kRows + arange(0, kRows);
       // f32 as its bits: the slot lives in an i32 view (pointers cannot be cast; k2.h's K2Scratch).
-      store(r.partials + (c * r.tokens + row(ts)) * r.latent + col(rows), routed.bitcast(i32),
-            col(rows < r.latent) & row(t_ok));
+      store(r.partials + (c * r.tokens + col(ms)) * r.latent + row(rows), routed.bitcast(i32),
+            row(rows < r.latent) & col(m_ok));
     });
     arrive(counter(kPartial), partial_tasks, flag(kPartial), hc);
     r.clock.tick_if(task == program_id(0), K2ClockPoint::kRoutedFirst);

@@ -59,6 +59,8 @@ struct MoeRows {
   // i32 [T top_k]; union_count i32 [1]; inter bf16 [T top_k, T, Ir]; partials i32 [chunks, T, LAT]
   // (f32 bits: stage I's chunk partials, chunks = ceil(T top_k / routed_chunk)).
   dsl::Value lat, normed, act, shared, sorted, union_ids, union_count, inter, partials;
+  // lat and inter as i32 words (bf16 pairs, mxfp4_gemv.h's x_pairs): views of the same bytes.
+  dsl::Value lat_pairs, inter_pairs;
   dsl::Value counters, flags;  // 7 words each: lat, act, shared, union, inter, normed, partial
   K2Clock clock;               // ticks at the ends of D..K (k2_clock.h; none in a plain build)
 };

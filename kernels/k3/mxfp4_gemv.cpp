@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "dsl/dsl.h"
-#include "kernels/k3/gemv_task.h"
 
 namespace monotile::kernels::k3 {
 
@@ -21,14 +20,16 @@ Value e8m0_value(const Value& code) {
   return where(code == 0, std::ldexp(1.0f, -127), where(code == 255, std::numeric_limits<float>::quiet_NaN(), normal));
 }
 
-// The e2m1 code in bits 0..3 of `bits` (i32) times `scale`, as bf16. The code's sign goes to bit 31
-// and its exponent and mantissa to bits 22..24, which read as an f32 are the e2m1 value times 2^-126
-// (a subnormal for codes 0 and 1, so the targets keep f32 subnormals: no flush-to-zero); 2^126 and
-// the scale are exact powers of two, so the value rounds nowhere.
+// The e2m1 code in bits 28..31 of `bits` (i32) times `scale`, as bf16. An arithmetic shift by 6
+// copies the code's sign over bits 25..31 and puts its exponent and mantissa on bits 22..24; masked,
+// that reads as an f32 whose value is the e2m1 value times 2^-126 (a subnormal for codes 0 and 1, so
+// the targets keep f32 subnormals: no flush-to-zero). 2^126 and the scale are powers of two, so the
+// product rounds nowhere, and it has at most 2 significant bits in bf16's exponent range (down to
+// 0.5 x 2^-127): its f32 bits' high half is the bf16 itself, taken without a rounding step.
 Value e2m1_value(const Value& bits, const Value& scale) {
-  auto sign = (bits << 28) & std::numeric_limits<int32_t>::min();
-  auto magnitude = (bits << 22) & (7 << 22);
-  return ((sign | magnitude).bitcast(f32) * std::ldexp(1.0f, 126) * scale).to(bf16);
+  auto code = (bits >> 6) & static_cast<int32_t>(0x81C00000u);
+  auto product = code.bitcast(f32) * std::ldexp(1.0f, 126) * scale;
+  return (product.bitcast(i32) >> 16).to(i16).bitcast(bf16);
 }
 
 }  // namespace
@@ -45,7 +46,7 @@ Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_o
 Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed) {
   auto bytes = packed.bytes.to(i32);
   auto scale = e8m0_value(packed.codes.to(i32));
-  return {.low = e2m1_value(bytes, scale), .high = e2m1_value(bytes >> 4, scale)};
+  return {.low = e2m1_value(bytes << 28, scale), .high = e2m1_value(bytes << 24, scale)};
 }
 
 int mxfp4_step(int64_t k, int max_step) {
@@ -62,27 +63,24 @@ int looped_step(int64_t k, int max_step, int min_steps) {
 }
 
 Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
-  const int64_t padded = gemv_padded_tokens(g.tokens);
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
-  auto ms = arange(0, padded);
+  auto ms = arange(0, kMxfp4Tokens);
   auto m_ok = ms < g.tokens;
   // The loop runs over packed bytes (two columns each) so that their 16-byte alignment is visible.
   // Software-pipelined: a step's bytes and scales come in as carried values, loaded by the step
   // before, and the next step's are in flight while this one decodes (the last step reloads its own).
   Mxfp4Packed first = mxfp4_load(g, rows, row_ok, full({}, 0, i32));
   auto [acc, bytes, codes] = range(
-      0, row_bytes, step_bytes, zeros({g.rows, padded}, f32), first.bytes, first.codes,
+      0, row_bytes, step_bytes, zeros({kMxfp4Tokens, g.rows}, f32), first.bytes, first.codes,
       [&](Value byte0, Value acc, Value bytes, Value codes) {
         Mxfp4Packed next = mxfp4_load(g, rows, row_ok, minimum(byte0 + step_bytes, row_bytes - step_bytes));
         Mxfp4Step w = mxfp4_decode({.bytes = bytes, .codes = codes});
-        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'. x is
-        // loaded as the dot's [K, tokens] operand itself (a trans would cost a shared-memory round
-        // trip and two barriers a dot). Both halves are loaded before the first dot, so that the
-        // second, which accumulates onto it, shares its staging (one pair of barriers a step).
-        auto xt = g.x + row(ms) * g.k + col((byte0 + arange(0, g.step / 2)) * 2);
-        auto x_low = load(xt, row(m_ok));
-        auto x_high = load(xt + 1, row(m_ok));
-        return std::array{dot(w.high, x_high, dot(w.low, x_low, acc)), next.bytes, next.codes};
+        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'. Word j
+        // of x's pairs holds the columns of byte j's two nibbles (exact: a bf16 is an f32's high half).
+        auto pairs = load(g.x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(m_ok));
+        auto x_low = (pairs << 16).bitcast(f32).to(bf16);
+        auto x_high = (pairs & -65536).bitcast(f32).to(bf16);
+        return std::array{dot(x_high, trans(w.high), dot(x_low, trans(w.low), acc)), next.bytes, next.codes};
       });
   return acc;
 }
@@ -96,16 +94,15 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
   Builder b("mxfp4_gemv", {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
-              .x = b.arg("x", ptr(bf16)),
+              .x_pairs = b.arg("x", ptr(i32)),
               .k = k,
               .tokens = tokens,
               .step = step};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
-  const int64_t padded = gemv_padded_tokens(tokens);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     auto rows = task * g.rows + arange(0, g.rows);
-    store(out + col(rows) * padded + row(arange(0, padded)), mxfp4_gemv_task(g, task, n), col(rows < n));
+    store(out + col(arange(0, kMxfp4Tokens)) * n + row(rows), mxfp4_gemv_task(g, task, n), row(rows < n));
   });
   return b.finish();
 }

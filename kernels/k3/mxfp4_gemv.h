@@ -3,6 +3,11 @@
 // matrix instructions; gfx950's are a later step). The activations stay bf16 and the accumulation
 // f32; ROCm's stock path instead quantizes the activations to MXFP4 too (k3_layer.md 5.3), so ours
 // is the closer of the two to the float64 reference. K2's routed experts take their tasks from here.
+//
+// The weights are the dot's B operand and the tokens, padded to the unit's 16, its A: a task's 64
+// rows are then 8 column tiles, one per warp, and each lane decodes the 16 packed bytes it loads
+// straight into its fragments (the lowering's fragment layouts, dsl/lower/matrix_unit.h), with no
+// shared memory and no barrier in the K loop.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +22,17 @@ struct Mxfp4Gemv {
   // its high nibble; a nibble's bit 3 is the sign, bits 0..2 index {0, 0.5, 1, 1.5, 2, 3, 4, 6}.
   dsl::Value packed;
   dsl::Value scales;  // ptr<u8> [N, k / 32]: E8M0, 2^(code - 127) for 32 consecutive elements
-  dsl::Value x;       // ptr<bf16> [tokens, k]
+  // ptr<i32> [tokens, k / 2]: the bf16 activations read as words, word j holding element 2j in its
+  // low half and 2j + 1 in its high half (the order of a packed byte's nibbles).
+  dsl::Value x_pairs;
   int64_t k = 0;      // a multiple of step
-  int tokens = 0;     // at most 16
-  int rows = 64;      // weight rows a task takes: a multiple of 16
+  int tokens = 0;     // at most kMxfp4Tokens
+  int rows = 64;      // weight rows a task takes: a multiple of 8 (64 fills 8 warps)
   int step = 256;     // K per step: a multiple of 32
 };
+
+// The token dim of every result: the matrix unit's M (mma.m16n8k16, MFMA 16x16x16).
+inline constexpr int kMxfp4Tokens = 16;
 
 // One K step of rows `rows` (i32 [R]) as stored: packed bytes byte0 + [0, step / 2) (columns
 // 2 byte0 + [0, step)) as u8 [R, step / 2], and each byte's scale code beside it (u8 [R, step / 2],
@@ -44,8 +54,8 @@ struct Mxfp4Step {
 };
 Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed);
 
-// The accumulator [rows, padded tokens] f32 of the task whose first row is task * rows (gemv_task.h's
-// shape); rows past `n` read zero.
+// The accumulator [kMxfp4Tokens, rows] f32 (tokens past g.tokens zero) of the task whose first row
+// is task * rows; rows past `n` read zero.
 dsl::Value mxfp4_gemv_task(const Mxfp4Gemv& g, const dsl::Value& task, int64_t n);
 
 // The same for any rows (i32 [g.rows]); rows where `row_ok` is false read zero.
@@ -55,8 +65,7 @@ dsl::Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl
 // a GEMV over k.
 int mxfp4_step(int64_t k, int max_step = 256);
 
-// Dequantized weights a task holds per K step (rows x step): 32 a thread of 8 warps. ptxas took a
-// [64, 256] step of K2's routed sum to 245-253 registers, a [64, 128] one to about 155.
+// Dequantized weights a task holds per K step (rows x step): 32 a thread of 8 warps.
 inline constexpr int kMxfp4StepElements = 8192;
 
 // mxfp4_step's, halved (down to 32) until the K loop runs at least `min_steps` times where k allows.
@@ -65,8 +74,8 @@ inline constexpr int kMxfp4StepElements = 8192;
 int looped_step(int64_t k, int max_step, int min_steps);
 
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
-// packed (ptr<u8>), scales (ptr<u8>), x (ptr<bf16> [tokens, k]), out (ptr<f32> [n, padded tokens]:
-// every task's accumulator); any number of programs.
+// packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above), out
+// (ptr<f32> [kMxfp4Tokens, n]: every task's accumulator); any number of programs.
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256);
 
 }  // namespace monotile::kernels::k3
