@@ -9,6 +9,7 @@
 #include "model/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/tensor_names.h"
+#include "support/parallel_for.h"
 #include "support/status_macros.h"
 
 namespace monotile::model {
@@ -275,12 +276,17 @@ uint64_t RankPlan::bytes_read() const {
 absl::StatusOr<RankPlan> plan_rank(const ModelConfig& c, int tp, int rank) {
   RankPlan plan;
   MT_ASSIGN_OR_RETURN(plan.dims, rank_dims(c, tp, rank));
-  for (int layer = 0; layer <= c.num_hidden_layers; ++layer) {
-    LayerPlan& lp = plan.layers.emplace_back();
+  // Layers are planned independently, each into its own entry, across the cores: K3's 92 layers
+  // name about a million strings (its experts' tensors and slices), the largest serial piece of an
+  // executor's construction.
+  plan.layers.resize(c.num_hidden_layers + 1);
+  parallel_for(plan.layers.size(), [&](size_t index) {
+    const int layer = static_cast<int>(index);
+    LayerPlan& lp = plan.layers[index];
     LayerBuilder b(lp, tp, rank);
     if (layer == c.num_hidden_layers) {
       plan_model_level(c, b);
-      break;
+      return;
     }
     lp.layer = layer;
     lp.attention = c.attention_kind(layer);
@@ -297,7 +303,7 @@ absl::StatusOr<RankPlan> plan_rank(const ModelConfig& c, int tp, int rank) {
     } else {
       plan_gated_mlp("mlp.", kTensorNames.dense_mlp, layer, c.hidden_size, c.intermediate_size, b);
     }
-  }
+  });
   return plan;
 }
 
