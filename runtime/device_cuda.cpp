@@ -34,7 +34,10 @@ struct CudaApi {
   using GraphExecHandle = CUgraphExec;
 
   static absl::Status make_current(const CudaDriver& d, const Context& c, const DeviceInfo& info) {
-    return d.check(d.cuCtxSetCurrent(c.context), "cuCtxSetCurrent", describe(info));
+    // Every launch makes its context current: the device's description is written only for an error.
+    const CUresult result = d.cuCtxSetCurrent(c.context);
+    if (result == CUDA_SUCCESS) return absl::OkStatus();
+    return d.check(result, "cuCtxSetCurrent", describe(info));
   }
   static absl::Status release_context(const CudaDriver& d, const Context& c) {
     return d.check(d.cuDevicePrimaryCtxRelease(c.device), "cuDevicePrimaryCtxRelease_v2");

@@ -31,7 +31,10 @@ struct HipApi {
   using GraphExecHandle = hipGraphExec_t;
 
   static absl::Status make_current(const HipDriver& d, const Context&, const DeviceInfo& info) {
-    return d.check(d.hipSetDevice(info.ordinal), "hipSetDevice", describe(info));
+    // Every launch sets its device: the device's description is written only for an error.
+    const hipError_t error = d.hipSetDevice(info.ordinal);
+    if (error == hipSuccess) return absl::OkStatus();
+    return d.check(error, "hipSetDevice", describe(info));
   }
   static absl::Status release_context(const HipDriver&, const Context&) {
     return absl::OkStatus();

@@ -1,9 +1,9 @@
-// K1's binding; see k1_launch.h. The argument list is built by name and then checked against
-// k1_parameters, so a reordered or renamed parameter is caught here rather than on the device.
+// K1's binding; see k1_launch.h. Its table names every argument; the build's parameters (k1_parameters)
+// are resolved against it once, in create, so a renamed parameter is caught there, and a launch
+// places the values by position without allocating.
 #include "runtime/k1_launch.h"
 
 #include <algorithm>
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +35,8 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
   K1Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k1_scratch(build);
+  MT_ASSIGN_OR_RETURN(launch.order_, ParameterOrder::resolve(kernels::k3::k1_parameters(build), launch.table({}, 0),
+                                                            absl::StrCat("K1 of build \"", kernels::k3::k1_name(build), "\"")));
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
   if (build.stage_clock) {
     MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) * kernels::k3::kK1ClockPoints * 8));
@@ -44,13 +46,13 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
   return launch;
 }
 
-std::vector<KernelArgument> K1Launch::arguments(const K1Tensors& t, int layer) const {
+K1Launch::Table K1Launch::table(const K1Tensors& t, int layer) const {
   auto pointer = [](DevicePtr address, ScalarType type) {
     return KernelArgument::pointer(reinterpret_cast<const void*>(address), type);
   };
   auto i64 = [](int64_t value) { return KernelArgument::integer(ScalarType::kI64, value); };
   const DevicePtr scratch = scratch_.address();
-  std::map<std::string, KernelArgument> by_name = {
+  return {{
       {"prefix", pointer(t.prefix, ScalarType::kBf16)},
       {"delta", pointer(t.delta, ScalarType::kBf16)},
       {"blocks", pointer(t.blocks, ScalarType::kBf16)},
@@ -86,22 +88,19 @@ std::vector<KernelArgument> K1Launch::arguments(const K1Tensors& t, int layer) c
       {"health", pointer(state_->health(), ScalarType::kI32)},
       {"alarm", pointer(state_->alarm(), ScalarType::kI32)},
       {"clock", pointer(clock_.address(), ScalarType::kI64)},
-  };
-  std::vector<KernelArgument> args;
-  for (const std::string& name : kernels::k3::k1_parameters(build_)) {
-    auto found = by_name.find(name);
-    MT_CHECK(found != by_name.end(), "a K1 parameter has no binding in K1Launch::arguments");
-    args.push_back(found->second);
-  }
-  return args;
+  }};
+}
+
+LaunchArguments K1Launch::arguments(const K1Tensors& tensors, int layer) const {
+  return order_.arrange(table(tensors, layer));
 }
 
 absl::Status K1Launch::launch(const Kernel& kernel, const K1Tensors& tensors, int layer, Stream& stream) const {
   if (layer < 0 || layer > 127) {
     return absl::InvalidArgumentError(absl::StrCat("K1 tag slot (layer) ", layer, " is outside 0..127"));
   }
-  MT_RETURN_IF_ERROR(check_parameters(kernel, kernels::k3::k1_parameters(build_),
-                                      absl::StrCat("K1 of build \"", kernels::k3::k1_name(build_), "\"")));
+  MT_RETURN_IF_ERROR(
+      order_.check(kernel, [&] { return absl::StrCat("K1 of build \"", kernels::k3::k1_name(build_), "\""); }));
   return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, arguments(tensors, layer), stream);
 }
 

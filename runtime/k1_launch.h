@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "runtime/device.h"
 #include "runtime/kernel.h"
 #include "runtime/launch_state.h"
+#include "runtime/parameter_order.h"
 
 namespace monotile::runtime {
 
@@ -77,7 +79,7 @@ class K1Launch {
                                          std::shared_ptr<LaunchState> state);
 
   // The arguments in k1_parameters(build) order; `layer` is the tag slot (0..127).
-  std::vector<KernelArgument> arguments(const K1Tensors& tensors, int layer) const;
+  LaunchArguments arguments(const K1Tensors& tensors, int layer) const;
 
   // Writes the step's epoch word (synchronous). Flags carry step_tag(epoch, layer), so a launch
   // reusing the scratch needs a new (epoch, layer) pair.
@@ -104,8 +106,15 @@ class K1Launch {
   DevicePtr clock() const { return clock_.address(); }
 
  private:
+  // Every value a K1 build may take, by parameter name (the build's parameters pick theirs).
+  static constexpr size_t kTableSize = 35;
+  using Table = std::array<NamedArgument, kTableSize>;
+
   explicit K1Launch(std::shared_ptr<LaunchState> state) : state_(std::move(state)) {}
+  Table table(const K1Tensors& tensors, int layer) const;
+
   std::shared_ptr<LaunchState> state_;
+  ParameterOrder order_;  // the build's parameters in the table, resolved by create
   kernels::k3::K1Build build_;
   kernels::k3::K1Scratch layout_;
   DeviceBuffer scratch_;

@@ -36,7 +36,7 @@ TEST(K1Launch, ArgumentsFollowTheProgramsParameters) {
   tensors.prefix = 0x1000;
   tensors.core = 0x2000;
   tensors.blocks_token_stride = 512;
-  const std::vector<KernelArgument> args = launch->arguments(tensors, 7);
+  const LaunchArguments args = launch->arguments(tensors, 7);
   const std::vector<std::string> names = kernels::k3::k1_parameters(build);
   ASSERT_EQ(args.size(), names.size());
   auto at = [&](const std::string& name) { return args[std::find(names.begin(), names.end(), name) - names.begin()]; };
@@ -77,7 +77,7 @@ TEST(K1Launch, TheStageClockIsBound) {
   build.stage_clock = true;
   absl::StatusOr<K1Launch> launch = K1Launch::create(*device, build, 8);
   ASSERT_TRUE(launch.ok()) << launch.status();
-  const std::vector<KernelArgument> args = launch->arguments({}, 1);
+  const LaunchArguments args = launch->arguments({}, 1);
   ASSERT_EQ(kernels::k3::k1_parameters(build).back(), "clock");
   EXPECT_EQ(args.back().int_value(), static_cast<int64_t>(launch->clock()));
   EXPECT_NE(launch->clock(), 0u);

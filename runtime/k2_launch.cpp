@@ -1,8 +1,8 @@
-// K2's binding; see k2_launch.h. The argument list is built by name and then checked against
-// k2_parameters, so a reordered or renamed parameter is caught here rather than on the device.
+// K2's binding; see k2_launch.h. Its table names every argument; the build's parameters
+// (k2_parameters) are resolved against it once, in create, so a renamed parameter is caught there,
+// and a launch places the values by position without allocating.
 #include "runtime/k2_launch.h"
 
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +42,10 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
   K2Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k2_scratch(build);
+  MT_ASSIGN_OR_RETURN(
+      launch.order_,
+      ParameterOrder::resolve(kernels::k3::k2_parameters(build), launch.table({}, 0),
+                              absl::StrCat("K2 of build \"", kernels::k3::k2_name(build), "\"")));
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
   if (build.stage_clock) {
     MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) *
@@ -53,14 +57,14 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
   return launch;
 }
 
-std::vector<KernelArgument> K2Launch::arguments(const K2Tensors& t, int layer) const {
+K2Launch::Table K2Launch::table(const K2Tensors& t, int layer) const {
   auto pointer = [](DevicePtr address, ScalarType type) {
     return KernelArgument::pointer(reinterpret_cast<const void*>(address), type);
   };
   auto i64 = [](int64_t value) { return KernelArgument::integer(ScalarType::kI64, value); };
   const DevicePtr scratch = scratch_.address();
   const kernels::k3::K2Scratch& s = layout_;
-  std::map<std::string, KernelArgument> by_name = {
+  return {{
       {"core", pointer(t.core, ScalarType::kBf16)},
       {"w_o", pointer(t.w_o, ScalarType::kBf16)},
       {"prefix", pointer(t.prefix, ScalarType::kBf16)},
@@ -104,14 +108,11 @@ std::vector<KernelArgument> K2Launch::arguments(const K2Tensors& t, int layer) c
       {"health", pointer(state_->health(), ScalarType::kI32)},
       {"alarm", pointer(state_->alarm(), ScalarType::kI32)},
       {"clock", pointer(clock_.address(), ScalarType::kI64)},
-  };
-  std::vector<KernelArgument> args;
-  for (const std::string& name : kernels::k3::k2_parameters(build_)) {
-    auto found = by_name.find(name);
-    MT_CHECK(found != by_name.end(), "a K2 parameter has no binding in K2Launch::arguments");
-    args.push_back(found->second);
-  }
-  return args;
+  }};
+}
+
+LaunchArguments K2Launch::arguments(const K2Tensors& tensors, int layer) const {
+  return order_.arrange(table(tensors, layer));
 }
 
 absl::Status K2Launch::launch(const Kernel& kernel, const K2Tensors& tensors, int layer,
@@ -120,9 +121,8 @@ absl::Status K2Launch::launch(const Kernel& kernel, const K2Tensors& tensors, in
     return absl::InvalidArgumentError(absl::StrCat(
         "K2 layer ", layer, " is outside 0..127: its tag slot 128 + layer must be below 256"));
   }
-  MT_RETURN_IF_ERROR(
-      check_parameters(kernel, kernels::k3::k2_parameters(build_),
-                       absl::StrCat("K2 of build \"", kernels::k3::k2_name(build_), "\"")));
+  MT_RETURN_IF_ERROR(order_.check(
+      kernel, [&] { return absl::StrCat("K2 of build \"", kernels::k3::k2_name(build_), "\""); }));
   return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, arguments(tensors, layer),
                        stream);
 }

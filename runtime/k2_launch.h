@@ -6,6 +6,7 @@
 // After a launch, check_health turns a wait that gave up into an error naming its K2Region.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "runtime/device.h"
 #include "runtime/kernel.h"
 #include "runtime/launch_state.h"
+#include "runtime/parameter_order.h"
 
 namespace monotile::runtime {
 
@@ -79,7 +81,7 @@ class K2Launch {
 
   // The arguments in k2_parameters(build) order; `layer` (0..127) gives the tag slot 128 + layer
   // (K1 of the same layer uses slot `layer`, so their flags never carry the same tag).
-  std::vector<KernelArgument> arguments(const K2Tensors& tensors, int layer) const;
+  LaunchArguments arguments(const K2Tensors& tensors, int layer) const;
 
   // Writes the step's epoch word (synchronous). Flags carry step_tag(epoch, 128 + layer), so a
   // launch reusing the scratch needs a new (epoch, layer) pair.
@@ -110,8 +112,15 @@ class K2Launch {
   DevicePtr clock() const { return clock_.address(); }
 
  private:
+  // Every value a K2 build may take, by parameter name (the build's parameters pick theirs).
+  static constexpr size_t kTableSize = 43;
+  using Table = std::array<NamedArgument, kTableSize>;
+
   explicit K2Launch(std::shared_ptr<LaunchState> state) : state_(std::move(state)) {}
+  Table table(const K2Tensors& tensors, int layer) const;
+
   std::shared_ptr<LaunchState> state_;
+  ParameterOrder order_;  // the build's parameters in the table, resolved by create
   kernels::k3::K2Build build_;
   kernels::k3::K2Scratch layout_;
   DeviceBuffer scratch_;

@@ -48,7 +48,7 @@ TEST(K2Launch, ArgumentsFollowTheProgramsParameters) {
   tensors.w13_scale = 0x2000;
   tensors.route_weights = 0x3000;
   tensors.blocks_block_stride = 256;
-  const std::vector<KernelArgument> args = launch->arguments(tensors, 7);
+  const LaunchArguments args = launch->arguments(tensors, 7);
   const std::vector<std::string> names = kernels::k3::k2_parameters(build);
   ASSERT_EQ(args.size(), names.size());
   auto at = [&](const std::string& name) {
@@ -143,7 +143,7 @@ TEST(K2Launch, TheStageClockIsBound) {
   build.stage_clock = true;
   absl::StatusOr<K2Launch> launch = K2Launch::create(*device, build, 8);
   ASSERT_TRUE(launch.ok()) << launch.status();
-  const std::vector<KernelArgument> args = launch->arguments({}, 1);
+  const LaunchArguments args = launch->arguments({}, 1);
   ASSERT_EQ(kernels::k3::k2_parameters(build).back(), "clock");
   EXPECT_EQ(args.back().int_value(), static_cast<int64_t>(launch->clock()));
   ASSERT_NE(launch->clock(), 0u);

@@ -69,6 +69,21 @@ uint64_t encode(const KernelArgument& arg) {
 
 }  // namespace
 
+PackedArguments& PackedArguments::operator=(PackedArguments&& other) noexcept {
+  slots_ = std::move(other.slots_);
+  sizes_ = std::move(other.sizes_);
+  point_at_slots();
+  other.slots_.clear();
+  other.sizes_.clear();
+  other.pointers_.clear();
+  return *this;
+}
+
+void PackedArguments::point_at_slots() {
+  pointers_.clear();
+  for (uint64_t& slot : slots_) pointers_.push_back(&slot);
+}
+
 std::span<const std::byte> PackedArguments::bytes(size_t i) const {
   return {reinterpret_cast<const std::byte*>(&slots_.at(i)), static_cast<size_t>(sizes_.at(i))};
 }
@@ -103,7 +118,7 @@ absl::StatusOr<PackedArguments> pack_arguments(std::string_view kernel_name, std
     packed.slots_[i] = encode(args[i]);
     packed.sizes_[i] = param.size;
   }
-  for (uint64_t& slot : packed.slots_) packed.pointers_.push_back(&slot);
+  packed.point_at_slots();
   return packed;
 }
 

@@ -8,8 +8,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dsl/interp/interpreter.h"
@@ -21,11 +23,22 @@ namespace monotile::runtime {
 
 using KernelArgument = dsl::interp::ArgValue;
 
+// The most arguments a launch takes without allocating on the host (K2, the largest, has 43).
+inline constexpr size_t kInlineArguments = 64;
+using LaunchArguments = absl::InlinedVector<KernelArgument, kInlineArguments>;
+
 // Arguments in the driver's kernelParams form: pointers()[i] points at argument i's bytes, laid out
 // as the generated signature declares it (pointers 8 bytes, bool 1, f16/bf16 as 16-bit patterns
-// rounded to nearest even, integers in their width). Move-only views stay valid across moves.
+// rounded to nearest even, integers in their width). Up to kInlineArguments, it lives in the object
+// itself (no allocation), so a move re-points the views at the moved bytes.
 class PackedArguments {
  public:
+  PackedArguments() = default;
+  PackedArguments(PackedArguments&& other) noexcept { *this = std::move(other); }
+  PackedArguments& operator=(PackedArguments&& other) noexcept;
+  PackedArguments(const PackedArguments&) = delete;
+  PackedArguments& operator=(const PackedArguments&) = delete;
+
   void** pointers() { return pointers_.data(); }
   size_t size() const { return pointers_.size(); }
   // Argument i's bytes (its declared size).
@@ -34,9 +47,10 @@ class PackedArguments {
  private:
   friend absl::StatusOr<PackedArguments> pack_arguments(std::string_view, std::span<const dsl::lower::KernelParam>,
                                                         std::span<const KernelArgument>);
-  std::vector<uint64_t> slots_;  // one 8-byte slot per argument: enough for every parameter type
-  std::vector<int> sizes_;
-  std::vector<void*> pointers_;
+  void point_at_slots();
+  absl::InlinedVector<uint64_t, kInlineArguments> slots_;  // one 8-byte slot per argument: enough for every type
+  absl::InlinedVector<int, kInlineArguments> sizes_;
+  absl::InlinedVector<void*, kInlineArguments> pointers_;
 };
 
 // Checks `args` against `params` and packs them. InvalidArgument, naming `kernel_name`, when the

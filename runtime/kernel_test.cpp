@@ -116,6 +116,8 @@ TEST(PackArguments, PointersSurviveAMove) {
                      std::vector<KernelArgument>{KernelArgument::of(int64_t{1} << 40)});
   ASSERT_TRUE(packed.ok());
   PackedArguments moved = std::move(*packed);
+  // The bytes live in the object: the moved one's views point at its own copy.
+  EXPECT_EQ(moved.pointers()[0], static_cast<const void*>(moved.bytes(0).data()));
   int64_t value = 0;
   std::memcpy(&value, moved.pointers()[0], 8);
   EXPECT_EQ(value, int64_t{1} << 40);

@@ -30,16 +30,6 @@ absl::StatusOr<Kernel> load_program(Device& device, dsl::Program program, jit::J
   return Kernel::load(device, compiled, std::move(made.params));
 }
 
-absl::Status check_parameters(const Kernel& kernel, const std::vector<std::string>& expected,
-                              std::string_view what) {
-  std::vector<std::string> got;
-  for (const dsl::lower::KernelParam& param : kernel.params()) got.push_back(param.name);
-  if (got == expected) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("kernel \"", kernel.name(), "\" is not ", std::string(what), ": parameters (",
-                   absl::StrJoin(got, ", "), "), expected (", absl::StrJoin(expected, ", "), ")"));
-}
-
 absl::StatusOr<LaunchState> LaunchState::create(Device& device, int programs,
                                                 std::string_view kernel) {
   if (programs < 1)

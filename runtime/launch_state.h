@@ -1,8 +1,8 @@
 // What the host bindings of the persistent layer kernels (k1_launch.h, k2_launch.h) share: the
 // program loaded as a Kernel on a device (the interpreter's catalog on the CPU, the JIT elsewhere),
-// the launch's parameter check, and the words a launch owns beside its scratch: the health words,
-// the alarm and the epoch, zeroed when made. After a launch, a wait that gave up is read back from
-// its health record and turned into an error naming the region, the flag and the tags.
+// and the words a launch owns beside its scratch: the health words, the alarm and the epoch, zeroed
+// when made. After a launch, a wait that gave up is read back from its health record and turned
+// into an error naming the region, the flag and the tags.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +24,6 @@ namespace monotile::runtime {
 // cache), on the CPU device added to ProgramCatalog::process(), which discover_devices()'s CPU
 // device loads from.
 absl::StatusOr<Kernel> load_program(Device& device, dsl::Program program, jit::Jit& jit);
-
-// OK when `kernel`'s parameters are `expected`; else InvalidArgument naming the kernel, `what`
-// ("K1 of build \"...\"") and both lists.
-absl::Status check_parameters(const Kernel& kernel, const std::vector<std::string>& expected,
-                              std::string_view what);
 
 // A wait that gave up, as its health record holds it (k1.h health_words).
 struct WaitRecord {
