@@ -11,7 +11,7 @@ namespace monotile::jit {
 
 // Bumped by hand whenever this library changes what it asks a compiler for (fixed flags, request
 // layout, report parsing): old entries then miss instead of being reused.
-inline constexpr std::string_view kJitVersion = "jit-1";
+inline constexpr std::string_view kJitVersion = "jit-2";  // 2: AMD reports SGPR spills apart
 
 // `compiler_identity` is Compiler::key_identity() for the build's target.
 cache::KeyBuilder build_key(const Build& build, std::string_view compiler_identity);

@@ -175,9 +175,11 @@ absl::StatusOr<ResourceReport> read_amd_resources(std::string_view code_object, 
     report.registers = static_cast<int>(vgprs);
     report.agprs = static_cast<int>(agprs);
     report.sgprs = static_cast<int>(sgprs);
-    // A spilled register is both stored and reloaded: the metadata has one count for both.
-    report.spill_stores = static_cast<int>(vgpr_spills + sgpr_spills);
+    // A spilled register is both stored and reloaded: the metadata has one count for both. SGPRs
+    // spill into VGPR lanes, not memory: they are counted apart (resource_report.h).
+    report.spill_stores = static_cast<int>(vgpr_spills);
     report.spill_loads = report.spill_stores;
+    report.sgpr_spills = static_cast<int>(sgpr_spills);
     report.wavefront_size = static_cast<int>(wavefront);
     report.max_threads_per_block = static_cast<int>(max_threads);
     return report;

@@ -41,6 +41,18 @@ TEST(ResourcePolicy, OptOutAllowsSpills) {
   EXPECT_TRUE(check_resources(build, report).ok());
 }
 
+// SGPRs kept in VGPR lanes move no memory: reported, never refused (resource_report.h).
+TEST(ResourcePolicy, SgprsInVgprLanesPass) {
+  ResourceReport report;
+  report.registers = 178;
+  report.sgprs = 108;
+  report.sgpr_spills = 79;
+  EXPECT_TRUE(check_resources(sample("gfx90a"), report).ok());
+  report.spill_stores = report.spill_loads = 1;  // one VGPR spilled is refused
+  EXPECT_THAT(std::string(check_resources(sample("gfx90a"), report).message()),
+              HasSubstr("it spills registers (1 spill stores, 1 spill loads)"));
+}
+
 TEST(ResourcePolicy, ScratchFails) {
   ResourceReport report;
   report.stack_frame = 256;

@@ -26,6 +26,7 @@ constexpr IntField kIntFields[] = {
     {"sgprs", &ResourceReport::sgprs},
     {"spill_stores", &ResourceReport::spill_stores},
     {"spill_loads", &ResourceReport::spill_loads},
+    {"sgpr_spills", &ResourceReport::sgpr_spills},
 };
 constexpr Int64Field kInt64Fields[] = {
     {"stack_frame", &ResourceReport::stack_frame},
@@ -84,8 +85,9 @@ absl::StatusOr<ResourceReport> ResourceReport::from_text(std::string_view text) 
 std::string ResourceReport::summary() const {
   std::string text = absl::StrCat("regs ", registers);
   if (agprs > 0 || sgprs > 0) absl::StrAppend(&text, ", agprs ", agprs, ", sgprs ", sgprs);
-  absl::StrAppend(&text, ", spill stores ", spill_stores, ", spill loads ", spill_loads,
-                  ", stack ", stack_frame, " B, smem ", shared_memory, " B");
+  absl::StrAppend(&text, ", spill stores ", spill_stores, ", spill loads ", spill_loads);
+  if (sgpr_spills > 0) absl::StrAppend(&text, ", sgpr spills to vgpr lanes ", sgpr_spills);
+  absl::StrAppend(&text, ", stack ", stack_frame, " B, smem ", shared_memory, " B");
   if (wavefront_size > 0) absl::StrAppend(&text, ", wave ", wavefront_size);
   return text;
 }

@@ -14,8 +14,12 @@ struct ResourceReport {
   int registers = 0;          // NVIDIA registers per thread; AMD VGPRs (arch VGPRs)
   int agprs = 0;              // AMD accumulation registers
   int sgprs = 0;              // AMD scalar registers
-  int spill_stores = 0;       // bytes (NVIDIA) or spilled registers (AMD VGPR+SGPR spills)
+  int spill_stores = 0;       // bytes (NVIDIA) or spilled VGPRs (AMD: to memory or to AGPRs)
   int spill_loads = 0;
+  // AMD: scalar registers kept in VGPR lanes past the SGPR limit (v_writelane / v_readlane: one
+  // VALU instruction per reload, no memory traffic). A persistent kernel whose arguments alone fill
+  // most of the 102 SGPRs has them; they are reported, and the resource policy does not refuse them.
+  int sgpr_spills = 0;
   int64_t stack_frame = 0;    // NVIDIA local memory per thread; AMD private segment (scratch)
   int64_t shared_memory = 0;  // static shared memory / LDS bytes
   int wavefront_size = 0;     // AMD; 32 on NVIDIA

@@ -12,11 +12,18 @@ using ::testing::HasSubstr;
 
 TEST(ResourceReport, TextRoundTrips) {
   ResourceReport report{.registers = 40, .agprs = 8, .sgprs = 30, .spill_stores = 4, .spill_loads = 6,
-                        .stack_frame = 128, .shared_memory = 4096, .wavefront_size = 64,
+                        .sgpr_spills = 12, .stack_frame = 128, .shared_memory = 4096, .wavefront_size = 64,
                         .max_threads_per_block = 256};
   absl::StatusOr<ResourceReport> back = ResourceReport::from_text(report.to_text());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, report);
+}
+
+TEST(ResourceReport, SummaryNamesSgprsKeptInVgprLanesApart) {
+  ResourceReport report{.registers = 178, .sgprs = 108, .sgpr_spills = 79, .wavefront_size = 64};
+  EXPECT_EQ(report.summary(),
+            "regs 178, agprs 0, sgprs 108, spill stores 0, spill loads 0, sgpr spills to vgpr lanes 79, stack 0 B, "
+            "smem 0 B, wave 64");
 }
 
 TEST(ResourceReport, IgnoresUnknownKeys) {

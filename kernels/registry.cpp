@@ -53,12 +53,7 @@ absl::StatusOr<RegistryEntry> k1_entry() {
   entry.program = [build](const dsl::Target& target) {
     return k3::k1_program(k3::k1_for_target(build, target));
   };
-  // AMD builds still spill (bounded in k1_compile_test; docs/perf.md, "K1 on the H200").
-  entry.options = [](const dsl::Target& target) {
-    jit::ProgramBuildOptions options;
-    options.policy.allow_spills = target.vendor() == dsl::Vendor::kAmd;
-    return options;
-  };
+  entry.options = default_options;
   return entry;
 }
 
@@ -73,12 +68,7 @@ absl::StatusOr<RegistryEntry> k2_entry() {
   entry.family = KernelFamily::kLayer;
   entry.description = "K2, o_proj to the MoE output (kernels/k3/k2.h), K3 TP 8 rank shapes, 4 rows";
   entry.program = [build](const dsl::Target& target) { return k3::k2_program(k3::k2_for_target(build, target)); };
-  // AMD builds count register-to-register spills (k2_compile_test; docs/perf.md, "K2's resources").
-  entry.options = [](const dsl::Target& target) {
-    jit::ProgramBuildOptions options;
-    options.policy.allow_spills = target.vendor() == dsl::Vendor::kAmd;
-    return options;
-  };
+  entry.options = default_options;
   return entry;
 }
 

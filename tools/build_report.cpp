@@ -61,19 +61,20 @@ void print_build_errors(FILE* out, std::span<const jit::Build> builds, const jit
 void print_build_table(FILE* out, std::span<const jit::Build> builds, const jit::CompileAllResult& result) {
   int width = 14;  // the name column fits the longest name
   for (const jit::Build& build : builds) width = std::max(width, static_cast<int>(build.name.size()));
-  std::fprintf(out, "%-*s %-24s %5s %5s %5s %11s %8s %8s %8s  %s\n", width, "build", "target", "regs", "agprs",
-               "sgprs", "spills s/l", "smem B", "scratch", "time ms", "cache");
+  // "sgpr sp": AMD's scalar registers kept in VGPR lanes (no memory traffic; resource_report.h).
+  std::fprintf(out, "%-*s %-24s %5s %5s %5s %11s %7s %8s %8s %8s  %s\n", width, "build", "target", "regs", "agprs",
+               "sgprs", "spills s/l", "sgpr sp", "smem B", "scratch", "time ms", "cache");
   for (size_t i = 0; i < builds.size(); ++i) {
     const absl::StatusOr<jit::CompiledBuild>& compiled = result.results[i];
     if (!compiled.ok()) {
-      std::fprintf(out, "%-*s %-24s %5s %5s %5s %11s %8s %8s %8s  %s\n", width, builds[i].name.c_str(),
-                   builds[i].target.str().c_str(), "-", "-", "-", "-", "-", "-", "-", "FAILED");
+      std::fprintf(out, "%-*s %-24s %5s %5s %5s %11s %7s %8s %8s %8s  %s\n", width, builds[i].name.c_str(),
+                   builds[i].target.str().c_str(), "-", "-", "-", "-", "-", "-", "-", "-", "FAILED");
       continue;
     }
     const jit::ResourceReport& report = compiled->report;
     std::string spills = absl::StrCat(report.spill_stores, "/", report.spill_loads);
-    std::fprintf(out, "%-*s %-24s %5d %5d %5d %11s %8lld %8lld %8.1f  %s\n", width, compiled->name.c_str(),
-                 compiled->target.c_str(), report.registers, report.agprs, report.sgprs, spills.c_str(),
+    std::fprintf(out, "%-*s %-24s %5d %5d %5d %11s %7d %8lld %8lld %8.1f  %s\n", width, compiled->name.c_str(),
+                 compiled->target.c_str(), report.registers, report.agprs, report.sgprs, spills.c_str(), report.sgpr_spills,
                  static_cast<long long>(report.shared_memory), static_cast<long long>(report.stack_frame),
                  compiled->seconds * 1e3, compiled->hit ? "hit" : "miss");
   }

@@ -77,6 +77,18 @@ TEST(WarmupCommand, ModelWarmsExactlyTheExecutorsBuilds) {
   EXPECT_THAT(misuse.output, HasSubstr("--model needs --q"));
 }
 
+// AMD's builds pass the default resource policy: K1 and K2 spill no VGPRs, and the SGPRs they keep
+// in VGPR lanes (their 35-43 arguments fill most of the 102) move no memory and are not refused.
+TEST(WarmupCommand, ModelWarmsTheExecutorsAmdBuilds) {
+  MT_SKIP_WITHOUT_COMPILER("gfx90a");
+  jit::testing::TempDir dir;
+  CommandRun cold = warmup("--model k3-tiny --tp 1 --q 8 --max-rows 8 --target gfx90a --jobs 2 --cache-dir " +
+                               (dir.path() / "cache").string(),
+                           dir.path(), false);
+  EXPECT_EQ(cold.status, 0) << cold.output;
+  EXPECT_THAT(cold.output, HasSubstr("5 builds (5 unique): 0 hits, 5 misses, 0 failed"));
+}
+
 TEST(WarmupCommand, DumpWritesPtxAndIsa) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   MT_SKIP_WITHOUT_COMPILER("gfx90a");

@@ -1,6 +1,7 @@
 // K1 compiles for sm_90a and gfx90a at the K3 TP 8 rank's shapes and at k3-tiny's, its shared memory
-// within the target's (make_build refuses more); on NVIDIA with no spills and no stack, on AMD with
-// spills held under the measured bound; prints each build's resources (the table in docs/perf.md). gfx942 compiles where the installed hiprtc can build it (the GPU
+// within the target's (make_build refuses more), with no spills and no stack on any target (on AMD,
+// the SGPRs kept in VGPR lanes held under the measured bound); prints each build's resources (the
+// table in docs/perf.md). gfx942 compiles where the installed hiprtc can build it (the GPU
 // machine's). Skips cleanly without a compiler.
 #include <iostream>
 #include <memory>
@@ -17,9 +18,8 @@
 namespace monotile::kernels::k3 {
 namespace {
 
-// The most spilled registers any AMD build measured (gfx90a with hiprtc 5.2 and gfx942 with hiprtc
-// 5.7, docs/perf.md), rounded up.
-constexpr int kAmdSpillBound = 160;
+// The most SGPRs any AMD build kept in VGPR lanes (gfx90a with hiprtc 5.2, docs/perf.md), rounded up.
+constexpr int kAmdSgprSpillBound = 140;
 
 K1Build k3_rank_build(int tokens, int q, int layer) {
   model::ModelConfig config = *model::load_config("k3");
@@ -44,22 +44,18 @@ void expect_compiles(const std::string& arch, const std::vector<K1Build>& builds
       GTEST_SKIP() << "this hiprtc cannot build gfx942: " << result.status();
     }
     ASSERT_TRUE(result.ok()) << result.status();
-    if (target.vendor() == dsl::Vendor::kNvidia) {
-      EXPECT_EQ(result->report.spill_stores, 0);
-      EXPECT_EQ(result->report.spill_loads, 0);
-      EXPECT_EQ(result->report.stack_frame, 0);
-    } else {
-      // AMD builds still count spills (docs/perf.md, "K1 on the H200"), but with no scratch memory
-      // (private segment 0): they stay in registers, SGPRs in VGPR lanes and VGPRs in AGPRs, with no
-      // memory traffic. Held under the measured worst so that a change that makes it worse fails
-      // here, until they reach zero.
-      EXPECT_EQ(result->report.stack_frame, 0);
-      EXPECT_LE(result->report.spill_stores, kAmdSpillBound);
-      EXPECT_LE(result->report.spill_loads, kAmdSpillBound);
-    }
+    // No spills on any target: no spilled bytes on NVIDIA, no spilled VGPRs on AMD, no stack.
+    EXPECT_EQ(result->report.spill_stores, 0);
+    EXPECT_EQ(result->report.spill_loads, 0);
+    EXPECT_EQ(result->report.stack_frame, 0);
+    // AMD keeps scalar registers past its 102 in VGPR lanes (no memory traffic; resource_report.h):
+    // K1's 35 arguments alone take about 65 of them. Held under the measured worst, so that a change
+    // that makes it worse fails here.
+    EXPECT_LE(result->report.sgpr_spills, kAmdSgprSpillBound);
     std::cout << "resources " << arch << " " << k1_name(build) << ": registers " << result->report.registers
               << ", shared " << result->report.shared_memory + made->build.launch.dynamic_shared_memory << " B, spills " << result->report.spill_stores << "/"
-              << result->report.spill_loads << ", stack " << result->report.stack_frame << "\n";
+              << result->report.spill_loads << ", sgpr spills " << result->report.sgpr_spills << ", stack "
+              << result->report.stack_frame << "\n";
   }
 }
 

@@ -1,5 +1,5 @@
 // K2's stages compile for every target at the builds the executor and the tests use, with no spills
-// on NVIDIA and no scratch memory anywhere: K3's KDA layers at TP 1, 2 and 8, and k3-tiny's KDA, MLA
+// and no scratch memory anywhere (on AMD, SGPRs kept in VGPR lanes are held under a bound): K3's KDA layers at TP 1, 2 and 8, and k3-tiny's KDA, MLA
 // and block-write layers at TP 1 and 2 over widths from 1 to 16 (a build is one test, so CTest
 // spreads them over the cores). The resources are printed for docs/perf.md. gfx942 skips where this
 // machine's hiprtc cannot build it (the GPU machine's can).
@@ -19,6 +19,9 @@
 
 namespace monotile::kernels::k3 {
 namespace {
+
+// The most SGPRs any AMD build kept in VGPR lanes (gfx90a with hiprtc 5.2, docs/perf.md), rounded up.
+constexpr int kAmdSgprSpillBound = 80;
 
 // A layer's K2 on one rank at one width, as the executor builds it (runtime/decode/executor_builds.cpp:
 // o_proj's input is the KDA projection, or the MLA heads' values).
@@ -104,13 +107,16 @@ TEST_P(K2Compile, FitsTheTarget) {
   }
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->report.stack_frame, 0) << "scratch memory";
-  if (target.vendor() == dsl::Vendor::kNvidia) {
-    EXPECT_EQ(result->report.spill_stores, 0);
-    EXPECT_EQ(result->report.spill_loads, 0);
-  }
+  // No spilled bytes on NVIDIA, no spilled VGPRs on AMD. AMD keeps SGPRs past its 102 in VGPR lanes
+  // (no memory traffic; resource_report.h): K2's 43 arguments alone take about 87, so some stay
+  // there; held under the measured worst.
+  EXPECT_EQ(result->report.spill_stores, 0);
+  EXPECT_EQ(result->report.spill_loads, 0);
+  EXPECT_LE(result->report.sgpr_spills, kAmdSgprSpillBound);
   std::cout << "resources " << arch << " " << shape_name(GetParam().shape) << " " << k2_name(build) << ": registers "
             << result->report.registers << ", shared " << result->report.shared_memory + made->build.launch.dynamic_shared_memory
-            << " B, spills " << result->report.spill_stores << ", stack " << result->report.stack_frame << "\n";
+            << " B, spills " << result->report.spill_stores << ", sgpr spills " << result->report.sgpr_spills
+            << ", stack " << result->report.stack_frame << "\n";
 }
 
 std::vector<K2Target> targets(const std::string& arch) {
