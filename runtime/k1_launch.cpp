@@ -30,12 +30,12 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
   return create(device, build, std::make_shared<LaunchState>(std::move(state)));
 }
 
-absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, std::shared_ptr<LaunchState> state) {
+absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, std::shared_ptr<LaunchState> state, const Kernel* kernel) {
   const int programs = state->programs();
   K1Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k1_scratch(build);
-  MT_ASSIGN_OR_RETURN(launch.order_, ParameterOrder::resolve(kernels::k3::k1_parameters(build), launch.table({}, 0),
+  MT_ASSIGN_OR_RETURN(launch.order_, ParameterOrder::resolve(kernel ? parameter_names(*kernel) : kernels::k3::k1_parameters(build), launch.table({}, 0),
                                                             absl::StrCat("K1 of build \"", kernels::k3::k1_name(build), "\"")));
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
   if (build.stage_clock) {

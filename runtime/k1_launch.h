@@ -74,9 +74,11 @@ class K1Launch {
   // the clock words i64 [programs, kK1ClockPoints] too. `build` is the one launched: after k1_for_target.
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
-  // executor's layers share one epoch and one set of health words); programs() is state's.
+  // executor's layers share one epoch and one set of health words); programs() is state's. With
+  // `kernel`, the build's loaded kernel, its parameters are taken from it: k1_parameters(build)
+  // would make the whole program again to learn them.
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build,
-                                         std::shared_ptr<LaunchState> state);
+                                         std::shared_ptr<LaunchState> state, const Kernel* kernel = nullptr);
 
   // The arguments in k1_parameters(build) order; `layer` is the tag slot (0..127).
   LaunchArguments arguments(const K1Tensors& tensors, int layer) const;

@@ -37,14 +37,16 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build, 
 }
 
 absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
-                                          std::shared_ptr<LaunchState> state) {
+                                          std::shared_ptr<LaunchState> state,
+                                          const Kernel* kernel) {
   const int programs = state->programs();
   K2Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k2_scratch(build);
   MT_ASSIGN_OR_RETURN(
       launch.order_,
-      ParameterOrder::resolve(kernels::k3::k2_parameters(build), launch.table({}, 0),
+      ParameterOrder::resolve(kernel ? parameter_names(*kernel) : kernels::k3::k2_parameters(build),
+                              launch.table({}, 0),
                               absl::StrCat("K2 of build \"", kernels::k3::k2_name(build), "\"")));
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
   if (build.stage_clock) {

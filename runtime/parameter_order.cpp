@@ -10,6 +10,12 @@
 
 namespace monotile::runtime {
 
+std::vector<std::string> parameter_names(const Kernel& kernel) {
+  std::vector<std::string> names;
+  for (const dsl::lower::KernelParam& param : kernel.params()) names.push_back(param.name);
+  return names;
+}
+
 absl::StatusOr<ParameterOrder> ParameterOrder::resolve(std::vector<std::string> parameters,
                                                        std::span<const NamedArgument> table,
                                                        std::string_view what) {

@@ -25,6 +25,9 @@ struct NamedArgument {
   KernelArgument value;
 };
 
+// A loaded kernel's parameter names, in order.
+std::vector<std::string> parameter_names(const Kernel& kernel);
+
 class ParameterOrder {
  public:
   // Where each of `parameters` (a build's, in order) sits in `table` (a binding's).

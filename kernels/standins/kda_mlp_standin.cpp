@@ -109,7 +109,7 @@ absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(
       runtime::LaunchState::create(device, runtime::k1_programs(device.info(), s->build_), "K1"));
   s->state_ = std::make_shared<runtime::LaunchState>(std::move(state));
   MT_ASSIGN_OR_RETURN(runtime::K1Launch launch,
-                      runtime::K1Launch::create(device, s->build_, s->state_));
+                      runtime::K1Launch::create(device, s->build_, s->state_, s->k1_.get()));
   s->k1_launch_ = std::make_unique<runtime::K1Launch>(std::move(launch));
   auto load = [&](PlannedKernel& planned) -> absl::StatusOr<std::unique_ptr<StandinKernel>> {
     MT_ASSIGN_OR_RETURN(StandinKernel kernel, StandinKernel::load(device, jit, std::move(planned)));

@@ -3,6 +3,8 @@
 //   - construction: weight checks, every layer's builds, the programs loaded (with --gpu, on the
 //     first GPU: every build found or compiled through the kernel cache and loaded);
 //   - plan + Step::layer for every decoder layer, per step (the goal: under 2 us for 92 layers);
+//   - on the CPU device, plan and every launch of a step, the launches counted and not run: the
+//     host's whole cost of enqueueing a step, less the driver's launch calls;
 //   - with --warm-target=TARGET (sm_90a), a GPU executor's build work over a warm cache, which the
 //     CPU device skips: every build's program made and its code object found, by direct mode or by
 //     lowering it (loading the code objects, which needs the GPU, is not included).
@@ -19,6 +21,7 @@
 #include "model/config.h"
 #include "model/shard_plan.h"
 #include "runtime/decode/executor_builds.h"
+#include "runtime/decode/launch_counting_device.h"
 #include "runtime/decode/specialized_decode.h"
 #include "runtime/device_cpu.h"
 #include "runtime/discovery.h"
@@ -133,7 +136,9 @@ int main(int argc, char** argv) {
       return 1;
     }
   } else {
-    device = monotile::runtime::make_cpu_device(monotile::runtime::interpreter_loader(ProgramCatalog::process()));
+    // The CPU device with launches counted and not run, so that a step's launches can be timed.
+    device = std::make_unique<dec::LaunchCountingDevice>(
+        monotile::runtime::make_cpu_device(monotile::runtime::interpreter_loader(ProgramCatalog::process())));
   }
   std::unique_ptr<dec::Group> group = dec::make_single_process_group();
   auto start = std::chrono::steady_clock::now();
@@ -183,6 +188,36 @@ int main(int argc, char** argv) {
               on_gpu ? device->info().name.c_str() : "CPU device: programs built, none compiled");
   std::printf("plan + Step::layer over %d layers (%d served): %.3f us a step (mean over %d steps)\n",
               config.num_hidden_layers, served / kSteps, per_step * 1e6, kSteps);
+  if (!on_gpu) {
+    // The whole host path of a step: plan, then every served layer's launches (the epoch bump, K1
+    // and K2, or K2 after the host's attention), enqueued on a device that counts them.
+    auto& counter = static_cast<dec::LaunchCountingDevice&>(*device);
+    monotile::runtime::Stream stream = *device->create_stream();
+    const int64_t h = config.hidden_size;
+    dec::LayerIo io{.prefix = kNowhere, .blocks = kNowhere, .blocks_token_stride = config.block_count() * h,
+                    .blocks_block_stride = h, .delta = kNowhere,
+                    .attention = [](int, const dec::LayerIo&, monotile::runtime::Stream&)
+                        -> absl::StatusOr<monotile::runtime::DevicePtr> { return kNowhere; }};
+    constexpr int kLaunchSteps = 2000;
+    const int launched = counter.launches();
+    start = std::chrono::steady_clock::now();
+    for (int s = 0; s < kLaunchSteps; ++s) {
+      absl::StatusOr<std::optional<dec::Step>> step = decode.plan(inputs);
+      io.delta = kNowhere;
+      for (int layer = 0; layer < config.num_hidden_layers; ++layer) {
+        std::optional<dec::LayerLaunch> launch = (*step)->layer(layer);
+        if (!launch) continue;
+        if (absl::Status status = (*launch)(io, stream); !status.ok()) {
+          std::fprintf(stderr, "executor_bench: layer %d: %s\n", layer, std::string(status.message()).c_str());
+          return 1;
+        }
+      }
+    }
+    const double per_launch_step =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kLaunchSteps;
+    std::printf("plan + every launch of a step (%d launches, counted and not run): %.2f us a step (mean over %d steps)\n",
+                (counter.launches() - launched) / kLaunchSteps, per_launch_step * 1e6, kLaunchSteps);
+  }
   if (!warm_target.empty()) return warm_build_work(config, dims, q, warm_target);
   return 0;
 }

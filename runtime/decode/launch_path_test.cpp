@@ -7,6 +7,7 @@
 #include <new>
 
 #include "runtime/decode/executor_test_support.h"
+#include "runtime/decode/launch_counting_device.h"
 
 namespace {
 
@@ -34,8 +35,6 @@ void operator delete(void* memory, size_t) noexcept {
 namespace monotile::runtime::decode {
 namespace {
 
-// Counting stops inside the wrapped device: its own bookkeeping (the CPU device queues host work
-// for async copies) is not the executor's.
 class Paused {
  public:
   Paused() : was_(counting) { counting = false; }
@@ -45,92 +44,36 @@ class Paused {
   bool was_;
 };
 
-// The CPU device, except that a launch is counted and not run.
-class LaunchCountingDevice final : public Device {
+// Counting stops inside the wrapped device's async calls: the CPU device queues host work for
+// them, which is not the executor's.
+class PausingDevice final : public LaunchCountingDevice {
  public:
-  explicit LaunchCountingDevice(std::unique_ptr<Device> inner) : inner_(std::move(inner)) {}
-
-  int launches() const { return launches_; }
-
-  const DeviceInfo& info() const override { return inner_->info(); }
-  absl::StatusOr<DeviceBuffer> allocate(size_t bytes) override { return inner_->allocate(bytes); }
-  absl::StatusOr<HostMappedBuffer> allocate_host_mapped(size_t bytes) override {
-    return inner_->allocate_host_mapped(bytes);
-  }
-  absl::Status copy_to_device(DevicePtr to, const void* from, size_t bytes) override {
-    return inner_->copy_to_device(to, from, bytes);
-  }
-  absl::Status copy_to_host(void* to, DevicePtr from, size_t bytes) override {
-    return inner_->copy_to_host(to, from, bytes);
-  }
-  absl::Status copy_on_device(DevicePtr to, DevicePtr from, size_t bytes) override {
-    return inner_->copy_on_device(to, from, bytes);
-  }
-  absl::Status fill_bytes(DevicePtr to, uint8_t value, size_t bytes) override {
-    return inner_->fill_bytes(to, value, bytes);
-  }
+  using LaunchCountingDevice::LaunchCountingDevice;
   absl::Status copy_to_device_async(DevicePtr to, const void* from, size_t bytes,
                                     Stream& stream) override {
     Paused paused;
-    return inner_->copy_to_device_async(to, from, bytes, stream);
+    return LaunchCountingDevice::copy_to_device_async(to, from, bytes, stream);
   }
   absl::Status copy_to_host_async(void* to, DevicePtr from, size_t bytes, Stream& stream) override {
     Paused paused;
-    return inner_->copy_to_host_async(to, from, bytes, stream);
+    return LaunchCountingDevice::copy_to_host_async(to, from, bytes, stream);
   }
   absl::Status copy_on_device_async(DevicePtr to, DevicePtr from, size_t bytes,
                                     Stream& stream) override {
     Paused paused;
-    return inner_->copy_on_device_async(to, from, bytes, stream);
+    return LaunchCountingDevice::copy_on_device_async(to, from, bytes, stream);
   }
   absl::Status fill_bytes_async(DevicePtr to, uint8_t value, size_t bytes,
                                 Stream& stream) override {
     Paused paused;
-    return inner_->fill_bytes_async(to, value, bytes, stream);
+    return LaunchCountingDevice::fill_bytes_async(to, value, bytes, stream);
   }
-  absl::StatusOr<Stream> create_stream() override { return inner_->create_stream(); }
-  absl::Status synchronize(Stream& stream) override { return inner_->synchronize(stream); }
-  absl::Status synchronize() override { return inner_->synchronize(); }
-  absl::StatusOr<Event> create_event() override { return inner_->create_event(); }
-  absl::Status record(Event& event, Stream& stream) override {
-    return inner_->record(event, stream);
-  }
-  absl::Status synchronize(Event& event) override { return inner_->synchronize(event); }
-  absl::StatusOr<float> elapsed_ms(const Event& start, const Event& end) override {
-    return inner_->elapsed_ms(start, end);
-  }
-  absl::StatusOr<Module> load_module(std::string_view code_object,
-                                     std::string_view label) override {
-    return inner_->load_module(code_object, label);
-  }
-  absl::StatusOr<Function> function(const Module& module, std::string_view name) override {
-    return inner_->function(module, name);
-  }
-  absl::Status set_max_dynamic_shared_memory(const Function& function, int64_t bytes) override {
-    return inner_->set_max_dynamic_shared_memory(function, bytes);
-  }
-  absl::Status launch(const Function&, const LaunchConfig&, void**, Stream&) override {
-    ++launches_;
-    return absl::OkStatus();
-  }
-  absl::Status begin_capture(Stream& stream) override { return inner_->begin_capture(stream); }
-  absl::StatusOr<Graph> end_capture(Stream& stream) override { return inner_->end_capture(stream); }
-  absl::Status replay(const Graph& graph, Stream& stream) override {
-    return inner_->replay(graph, stream);
-  }
-
- private:
-  // Every resource is the inner device's, so none comes back here.
-  void release(ResourceKind, uint64_t) noexcept override {}
-
-  std::unique_ptr<Device> inner_;
-  int launches_ = 0;
 };
 
 class LaunchPath : public ExecutorFixture {
  protected:
   std::unique_ptr<Device> make_device() override {
-    auto device = std::make_unique<LaunchCountingDevice>(
+    auto device = std::make_unique<PausingDevice>(
         make_cpu_device(interpreter_loader(ProgramCatalog::process())));
     counter_ = device.get();
     return device;

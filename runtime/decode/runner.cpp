@@ -101,9 +101,9 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
   std::vector<std::optional<absl::StatusOr<K2Launch>>> k2_launches(new_k2.size());
   parallel_for(n, [&](size_t i) {
     if (i < new_k1.size()) {
-      k1_launches[i] = K1Launch::create(*device_, new_k1[i], state_);
+      k1_launches[i] = K1Launch::create(*device_, new_k1[i], state_, &**kernels[i]);
     } else {
-      k2_launches[i - new_k1.size()] = K2Launch::create(*device_, new_k2[i - new_k1.size()], state_);
+      k2_launches[i - new_k1.size()] = K2Launch::create(*device_, new_k2[i - new_k1.size()], state_, &**kernels[i]);
     }
   });
   for (size_t i = 0; i < new_k1.size(); ++i) {
