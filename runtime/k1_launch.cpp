@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "support/check.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime {
@@ -25,18 +24,22 @@ absl::StatusOr<Kernel> load_k1(Device& device, const K1Build& build, jit::Jit& j
   return load_program(device, kernels::k3::k1_program(build), jit);
 }
 
-absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, int programs) {
+absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, int programs,
+                                          const Kernel* kernel) {
   MT_ASSIGN_OR_RETURN(LaunchState state, LaunchState::create(device, programs, "K1"));
-  return create(device, build, std::make_shared<LaunchState>(std::move(state)));
+  return create(device, build, std::make_shared<LaunchState>(std::move(state)), kernel);
 }
 
-absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, std::shared_ptr<LaunchState> state, const Kernel* kernel) {
+absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, std::shared_ptr<LaunchState> state,
+                                          const Kernel* kernel) {
   const int programs = state->programs();
   K1Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k1_scratch(build);
-  MT_ASSIGN_OR_RETURN(launch.order_, ParameterOrder::resolve(kernel ? parameter_names(*kernel) : kernels::k3::k1_parameters(build), launch.table({}, 0),
-                                                            absl::StrCat("K1 of build \"", kernels::k3::k1_name(build), "\"")));
+  MT_ASSIGN_OR_RETURN(launch.order_,
+                      ParameterOrder::resolve(kernel ? parameter_names(*kernel) : kernels::k3::k1_parameters(build),
+                                              launch.table({}, 0),
+                                              absl::StrCat("K1 of build \"", kernels::k3::k1_name(build), "\"")));
   MT_ASSIGN_OR_RETURN(launch.scratch_, device.allocate(static_cast<size_t>(launch.layout_.bytes)));
   if (build.stage_clock) {
     MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) * kernels::k3::kK1ClockPoints * 8));

@@ -72,11 +72,12 @@ class K1Launch {
   // Allocates the scratch of k1_scratch(build) with [0, zeroed_bytes) zeroed, and the health words
   // for `programs` instances (>= 1), the alarm and the epoch, all zeroed; with build.stage_clock,
   // the clock words i64 [programs, kK1ClockPoints] too. `build` is the one launched: after k1_for_target.
-  static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs);
+  // With `kernel`, the build's loaded kernel, its parameters are taken from it: without,
+  // k1_parameters(build) makes the whole program again to learn them.
+  static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs,
+                                         const Kernel* kernel = nullptr);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
-  // executor's layers share one epoch and one set of health words); programs() is state's. With
-  // `kernel`, the build's loaded kernel, its parameters are taken from it: k1_parameters(build)
-  // would make the whole program again to learn them.
+  // executor's layers share one epoch and one set of health words); programs() is state's.
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build,
                                          std::shared_ptr<LaunchState> state, const Kernel* kernel = nullptr);
 

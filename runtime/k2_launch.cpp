@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/k3/k2_clock.h"
-#include "support/check.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime {
@@ -31,9 +30,10 @@ absl::StatusOr<Kernel> load_k2(Device& device, const K2Build& build, jit::Jit& j
   return load_program(device, kernels::k3::k2_program(build), jit);
 }
 
-absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build, int programs) {
+absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build, int programs,
+                                          const Kernel* kernel) {
   MT_ASSIGN_OR_RETURN(LaunchState state, LaunchState::create(device, programs, "K2"));
-  return create(device, build, std::make_shared<LaunchState>(std::move(state)));
+  return create(device, build, std::make_shared<LaunchState>(std::move(state)), kernel);
 }
 
 absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,

@@ -72,12 +72,12 @@ class K2Launch {
   // for `programs` instances (>= 1), the alarm and the epoch, all zeroed; with build.stage_clock,
   // the clock words i64 [programs, kK2ClockPoints] too, zeroed once. `build` is the one launched:
   // after k2_for_target.
+  // With `kernel`, the build's loaded kernel, its parameters are taken from it: without,
+  // k2_parameters(build) makes the whole program again to learn them.
   static absl::StatusOr<K2Launch> create(Device& device, const kernels::k3::K2Build& build,
-                                         int programs);
+                                         int programs, const Kernel* kernel = nullptr);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
-  // executor's layers share one epoch and one set of health words); programs() is state's. With
-  // `kernel`, the build's loaded kernel, its parameters are taken from it: k2_parameters(build)
-  // would make the whole program again to learn them.
+  // executor's layers share one epoch and one set of health words); programs() is state's.
   static absl::StatusOr<K2Launch> create(Device& device, const kernels::k3::K2Build& build,
                                          std::shared_ptr<LaunchState> state,
                                          const Kernel* kernel = nullptr);

@@ -2,7 +2,6 @@
 // epoch bump, K1, K2) and after_step between votes. The device under the executor counts launches
 // and runs none, so what is counted is the executor's own work; the test binary replaces the
 // global operator new to count the allocations of the test's thread.
-#include <atomic>
 #include <cstdlib>
 #include <new>
 
