@@ -114,7 +114,8 @@ absl::Status launch_k1(const LayerModel& m, const LayerStep& step, const LayerSh
 
   MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
                       runtime::load_k1(device, build, jit::Jit::process_default()));
-  MT_ASSIGN_OR_RETURN(runtime::K1Launch launch, runtime::K1Launch::create(device, build, programs, &kernel));
+  MT_ASSIGN_OR_RETURN(runtime::K1Launch launch,
+                      runtime::K1Launch::create(device, build, programs, &kernel));
   MT_RETURN_IF_ERROR(launch.set_epoch(1));
   MT_ASSIGN_OR_RETURN(runtime::Stream stream, device.create_stream());
   const auto start = std::chrono::steady_clock::now();
@@ -181,7 +182,8 @@ absl::Status launch_k2(const LayerModel& m, const LayerStep& step, const LayerSh
 
   MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
                       runtime::load_k2(device, build, jit::Jit::process_default()));
-  MT_ASSIGN_OR_RETURN(runtime::K2Launch launch, runtime::K2Launch::create(device, build, programs, &kernel));
+  MT_ASSIGN_OR_RETURN(runtime::K2Launch launch,
+                      runtime::K2Launch::create(device, build, programs, &kernel));
   // a and y live in the scratch's data, which creation leaves as it finds it: poisoned here.
   const std::vector<uint16_t> poison(rows, kPoisonBf16);
   MT_RETURN_IF_ERROR(device.copy_to_device(launch.a_rows(), poison.data(), rows * 2));
