@@ -86,10 +86,11 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kSharedAct);
 
-  // G. The union of the chosen experts, by the last program once its E task is done (no F task
-  // ahead of it since F moved after J).
+  // G. The union of the chosen experts, by program 0: it holds route row 0 and no task of D or E, so
+  // the union follows the last route row at once (on a program with an E task it waited for that
+  // task, some 20 us at K3 TP 8, and every expert task with it).
   const int64_t span = pow2_at_least(slots);
-  if_(program_id(0) == num_programs(0) - 1, [&] {
+  if_(program_id(0) == 0, [&] {
     wait(r.route_flag, kUnion, hc);
     auto js = arange(0, span);
     auto chosen = load(r.route_experts + js, js < slots, r.experts);  // padding sorts last
@@ -112,12 +113,17 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const int groups = tasks_of(r.expert_rows, kHalfRows);
   const int inter_tasks = slots * groups;
   const int64_t w13_bytes = int64_t{2} * r.expert_rows * r.latent / 2, w13_scales = int64_t{2} * r.expert_rows * r.latent / 32;
-  range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
+  // The waits and the union's size once a program, not once a task: each is a round trip to L2 that
+  // a task would otherwise make before its first weight load could even be addressed.
+  if_(program_id(0) < inter_tasks, [&] {
     wait(flag(kUnion), kInter, hc);
     wait(flag(kLat), kInter, hc);
-    r.clock.tick_if(task == program_id(0), K2ClockPoint::kExpertsReady);
+    r.clock.tick(K2ClockPoint::kExpertsReady);
+  });
+  auto experts_live = union_count();
+  range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
     auto u = task / groups;
-    if_(u < union_count(), [&] {
+    if_(u < experts_live, [&] {
       auto e = expert_at(u).to(i64);
       auto first_row = task % groups * kHalfRows;
       // The task's 32 gate and 32 up rows are two contiguous spans (57 KB each at K3): all of them
@@ -157,17 +163,20 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const int chunks = tasks_of(slots, chunk);
   const int partial_tasks = chunks * lat_tasks;
   const int64_t w2_bytes = int64_t{r.latent} * r.expert_rows / 2, w2_scales = int64_t{r.latent} * r.expert_rows / 32;
-  range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
+  // As in H, the wait, the union's size and the route (the same for every task) once a program.
+  if_(program_id(0) < partial_tasks, [&] {
     wait(flag(kInter), kLat, hc);
-    r.clock.tick_if(task == program_id(0), K2ClockPoint::kRoutedReady);
+    r.clock.tick(K2ClockPoint::kRoutedReady);
+  });
+  auto count = union_count();
+  auto ks = arange(0, pow2_at_least(r.top_k));
+  auto chosen = load(r.route_experts + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), -1);
+  auto chosen_weight = load(r.route_weights + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), 0.0f);
+  range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
     auto c = task / lat_tasks;
     auto block = task % lat_tasks;
-    auto count = union_count();
     auto first = c * chunk;
     if_(first < count, [&] {
-      auto ks = arange(0, pow2_at_least(r.top_k));
-      auto chosen = load(r.route_experts + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), -1);
-      auto chosen_weight = load(r.route_weights + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), 0.0f);
       // The chunk's experts' 64 rows of w2 and their scales are contiguous spans (12 KB and 768 B at
       // K3): all of them in flight at once before the dependent GEMVs, whose K steps hold 4 KB each.
       auto js = arange(0, pow2_at_least(chunk));

@@ -17,15 +17,17 @@ constexpr int kGroup = 32;
 // 2^(code - 127) built from its bits (exact; code 0 is the subnormal 2^-127, 255 is NaN).
 Value e8m0_value(const Value& code) {
   auto normal = (code << 23).bitcast(f32);
-  return where(code == 0, std::ldexp(1.0f, -127), where(code == 255, std::numeric_limits<float>::quiet_NaN(), normal));
+  return where(code == 0, std::ldexp(1.0f, -127),
+               where(code == 255, std::numeric_limits<float>::quiet_NaN(), normal));
 }
 
 // The e2m1 code in bits 28..31 of `bits` (i32) times `scale`, as bf16. An arithmetic shift by 6
-// copies the code's sign over bits 25..31 and puts its exponent and mantissa on bits 22..24; masked,
-// that reads as an f32 whose value is the e2m1 value times 2^-126 (a subnormal for codes 0 and 1, so
-// the targets keep f32 subnormals: no flush-to-zero). 2^126 and the scale are powers of two, so the
-// product rounds nowhere, and it has at most 2 significant bits in bf16's exponent range (down to
-// 0.5 x 2^-127): its f32 bits' high half is the bf16 itself, taken without a rounding step.
+// copies the code's sign over bits 25..31 and puts its exponent and mantissa on bits 22..24;
+// masked, that reads as an f32 whose value is the e2m1 value times 2^-126 (a subnormal for codes 0
+// and 1, so the targets keep f32 subnormals: no flush-to-zero). 2^126 and the scale are powers of
+// two, so the product rounds nowhere, and it has at most 2 significant bits in bf16's exponent
+// range (down to 0.5 x 2^-127): its f32 bits' high half is the bf16 itself, taken without a
+// rounding step.
 Value e2m1_value(const Value& bits, const Value& scale) {
   auto code = (bits >> 6) & static_cast<int32_t>(0x81C00000u);
   auto product = code.bitcast(f32) * std::ldexp(1.0f, 126) * scale;
@@ -34,12 +36,14 @@ Value e2m1_value(const Value& bits, const Value& scale) {
 
 }  // namespace
 
-Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
+Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
+                       const Value& byte0) {
   auto base = col(rows).to(i64);
   auto bytes_in_step = byte0 + arange(0, g.step / 2);
   // Each packed byte read once, a row's bytes as 16-byte vectors. The 16 bytes of a scale's group
   // give one scale address (>> keeps that visible to the lowering), which is read once per group.
-  return {.bytes = load(g.packed + base * (g.k / 2) + row(bytes_in_step), col(row_ok), {.cache = Cache::streaming}),
+  return {.bytes = load(g.packed + base * (g.k / 2) + row(bytes_in_step), col(row_ok),
+                        {.cache = Cache::streaming}),
           .codes = load(g.scales + base * (g.k / kGroup) + row(bytes_in_step >> 4), col(row_ok))};
 }
 
@@ -66,23 +70,40 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
   auto ms = arange(0, kMxfp4Tokens);
   auto m_ok = ms < g.tokens;
+  auto load_step = [&](const Value& byte0) {  // past the last step: the last step again
+    return mxfp4_load(g, rows, row_ok, minimum(byte0, row_bytes - step_bytes));
+  };
   // The loop runs over packed bytes (two columns each) so that their 16-byte alignment is visible.
-  // Software-pipelined: a step's bytes and scales come in as carried values, loaded by the step
-  // before, and the next step's are in flight while this one decodes (the last step reloads its own).
-  Mxfp4Packed first = mxfp4_load(g, rows, row_ok, full({}, 0, i32));
-  auto [acc, bytes, codes] = range(
-      0, row_bytes, step_bytes, zeros({kMxfp4Tokens, g.rows}, f32), first.bytes, first.codes,
-      [&](Value byte0, Value acc, Value bytes, Value codes) {
-        Mxfp4Packed next = mxfp4_load(g, rows, row_ok, minimum(byte0 + step_bytes, row_bytes - step_bytes));
+  // Software-pipelined two steps deep: a step's bytes and scales come in as carried values, loaded
+  // two steps before, so that each thread has two 16-byte loads in flight while it decodes (one
+  // left the program's loads waiting on L2 every step). The low and the high nibbles' dots
+  // accumulate apart, two chains of the unit's latency instead of one twice as long, and meet once
+  // after the loop.
+  Mxfp4Packed first = load_step(full({}, 0, i32));
+  Mxfp4Packed second = load_step(full({}, static_cast<int32_t>(step_bytes), i32));
+  auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
+  auto carried = range(
+      0, row_bytes, step_bytes, zero, zero, first.bytes, first.codes, second.bytes, second.codes,
+      [&](Value byte0, Value acc_low, Value acc_high, Value bytes, Value codes, Value bytes_next,
+          Value codes_next) {
+        Mxfp4Packed ahead = load_step(byte0 + 2 * step_bytes);
         Mxfp4Step w = mxfp4_decode({.bytes = bytes, .codes = codes});
-        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'. Word j
-        // of x's pairs holds the columns of byte j's two nibbles (exact: a bf16 is an f32's high half).
-        auto pairs = load(g.x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(m_ok));
-        auto x_low = (pairs << 16).bitcast(f32).to(bf16);
-        auto x_high = (pairs & -65536).bitcast(f32).to(bf16);
-        return std::array{dot(x_high, trans(w.high), dot(x_low, trans(w.low), acc)), next.bytes, next.codes};
+        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'. Word
+        // j of x's pairs holds the columns of byte j's two nibbles. Each half is taken as a bf16's
+        // bits (no conversion, so no rounding step for the compiler to keep): the matrix unit's
+        // operand registers are then the words' halves, moved, not computed.
+        auto pairs =
+            load(g.x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(m_ok));
+        auto x_low = ((pairs << 16) >> 16).to(i16).bitcast(bf16);
+        auto x_high = (pairs >> 16).to(i16).bitcast(bf16);
+        return std::array{dot(x_low, trans(w.low), acc_low),
+                          dot(x_high, trans(w.high), acc_high),
+                          bytes_next,
+                          codes_next,
+                          ahead.bytes,
+                          ahead.codes};
       });
-  return acc;
+  return carried[0] + carried[1];
 }
 
 Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
@@ -102,7 +123,8 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     auto rows = task * g.rows + arange(0, g.rows);
-    store(out + col(arange(0, kMxfp4Tokens)) * n + row(rows), mxfp4_gemv_task(g, task, n), row(rows < n));
+    store(out + col(arange(0, kMxfp4Tokens)) * n + row(rows), mxfp4_gemv_task(g, task, n),
+          row(rows < n));
   });
   return b.finish();
 }

@@ -1,0 +1,166 @@
+// mxfp4_bench: the MXFP4 GEMV of K2's routed experts (mxfp4_gemv.h) alone, against the HBM floor
+// measured in the same run. K2 runs it inside one persistent launch whose other stages hold 234
+// registers a thread, so one program a multiprocessor; alone it shows what the GEMV itself reaches
+// and what more programs (more loads in flight), another K step or fewer tokens change.
+// Shapes: "w13" is stage H's (the gate and up rows of `experts` chosen experts as one matrix of
+// experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
+// Each launch follows a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
+// usage: mxfp4_bench [--iterations N]
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "jit/jit.h"
+#include "jit/program_build.h"
+#include "kernels/k3/bench_timing.h"
+#include "kernels/k3/mxfp4_gemv.h"
+#include "runtime/discovery.h"
+#include "runtime/kernel.h"
+#include "support/status_macros.h"
+
+namespace monotile::kernels::k3 {
+namespace {
+
+constexpr int64_t kFlushBytes = int64_t{256} << 20;
+constexpr int kExperts = 60;  // K2's distinct experts at T 4 in k2_bench's run
+
+struct Shape {
+  const char* name;
+  int64_t n, k;
+  int tokens, step, programs_per_unit, num_warps;
+};
+
+// Weights, scales, activations and the accumulators written (kMxfp4Tokens rows of f32).
+int64_t moved_bytes(const Shape& s) {
+  return s.n * s.k / 2 + s.n * s.k / 32 + int64_t{s.tokens} * s.k * 2 +
+         int64_t{kMxfp4Tokens} * s.n * 4;
+}
+
+absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& stream, const Shape& s,
+                                 int iterations) {
+  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made,
+                      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step),
+                                      device.info().target));
+  MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
+                      jit::Jit::process_default().compile_build(made.build));
+  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
+                      runtime::Kernel::load(device, compiled, std::move(made.params)));
+  // The values do not change the time (the decode has no branches): a fixed byte pattern, scale
+  // code 122 (2^-5), activations of 1.0 (0x3F80 in both halves of each word).
+  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer packed, device.allocate(s.n * s.k / 2));
+  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer scales, device.allocate(s.n * s.k / 32));
+  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer x, device.allocate(int64_t{s.tokens} * s.k * 2));
+  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer out, device.allocate(int64_t{kMxfp4Tokens} * s.n * 4));
+  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer flusher, device.allocate(kFlushBytes));
+  MT_RETURN_IF_ERROR(device.fill_bytes(packed.address(), 0x5A, s.n * s.k / 2));
+  MT_RETURN_IF_ERROR(device.fill_bytes(scales.address(), 122, s.n * s.k / 32));
+  std::vector<uint16_t> ones(static_cast<size_t>(s.tokens) * s.k, 0x3F80);
+  MT_RETURN_IF_ERROR(device.copy_to_device(x.address(), ones.data(), ones.size() * 2));
+  using dsl::ScalarType;
+  const std::vector<runtime::KernelArgument> args = {
+      runtime::KernelArgument::pointer(reinterpret_cast<const void*>(packed.address()),
+                                       ScalarType::kU8),
+      runtime::KernelArgument::pointer(reinterpret_cast<const void*>(scales.address()),
+                                       ScalarType::kU8),
+      runtime::KernelArgument::pointer(reinterpret_cast<const void*>(x.address()),
+                                       ScalarType::kI32),
+      runtime::KernelArgument::pointer(reinterpret_cast<const void*>(out.address()),
+                                       ScalarType::kF32)};
+  const auto programs = static_cast<uint32_t>(device.info().compute_units * s.programs_per_unit);
+  std::vector<float> times;
+  for (int i = 0; i < iterations + 2; ++i) {
+    MT_RETURN_IF_ERROR(
+        device.fill_bytes_async(flusher.address(), static_cast<uint8_t>(i), kFlushBytes, stream));
+    MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
+    MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
+    MT_RETURN_IF_ERROR(device.record(start, stream));
+    MT_RETURN_IF_ERROR(kernel.launch({programs, 1, 1}, args, stream));
+    MT_RETURN_IF_ERROR(device.record(end, stream));
+    MT_RETURN_IF_ERROR(device.synchronize(end));
+    MT_ASSIGN_OR_RETURN(float ms, device.elapsed_ms(start, end));
+    if (i >= 2) times.push_back(ms);
+  }
+  return summarize(times);
+}
+
+int run(int iterations) {
+  runtime::DiscoveryOptions options;
+  options.include_cpu = false;
+  runtime::Discovery found = runtime::discover_devices(options);
+  if (found.devices.empty()) {
+    const std::string reason = found.missing.empty() ? "" : found.missing.front().reason;
+    std::printf("mxfp4_bench: no GPU%s%s\n", reason.empty() ? "" : ": ", reason.c_str());
+    return 0;
+  }
+  runtime::Device& device = *found.devices.front();
+  absl::StatusOr<runtime::Stream> stream = device.create_stream();
+  absl::StatusOr<Timing> copy =
+      stream.ok() ? copy_floor(device, *stream, iterations) : stream.status();
+  if (!copy.ok()) {
+    std::fprintf(stderr, "mxfp4_bench: %s\n", copy.status().ToString().c_str());
+    return 1;
+  }
+  const double bandwidth = copy_bandwidth(*copy);
+  std::printf(
+      "mxfp4_bench on %s, %d units; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d); median of "
+      "%d\n",
+      device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
+      iterations);
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %8s %9s %9s %9s %6s\n", "shape", "n", "k", "tokens",
+              "step", "programs", "warps", "MB", "median us", "best us", "floor us", "ratio");
+  const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
+  const std::vector<Shape> shapes = {
+      // K2's own settings first (64 rows a task, K step 128, 8 warps), at one program a unit as in
+      // K2.
+      {"w13", w13_rows, 3584, 4, 128, 1, 8},
+      {"w13", w13_rows, 3584, 8, 128, 1, 8},
+      {"w13", w13_rows, 3584, 16, 128, 1, 8},
+      {"w2", w2_rows, 384, 4, 128, 1, 8},
+      // More programs a unit: more loads in flight and more warps to hide their latency.
+      {"w13", w13_rows, 3584, 4, 128, 2, 8},
+      {"w13", w13_rows, 3584, 4, 128, 3, 8},
+      {"w2", w2_rows, 384, 4, 128, 2, 8},
+      // Another K step: twice the bytes a thread loads at once, or half.
+      {"w13", w13_rows, 3584, 4, 256, 1, 8},
+      {"w13", w13_rows, 3584, 4, 64, 1, 8},
+      // Four warps: each warp's rows (8) the same, half the warps a program.
+      {"w13", w13_rows, 3584, 4, 128, 2, 4},
+  };
+  int status = 0;
+  for (const Shape& s : shapes) {
+    absl::StatusOr<Timing> timing = time_gemv(device, *stream, s, iterations);
+    if (!timing.ok()) {
+      std::fprintf(stderr, "mxfp4_bench: %s n %lld k %lld: %s\n", s.name,
+                   static_cast<long long>(s.n), static_cast<long long>(s.k),
+                   timing.status().ToString().c_str());
+      status = 1;
+      continue;
+    }
+    const int64_t bytes = moved_bytes(s);
+    const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
+    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
+                static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
+                device.info().compute_units * s.programs_per_unit, s.num_warps, bytes / 1e6, us,
+                timing->best_ms * 1e3, floor_us, us / floor_us);
+  }
+  return status;
+}
+
+}  // namespace
+}  // namespace monotile::kernels::k3
+
+int main(int argc, char** argv) {
+  int iterations = 20;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
+      iterations = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: mxfp4_bench [--iterations N]\n");
+      return 2;
+    }
+  }
+  return monotile::kernels::k3::run(iterations);
+}
