@@ -17,10 +17,11 @@ enum class K2ClockPoint : int {
   kAttnRes,       // B: its MLP AttnRes tasks done
   kLogits,        // C: its router logits tasks done
   kRouteReady,    // C: its first route row's wait (every logit) passed
+  kTopk,          // C: its first route row's top-k chosen
   kRouter,        // C: its route rows done
   kLatent,        // D: its latent tasks done
   kSharedAct,     // E: its shared experts' activation tasks done
-  kUnion,         // G: the union built (the last program) or passed (the others)
+  kUnion,         // G: the union built (program 0) or passed (the others)
   kExpertsReady,  // H: its first task's waits (the union, the latent) passed
   kExpertFirst,   // H: its first task (32 gate and 32 up rows of a union expert's w13) done
   kExperts,       // H: its expert activation tasks done
@@ -37,10 +38,9 @@ inline constexpr int kK2ClockPoints = static_cast<int>(K2ClockPoint::kFinal) + 1
 
 // The points' short names, in order (k2_bench's table).
 inline constexpr std::array<const char*, kK2ClockPoints> kK2ClockPointNames = {
-    "start",        "A o_proj",  "B attn_res",   "C logits",   "C ready",
-    "C router",     "D latent",  "E shared act", "G union",    "H ready",
-    "H 1st task",   "H experts", "I ready",      "I 1st task", "I routed sum",
-    "I' chunk sum", "J norm",    "F shared",     "K up + out"};
+    "start",      "A o_proj",     "B attn_res",   "C logits", "C ready",    "C top-k",   "C router",
+    "D latent",   "E shared act", "G union",      "H ready",  "H 1st task", "H experts", "I ready",
+    "I 1st task", "I routed sum", "I' chunk sum", "J norm",   "F shared",   "K up + out"};
 
 // A program's clock: without a clock parameter (a plain build) every tick builds nothing.
 class K2Clock {

@@ -406,7 +406,8 @@ void check_k2_clock(const K2Run& run, int programs) {
     for (int point = 0; point < kK2ClockPoints; ++point) {
       const auto at = static_cast<K2ClockPoint>(point);
       const int64_t tick = run.clock[p * kK2ClockPoints + point];
-      const bool first_task = at == K2ClockPoint::kRouteReady || at == K2ClockPoint::kExpertsReady ||
+      const bool first_task = at == K2ClockPoint::kRouteReady || at == K2ClockPoint::kTopk ||
+                              at == K2ClockPoint::kExpertsReady ||
                               at == K2ClockPoint::kExpertFirst || at == K2ClockPoint::kRoutedReady ||
                               at == K2ClockPoint::kRoutedFirst;
       if (!first_task) {

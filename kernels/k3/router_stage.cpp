@@ -59,6 +59,7 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
     auto key = score + load(r.bias + es, real);
     // NaN ranks last (the DSL's top-k puts it first); padding never ranks above a real expert.
     auto chosen = topk(where(real & (key == key), key, -inf), r.top_k);
+    r.clock.tick_if(t == program_id(0), K2ClockPoint::kTopk);
     auto picked = sigmoid(logits_at(t, chosen.indices, chosen.indices < r.experts));
     auto weights = where(picked == picked, picked, 0.0f);
     if (r.renormalize) {
