@@ -1,7 +1,8 @@
 // mxfp4_bench: the MXFP4 GEMV of K2's routed experts (mxfp4_gemv.h) alone, against the HBM floor
 // measured in the same run. K2 runs it inside one persistent launch whose other stages hold 234
 // registers a thread, so one program a multiprocessor; alone it shows what the GEMV itself reaches
-// and what more programs (more loads in flight), another K step or fewer tokens change.
+// and what more programs (more loads in flight), another K step, one step's loads in flight
+// instead of two, or fewer tokens change.
 // Shapes: "w13" is stage H's (the gate and up rows of `experts` chosen experts as one matrix of
 // experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
 // Each launch follows a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
@@ -31,6 +32,7 @@ struct Shape {
   const char* name;
   int64_t n, k;
   int tokens, step, programs_per_unit, num_warps;
+  int ahead = 2;
 };
 
 // Weights, scales, activations and the accumulators written (kMxfp4Tokens rows of f32).
@@ -41,9 +43,10 @@ int64_t moved_bytes(const Shape& s) {
 
 absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& stream, const Shape& s,
                                  int iterations) {
-  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made,
-                      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step),
-                                      device.info().target));
+  MT_ASSIGN_OR_RETURN(
+      jit::ProgramBuild made,
+      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead),
+                      device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
   MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
@@ -128,6 +131,9 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 4, 64, 1, 8},
       // Four warps: each warp's rows (8) the same, half the warps a program.
       {"w13", w13_rows, 3584, 4, 128, 2, 4},
+      // One step's loads in flight instead of two (Mxfp4Gemv::ahead).
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 1},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 1},
   };
   int status = 0;
   for (const Shape& s : shapes) {

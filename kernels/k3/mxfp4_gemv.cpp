@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "dsl/dsl.h"
+#include "support/check.h"
 
 namespace monotile::kernels::k3 {
 
@@ -67,41 +68,51 @@ int looped_step(int64_t k, int max_step, int min_steps) {
 }
 
 Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
+  MT_CHECK(g.ahead == 1 || g.ahead == 2, "Mxfp4Gemv::ahead is 1 or 2");
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
   auto ms = arange(0, kMxfp4Tokens);
   auto m_ok = ms < g.tokens;
   auto load_step = [&](const Value& byte0) {  // past the last step: the last step again
     return mxfp4_load(g, rows, row_ok, minimum(byte0, row_bytes - step_bytes));
   };
+  // One K step into the two accumulators. K in the order the bytes hold it: the low nibbles'
+  // columns, then the high nibbles'. Word j of x's pairs holds the columns of byte j's two nibbles.
+  // Each half is taken as a bf16's bits (no conversion, so no rounding step for the compiler to
+  // keep): the matrix unit's operand registers are then the words' halves, moved, not computed. The
+  // low and the high nibbles' dots accumulate apart, two chains of the unit's latency instead of
+  // one twice as long, and meet once after the loop.
+  auto step = [&](const Value& byte0, const Value& acc_low, const Value& acc_high,
+                  const Mxfp4Packed& packed) {
+    Mxfp4Step w = mxfp4_decode(packed);
+    auto pairs =
+        load(g.x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(m_ok));
+    auto x_low = ((pairs << 16) >> 16).to(i16).bitcast(bf16);
+    auto x_high = (pairs >> 16).to(i16).bitcast(bf16);
+    return std::array{dot(x_low, trans(w.low), acc_low), dot(x_high, trans(w.high), acc_high)};
+  };
   // The loop runs over packed bytes (two columns each) so that their 16-byte alignment is visible.
-  // Software-pipelined two steps deep: a step's bytes and scales come in as carried values, loaded
-  // two steps before, so that each thread has two 16-byte loads in flight while it decodes (one
-  // left the program's loads waiting on L2 every step). The low and the high nibbles' dots
-  // accumulate apart, two chains of the unit's latency instead of one twice as long, and meet once
-  // after the loop.
-  Mxfp4Packed first = load_step(full({}, 0, i32));
-  Mxfp4Packed second = load_step(full({}, static_cast<int32_t>(step_bytes), i32));
+  // Software-pipelined: a step's bytes and scales come in as carried values, loaded `ahead` steps
+  // before, so that each thread has that many 16-byte loads in flight while it decodes.
   auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
+  Mxfp4Packed first = load_step(full({}, 0, i32));
+  if (g.ahead == 1) {
+    auto carried = range(0, row_bytes, step_bytes, zero, zero, first.bytes, first.codes,
+                         [&](Value byte0, Value acc_low, Value acc_high, Value bytes, Value codes) {
+                           Mxfp4Packed next = load_step(byte0 + step_bytes);
+                           auto [low, high] =
+                               step(byte0, acc_low, acc_high, {.bytes = bytes, .codes = codes});
+                           return std::array{low, high, next.bytes, next.codes};
+                         });
+    return carried[0] + carried[1];
+  }
+  Mxfp4Packed second = load_step(full({}, static_cast<int32_t>(step_bytes), i32));
   auto carried = range(
       0, row_bytes, step_bytes, zero, zero, first.bytes, first.codes, second.bytes, second.codes,
       [&](Value byte0, Value acc_low, Value acc_high, Value bytes, Value codes, Value bytes_next,
           Value codes_next) {
-        Mxfp4Packed ahead = load_step(byte0 + 2 * step_bytes);
-        Mxfp4Step w = mxfp4_decode({.bytes = bytes, .codes = codes});
-        // K in the order the bytes hold it: the low nibbles' columns, then the high nibbles'. Word
-        // j of x's pairs holds the columns of byte j's two nibbles. Each half is taken as a bf16's
-        // bits (no conversion, so no rounding step for the compiler to keep): the matrix unit's
-        // operand registers are then the words' halves, moved, not computed.
-        auto pairs =
-            load(g.x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(m_ok));
-        auto x_low = ((pairs << 16) >> 16).to(i16).bitcast(bf16);
-        auto x_high = (pairs >> 16).to(i16).bitcast(bf16);
-        return std::array{dot(x_low, trans(w.low), acc_low),
-                          dot(x_high, trans(w.high), acc_high),
-                          bytes_next,
-                          codes_next,
-                          ahead.bytes,
-                          ahead.codes};
+        Mxfp4Packed next = load_step(byte0 + 2 * step_bytes);
+        auto [low, high] = step(byte0, acc_low, acc_high, {.bytes = bytes, .codes = codes});
+        return std::array{low, high, bytes_next, codes_next, next.bytes, next.codes};
       });
   return carried[0] + carried[1];
 }
@@ -111,14 +122,15 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
   return mxfp4_gemv_rows(g, rows, rows < n);
 }
 
-Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step) {
+Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead) {
   Builder b("mxfp4_gemv", {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
               .x_pairs = b.arg("x", ptr(i32)),
               .k = k,
               .tokens = tokens,
-              .step = step};
+              .step = step,
+              .ahead = ahead};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

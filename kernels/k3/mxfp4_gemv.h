@@ -2,7 +2,8 @@
 // dequantized in registers to bf16 for the matrix unit (Hopper, gfx90a and gfx942 have no FP4
 // matrix instructions; gfx950's are a later step). The activations stay bf16 and the accumulation
 // f32; ROCm's stock path instead quantizes the activations to MXFP4 too (k3_layer.md 5.3), so ours
-// is the closer of the two to the float64 reference. K2's routed experts take their tasks from here.
+// is the closer of the two to the float64 reference. K2's routed experts take their tasks from
+// here.
 //
 // The weights are the dot's B operand and the tokens, padded to the unit's 16, its A: a task's 64
 // rows are then 8 column tiles, one per warp, and each lane decodes the 16 packed bytes it loads
@@ -25,10 +26,11 @@ struct Mxfp4Gemv {
   // ptr<i32> [tokens, k / 2]: the bf16 activations read as words, word j holding element 2j in its
   // low half and 2j + 1 in its high half (the order of a packed byte's nibbles).
   dsl::Value x_pairs;
-  int64_t k = 0;      // a multiple of step
-  int tokens = 0;     // at most kMxfp4Tokens
-  int rows = 64;      // weight rows a task takes: a multiple of 8 (64 fills 8 warps)
-  int step = 256;     // K per step: a multiple of 32
+  int64_t k = 0;   // a multiple of step
+  int tokens = 0;  // at most kMxfp4Tokens
+  int rows = 64;   // weight rows a task takes: a multiple of 8 (64 fills 8 warps)
+  int step = 256;  // K per step: a multiple of 32
+  int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 or 2
 };
 
 // The token dim of every result: the matrix unit's M (mma.m16n8k16, MFMA 16x16x16).
@@ -61,21 +63,23 @@ dsl::Value mxfp4_gemv_task(const Mxfp4Gemv& g, const dsl::Value& task, int64_t n
 // The same for any rows (i32 [g.rows]); rows where `row_ok` is false read zero.
 dsl::Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok);
 
-// The largest power of two from max_step down to 32 that divides k (0 when none does): the K step of
-// a GEMV over k.
+// The largest power of two from max_step down to 32 that divides k (0 when none does): the K step
+// of a GEMV over k.
 int mxfp4_step(int64_t k, int max_step = 256);
 
 // Dequantized weights a task holds per K step (rows x step): 32 a thread of 8 warps.
 inline constexpr int kMxfp4StepElements = 8192;
 
-// mxfp4_step's, halved (down to 32) until the K loop runs at least `min_steps` times where k allows.
-// A task that runs two GEMVs (gate and up) over a single K step has no loop left, and ptxas overlaps
-// the two, about doubling their registers (k3-tiny's H = 256 and LAT = 128 spilled on sm_90a).
+// mxfp4_step's, halved (down to 32) until the K loop runs at least `min_steps` times where k
+// allows. A task that runs two GEMVs (gate and up) over a single K step has no loop left, and ptxas
+// overlaps the two, about doubling their registers (k3-tiny's H = 256 and LAT = 128 spilled on
+// sm_90a).
 int looped_step(int64_t k, int max_step, int min_steps);
 
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above), out
 // (ptr<f32> [kMxfp4Tokens, n]: every task's accumulator); any number of programs.
-dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256);
+dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
+                                int ahead = 2);
 
 }  // namespace monotile::kernels::k3

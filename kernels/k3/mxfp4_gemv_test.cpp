@@ -1,6 +1,7 @@
 // The MXFP4 GEMV task on the interpreter against the checkpoint layout's float64 dequantization
 // (model/mxfp4.h): every nibble code, both signs, scale codes 0 (subnormal) to 254, rows past the
-// end masked, 1 to 16 tokens, fewer programs than tasks, K steps of 256 and of 32 (one scale group).
+// end masked, 1 to 16 tokens, fewer programs than tasks, K steps of 512, 256 and 32 (one scale
+// group), loads one or two steps ahead.
 // Outputs poisoned beforehand.
 #include <gtest/gtest.h>
 
@@ -24,7 +25,7 @@ using dsl::ScalarType;
 using conformance::DeviceBuffer;
 using conformance::KernelArg;
 
-void expect_matches_the_reference(int tokens, int step) {
+void expect_matches_the_reference(int tokens, int step, int ahead = 2) {
   const int64_t n = 80, k = 512, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -56,7 +57,7 @@ void expect_matches_the_reference(int tokens, int step) {
       // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
       KernelArg::buffer(upload(std::as_bytes(std::span(x_bits)), "x"), ScalarType::kI32),
       KernelArg::buffer(out_buffer, ScalarType::kF32)};
-  absl::Status launched = executor.launch(mxfp4_gemv_program(n, k, tokens, 8, step), {1, 1, 1}, args);
+  absl::Status launched = executor.launch(mxfp4_gemv_program(n, k, tokens, 8, step, ahead), {1, 1, 1}, args);
   ASSERT_TRUE(launched.ok()) << launched;
   ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_buffer).ok());
 
@@ -82,8 +83,14 @@ class Mxfp4Gemv : public ::testing::TestWithParam<int> {};
 
 TEST_P(Mxfp4Gemv, MatchesTheDequantizedReference) { expect_matches_the_reference(GetParam(), 256); }
 
-// 32-wide steps: one scale group a step, 16 bytes a row, 16 steps, each loaded by the one before.
+// 32-wide steps: one scale group a step, 16 bytes a row, 16 steps, each loaded two steps before.
 TEST_P(Mxfp4Gemv, MatchesTheReferenceInSingleGroupSteps) { expect_matches_the_reference(GetParam(), 32); }
+
+// The same with each step loaded by the one before only (Mxfp4Gemv::ahead 1).
+TEST_P(Mxfp4Gemv, MatchesTheReferenceOneStepAhead) { expect_matches_the_reference(GetParam(), 32, 1); }
+
+// K = 512 in one step of 512: the steps loaded ahead of it are that step again.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceInOneStep) { expect_matches_the_reference(GetParam(), 512); }
 
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 
