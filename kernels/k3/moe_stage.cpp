@@ -187,16 +187,22 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                      int64_t{kRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
       prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kRows * (r.expert_rows / 32), live,
                      int64_t{kRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
-      auto routed = range(first, minimum(first + chunk, count), 1, zeros({kMxfp4Tokens, kRows}, f32), [&](Value u, Value acc) {
-        auto e = expert_at(u);
-        auto weight = sum(where(chosen == e, chosen_weight, 0.0f), 1);  // [16]: 0 for rows that did not choose e
-        const Mxfp4Gemv g{.packed = r.w2 + e.to(i64) * w2_bytes, .scales = r.w2_scale + e.to(i64) * w2_scales,
-                          .x_pairs = r.inter_pairs + u * r.tokens * (r.expert_rows / 2), .k = r.expert_rows,
-                          .tokens = r.tokens, .rows = kRows,
-                          .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
-        return acc + mxfp4_gemv_task(g, block, r.latent) * col(weight);
-      });
+      // The chunk's experts as one pipelined sum (mxfp4_gemv_sum): an expert's first w2 loads are in
+      // flight while the one before it decodes its last steps, where a GEMV an expert waited for
+      // each expert's first loads (K = 384 is 3 steps of 128 at K3 TP 8).
       auto rows = block * kRows + arange(0, kRows);
+      const Mxfp4Gemv shape{.packed = r.w2, .scales = r.w2_scale, .x_pairs = r.inter_pairs, .k = r.expert_rows,
+                            .tokens = r.tokens, .rows = kRows,
+                            .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
+      auto routed = mxfp4_gemv_sum(
+          shape, rows, rows < r.latent, minimum(count - first, chunk),
+          [&](const Value& j) {
+            auto e = expert_at(first + j).to(i64);
+            return Mxfp4Segment{.packed = r.w2 + e * w2_bytes, .scales = r.w2_scale + e * w2_scales,
+                                .x_pairs = r.inter_pairs + (first + j) * r.tokens * (r.expert_rows / 2)};
+          },
+          // [16]: the expert's weight per token, 0 for rows that did not choose it
+          [&](const Value& j) { return sum(where(chosen == expert_at(first + j), chosen_weight, 0.0f), 1); });
       // f32 as its bits: the slot lives in an i32 view (pointers cannot be cast; k2.h's K2Scratch).
       store(r.partials + (c * r.tokens + col(ms)) * r.latent + row(rows), routed.bitcast(i32),
             row(rows < r.latent) & col(m_ok));

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "dsl/dsl.h"
@@ -67,28 +68,34 @@ int looped_step(int64_t k, int max_step, int min_steps) {
   return step;
 }
 
+namespace {
+
+// One K step of `g` at packed byte byte0 into the two accumulators. K in the order the bytes hold
+// it: the low nibbles' columns, then the high nibbles'. Word j of x's pairs holds the columns of
+// byte j's two nibbles. Each half is taken as a bf16's bits (no conversion, so no rounding step for
+// the compiler to keep): the matrix unit's operand registers are then the words' halves, moved, not
+// computed. The low and the high nibbles' dots accumulate apart, two chains of the unit's latency
+// instead of one twice as long, and meet after the loop.
+std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0,
+                                     const Value& acc_low, const Value& acc_high,
+                                     const Mxfp4Packed& packed) {
+  const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
+  auto ms = arange(0, kMxfp4Tokens);
+  Mxfp4Step w = mxfp4_decode(packed);
+  auto pairs =
+      load(x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(ms < g.tokens));
+  auto x_low = ((pairs << 16) >> 16).to(i16).bitcast(bf16);
+  auto x_high = (pairs >> 16).to(i16).bitcast(bf16);
+  return {dot(x_low, trans(w.low), acc_low), dot(x_high, trans(w.high), acc_high)};
+}
+
+}  // namespace
+
 Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
   MT_CHECK(g.ahead == 1 || g.ahead == 2, "Mxfp4Gemv::ahead is 1 or 2");
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
-  auto ms = arange(0, kMxfp4Tokens);
-  auto m_ok = ms < g.tokens;
   auto load_step = [&](const Value& byte0) {  // past the last step: the last step again
     return mxfp4_load(g, rows, row_ok, minimum(byte0, row_bytes - step_bytes));
-  };
-  // One K step into the two accumulators. K in the order the bytes hold it: the low nibbles'
-  // columns, then the high nibbles'. Word j of x's pairs holds the columns of byte j's two nibbles.
-  // Each half is taken as a bf16's bits (no conversion, so no rounding step for the compiler to
-  // keep): the matrix unit's operand registers are then the words' halves, moved, not computed. The
-  // low and the high nibbles' dots accumulate apart, two chains of the unit's latency instead of
-  // one twice as long, and meet once after the loop.
-  auto step = [&](const Value& byte0, const Value& acc_low, const Value& acc_high,
-                  const Mxfp4Packed& packed) {
-    Mxfp4Step w = mxfp4_decode(packed);
-    auto pairs =
-        load(g.x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(m_ok));
-    auto x_low = ((pairs << 16) >> 16).to(i16).bitcast(bf16);
-    auto x_high = (pairs >> 16).to(i16).bitcast(bf16);
-    return std::array{dot(x_low, trans(w.low), acc_low), dot(x_high, trans(w.high), acc_high)};
   };
   // The loop runs over packed bytes (two columns each) so that their 16-byte alignment is visible.
   // Software-pipelined: a step's bytes and scales come in as carried values, loaded `ahead` steps
@@ -100,7 +107,8 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
                          [&](Value byte0, Value acc_low, Value acc_high, Value bytes, Value codes) {
                            Mxfp4Packed next = load_step(byte0 + step_bytes);
                            auto [low, high] =
-                               step(byte0, acc_low, acc_high, {.bytes = bytes, .codes = codes});
+                               accumulate_step(g, g.x_pairs, byte0, acc_low, acc_high,
+                                               {.bytes = bytes, .codes = codes});
                            return std::array{low, high, next.bytes, next.codes};
                          });
     return carried[0] + carried[1];
@@ -111,10 +119,52 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
       [&](Value byte0, Value acc_low, Value acc_high, Value bytes, Value codes, Value bytes_next,
           Value codes_next) {
         Mxfp4Packed next = load_step(byte0 + 2 * step_bytes);
-        auto [low, high] = step(byte0, acc_low, acc_high, {.bytes = bytes, .codes = codes});
+        auto [low, high] = accumulate_step(g, g.x_pairs, byte0, acc_low, acc_high,
+                                           {.bytes = bytes, .codes = codes});
         return std::array{low, high, bytes_next, codes_next, next.bytes, next.codes};
       });
   return carried[0] + carried[1];
+}
+
+Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
+                     const std::function<Mxfp4Segment(const Value&)>& segment,
+                     const std::function<Value(const Value&)>& coef) {
+  const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
+  // Step i of the whole sum: segment i / steps at packed byte (i % steps) * step_bytes. Past the
+  // last step (the loads ahead of the end): the last step again.
+  auto load_step = [&](const Value& i) {
+    auto at = minimum(i, count * steps - 1);
+    Mxfp4Segment s = segment(at / steps);
+    Mxfp4Gemv gs = g;
+    gs.packed = s.packed;
+    gs.scales = s.scales;
+    return mxfp4_load(gs, rows, row_ok, at % steps * step_bytes);
+  };
+  // One loop over every segment's steps, two steps' loads in flight across segment boundaries (a
+  // loop per segment would wait for each segment's first loads). A segment's last step adds its
+  // sum, times its coefficients, to the total and restarts the accumulators.
+  auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
+  Mxfp4Packed first = load_step(full({}, 0, i32));
+  Mxfp4Packed second = load_step(full({}, 1, i32));
+  auto carried = range(
+      0, count * steps, 1, zero, zero, zero, first.bytes, first.codes, second.bytes, second.codes,
+      [&](Value i, Value total, Value acc_low, Value acc_high, Value bytes, Value codes,
+          Value bytes_next, Value codes_next) {
+        Mxfp4Packed next = load_step(i + 2);
+        auto j = i / steps;
+        auto [low, high] = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes, acc_low,
+                                           acc_high, {.bytes = bytes, .codes = codes});
+        auto [sum_to, low_to, high_to] = if_(
+            i % steps == steps - 1,
+            [&] {
+              return std::array{total + (low + high) * col(coef(j)), zero, zero};
+            },
+            [&] {
+              return std::array{total, low, high};
+            });
+        return std::array{sum_to, low_to, high_to, bytes_next, codes_next, next.bytes, next.codes};
+      });
+  return carried[0];
 }
 
 Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "dsl/ir.h"
 #include "dsl/value.h"
@@ -75,6 +76,25 @@ inline constexpr int kMxfp4StepElements = 8192;
 // overlaps the two, about doubling their registers (k3-tiny's H = 256 and LAT = 128 spilled on
 // sm_90a).
 int looped_step(int64_t k, int max_step, int min_steps);
+
+// One GEMV of a weighted sum (mxfp4_gemv_sum): a segment's weights, scales and activations
+// (g.packed, g.scales and g.x_pairs of that segment's GEMV).
+struct Mxfp4Segment {
+  dsl::Value packed;
+  dsl::Value scales;
+  dsl::Value x_pairs;
+};
+
+// The sum over segments j < count (i32 scalar, at least 1) of coef(j) (f32 [kMxfp4Tokens], one per
+// token) times segment(j)'s GEMV on `rows` (i32 [g.rows]; rows where `row_ok` is false read zero),
+// added in segment order: [kMxfp4Tokens, rows] f32. Every segment has g's shape (k, tokens, rows,
+// step; g's pointers are not read). One software-pipelined loop over all the segments' K steps, so
+// that a segment's first loads are in flight while the one before it decodes. K2's routed sum takes
+// its union chunks' experts through here.
+dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok,
+                          const dsl::Value& count,
+                          const std::function<Mxfp4Segment(const dsl::Value&)>& segment,
+                          const std::function<dsl::Value(const dsl::Value&)>& coef);
 
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above), out

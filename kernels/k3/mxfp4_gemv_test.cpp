@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "dsl/dsl.h"
 #include "kernels/k3/mxfp4_gemv.h"
 #include "kernels/reference/k3_parts.h"
 #include "model/dtype.h"
@@ -93,6 +94,100 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceOneStepAhead) { expect_matches_the_referenc
 TEST_P(Mxfp4Gemv, MatchesTheReferenceInOneStep) { expect_matches_the_reference(GetParam(), 512); }
 
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
+
+// mxfp4_gemv_sum over `count` of `segments` stored segments (each its own weights, scales and x),
+// each times its own per-token coefficients, against float64; 2 segments' K steps a program.
+void expect_the_sum_matches(int tokens, int segments, int count, int step) {
+  using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
+  const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
+  std::mt19937 rng = testing::case_rng();
+  std::vector<uint8_t> packed(segments * n * k / 2), scales(segments * n * groups);
+  std::uniform_int_distribution<int> byte(0, 255), scale(118, 130);
+  for (uint8_t& b : packed) b = static_cast<uint8_t>(byte(rng));
+  for (uint8_t& v : scales) v = static_cast<uint8_t>(scale(rng));
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<uint16_t> x_bits(segments * tokens * k);
+  for (uint16_t& v : x_bits) v = model::bf16_from_double(normal(rng));
+  std::vector<float> coef(segments * padded);
+  for (float& c : coef) c = static_cast<float>(normal(rng));
+
+  Builder b("mxfp4_gemv_sum_test", {.num_warps = 8});
+  auto packed_arg = b.arg("packed", ptr(u8));
+  auto scales_arg = b.arg("scales", ptr(u8));
+  auto x_arg = b.arg("x", ptr(i32));
+  auto coef_arg = b.arg("coef", ptr(f32));
+  auto count_arg = b.arg("count", i32);
+  auto out_arg = b.arg("out", ptr(f32));
+  // (k3::: the struct, not the suite above; its pointers are not read by the sum)
+  const k3::Mxfp4Gemv g{
+      .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step};
+  auto rows = arange(0, 64);
+  auto ms = arange(0, padded);
+  auto sum = mxfp4_gemv_sum(
+      g, rows, rows < n, count_arg,
+      [&](const Value& j) {
+        auto seg = j.to(i64);
+        return Mxfp4Segment{.packed = packed_arg + seg * (n * k / 2),
+                            .scales = scales_arg + seg * (n * groups),
+                            .x_pairs = x_arg + seg * (tokens * k / 2)};
+      },
+      [&](const Value& j) { return load(coef_arg + j * padded + ms); });
+  store(out_arg + col(ms) * n + row(rows), sum, row(rows < n));
+  Program program = b.finish();
+
+  conformance::InterpreterExecutor executor;
+  auto upload = [&](std::span<const std::byte> host, std::string_view name) {
+    DeviceBuffer buffer = *executor.allocate(host.size(), name);
+    EXPECT_TRUE(executor.copy_in(buffer, host).ok());
+    return buffer;
+  };
+  std::vector<float> out(n * padded, std::numeric_limits<float>::quiet_NaN());
+  DeviceBuffer out_buffer = upload(std::as_bytes(std::span(out)), "out");
+  const std::vector<KernelArg> args = {
+      KernelArg::buffer(upload(std::as_bytes(std::span(packed)), "packed"), ScalarType::kU8),
+      KernelArg::buffer(upload(std::as_bytes(std::span(scales)), "scales"), ScalarType::kU8),
+      KernelArg::buffer(upload(std::as_bytes(std::span(x_bits)), "x"), ScalarType::kI32),
+      KernelArg::buffer(upload(std::as_bytes(std::span(coef)), "coef"), ScalarType::kF32),
+      KernelArg::integer(ScalarType::kI32, count), KernelArg::buffer(out_buffer, ScalarType::kF32)};
+  absl::Status launched = executor.launch(program, {1, 1, 1}, args);
+  ASSERT_TRUE(launched.ok()) << launched;
+  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_buffer).ok());
+
+  for (int64_t r = 0; r < n; ++r) {
+    for (int t = 0; t < padded; ++t) {
+      const float got = out[t * n + r];
+      if (t >= tokens) {
+        // Padding tokens read zero x, so each segment adds coef * 0.
+        EXPECT_EQ(got, 0.0f) << "row " << r << ", padding token " << t;
+        continue;
+      }
+      double want = 0, magnitude = 0;
+      for (int j = 0; j < count; ++j) {
+        const std::vector<double> w = model::mxfp4_dequantize(
+            std::span(packed).subspan(j * n * k / 2, n * k / 2), std::span(scales).subspan(j * n * groups, n * groups),
+            n, k, 32);
+        double dot = 0, dot_magnitude = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double x = model::bf16_to_float(x_bits[(j * tokens + t) * k + i]);
+          dot += w[r * k + i] * x;
+          dot_magnitude += std::abs(w[r * k + i] * x);
+        }
+        want += coef[j * padded + t] * dot;
+        magnitude += std::abs(coef[j * padded + t]) * dot_magnitude;
+      }
+      EXPECT_NEAR(got, want, 1e-6 * magnitude + 1e-37) << "row " << r << ", token " << t;
+    }
+  }
+}
+
+// 2 of 3 segments, 4 steps each: the loads two steps ahead cross from one segment into the next.
+TEST(Mxfp4GemvSum, MatchesTheReferenceAcrossSegments) { expect_the_sum_matches(4, 3, 2, 64); }
+
+// Every segment, one step each (each step a segment's last), 16 tokens.
+TEST(Mxfp4GemvSum, MatchesTheReferenceWithOneStepASegment) { expect_the_sum_matches(16, 3, 3, 256); }
+
+// One segment: the loads ahead of its end are its last step again.
+TEST(Mxfp4GemvSum, MatchesTheReferenceForOneSegment) { expect_the_sum_matches(1, 2, 1, 128); }
 
 }  // namespace
 }  // namespace monotile::kernels::k3
