@@ -22,10 +22,12 @@ from bench.monotile_kernels import KernelDir
 from bench.peers.fla_kda import fla_version
 from bench.report import Row, format_table, write_results
 from bench.tables import copy as copy_table
-from bench.tables import gemm, gemv, jit, kda, kda_half, rows
+from bench.peers.moe_mxfp4 import triton_kernels_version
+from bench.tables import gemm, gemv, jit, kda, kda_half, moe, rows
 from bench.timing import DEFAULT_REPEATS, copy_bandwidth, copy_bandwidth_methods
 
-TABLES = {"copy": copy_table, "gemv": gemv, "rows": rows, "gemm": gemm, "kda": kda, "jit": jit, "kda_half": kda_half}
+TABLES = {"copy": copy_table, "gemv": gemv, "rows": rows, "gemm": gemm, "kda": kda, "jit": jit, "kda_half": kda_half,
+          "moe": moe}
 TITLES = {
     "copy": "1. copy: ours vs the driver's device-to-device copy",
     "gemv": "2. decode GEMV / small-M GEMM y = x W^T (bf16, f32 acc)",
@@ -34,6 +36,7 @@ TITLES = {
     "kda": "5. KDA spec-verify recurrence (q = 4)",
     "jit": "6. JIT: first call in a fresh process",
     "kda_half": "7. KDA half (K1 + o_proj, K3 TP8 rank): the unfused path; ours from k1_bench --json",
+    "moe": "8. K2 MoE (K3 TP8 rank): triton_kernels MXFP4 MoE and the unfused path; ours from k2_bench --json",
 }
 
 
@@ -46,6 +49,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="no tuning of the Triton peers, one JIT trial")
     parser.add_argument("--k1-json", type=Path, default=None,
                         help="kernels/k3/k1_bench --json output: ours in the kda_half table (absent: unfused only)")
+    parser.add_argument("--k2-json", type=Path, default=None,
+                        help="kernels/k3/k2_bench --json output: ours in the moe table (absent: peers only)")
     parser.add_argument("--list-kernels", action="store_true", help="print the kernel names and parameters ours must export")
     return parser.parse_args(argv)
 
@@ -72,6 +77,7 @@ def _meta(args: argparse.Namespace) -> dict:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "fla": fla_version(),
+        "triton_kernels": triton_kernels_version(),
         "ours_dir": str(args.ours) if args.ours else None,
         "ours_kernels": KernelDir(args.ours).names() if args.ours else [],
     }
@@ -93,6 +99,10 @@ def main(argv: list[str]) -> int:
         return 2
     if args.k1_json is not None and not args.k1_json.is_file():
         print(f"bench.run: --k1-json {args.k1_json}: no such file; expected kernels/k3/k1_bench --json output",
+              file=sys.stderr)
+        return 2
+    if args.k2_json is not None and not args.k2_json.is_file():
+        print(f"bench.run: --k2-json {args.k2_json}: no such file; expected kernels/k3/k2_bench --json output",
               file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
@@ -117,6 +127,9 @@ def main(argv: list[str]) -> int:
     if args.k1_json is not None:
         ctx.shapes["k1_json"] = str(args.k1_json)
         meta["k1_json"] = str(args.k1_json)
+    if args.k2_json is not None:
+        ctx.shapes["k2_json"] = str(args.k2_json)
+        meta["k2_json"] = str(args.k2_json)
     all_rows: list[Row] = []
     for name in wanted:
         started = time.perf_counter()

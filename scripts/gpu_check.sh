@@ -4,7 +4,8 @@
 # here (--build), runs `ctest -L gpu` and the GPU benchmarks, and writes logs and summary.txt into
 # OUTDIR. Exit status: 0 all passed, 1 a test or benchmark failed, 2 usage or set-up error, 3 GPU
 # tests skipped although a GPU is visible. Last, where python3 imports torch, the bench/ tables that
-# read the benchmarks' output (the KDA half against the unfused path: bench/tables/kda_half.py).
+# read the benchmarks' output (the KDA half against the unfused path: bench/tables/kda_half.py; K2
+# against triton_kernels' MXFP4 MoE and the unfused path: bench/tables/moe.py).
 # usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N] [--only REGEX] [--tests REGEX]
 # --only REGEX: build only the targets whose names match (plus the compile worker and the command
 # line) and run only the matching benchmarks; --tests REGEX: run only the GPU tests whose names
@@ -17,12 +18,14 @@ BENCHMARKS=(
   "tests/gpu/gpu_copy_bench"
   "kernels/k3/k1_bench --stages --json @OUTDIR@/k1.json"
   "kernels/k3/k1_bench --stages --warm --iterations 20"
-  "kernels/k3/k2_bench"
+  "kernels/k3/k2_bench --json @OUTDIR@/k2.json"
+  "kernels/k3/mxfp4_bench"
   "tools/monotile decode --device gpu --check"
 )
-# The bench/ tables run after them (python3 -m bench.run), with k1_bench's JSON: ours beside the
-# unfused KDA half. fla travels as wheels in .whl/ (docs/bench.md), installed into a temporary folder.
-PY_TABLES=copy,kda_half
+# The bench/ tables run after them (python3 -m bench.run), with k1_bench's and k2_bench's JSON: ours
+# beside the unfused KDA half, and K2 beside triton_kernels' MXFP4 MoE and the unfused K2. fla travels
+# as wheels in .whl/, triton_kernels as a package folder in .peers/ (docs/bench.md).
+PY_TABLES=copy,kda_half,moe
 # What --build builds: the GPU tests, the benchmarks and what they need (see tests/gpu/CMakeLists.txt).
 BUILD_TARGET=gpu_check
 TEST_TIMEOUT_S=${MONOTILE_GPU_TEST_TIMEOUT:-300}
@@ -201,8 +204,10 @@ for entry in "${BENCHMARKS[@]}"; do
   [ "$bench_status" -eq 0 ] || { [ "$status" -ne 0 ] || status=1; }
 done
 
-# 6. The bench/ tables that read the benchmarks' output (with --only: when it matches k1_bench or kda_half).
-if [ -z "$only" ] || grep -qE "$only" <<<"k1_bench" || grep -qE "$only" <<<"kda_half"; then
+# 6. The bench/ tables that read the benchmarks' output (with --only: when it matches k1_bench,
+# kda_half, k2_bench or moe).
+if [ -z "$only" ] || grep -qE "$only" <<<"k1_bench" || grep -qE "$only" <<<"kda_half" ||
+   grep -qE "$only" <<<"k2_bench" || grep -qE "$only" <<<"moe"; then
   if ! command -v python3 >/dev/null || ! python3 -c 'import torch' >/dev/null 2>&1; then
     log "  bench.run ($PY_TABLES): skipped, python3 cannot import torch here"
   else
@@ -221,11 +226,21 @@ if [ -z "$only" ] || grep -qE "$only" <<<"k1_bench" || grep -qE "$only" <<<"kda_
     fi
     py_args=(--tables "$PY_TABLES" --out "$outdir/bench")
     if [ -f "$outdir/k1.json" ]; then py_args+=(--k1-json "$outdir/k1.json"); fi
+    if [ -f "$outdir/k2.json" ]; then py_args+=(--k2-json "$outdir/k2.json"); fi
+    # triton_kernels, the MXFP4 MoE peer, is a package folder in .peers/ (docs/bench.md).
+    peers=""
+    if [ -d "$repo/.peers" ]; then
+      peers=$repo/.peers
+    else
+      log "  bench.run: no .peers/ (triton_kernels, docs/bench.md): the moe table's triton_kernels column cannot run"
+    fi
+    path=$site${peers:+${site:+:}$peers}
     py_status=0
-    PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "$BENCH_TIMEOUT_S" \
+    PYTHONPATH=$path${PYTHONPATH:+${path:+:}$PYTHONPATH} PYTHONUNBUFFERED=1 timeout "$BENCH_TIMEOUT_S" \
       python3 -m bench.run "${py_args[@]}" >> "$py_log" 2>&1 || py_status=$?
     log "  bench.run ${py_args[*]}: exit $py_status (bench_kda_half.log)"
     sed -n '/^== KDA half/,$p' "$py_log" | head -14 | sed 's/^/    /' >> "$summary"
+    sed -n '/^== K2 MoE/,$p' "$py_log" | head -8 | sed 's/^/    /' >> "$summary"
     [ "$py_status" -eq 0 ] || { [ "$status" -ne 0 ] || status=1; }
   fi
 fi

@@ -21,7 +21,7 @@ def test_list_kernels_names_every_export_the_tables_look_for(capsys):
 
 def test_unknown_table_is_refused(capsys):
     assert run.main(["--tables", "copy,gemv2"]) == 2
-    assert "unknown tables ['gemv2']; expected a subset of ['copy', 'gemv', 'rows', 'gemm', 'kda', 'jit', 'kda_half']" in capsys.readouterr().err
+    assert "unknown tables ['gemv2']; expected a subset of ['copy', 'gemv', 'rows', 'gemm', 'kda', 'jit', 'kda_half', 'moe']" in capsys.readouterr().err
 
 
 def test_missing_export_directory_is_refused(tmp_path, capsys):

@@ -1,16 +1,19 @@
 // k2_bench: K2's time at the K3 TP 8 rank's shapes (rank 0, layer 13; T = 4, 8, 16) against its HBM
 // floor, measured in the same run. The floor is the bytes this step must read and write at the
-// device-to-device copy bandwidth timed here: o_proj, the router, the latent and shared weights, the
-// up rows, the MXFP4 bytes of the distinct experts the router actually chose (counted from K2's own
-// union, printed), and the activations. Inputs that decide the route (core, the prefix and blocks,
-// W_o, the AttnRes projection, the gate) are random so that rows choose different experts; the
-// other weights are zero bytes (K2's time does not depend on their values). Each launch runs with a
-// fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
-// usage: k2_bench [--iterations N] [--clock]
+// device-to-device copy bandwidth timed here: o_proj, the router, the latent and shared weights,
+// the up rows, the MXFP4 bytes of the distinct experts the router actually chose (counted from K2's
+// own union, printed), and the activations. Inputs that decide the route (core, the prefix and
+// blocks, W_o, the AttnRes projection, the gate) are random so that rows choose different experts;
+// the other weights are zero bytes (K2's time does not depend on their values). Each launch runs
+// with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
+// usage: k2_bench [--iterations N] [--clock] [--json FILE]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
 // experts of that launch, and the median program's first task of H and of I.
+// --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
+// floor) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
+// false, "reason").
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -209,6 +212,53 @@ ClockColumn clock_column(int tokens, const Result& r) {
   return c;
 }
 
+// A JSON string literal of `text` (quotes, backslashes and control characters escaped).
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// One shape's results, for --json.
+struct ShapeResult {
+  std::string name;
+  int tokens = 0, distinct_experts = 0;
+  int64_t bytes = 0;
+  double median_us = 0, best_us = 0, floor_us = 0;
+};
+
+// Writes the --json document; false (with a message) when the file cannot be written.
+bool write_json(const std::string& path, const std::string& header,
+                const std::vector<ShapeResult>& shapes) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) {
+    std::fprintf(stderr, "k2_bench: cannot write %s\n", path.c_str());
+    return false;
+  }
+  std::fprintf(file, "{\n%s,\n \"shapes\": [", header.c_str());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ShapeResult& r = shapes[i];
+    std::fprintf(file,
+                 "%s\n  {\"name\": %s, \"T\": %d, \"distinct_experts\": %d, \"bytes\": %lld,\n"
+                 "   \"median_us\": %.4f, \"best_us\": %.4f, \"floor_us\": %.4f}",
+                 i == 0 ? "" : ",", json_string(r.name).c_str(), r.tokens, r.distinct_experts,
+                 static_cast<long long>(r.bytes), r.median_us, r.best_us, r.floor_us);
+  }
+  std::fprintf(file, "\n ]\n}\n");
+  return std::fclose(file) == 0;
+}
+
 void print_clock(const std::vector<ClockColumn>& columns) {
   if (columns.empty()) return;
   std::printf("\nstage clock (the last of 3 launches of each shape's _clock build; us from the earliest program\n"
@@ -229,13 +279,19 @@ void print_clock(const std::vector<ClockColumn>& columns) {
   std::printf("\n(H task: a program's first task of H, 'H ready' to 'H 1st task'; I task likewise)\n");
 }
 
-int run(int iterations, bool clock) {
+int run(int iterations, bool clock, const std::string& json) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
   if (found.devices.empty()) {
     const std::string reason = found.missing.empty() ? "" : found.missing.front().reason;
     std::printf("k2_bench: no GPU%s%s\n", reason.empty() ? "" : ": ", reason.c_str());
+    if (!json.empty()) {
+      write_json(json,
+                 " \"gpu\": false,\n \"reason\": " +
+                     json_string("no GPU" + (reason.empty() ? "" : ": " + reason)),
+                 {});
+    }
     return 0;
   }
   runtime::Device& device = *found.devices.front();
@@ -254,6 +310,7 @@ int run(int iterations, bool clock) {
   model::RankDims dims = *model::rank_dims(config, 8, 0);
   int status = 0;
   std::vector<ClockColumn> columns;
+  std::vector<ShapeResult> results;
   for (int tokens : {4, 8, 16}) {
     absl::StatusOr<K2Build> build = k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
     if (clock && build.ok()) {
@@ -277,8 +334,19 @@ int run(int iterations, bool clock) {
     const double us = result->timing.median_ms * 1e3, floor_us = result->bytes / bandwidth * 1e6;
     std::printf("%-72s %8d %8.2f %9.2f %9.2f %9.2f %6.3f\n", k2_name(*build).c_str(), result->distinct_experts,
                 result->bytes / 1e6, us, result->timing.best_ms * 1e3, floor_us, us / floor_us);
+    results.push_back(ShapeResult{k2_name(*build), tokens, result->distinct_experts, result->bytes,
+                                  us, result->timing.best_ms * 1e3, floor_us});
   }
   print_clock(columns);
+  if (!json.empty()) {
+    char header[512];
+    std::snprintf(header, sizeof header,
+                  " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
+                  " \"copy_bandwidth_bytes_per_s\": %.6e,\n \"l2_flushed\": true",
+                  json_string(device.info().name).c_str(), device.info().compute_units, iterations,
+                  bandwidth);
+    if (!write_json(json, header, results)) status = 1;
+  }
   return status;
 }
 
@@ -288,15 +356,18 @@ int run(int iterations, bool clock) {
 int main(int argc, char** argv) {
   int iterations = 50;
   bool clock = false;
+  std::string json;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
     } else if (std::string(argv[i]) == "--clock") {
       clock = true;
+    } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
+      json = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: k2_bench [--iterations N] [--clock]\n");
+      std::fprintf(stderr, "usage: k2_bench [--iterations N] [--clock] [--json FILE]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), clock);
+  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json);
 }
