@@ -9,9 +9,10 @@ module joins the two: it needs only the standard library, so its tests run anywh
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.json_fields import json_field, json_object
 
 # K3 at TP 8, rank 0 (k3_layer.md 1.2).
 HIDDEN = 7168  # H
@@ -92,24 +93,12 @@ class K1JsonError(ValueError):
 
 
 def _field(doc: dict, key: str, kind: type, where: str):
-    if key not in doc:
-        raise K1JsonError(f"{where}: no \"{key}\"")
-    value = doc[key]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise K1JsonError(f"{where}: \"{key}\" is {type(value).__name__}, expected {kind.__name__}")
-    return value
+    return json_field(doc, key, kind, where, K1JsonError)
 
 
 def parse_k1_json(text: str, where: str = "k1 json") -> OursRun:
     """Parses k1_bench's --json output; K1JsonError names what is missing or malformed."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise K1JsonError(f"{where}: not JSON: {err}") from err
-    if not isinstance(doc, dict):
-        raise K1JsonError(f"{where}: expected an object, got {type(doc).__name__}")
+    doc = json_object(text, where, K1JsonError)
     gpu = _field(doc, "gpu", bool, where)
     if not gpu:
         return OursRun(False, str(doc.get("reason", "no reason given")), "", 0.0, {})

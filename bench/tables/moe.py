@@ -32,12 +32,12 @@ with this Triton), is not timed; the table prints "could not run: <reason>".
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
+from bench.json_fields import json_field, json_object
 from bench.measure import Context, compare, measure_row
 from bench.peers.moe_mxfp4 import (DequantMoE, TritonKernelsMoE, moe_reference, select_experts, situ,
                                    triton_kernels_version)
@@ -119,24 +119,12 @@ class K2JsonError(ValueError):
 
 
 def _field(doc: dict, key: str, kind: type, where: str):
-    if key not in doc:
-        raise K2JsonError(f"{where}: no \"{key}\"")
-    value = doc[key]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise K2JsonError(f"{where}: \"{key}\" is {type(value).__name__}, expected {kind.__name__}")
-    return value
+    return json_field(doc, key, kind, where, K2JsonError)
 
 
 def parse_k2_json(text: str, where: str = "k2 json") -> OursK2Run:
     """Parses k2_bench's --json output; K2JsonError names what is missing or malformed."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise K2JsonError(f"{where}: not JSON: {err}") from err
-    if not isinstance(doc, dict):
-        raise K2JsonError(f"{where}: expected an object, got {type(doc).__name__}")
+    doc = json_object(text, where, K2JsonError)
     if not _field(doc, "gpu", bool, where):
         return OursK2Run(False, str(doc.get("reason", "no reason given")), "", 0.0)
     shapes = {}

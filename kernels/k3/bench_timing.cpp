@@ -1,6 +1,7 @@
 #include "kernels/k3/bench_timing.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "support/status_macros.h"
 
@@ -26,6 +27,23 @@ absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stre
     if (i >= 2) times.push_back(ms);
   }
   return summarize(times);
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace monotile::kernels::k3

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,5 +24,9 @@ absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stre
 
 // Bytes read + written per second by the copy's best time: the bandwidth every floor uses.
 inline double copy_bandwidth(const Timing& copy) { return 2.0 * kCopyBytes / (copy.best_ms * 1e-3); }
+
+// A JSON string literal of `text` (quotes, backslashes and control characters escaped): the
+// benchmarks' --json documents.
+std::string json_string(const std::string& text);
 
 }  // namespace monotile::kernels::k3

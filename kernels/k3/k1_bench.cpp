@@ -235,24 +235,6 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
   return result;
 }
 
-// A JSON string literal of `text` (quotes, backslashes and control characters escaped).
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // One shape's results, for --json.
 struct ShapeResult {
   std::string name, gemv;

@@ -212,24 +212,6 @@ ClockColumn clock_column(int tokens, const Result& r) {
   return c;
 }
 
-// A JSON string literal of `text` (quotes, backslashes and control characters escaped).
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // One shape's results, for --json.
 struct ShapeResult {
   std::string name;

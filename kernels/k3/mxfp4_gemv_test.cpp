@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <span>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dsl/dsl.h"
@@ -26,8 +29,55 @@ using dsl::ScalarType;
 using conformance::DeviceBuffer;
 using conformance::KernelArg;
 
+// One argument of a test launch: bytes uploaded to the interpreter as a buffer of `type`.
+struct Upload {
+  std::span<const std::byte> bytes;
+  ScalarType type;
+  std::string_view name;
+};
+
+// Runs `program` on the interpreter as one program instance with `uploads` as buffers, then
+// `scalars`, then the output (f32 [kMxfp4Tokens, n], poisoned with NaN beforehand); returns it.
+std::vector<float> run(const dsl::Program& program, const std::vector<Upload>& uploads,
+                       const std::vector<KernelArg>& scalars, int64_t n) {
+  conformance::InterpreterExecutor executor;
+  auto upload = [&](std::span<const std::byte> host, std::string_view name) {
+    DeviceBuffer buffer = *executor.allocate(host.size(), name);
+    EXPECT_TRUE(executor.copy_in(buffer, host).ok());
+    return buffer;
+  };
+  std::vector<float> out(n * kMxfp4Tokens, std::numeric_limits<float>::quiet_NaN());
+  DeviceBuffer out_buffer = upload(std::as_bytes(std::span(out)), "out");
+  std::vector<KernelArg> args;
+  for (const Upload& u : uploads) args.push_back(KernelArg::buffer(upload(u.bytes, u.name), u.type));
+  args.insert(args.end(), scalars.begin(), scalars.end());
+  args.push_back(KernelArg::buffer(out_buffer, ScalarType::kF32));
+  absl::Status launched = executor.launch(program, {1, 1, 1}, args);
+  EXPECT_TRUE(launched.ok()) << launched;
+  EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_buffer).ok());
+  return out;
+}
+
+// Every real token's row against `want(r, t)` = {value, the sum of its terms' magnitudes}: exact
+// products (3 significant bits times 8) summed in f32, k roundings at most. Padding tokens read zero
+// x, so their rows are 0.
+void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
+                 const std::function<std::pair<double, double>(int64_t, int)>& want) {
+  for (int64_t r = 0; r < n; ++r) {
+    for (int t = 0; t < kMxfp4Tokens; ++t) {
+      const float got = out[t * n + r];
+      if (t >= tokens) {
+        EXPECT_EQ(got, 0.0f) << "row " << r << ", padding token " << t;
+        continue;
+      }
+      const auto [value, magnitude] = want(r, t);
+      EXPECT_NEAR(got, value, 1e-6 * magnitude + 1e-37) << "row " << r << ", token " << t;
+    }
+  }
+}
+
 void expect_matches_the_reference(int tokens, int step, int ahead = 2) {
-  const int64_t n = 80, k = 512, groups = k / 32, padded = kMxfp4Tokens;
+  const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
   std::uniform_int_distribution<int> byte(0, 255), scale(118, 130);
@@ -44,40 +94,21 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2) {
   }
   const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
 
-  conformance::InterpreterExecutor executor;
-  auto upload = [&](std::span<const std::byte> host, std::string_view name) {
-    DeviceBuffer buffer = *executor.allocate(host.size(), name);
-    EXPECT_TRUE(executor.copy_in(buffer, host).ok());
-    return buffer;
-  };
-  std::vector<float> out(n * padded, std::numeric_limits<float>::quiet_NaN());
-  DeviceBuffer out_buffer = upload(std::as_bytes(std::span(out)), "out");
-  const std::vector<KernelArg> args = {
-      KernelArg::buffer(upload(std::as_bytes(std::span(packed)), "packed"), ScalarType::kU8),
-      KernelArg::buffer(upload(std::as_bytes(std::span(scales)), "scales"), ScalarType::kU8),
-      // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
-      KernelArg::buffer(upload(std::as_bytes(std::span(x_bits)), "x"), ScalarType::kI32),
-      KernelArg::buffer(out_buffer, ScalarType::kF32)};
-  absl::Status launched = executor.launch(mxfp4_gemv_program(n, k, tokens, 8, step, ahead), {1, 1, 1}, args);
-  ASSERT_TRUE(launched.ok()) << launched;
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_buffer).ok());
-
-  for (int64_t r = 0; r < n; ++r) {
-    for (int t = 0; t < padded; ++t) {
-      const float got = out[t * n + r];
-      if (t >= tokens) {
-        EXPECT_EQ(got, 0.0f) << "row " << r << ", padding token " << t;
-        continue;
-      }
-      double want = 0, magnitude = 0;
-      for (int64_t i = 0; i < k; ++i) {
-        want += w[r * k + i] * x[t * k + i];
-        magnitude += std::abs(w[r * k + i] * x[t * k + i]);
-      }
-      // Exact products (3 significant bits times 8) summed in f32: k roundings at most.
-      EXPECT_NEAR(got, want, 1e-6 * magnitude + 1e-37) << "row " << r << ", token " << t;
+  const std::vector<float> out = run(
+      mxfp4_gemv_program(n, k, tokens, 8, step, ahead),
+      {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
+       {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
+       // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
+       {std::as_bytes(std::span(x_bits)), ScalarType::kI32, "x"}},
+      {}, n);
+  expect_rows(out, n, tokens, [&](int64_t r, int t) {
+    double want = 0, magnitude = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      want += w[r * k + i] * x[t * k + i];
+      magnitude += std::abs(w[r * k + i] * x[t * k + i]);
     }
-  }
+    return std::pair{want, magnitude};
+  });
 }
 
 class Mxfp4Gemv : public ::testing::TestWithParam<int> {};
@@ -133,51 +164,31 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step) {
       },
       [&](const Value& j) { return load(coef_arg + j * padded + ms); });
   store(out_arg + col(ms) * n + row(rows), sum, row(rows < n));
-  Program program = b.finish();
-
-  conformance::InterpreterExecutor executor;
-  auto upload = [&](std::span<const std::byte> host, std::string_view name) {
-    DeviceBuffer buffer = *executor.allocate(host.size(), name);
-    EXPECT_TRUE(executor.copy_in(buffer, host).ok());
-    return buffer;
-  };
-  std::vector<float> out(n * padded, std::numeric_limits<float>::quiet_NaN());
-  DeviceBuffer out_buffer = upload(std::as_bytes(std::span(out)), "out");
-  const std::vector<KernelArg> args = {
-      KernelArg::buffer(upload(std::as_bytes(std::span(packed)), "packed"), ScalarType::kU8),
-      KernelArg::buffer(upload(std::as_bytes(std::span(scales)), "scales"), ScalarType::kU8),
-      KernelArg::buffer(upload(std::as_bytes(std::span(x_bits)), "x"), ScalarType::kI32),
-      KernelArg::buffer(upload(std::as_bytes(std::span(coef)), "coef"), ScalarType::kF32),
-      KernelArg::integer(ScalarType::kI32, count), KernelArg::buffer(out_buffer, ScalarType::kF32)};
-  absl::Status launched = executor.launch(program, {1, 1, 1}, args);
-  ASSERT_TRUE(launched.ok()) << launched;
-  ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_buffer).ok());
-
-  for (int64_t r = 0; r < n; ++r) {
-    for (int t = 0; t < padded; ++t) {
-      const float got = out[t * n + r];
-      if (t >= tokens) {
-        // Padding tokens read zero x, so each segment adds coef * 0.
-        EXPECT_EQ(got, 0.0f) << "row " << r << ", padding token " << t;
-        continue;
-      }
-      double want = 0, magnitude = 0;
-      for (int j = 0; j < count; ++j) {
-        const std::vector<double> w = model::mxfp4_dequantize(
-            std::span(packed).subspan(j * n * k / 2, n * k / 2), std::span(scales).subspan(j * n * groups, n * groups),
-            n, k, 32);
-        double dot = 0, dot_magnitude = 0;
-        for (int64_t i = 0; i < k; ++i) {
-          const double x = model::bf16_to_float(x_bits[(j * tokens + t) * k + i]);
-          dot += w[r * k + i] * x;
-          dot_magnitude += std::abs(w[r * k + i] * x);
-        }
-        want += coef[j * padded + t] * dot;
-        magnitude += std::abs(coef[j * padded + t]) * dot_magnitude;
-      }
-      EXPECT_NEAR(got, want, 1e-6 * magnitude + 1e-37) << "row " << r << ", token " << t;
-    }
+  const std::vector<float> out = run(b.finish(),
+                                     {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
+                                      {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
+                                      {std::as_bytes(std::span(x_bits)), ScalarType::kI32, "x"},
+                                      {std::as_bytes(std::span(coef)), ScalarType::kF32, "coef"}},
+                                     {KernelArg::integer(ScalarType::kI32, count)}, n);
+  std::vector<std::vector<double>> w;
+  for (int j = 0; j < count; ++j) {
+    w.push_back(model::mxfp4_dequantize(std::span(packed).subspan(j * n * k / 2, n * k / 2),
+                                        std::span(scales).subspan(j * n * groups, n * groups), n, k, 32));
   }
+  expect_rows(out, n, tokens, [&](int64_t r, int t) {
+    double want = 0, magnitude = 0;
+    for (int j = 0; j < count; ++j) {
+      double dot = 0, dot_magnitude = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double x = model::bf16_to_float(x_bits[(j * tokens + t) * k + i]);
+        dot += w[j][r * k + i] * x;
+        dot_magnitude += std::abs(w[j][r * k + i] * x);
+      }
+      want += coef[j * padded + t] * dot;
+      magnitude += std::abs(coef[j * padded + t]) * dot_magnitude;
+    }
+    return std::pair{want, magnitude};
+  });
 }
 
 // 2 of 3 segments, 4 steps each: the loads two steps ahead cross from one segment into the next.
