@@ -91,32 +91,35 @@ __device__ __forceinline__ bool mt_arg_better(bool is_max, T v, int i, T best, i
   return is_max ? best < v : v < best;
 }
 // sort/topk order: NaN greatest, ties to the lower index; index -1 marks padding, which sorts last.
+// Selects only, no early returns: the lanes of a bitonic step take different cases, and branches
+// there diverged (a K3 router row's 1024-wide top-k ran 84 branches a step).
 template <typename T>
 __device__ __forceinline__ bool mt_sort_before(bool descending, T a, int ia, T b, int ib) {
-  if (ia < 0) return false;
-  if (ib < 0) return true;
   const bool a_nan = a != a, b_nan = b != b;
-  if (a_nan || b_nan) {
-    if (a_nan && b_nan) return ia < ib;
-    return descending ? a_nan : b_nan;
-  }
-  if (a == b) return ia < ib;
-  return descending ? b < a : a < b;
+  const bool by_value = descending ? b < a : a < b;
+  const bool tie = (a == b) | (a_nan & b_nan);
+  const bool ordered = (a_nan != b_nan) ? (descending ? a_nan : b_nan) : (tie ? ia < ib : by_value);
+  return (ia >= 0) & ((ib < 0) | ordered);
 }
 // One compare-exchange of a bitonic step: after it `a` (the lower position) holds the element that
 // sorts first when `up`, the other one otherwise.
 template <typename T>
 __device__ __forceinline__ void mt_bitonic_pair(bool descending, bool up, T& a, int& ia, T& b, int& ib) {
-  if (up ? mt_sort_before(descending, b, ib, a, ia) : mt_sort_before(descending, a, ia, b, ib)) {
-    const T k = a; a = b; b = k;
-    const int i = ia; ia = ib; ib = i;
-  }
+  const bool swap = up ? mt_sort_before(descending, b, ib, a, ia) : mt_sort_before(descending, a, ia, b, ib);
+  const T ka = a;
+  const int ja = ia;
+  a = swap ? b : a;
+  ia = swap ? ib : ia;
+  b = swap ? ka : b;
+  ib = swap ? ja : ib;
 }
 // The same step seen from one side, its partner's element given: `a` becomes the one of the two that
 // sorts first when `take_first`, the other one otherwise.
 template <typename T>
 __device__ __forceinline__ void mt_bitonic_keep(bool descending, bool take_first, T& a, int& ia, T b, int ib) {
-  if (mt_sort_before(descending, a, ia, b, ib) != take_first) { a = b; ia = ib; }
+  const bool take_b = mt_sort_before(descending, a, ia, b, ib) != take_first;
+  a = take_b ? b : a;
+  ia = take_b ? ib : ia;
 }
 // One MXFP4 element: e2m1 `nibble` (sign, 2 exponent bits, 1 mantissa bit) times 2^(scale - 127).
 __device__ __forceinline__ float mt_mxfp4(unsigned nibble, unsigned scale) {
