@@ -19,8 +19,10 @@ BENCHMARKS=(
   "kernels/k3/k1_bench --stages --json @OUTDIR@/k1.json"
   "kernels/k3/k1_bench --stages --warm --iterations 20"
   "kernels/k3/k2_bench --json @OUTDIR@/k2.json"
+  "kernels/k3/k2_bench --clock --iterations 5"
   "kernels/k3/mxfp4_bench"
   "tools/monotile decode --device gpu --check"
+  "tools/monotile decode --model k3 --tp 8 --rank 0 --graph --steps 3 --q 4 --device gpu"
 )
 # The bench/ tables run after them (python3 -m bench.run), with k1_bench's and k2_bench's JSON: ours
 # beside the unfused KDA half, and K2 beside triton_kernels' MXFP4 MoE and the unfused K2. fla travels
