@@ -12,7 +12,8 @@ Timing summarize(std::vector<float> times) {
   return {times[times.size() / 2], times.front()};
 }
 
-absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream, int iterations) {
+absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream,
+                                  int iterations) {
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer from, device.allocate(kCopyBytes));
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer to, device.allocate(kCopyBytes));
   std::vector<float> times;
@@ -20,7 +21,8 @@ absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stre
     MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
     MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
     MT_RETURN_IF_ERROR(device.record(start, stream));
-    MT_RETURN_IF_ERROR(device.copy_on_device_async(to.address(), from.address(), kCopyBytes, stream));
+    MT_RETURN_IF_ERROR(
+        device.copy_on_device_async(to.address(), from.address(), kCopyBytes, stream));
     MT_RETURN_IF_ERROR(device.record(end, stream));
     MT_RETURN_IF_ERROR(device.synchronize(end));
     MT_ASSIGN_OR_RETURN(float ms, device.elapsed_ms(start, end));
@@ -44,6 +46,35 @@ std::string json_string(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+std::string gpu_json_header(const runtime::DeviceInfo& info, int iterations, double bandwidth,
+                            bool l2_flushed) {
+  char header[512];
+  std::snprintf(header, sizeof header,
+                " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
+                " \"copy_bandwidth_bytes_per_s\": %.6e,\n \"l2_flushed\": %s",
+                json_string(info.name).c_str(), info.compute_units, iterations, bandwidth,
+                l2_flushed ? "true" : "false");
+  return header;
+}
+
+std::string no_gpu_json_header(const std::string& reason) {
+  return " \"gpu\": false,\n \"reason\": " + json_string(reason);
+}
+
+bool write_json_document(const std::string& tool, const std::string& path,
+                         const std::string& header, const std::vector<std::string>& shapes) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) {
+    std::fprintf(stderr, "%s: cannot write %s\n", tool.c_str(), path.c_str());
+    return false;
+  }
+  std::fprintf(file, "{\n%s,\n \"shapes\": [", header.c_str());
+  for (size_t i = 0; i < shapes.size(); ++i)
+    std::fprintf(file, "%s\n  %s", i == 0 ? "" : ",", shapes[i].c_str());
+  std::fprintf(file, "\n ]\n}\n");
+  return std::fclose(file) == 0;
 }
 
 }  // namespace monotile::kernels::k3

@@ -23,10 +23,24 @@ inline constexpr int64_t kCopyBytes = int64_t{1} << 30;
 absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream, int iterations);
 
 // Bytes read + written per second by the copy's best time: the bandwidth every floor uses.
-inline double copy_bandwidth(const Timing& copy) { return 2.0 * kCopyBytes / (copy.best_ms * 1e-3); }
+inline double copy_bandwidth(const Timing& copy) {
+  return 2.0 * kCopyBytes / (copy.best_ms * 1e-3);
+}
 
 // A JSON string literal of `text` (quotes, backslashes and control characters escaped): the
 // benchmarks' --json documents.
 std::string json_string(const std::string& text);
+
+// The leading members of a --json document: with a GPU, "gpu": true, its name, the programs a
+// launch runs (its compute units), the iterations, the copy bandwidth (bytes/s) and whether the L2
+// was flushed before each launch; without one, "gpu": false and why.
+std::string gpu_json_header(const runtime::DeviceInfo& info, int iterations, double bandwidth,
+                            bool l2_flushed);
+std::string no_gpu_json_header(const std::string& reason);
+
+// Writes {header, "shapes": [shapes...]} (each shape one JSON object) to `path`; false, with `tool`
+// naming the message on stderr, when the file cannot be written.
+bool write_json_document(const std::string& tool, const std::string& path,
+                         const std::string& header, const std::vector<std::string>& shapes);
 
 }  // namespace monotile::kernels::k3

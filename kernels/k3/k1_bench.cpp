@@ -244,27 +244,18 @@ struct ShapeResult {
   double k1_floor_us = 0, floor_us = 0;
 };
 
-// Writes the --json document; false (with a message) when the file cannot be written.
-bool write_json(const std::string& path, const std::string& header, const std::vector<ShapeResult>& shapes) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (file == nullptr) {
-    std::fprintf(stderr, "k1_bench: cannot write %s\n", path.c_str());
-    return false;
-  }
-  std::fprintf(file, "{\n%s,\n \"shapes\": [", header.c_str());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const ShapeResult& r = shapes[i];
-    std::fprintf(file,
-                 "%s\n  {\"name\": %s, \"N\": %d, \"q\": %d, \"T\": %d, \"gemv\": %s, \"k1_bytes\": %lld, "
-                 "\"bytes\": %lld,\n   \"k1_median_us\": %.4f, \"k1_best_us\": %.4f, \"k1_floor_us\": %.4f,\n"
-                 "   \"half_median_us\": %.4f, \"half_best_us\": %.4f, \"floor_us\": %.4f}",
-                 i == 0 ? "" : ",", json_string(r.name).c_str(), r.requests, r.q, r.tokens,
-                 json_string(r.gemv).c_str(), static_cast<long long>(r.k1_bytes), static_cast<long long>(r.bytes),
-                 r.timings.k1.median_ms * 1e3, r.timings.k1.best_ms * 1e3, r.k1_floor_us,
-                 r.timings.half.median_ms * 1e3, r.timings.half.best_ms * 1e3, r.floor_us);
-  }
-  std::fprintf(file, "\n ]\n}\n");
-  return std::fclose(file) == 0;
+// One shape's --json object.
+std::string shape_json(const ShapeResult& r) {
+  char text[1024];
+  std::snprintf(text, sizeof text,
+                "{\"name\": %s, \"N\": %d, \"q\": %d, \"T\": %d, \"gemv\": %s, \"k1_bytes\": %lld, "
+                "\"bytes\": %lld,\n   \"k1_median_us\": %.4f, \"k1_best_us\": %.4f, \"k1_floor_us\": %.4f,\n"
+                "   \"half_median_us\": %.4f, \"half_best_us\": %.4f, \"floor_us\": %.4f}",
+                json_string(r.name).c_str(), r.requests, r.q, r.tokens, json_string(r.gemv).c_str(),
+                static_cast<long long>(r.k1_bytes), static_cast<long long>(r.bytes), r.timings.k1.median_ms * 1e3,
+                r.timings.k1.best_ms * 1e3, r.k1_floor_us, r.timings.half.median_ms * 1e3,
+                r.timings.half.best_ms * 1e3, r.floor_us);
+  return text;
 }
 
 int run(int iterations, bool stages, const std::string& json, bool flush) {
@@ -275,7 +266,7 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
     const std::string reason = found.missing.empty() ? "" : found.missing.front().reason;
     std::printf("k1_bench: no GPU%s%s\n", reason.empty() ? "" : ": ", reason.c_str());
     if (!json.empty()) {
-      write_json(json, " \"gpu\": false,\n \"reason\": " + json_string("no GPU" + (reason.empty() ? "" : ": " + reason)), {});
+      write_json_document("k1_bench", json, no_gpu_json_header("no GPU" + (reason.empty() ? "" : ": " + reason)), {});
     }
     return 0;
   }
@@ -341,13 +332,11 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
     }
   }
   if (!json.empty()) {
-    char header[512];
-    std::snprintf(header, sizeof header,
-                  " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
-                  " \"copy_bandwidth_bytes_per_s\": %.6e,\n \"l2_flushed\": %s",
-                  json_string(device.info().name).c_str(), device.info().compute_units, iterations, bandwidth,
-                  flush ? "true" : "false");
-    if (!write_json(json, header, results)) status = 1;
+    std::vector<std::string> shapes;
+    for (const ShapeResult& r : results) shapes.push_back(shape_json(r));
+    if (!write_json_document("k1_bench", json, gpu_json_header(device.info(), iterations, bandwidth, flush), shapes)) {
+      status = 1;
+    }
   }
   return status;
 }

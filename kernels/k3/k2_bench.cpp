@@ -220,25 +220,15 @@ struct ShapeResult {
   double median_us = 0, best_us = 0, floor_us = 0;
 };
 
-// Writes the --json document; false (with a message) when the file cannot be written.
-bool write_json(const std::string& path, const std::string& header,
-                const std::vector<ShapeResult>& shapes) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (file == nullptr) {
-    std::fprintf(stderr, "k2_bench: cannot write %s\n", path.c_str());
-    return false;
-  }
-  std::fprintf(file, "{\n%s,\n \"shapes\": [", header.c_str());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const ShapeResult& r = shapes[i];
-    std::fprintf(file,
-                 "%s\n  {\"name\": %s, \"T\": %d, \"distinct_experts\": %d, \"bytes\": %lld,\n"
-                 "   \"median_us\": %.4f, \"best_us\": %.4f, \"floor_us\": %.4f}",
-                 i == 0 ? "" : ",", json_string(r.name).c_str(), r.tokens, r.distinct_experts,
-                 static_cast<long long>(r.bytes), r.median_us, r.best_us, r.floor_us);
-  }
-  std::fprintf(file, "\n ]\n}\n");
-  return std::fclose(file) == 0;
+// One shape's --json object.
+std::string shape_json(const ShapeResult& r) {
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "{\"name\": %s, \"T\": %d, \"distinct_experts\": %d, \"bytes\": %lld,\n"
+                "   \"median_us\": %.4f, \"best_us\": %.4f, \"floor_us\": %.4f}",
+                json_string(r.name).c_str(), r.tokens, r.distinct_experts, static_cast<long long>(r.bytes),
+                r.median_us, r.best_us, r.floor_us);
+  return text;
 }
 
 void print_clock(const std::vector<ClockColumn>& columns) {
@@ -269,10 +259,7 @@ int run(int iterations, bool clock, const std::string& json) {
     const std::string reason = found.missing.empty() ? "" : found.missing.front().reason;
     std::printf("k2_bench: no GPU%s%s\n", reason.empty() ? "" : ": ", reason.c_str());
     if (!json.empty()) {
-      write_json(json,
-                 " \"gpu\": false,\n \"reason\": " +
-                     json_string("no GPU" + (reason.empty() ? "" : ": " + reason)),
-                 {});
+      write_json_document("k2_bench", json, no_gpu_json_header("no GPU" + (reason.empty() ? "" : ": " + reason)), {});
     }
     return 0;
   }
@@ -321,13 +308,11 @@ int run(int iterations, bool clock, const std::string& json) {
   }
   print_clock(columns);
   if (!json.empty()) {
-    char header[512];
-    std::snprintf(header, sizeof header,
-                  " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
-                  " \"copy_bandwidth_bytes_per_s\": %.6e,\n \"l2_flushed\": true",
-                  json_string(device.info().name).c_str(), device.info().compute_units, iterations,
-                  bandwidth);
-    if (!write_json(json, header, results)) status = 1;
+    std::vector<std::string> shapes;
+    for (const ShapeResult& r : results) shapes.push_back(shape_json(r));
+    if (!write_json_document("k2_bench", json, gpu_json_header(device.info(), iterations, bandwidth, true), shapes)) {
+      status = 1;
+    }
   }
   return status;
 }

@@ -22,10 +22,10 @@ enum class K2ClockPoint : int {
   kLatent,        // D: its latent tasks done
   kSharedAct,     // E: its shared experts' activation tasks done
   kUnion,         // G: the union built (program 0) or passed (the others)
-  kExpertsReady,  // H: its first task's waits (the union, the latent) passed
+  kExpertsReady,  // H: its waits (the union, the latent; once a program with tasks) passed
   kExpertFirst,   // H: its first task (32 gate and 32 up rows of a union expert's w13) done
   kExperts,       // H: its expert activation tasks done
-  kRoutedReady,   // I: its first task's wait (every expert activation) passed
+  kRoutedReady,   // I: its wait (every expert activation; once a program with tasks) passed
   kRoutedFirst,   // I: its first task (a union chunk's w2 on 64 latent rows) done
   kRouted,        // I: its routed-sum chunk tasks done
   kLatentSum,     // I': its chunk sums handed to the latent exchange

@@ -5,6 +5,8 @@
 // instead of two, or fewer tokens change.
 // Shapes: "w13" is stage H's (the gate and up rows of `experts` chosen experts as one matrix of
 // experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
+// Both run mxfp4_gemv_rows's loop, a GEMV a task; stage I runs the same K step inside
+// mxfp4_gemv_sum, which this does not time.
 // Each launch follows a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
 // usage: mxfp4_bench [--iterations N]
 #include <cstdint>

@@ -88,8 +88,9 @@ struct Mxfp4Segment {
 // The sum over segments j < count (i32 scalar, at least 1) of coef(j) (f32 [kMxfp4Tokens], one per
 // token) times segment(j)'s GEMV on `rows` (i32 [g.rows]; rows where `row_ok` is false read zero),
 // added in segment order: [kMxfp4Tokens, rows] f32. Every segment has g's shape (k, tokens, rows,
-// step; g's pointers are not read). One software-pipelined loop over all the segments' K steps, so
-// that a segment's first loads are in flight while the one before it decodes. K2's routed sum takes
+// step; g's pointers and g.ahead are not read). One software-pipelined loop over all the segments'
+// K steps, two steps' loads in flight, so that a segment's first loads are in flight while the one
+// before it decodes. K2's routed sum takes
 // its union chunks' experts through here.
 dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok,
                           const dsl::Value& count,
