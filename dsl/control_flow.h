@@ -111,6 +111,17 @@ auto range(const Operand& lo, const Operand& hi, const Operand& step, Rest&&... 
   return detail::from_values<kCarried>(results);
 }
 
+// range with as many carried values as `init` holds, a count known when the kernel is built rather
+// than when it is written (the depth of a software pipeline, say): body(Value i, carried) returns
+// the next values, as many and of the same types.
+inline std::vector<Value> range_carrying(
+    const Operand& lo, const Operand& hi, const Operand& step, const std::vector<Value>& init,
+    const std::function<std::vector<Value>(Value, const std::vector<Value>&)>& body) {
+  std::vector<Operand> operands;
+  for (const Value& value : init) operands.emplace_back(value, lo.loc());
+  return detail::build_for(lo, hi, step, operands, body, lo.loc());
+}
+
 // if (cond) then_body() else else_body(): both return the same values (types and count), which
 // if_ returns (nothing, a Value or std::array<Value, N>). cond is an i1 scalar.
 template <typename Then, typename Else>

@@ -1,8 +1,8 @@
 // mxfp4_bench: the MXFP4 GEMV of K2's routed experts (mxfp4_gemv.h) alone, against the HBM floor
 // measured in the same run. K2 runs it inside one persistent launch whose other stages hold 234
 // registers a thread, so one program a multiprocessor; alone it shows what the GEMV itself reaches
-// and what more programs (more loads in flight), another K step, one step's loads in flight
-// instead of two, or fewer tokens change.
+// and what more programs (more loads in flight), another K step, one, three or four steps' loads
+// in flight instead of two, or fewer tokens change.
 // Shapes: "w13" is stage H's (the gate and up rows of `experts` chosen experts as one matrix of
 // experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
 // Both run mxfp4_gemv_rows's loop, a GEMV a task; stage I runs the same K step inside
@@ -114,8 +114,9 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %8s %9s %9s %9s %6s\n", "shape", "n", "k", "tokens",
-              "step", "programs", "warps", "MB", "median us", "best us", "floor us", "ratio");
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %8s %9s %9s %9s %6s\n", "shape", "n", "k", "tokens",
+              "step", "programs", "warps", "ahead", "MB", "median us", "best us", "floor us",
+              "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   const std::vector<Shape> shapes = {
       // K2's own settings first (64 rows a task, K step 128, 8 warps), at one program a unit as in
@@ -133,9 +134,14 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 4, 64, 1, 8},
       // Four warps: each warp's rows (8) the same, half the warps a program.
       {"w13", w13_rows, 3584, 4, 128, 2, 4},
-      // One step's loads in flight instead of two (Mxfp4Gemv::ahead).
+      // One, three and four steps' loads in flight instead of two (Mxfp4Gemv::ahead).
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 1},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 1},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 3},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 4},
+      {"w13", w13_rows, 3584, 16, 128, 1, 8, 4},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 4},
+      {"w13", w13_rows, 3584, 4, 128, 2, 8, 4},
   };
   int status = 0;
   for (const Shape& s : shapes) {
@@ -149,10 +155,10 @@ int run(int iterations) {
     }
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
-    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
+    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
                 static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
-                device.info().compute_units * s.programs_per_unit, s.num_warps, bytes / 1e6, us,
-                timing->best_ms * 1e3, floor_us, us / floor_us);
+                device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead,
+                bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
   }
   return status;
 }

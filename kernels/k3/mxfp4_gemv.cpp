@@ -1,9 +1,11 @@
 #include "kernels/k3/mxfp4_gemv.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "support/check.h"
@@ -91,37 +93,68 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
 
 }  // namespace
 
-Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
-  MT_CHECK(g.ahead == 1 || g.ahead == 2, "Mxfp4Gemv::ahead is 1 or 2");
-  const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
-  auto load_step = [&](const Value& byte0) {  // past the last step: the last step again
-    return mxfp4_load(g, rows, row_ok, minimum(byte0, row_bytes - step_bytes));
-  };
-  // The loop runs over packed bytes (two columns each) so that their 16-byte alignment is visible.
-  // Software-pipelined: a step's bytes and scales come in as carried values, loaded `ahead` steps
-  // before, so that each thread has that many 16-byte loads in flight while it decodes.
-  auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
-  Mxfp4Packed first = load_step(full({}, 0, i32));
-  if (g.ahead == 1) {
-    auto carried = range(0, row_bytes, step_bytes, zero, zero, first.bytes, first.codes,
-                         [&](Value byte0, Value acc_low, Value acc_high, Value bytes, Value codes) {
-                           Mxfp4Packed next = load_step(byte0 + step_bytes);
-                           auto [low, high] =
-                               accumulate_step(g, g.x_pairs, byte0, acc_low, acc_high,
-                                               {.bytes = bytes, .codes = codes});
-                           return std::array{low, high, next.bytes, next.codes};
-                         });
-    return carried[0] + carried[1];
+namespace {
+
+// A software pipeline over `steps` K steps (an i32 scalar or literal) with `ahead` steps' loads in
+// flight. The loop carries `state` (accumulators), then `ahead` pending steps' bytes and codes. It
+// is unrolled `ahead` times: sub-step s consumes pending slot s and refills it with the step
+// `ahead` later, so every slot keeps its registers (a loop of one step would move each pending step
+// down a slot every iteration). load(i) loads step i (callers clamp past the last); consume(i,
+// state, packed) returns the state after step i. Where `ahead` may not divide `steps` (`exact`
+// false), a sub-step past the last step passes the state through.
+using StepLoad = std::function<Mxfp4Packed(const Value&)>;
+using StepConsume =
+    std::function<std::vector<Value>(const Value&, const std::vector<Value>&, const Mxfp4Packed&)>;
+std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
+                                   std::vector<Value> state, const StepLoad& load_step,
+                                   const StepConsume& consume) {
+  const auto fixed = static_cast<int64_t>(state.size());
+  for (int s = 0; s < ahead; ++s) {
+    Mxfp4Packed p = load_step(full({}, s, i32));
+    state.push_back(p.bytes);
+    state.push_back(p.codes);
   }
-  Mxfp4Packed second = load_step(full({}, static_cast<int32_t>(step_bytes), i32));
-  auto carried = range(
-      0, row_bytes, step_bytes, zero, zero, first.bytes, first.codes, second.bytes, second.codes,
-      [&](Value byte0, Value acc_low, Value acc_high, Value bytes, Value codes, Value bytes_next,
-          Value codes_next) {
-        Mxfp4Packed next = load_step(byte0 + 2 * step_bytes);
-        auto [low, high] = accumulate_step(g, g.x_pairs, byte0, acc_low, acc_high,
-                                           {.bytes = bytes, .codes = codes});
-        return std::array{low, high, bytes_next, codes_next, next.bytes, next.codes};
+  return range_carrying(0, steps, ahead, state, [&](Value i0, const std::vector<Value>& carried) {
+    std::vector<Value> out = carried;
+    for (int s = 0; s < ahead; ++s) {
+      auto i = i0 + s;
+      const Mxfp4Packed pending{.bytes = out[fixed + 2 * s], .codes = out[fixed + 2 * s + 1]};
+      Mxfp4Packed next = load_step(i + ahead);
+      std::vector<Value> now(out.begin(), out.begin() + fixed);
+      std::vector<Value> after;
+      if (exact || ahead == 1) {
+        after = consume(i, now, pending);
+      } else {
+        after = if_(
+            i < steps, [&] { return consume(i, now, pending); }, [&] { return now; });
+      }
+      std::copy(after.begin(), after.end(), out.begin());
+      out[fixed + 2 * s] = next.bytes;
+      out[fixed + 2 * s + 1] = next.codes;
+    }
+    return out;
+  });
+}
+
+}  // namespace
+
+Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
+  MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
+  const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
+  // Software-pipelined: a step's bytes and scales come in as carried values, loaded `ahead` steps
+  // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
+  // last step the loads repeat the last step (an L2 hit, where a mask would be a branch).
+  auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
+  auto carried = pipelined_steps(
+      g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % g.ahead == 0, {zero, zero},
+      [&](const Value& i) {
+        return mxfp4_load(g, rows, row_ok,
+                          minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes));
+      },
+      [&](const Value& i, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+        auto [low, high] =
+            accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes), acc[0], acc[1], packed);
+        return std::vector<Value>{low, high};
       });
   return carried[0] + carried[1];
 }
@@ -129,6 +162,7 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
 Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
                      const std::function<Mxfp4Segment(const Value&)>& segment,
                      const std::function<Value(const Value&)>& coef) {
+  MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
   const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
   // Step i of the whole sum: segment i / steps at packed byte (i % steps) * step_bytes. Past the
   // last step (the loads ahead of the end): the last step again.
@@ -140,20 +174,17 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
     gs.scales = s.scales;
     return mxfp4_load(gs, rows, row_ok, at % steps * step_bytes);
   };
-  // One loop over every segment's steps, two steps' loads in flight across segment boundaries (a
-  // loop per segment would wait for each segment's first loads). A segment's last step adds its
+  // One loop over every segment's steps, g.ahead steps' loads in flight across segment boundaries
+  // (a loop per segment would wait for each segment's first loads). A segment's last step adds its
   // sum, times its coefficients, to the total and restarts the accumulators.
   auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
-  Mxfp4Packed first = load_step(full({}, 0, i32));
-  Mxfp4Packed second = load_step(full({}, 1, i32));
-  auto carried = range(
-      0, count * steps, 1, zero, zero, zero, first.bytes, first.codes, second.bytes, second.codes,
-      [&](Value i, Value total, Value acc_low, Value acc_high, Value bytes, Value codes,
-          Value bytes_next, Value codes_next) {
-        Mxfp4Packed next = load_step(i + 2);
+  auto carried = pipelined_steps(
+      g.ahead, count * steps, false, {zero, zero, zero}, load_step,
+      [&](const Value& i, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+        const Value& total = acc[0];
         auto j = i / steps;
-        auto [low, high] = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes, acc_low,
-                                           acc_high, {.bytes = bytes, .codes = codes});
+        auto [low, high] =
+            accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes, acc[1], acc[2], packed);
         auto [sum_to, low_to, high_to] = if_(
             i % steps == steps - 1,
             [&] {
@@ -162,7 +193,7 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
             [&] {
               return std::array{total, low, high};
             });
-        return std::array{sum_to, low_to, high_to, bytes_next, codes_next, next.bytes, next.codes};
+        return std::vector<Value>{sum_to, low_to, high_to};
       });
   return carried[0];
 }

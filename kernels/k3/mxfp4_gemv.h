@@ -31,11 +31,15 @@ struct Mxfp4Gemv {
   int tokens = 0;  // at most kMxfp4Tokens
   int rows = 64;   // weight rows a task takes: a multiple of 8 (64 fills 8 warps)
   int step = 256;  // K per step: a multiple of 32
-  int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 or 2
+  int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 to kMxfp4MaxAhead
 };
 
 // The token dim of every result: the matrix unit's M (mma.m16n8k16, MFMA 16x16x16).
 inline constexpr int kMxfp4Tokens = 16;
+
+// The deepest load pipeline a GEMV takes (Mxfp4Gemv::ahead): each step ahead holds a thread's 16
+// bytes and its scale in registers.
+inline constexpr int kMxfp4MaxAhead = 4;
 
 // One K step of rows `rows` (i32 [R]) as stored: packed bytes byte0 + [0, step / 2) (columns
 // 2 byte0 + [0, step)) as u8 [R, step / 2], and each byte's scale code beside it (u8 [R, step / 2],
@@ -88,10 +92,9 @@ struct Mxfp4Segment {
 // The sum over segments j < count (i32 scalar, at least 1) of coef(j) (f32 [kMxfp4Tokens], one per
 // token) times segment(j)'s GEMV on `rows` (i32 [g.rows]; rows where `row_ok` is false read zero),
 // added in segment order: [kMxfp4Tokens, rows] f32. Every segment has g's shape (k, tokens, rows,
-// step; g's pointers and g.ahead are not read). One software-pipelined loop over all the segments'
-// K steps, two steps' loads in flight, so that a segment's first loads are in flight while the one
-// before it decodes. K2's routed sum takes
-// its union chunks' experts through here.
+// step; g's pointers are not read). One software-pipelined loop over all the segments' K steps,
+// g.ahead steps' loads in flight, so that a segment's first loads are in flight while the one
+// before it decodes. K2's routed sum takes its union chunks' experts through here.
 dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok,
                           const dsl::Value& count,
                           const std::function<Mxfp4Segment(const dsl::Value&)>& segment,

@@ -1,7 +1,7 @@
 // The MXFP4 GEMV task on the interpreter against the checkpoint layout's float64 dequantization
 // (model/mxfp4.h): every nibble code, both signs, scale codes 0 (subnormal) to 254, rows past the
 // end masked, 1 to 16 tokens, fewer programs than tasks, K steps of 512, 256 and 32 (one scale
-// group), loads one or two steps ahead.
+// group), loads one to four steps ahead.
 // Outputs poisoned beforehand.
 #include <gtest/gtest.h>
 
@@ -124,11 +124,18 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceOneStepAhead) { expect_matches_the_referenc
 // K = 512 in one step of 512: the steps loaded ahead of it are that step again.
 TEST_P(Mxfp4Gemv, MatchesTheReferenceInOneStep) { expect_matches_the_reference(GetParam(), 512); }
 
+// Three steps ahead over 16 steps: the loop, unrolled three times, runs past the last step in its
+// last iteration, whose extra sub-steps must leave the accumulators as they are.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceThreeStepsAhead) { expect_matches_the_reference(GetParam(), 32, 3); }
+
+// Four steps ahead (the deepest), over 4 steps of 128: every load after the first four repeats the last step.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceFourStepsAhead) { expect_matches_the_reference(GetParam(), 128, 4); }
+
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 
 // mxfp4_gemv_sum over `count` of `segments` stored segments (each its own weights, scales and x),
 // each times its own per-token coefficients, against float64; 2 segments' K steps a program.
-void expect_the_sum_matches(int tokens, int segments, int count, int step) {
+void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -151,7 +158,8 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step) {
   auto out_arg = b.arg("out", ptr(f32));
   // (k3::: the struct, not the suite above; its pointers are not read by the sum)
   const k3::Mxfp4Gemv g{
-      .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step};
+      .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
+      .ahead = ahead};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -199,6 +207,13 @@ TEST(Mxfp4GemvSum, MatchesTheReferenceWithOneStepASegment) { expect_the_sum_matc
 
 // One segment: the loads ahead of its end are its last step again.
 TEST(Mxfp4GemvSum, MatchesTheReferenceForOneSegment) { expect_the_sum_matches(1, 2, 1, 128); }
+
+// Three steps ahead over 2 segments of 2 steps (4 steps, not a multiple of 3): the unrolled loop's
+// sub-steps past the end pass the total through.
+TEST(Mxfp4GemvSum, MatchesTheReferenceThreeStepsAhead) { expect_the_sum_matches(4, 3, 2, 128, 3); }
+
+// One step ahead: the loop is not unrolled.
+TEST(Mxfp4GemvSum, MatchesTheReferenceOneStepAhead) { expect_the_sum_matches(8, 2, 2, 64, 1); }
 
 }  // namespace
 }  // namespace monotile::kernels::k3
