@@ -1,4 +1,5 @@
-// dot and dequant_mxfp4: shape chaining and dtype checks, the target's matrix-unit rule.
+// dot, dequant_mxfp4, mxfp4_pairs and unpack_bf16: shape chaining and dtype checks, the target's
+// matrix-unit rule.
 #include "dsl/dot.h"
 
 #include "dsl/builder.h"
@@ -86,6 +87,36 @@ Value dequant_mxfp4(const Value& packed, const Value& scales, ElementType out, S
   Type result{out, tp.shape};
   result.shape.back() *= 2;
   return builder.emit1(OpCode::kDequantMxfp4, {packed, scales}, {}, std::move(result), loc);
+}
+
+Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc) {
+  Builder& builder = Builder::current("mxfp4_pairs", loc);
+  Type tp = builder.type_of(packed, "mxfp4_pairs", loc);
+  Type tc = builder.type_of(codes, "mxfp4_pairs", loc);
+  const bool bytes = tp.element == ElementType{ScalarType::kU8} || tp.element == ElementType{ScalarType::kMxfp4};
+  if (!bytes || tc.element != ElementType{ScalarType::kU8}) {
+    throw Error(at(loc), "mxfp4_pairs", "operands are " + tp.str() + " and " + tc.str() + ", not packed bytes and u8 codes",
+                "u8 (or mxfp4) bytes and u8 codes", tp.str() + " and " + tc.str(),
+                "load the packed weights and their scale codes as u8");
+  }
+  if (tp.shape != tc.shape) {
+    throw Error(at(loc), "mxfp4_pairs", "codes " + shape_str(tc.shape) + " differ from packed " + shape_str(tp.shape),
+                "one code per packed byte: " + shape_str(tp.shape), shape_str(tc.shape),
+                "load each byte's code (a group's 16 bytes read the same one), e.g. scales + (byte >> 4)");
+  }
+  return builder.emit1(OpCode::kMxfp4Pairs, {packed, codes}, {}, Type{ElementType{ScalarType::kI32}, tp.shape}, loc);
+}
+
+Value unpack_bf16(const Value& words, SourceLocation loc) {
+  Builder& builder = Builder::current("unpack_bf16", loc);
+  Type tw = builder.type_of(words, "unpack_bf16", loc);
+  if (tw.element != ElementType{ScalarType::kI32} || tw.is_scalar()) {
+    throw Error(at(loc), "unpack_bf16", "unpack_bf16 takes a tile of i32 words, not " + tw.str(), "i32[..., n]",
+                tw.str(), "read bf16 pairs through a ptr(i32) view, or make them with mxfp4_pairs");
+  }
+  Type result{ElementType{ScalarType::kBf16}, tw.shape};
+  result.shape.back() *= 2;
+  return builder.emit1(OpCode::kUnpackBf16, {words}, {}, std::move(result), loc);
 }
 
 }  // namespace monotile::dsl

@@ -20,4 +20,16 @@ Value dot(const Value& a, const Value& b, std::optional<Value> acc = std::nullop
 Value dequant_mxfp4(const Value& packed, const Value& scales, ElementType out = bf16,
                     SourceLocation loc = SourceLocation::current());
 
+// Each packed MXFP4 byte (u8 or mxfp4; two e2m1 values, low nibble first) times 2^(code - 127) for
+// its u8 ue8m0 `code` (same shape: a scale per byte, so a group's code repeats over its 16 bytes),
+// as one i32 word holding the two values as bf16, the low nibble's in the low half. Exact, as every
+// MXFP4 value is a bf16, but where a value overflows to infinity; code 255 gives NaN. With
+// unpack_bf16 it feeds a dot: on NVIDIA sm_80 and up both halves are decoded and scaled at once.
+Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc = SourceLocation::current());
+
+// i32 words [..., n] as bf16 [..., 2n]: word j's low half is element 2j, its high half 2j + 1 (the
+// order of bf16 pairs in memory read as words). Where each word's thread keeps both halves it moves
+// nothing: a dot's operand built this way comes straight from the words' registers.
+Value unpack_bf16(const Value& words, SourceLocation loc = SourceLocation::current());
+
 }  // namespace monotile::dsl

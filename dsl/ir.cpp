@@ -103,6 +103,7 @@ std::string_view op_name(OpCode code) {
     case OpCode::kJoin: return "join";
     case OpCode::kSplit: return "split";
     case OpCode::kCat: return "cat";
+    case OpCode::kUnpackBf16: return "unpack_bf16";
     case OpCode::kAdd: return "add";
     case OpCode::kSub: return "sub";
     case OpCode::kMul: return "mul";
@@ -138,6 +139,7 @@ std::string_view op_name(OpCode code) {
     case OpCode::kSelect: return "select";
     case OpCode::kCast: return "cast";
     case OpCode::kBitcast: return "bitcast";
+    case OpCode::kMxfp4Pairs: return "mxfp4_pairs";
     case OpCode::kAddPtr: return "addptr";
     case OpCode::kDequantMxfp4: return "dequant_mxfp4";
     case OpCode::kLoad: return "load";

@@ -118,6 +118,7 @@ enum class OpCode : uint8_t {
   kJoin,        // two same-typed tiles stacked along a new last dim of size 2
   kSplit,       // a tile whose last dim is 2 into two results without it
   kCat,         // two tiles concatenated along attrs.axis
+  kUnpackBf16,  // i32 [..., n] -> bf16 [..., 2n]: word j's low half is element 2j, its high half 2j + 1
   // Elementwise, identical operand types unless noted.
   kAdd,
   kSub,
@@ -154,6 +155,7 @@ enum class OpCode : uint8_t {
   kSelect,    // where(cond i1, a, b)
   kCast,      // value conversion to the result's element type (rules in the header comment)
   kBitcast,   // same bit width, reinterpreted
+  kMxfp4Pairs,  // (packed u8 or mxfp4, code u8) -> i32: the byte's two values times 2^(code - 127), a bf16 pair
   kAddPtr,    // pointer tile + integer tile (elements of the pointee)
   kDequantMxfp4,  // (packed mxfp4 [..., n/2], scales u8 [..., n/32]) -> float [..., n]
   // Memory.

@@ -124,6 +124,23 @@ TEST(MemoryErrors, DequantShapes) {
   EXPECT_DSL_ERROR(packed + packed, "add does not take mxfp4 operands");
 }
 
+TEST(MemoryErrors, Mxfp4PairsTakesBytesAndACodePerByte) {
+  Builder b("k");
+  auto w = b.arg("w", ptr(u8)), s = b.arg("s", ptr(u8)), x = b.arg("x", ptr(i32));
+  auto packed = load(w + arange(0, 32));
+  EXPECT_DSL_ERROR(mxfp4_pairs(packed, load(s + arange(0, 2))), "codes [2] differ from packed [32]");
+  EXPECT_DSL_ERROR(mxfp4_pairs(load(x + arange(0, 32)), packed), "not packed bytes and u8 codes");
+  EXPECT_NO_THROW(mxfp4_pairs(packed, load(s + (arange(0, 32) >> 4))));
+}
+
+TEST(MemoryErrors, UnpackBf16TakesWords) {
+  Builder b("k");
+  auto w = b.arg("w", ptr(u8)), x = b.arg("x", ptr(i32));
+  EXPECT_DSL_ERROR(unpack_bf16(load(w + arange(0, 32))), "unpack_bf16 takes a tile of i32 words, not u8[32]");
+  EXPECT_DSL_ERROR(unpack_bf16(load(x)), "not i32");
+  EXPECT_NO_THROW(unpack_bf16(load(x + arange(0, 32))));
+}
+
 TEST(ControlErrors, LoopBodyReturnsTheWrongCarriedTypes) {
   Builder b("k");
   auto acc = zeros({16}, f32);

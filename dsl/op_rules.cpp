@@ -368,6 +368,14 @@ std::string Rule::check() const {
     case OpCode::kJoin:
     case OpCode::kSplit:
     case OpCode::kCat: return shape_op();
+    case OpCode::kUnpackBf16: {
+      MT_RULE(counts(1, 1));
+      Type expected{ElementType{ScalarType::kBf16}, in(0).shape};
+      if (!expected.is_scalar()) expected.shape.back() *= 2;
+      MT_REQUIRE(in(0).element == kI32 && !in(0).is_scalar() && out(0) == expected,
+                 "expected i32[..., n] -> bf16[..., 2n], got " + in(0).str() + " -> " + out(0).str());
+      return "";
+    }
     case OpCode::kAdd:
     case OpCode::kSub:
     case OpCode::kMul:
@@ -413,6 +421,13 @@ std::string Rule::check() const {
       MT_REQUIRE(op_.code == OpCode::kCast ||
                      scalar_type_bits(in(0).element.scalar) == scalar_type_bits(out(0).element.scalar),
                  "bitcast changes the bit width");
+      return "";
+    case OpCode::kMxfp4Pairs:
+      MT_RULE(counts(2, 1));
+      MT_REQUIRE((in(0).element == ElementType{ScalarType::kU8} || in(0).element == ElementType{ScalarType::kMxfp4}) &&
+                     in(1).element == ElementType{ScalarType::kU8} && in(1).shape == in(0).shape &&
+                     out(0) == (Type{kI32, in(0).shape}),
+                 "expected packed u8 or mxfp4 bytes and u8 codes of one shape -> i32");
       return "";
     case OpCode::kAddPtr:
       MT_RULE(counts(2, 1));

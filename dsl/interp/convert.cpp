@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 
+#include "dsl/scalar_semantics.h"
 #include "dsl/interp/ops.h"
 
 namespace monotile::dsl::interp {
@@ -139,6 +140,40 @@ absl::Status exec_dequant_mxfp4(Frame& frame, const Op& op) {
   return absl::OkStatus();
 }
 
+// Each byte's two values (low nibble first) times 2^(code - 127), rounded to bf16 (exact but where
+// they overflow to infinity; code 255 is NaN), as one word: the low nibble's bf16 in the low half.
+absl::Status exec_mxfp4_pairs(Frame& frame, const Op& op) {
+  const std::vector<int64_t>& packed = frame.operand(op, 0).ints;
+  const std::vector<int64_t>& codes = frame.operand(op, 1).ints;
+  std::vector<int64_t>& out = frame.result(op).ints;
+  for (size_t i = 0; i < packed.size(); ++i) {
+    const auto byte = static_cast<uint32_t>(packed[i]) & 0xffu;
+    const auto code = static_cast<int>(static_cast<uint32_t>(codes[i]) & 0xffu);
+    uint32_t word = 0;
+    for (int half = 0; half < 2; ++half) {
+      const uint32_t nibble = (byte >> (4 * half)) & 0xfu;
+      double value = kE2m1[nibble & 7] * std::ldexp(1.0, code - 127);
+      if (nibble & 8) value = -value;
+      if (code == 255) value = std::nan("");
+      word |= static_cast<uint32_t>(bf16_bits_from_double(value)) << (16 * half);
+    }
+    out[i] = static_cast<int32_t>(word);
+  }
+  return absl::OkStatus();
+}
+
+// Word j of each row (i32) into elements 2j (its low half) and 2j + 1 (its high half), bf16.
+absl::Status exec_unpack_bf16(Frame& frame, const Op& op) {
+  const std::vector<int64_t>& words = frame.operand(op, 0).ints;
+  std::vector<double>& out = frame.result(op).floats;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const auto word = static_cast<uint32_t>(words[i]);
+    out[2 * i] = bf16_bits_to_double(static_cast<uint16_t>(word & 0xffffu));
+    out[2 * i + 1] = bf16_bits_to_double(static_cast<uint16_t>(word >> 16));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status exec_convert(Frame& frame, const Op& op) {
@@ -147,6 +182,8 @@ absl::Status exec_convert(Frame& frame, const Op& op) {
     case OpCode::kBitcast: return exec_bitcast(frame, op);
     case OpCode::kAddPtr: return exec_addptr(frame, op);
     case OpCode::kDequantMxfp4: return exec_dequant_mxfp4(frame, op);
+    case OpCode::kMxfp4Pairs: return exec_mxfp4_pairs(frame, op);
+    case OpCode::kUnpackBf16: return exec_unpack_bf16(frame, op);
     default: return op_error(frame, op, "not a conversion op");
   }
 }

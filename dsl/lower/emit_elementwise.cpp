@@ -189,6 +189,8 @@ std::string OpLowering::scalar_expression(const Op& op, const std::vector<std::s
     case OpCode::kCast: return cast_expression(in, out, a);
     case OpCode::kBitcast: return bitcast_expression(in.scalar, out.scalar, a);
     case OpCode::kAddPtr: return absl::StrCat("(", a, " + ", b, ")");
+    case OpCode::kMxfp4Pairs:
+      return absl::StrCat("mt_mxfp4_pair((unsigned)", a, " & 255u, (unsigned)", b, " & 255u)");
     default: break;
   }
   MT_CHECK(false, "not an elementwise op");

@@ -9,6 +9,15 @@
 
 namespace monotile::dsl::lower {
 
+namespace {
+
+// A bf16 held as the f32 whose high half it is: the low or the high half of `word`.
+std::string pair_half(const std::string& high, const std::string& word) {
+  return absl::StrCat("__uint_as_float((", high, ") ? (", word, " & 0xffff0000u) : (", word, " << 16))");
+}
+
+}  // namespace
+
 absl::Status OpLowering::shape_op(const Op& op) {
   const std::vector<ValueId>& sources = op.operands;
   if (op.code == OpCode::kTrans && state_.layouts[sources[0]] &&
@@ -97,6 +106,15 @@ absl::Status OpLowering::shape_op(const Op& op) {
                              " + ", linear_of(type(sources[1]).shape, shifted));
         break;
       }
+      case OpCode::kUnpackBf16: {
+        std::vector<std::string> word = c;
+        word.back() = absl::StrCat("(", c.back(), " / 2)");
+        line(absl::StrCat("const unsigned mt_word = (unsigned)", smem(t), "[", linear_of(type(sources[0]).shape, word),
+                          "];"));
+        line(absl::StrCat(name(result), "[i] = ", pair_half(absl::StrCat(c.back(), " & 1"), "mt_word"), ";"));
+        close();
+        continue;
+      }
       case OpCode::kDequantMxfp4: {
         int64_t n = shape.back();
         if (n % 32 != 0) return unsupported(op, absl::StrCat("the last dim must be a multiple of 32, got ", type(result).str()));
@@ -121,6 +139,22 @@ absl::Status OpLowering::shape_op(const Op& op) {
     line(absl::StrCat(name(result), "[i] = ", smem(t), "[", index, "];"));
     close();
   }
+  return absl::OkStatus();
+}
+
+// Where the result's layout is the words' pairs() (the layout assignment's choice wherever it can),
+// each word's halves are the thread's registers 2i and 2i + 1; elsewhere through shared memory.
+absl::Status OpLowering::unpack_bf16(const Op& op) {
+  const ValueId words = op.operands[0];
+  const Layout layout = layout_or_default(op.results[0]);
+  if (!state_.layouts[words] || layout != state_.layouts[words]->pairs()) return shape_op(op);
+  const std::string source = get(words, *state_.layouts[words]);
+  line("// unpack_bf16 in registers: each word's halves stay in its thread");
+  declare(op.results[0], layout.num_regs());
+  unrolled("i", layout.num_regs());
+  line(absl::StrCat(name(op.results[0]), "[i] = ",
+                    pair_half("i & 1", absl::StrCat("(unsigned)", source, "[i / 2]")), ";"));
+  close();
   return absl::OkStatus();
 }
 

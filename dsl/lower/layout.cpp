@@ -103,6 +103,22 @@ Layout Layout::permuted(const std::vector<int64_t>& perm) const {
   return make(std::move(dims), warp_size_, num_warps_);
 }
 
+Layout Layout::pairs() const {
+  MT_CHECK(rank() > 0, "a scalar has no pairs");
+  std::vector<DimLayout> dims = dims_;
+  dims.back().size *= 2;
+  dims.back().spt *= 2;
+  return make(std::move(dims), warp_size_, num_warps_);
+}
+
+std::optional<Layout> Layout::words() const {
+  if (rank() == 0 || dims_.back().spt % 2 != 0) return std::nullopt;
+  std::vector<DimLayout> dims = dims_;
+  dims.back().size /= 2;
+  dims.back().spt /= 2;
+  return make(std::move(dims), warp_size_, num_warps_);
+}
+
 Layout Layout::stretched(const std::vector<int64_t>& shape) const {
   if (static_cast<int>(shape.size()) != rank()) return *this;
   std::vector<DimLayout> dims = dims_;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "dsl/target.h"
@@ -44,6 +45,13 @@ class Layout {
   // The dims reordered as trans(x, perm) reorders them: every thread keeps its elements, only the
   // order of its registers changes.
   Layout permuted(const std::vector<int64_t>& perm) const;
+  // The layout of this tile's words unpacked into bf16 pairs along the last dim (unpack_bf16): the
+  // last dim's size and runs doubled, so that each word's halves are neighbours in its thread and
+  // register i is half i % 2 of the word's register i / 2 (the last dim's registers are fastest).
+  Layout pairs() const;
+  // The inverse: the layout of the words whose pairs() this is; none where the last dim's runs are
+  // odd (a pair would span two threads).
+  std::optional<Layout> words() const;
   // This layout with dims of `shape` that are 1 here stretched over free lanes and warps
   // (broadcast), or `*this` when the rank differs.
   Layout stretched(const std::vector<int64_t>& shape) const;

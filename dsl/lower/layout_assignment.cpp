@@ -111,6 +111,15 @@ class Assignment {
         }
         return;
       }
+      case OpCode::kUnpackBf16: {
+        // Each word's halves stay in its thread (emit_shape.cpp's unpack_bf16 then only splits them).
+        ValueId in = op.operands[0];
+        if (!lazy(in)) {
+          set(out, state_.layouts[in]->pairs(), strength_[in]);
+          return;
+        }
+        break;
+      }
       case OpCode::kTrans: {
         // A trans moves no element between threads when its result keeps the operand's layout with
         // the dims reordered (emit_shape.cpp then only renames registers).
@@ -268,7 +277,7 @@ class Assignment {
     }
   }
 
-  // Re-issues the loads `value` comes from (through weak elementwise ops and trans, and into the
+  // Re-issues the loads `value` comes from (through weak elementwise ops, trans and unpack_bf16, and into the
   // init and the yield of a loop-carried value) in `layout`.
   bool rehome(ValueId value, const Layout& layout, int depth) {
     if (is_scalar(value) || lazy(value) || depth > 64) return false;
@@ -289,6 +298,10 @@ class Assignment {
       std::vector<int64_t> inverse(producer->attrs.ints.size());
       for (size_t d = 0; d < inverse.size(); ++d) inverse[producer->attrs.ints[d]] = static_cast<int64_t>(d);
       return strength_[value] == kWeak && rehome(producer->operands[0], layout.permuted(inverse), depth + 1);
+    }
+    if (producer->code == OpCode::kUnpackBf16) {
+      std::optional<Layout> words = layout.words();
+      return strength_[value] == kWeak && words && rehome(producer->operands[0], *words, depth + 1);
     }
     if (!is_elementwise(producer->code) || strength_[value] != kWeak) return false;
     bool changed = false;

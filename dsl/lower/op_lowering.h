@@ -161,6 +161,7 @@ class OpLowering {
   absl::Status dot_warpgroup(const Op& op, const StagedDot& staged, const std::string& stage);
   absl::Status shape_op(const Op& op);  // emit_shape.cpp
   absl::Status trans_in_registers(const Op& op);
+  absl::Status unpack_bf16(const Op& op);
   absl::Status control(const Op& op);   // emit_control.cpp
   absl::Status assert_op(const Op& op);
   absl::Status print(const Op& op);

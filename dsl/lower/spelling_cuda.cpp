@@ -33,7 +33,8 @@ __device__ __forceinline__ float mt_f16_bits_to_f32(unsigned short h) {
   if (target.compute_capability() >= 80) {
     // min/max.NaN: one instruction where the portable form needs a NaN test, a select and an add
     // (3 per element of a max reduction). NaN in, canonical NaN out (payloads are not kept: ir.h).
-    text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
+    text += R"(#define MT_BF16X2_FMA 1
+__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
   unsigned short h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
@@ -96,7 +97,8 @@ __device__ __forceinline__ void mt_fence_proxy_async() { asm volatile("fence.pro
 )";
     }
   } else {
-    text += R"(__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
+    text += R"(#define MT_BF16X2_FMA 1
+__device__ __forceinline__ unsigned short mt_f32_to_bf16_bits(float f) {
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);

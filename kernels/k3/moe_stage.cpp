@@ -142,7 +142,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x_pairs = r.lat_pairs,
                         .k = r.latent, .tokens = r.tokens, .rows = 2 * kHalfRows,
                         .step = looped_step(r.latent, std::min(r.gemv_step, kMxfp4StepElements / (2 * kHalfRows)),
-                                            r.min_k_steps)};
+                                            r.min_k_steps),
+                        .pairs = r.mxfp4_pairs};
       auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, first_row + (js >> 1) < r.expert_rows),
                                       {kMxfp4Tokens, kHalfRows, 2}));
       auto rows = first_row + arange(0, kHalfRows);
@@ -193,7 +194,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto rows = block * kRows + arange(0, kRows);
       const Mxfp4Gemv shape{.packed = r.w2, .scales = r.w2_scale, .x_pairs = r.inter_pairs, .k = r.expert_rows,
                             .tokens = r.tokens, .rows = kRows,
-                            .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows))};
+                            .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows)),
+                            .pairs = r.mxfp4_pairs};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows < r.latent, minimum(count - first, chunk),
           [&](const Value& j) {

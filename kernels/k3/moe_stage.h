@@ -45,6 +45,7 @@ struct MoeRows {
   float situ_beta = 4.0f, situ_linear_beta = 25.0f;
   int gemv_step = 256;
   int min_k_steps = 2;    // K steps of E's and H's GEMVs where K allows (K2Build::min_k_steps)
+  bool mxfp4_pairs = true;  // H's and I's weights decoded a byte a word (K2Build::mxfp4_pairs)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
   dsl::Value route_flag;

@@ -2,7 +2,7 @@
 // measured in the same run. K2 runs it inside one persistent launch whose other stages hold 234
 // registers a thread, so one program a multiprocessor; alone it shows what the GEMV itself reaches
 // and what more programs (more loads in flight), another K step, one, three or four steps' loads
-// in flight instead of two, or fewer tokens change.
+// in flight instead of two, fewer tokens, or the f32 decode instead of K2's a byte a word change.
 // Shapes: "w13" is stage H's (the gate and up rows of `experts` chosen experts as one matrix of
 // experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
 // Both run mxfp4_gemv_rows's loop, a GEMV a task; stage I runs the same K step inside
@@ -35,6 +35,7 @@ struct Shape {
   int64_t n, k;
   int tokens, step, programs_per_unit, num_warps;
   int ahead = 2;
+  bool pairs = true;  // Mxfp4Gemv::pairs: a byte decoded into one word of two bf16 (K2's)
 };
 
 // Weights, scales, activations and the accumulators written (kMxfp4Tokens rows of f32).
@@ -47,7 +48,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
                                  int iterations) {
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
-      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead),
+      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -114,9 +115,9 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %8s %9s %9s %9s %6s\n", "shape", "n", "k", "tokens",
-              "step", "programs", "warps", "ahead", "MB", "median us", "best us", "floor us",
-              "ratio");
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %8s %9s %9s %9s %6s\n", "shape", "n", "k",
+              "tokens", "step", "programs", "warps", "ahead", "pairs", "MB", "median us", "best us",
+              "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   const std::vector<Shape> shapes = {
       // K2's own settings first (64 rows a task, K step 128, 8 warps), at one program a unit as in
@@ -142,6 +143,11 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 16, 128, 1, 8, 4},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 4},
       {"w13", w13_rows, 3584, 4, 128, 2, 8, 4},
+      // The f32 decode (one f32 a nibble, x split into halves) at K2's settings and deeper.
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, false},
+      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, false},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, false},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 4, false},
   };
   int status = 0;
   for (const Shape& s : shapes) {
@@ -155,10 +161,11 @@ int run(int iterations) {
     }
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
-    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
+    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
                 static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
                 device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead,
-                bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
+                s.pairs ? "yes" : "no", bytes / 1e6, us, timing->best_ms * 1e3, floor_us,
+                us / floor_us);
   }
   return status;
 }

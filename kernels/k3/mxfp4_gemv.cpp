@@ -72,23 +72,32 @@ int looped_step(int64_t k, int max_step, int min_steps) {
 
 namespace {
 
-// One K step of `g` at packed byte byte0 into the two accumulators. K in the order the bytes hold
-// it: the low nibbles' columns, then the high nibbles'. Word j of x's pairs holds the columns of
-// byte j's two nibbles. Each half is taken as a bf16's bits (no conversion, so no rounding step for
-// the compiler to keep): the matrix unit's operand registers are then the words' halves, moved, not
-// computed. The low and the high nibbles' dots accumulate apart, two chains of the unit's latency
-// instead of one twice as long, and meet after the loop.
+// One K step of `g` at packed byte byte0 into the accumulators `acc` (two chains of the unit's
+// latency instead of one twice as long; they meet after the loop). Word j of x's pairs holds the
+// columns of byte j's two nibbles.
+// - Pairs (Mxfp4Gemv::pairs): each byte's two values, decoded and scaled at once, are one word of
+//   two bf16 (mxfp4_pairs), K neighbours as x's words are: both dot operands come straight from
+//   the words' registers (unpack_bf16). The step goes into chain `parity`.
+// - Else K in the order the bytes hold it: the low nibbles' columns, then the high nibbles', each
+//   decoded in f32 and taken as a bf16's bits (no conversion, so no rounding step for the compiler
+//   to keep); x's halves likewise. The low nibbles' dot goes into chain 0, the high ones' into 1.
 std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0,
-                                     const Value& acc_low, const Value& acc_high,
-                                     const Mxfp4Packed& packed) {
+                                     const std::array<Value, 2>& acc, const Mxfp4Packed& packed,
+                                     int parity) {
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
   auto ms = arange(0, kMxfp4Tokens);
-  Mxfp4Step w = mxfp4_decode(packed);
   auto pairs =
       load(x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(ms < g.tokens));
+  if (g.pairs) {
+    auto w = unpack_bf16(mxfp4_pairs(packed.bytes, packed.codes));
+    std::array<Value, 2> out = acc;
+    out[parity] = dot(unpack_bf16(pairs), trans(w), acc[parity]);
+    return out;
+  }
+  Mxfp4Step w = mxfp4_decode(packed);
   auto x_low = ((pairs << 16) >> 16).to(i16).bitcast(bf16);
   auto x_high = (pairs >> 16).to(i16).bitcast(bf16);
-  return {dot(x_low, trans(w.low), acc_low), dot(x_high, trans(w.high), acc_high)};
+  return {dot(x_low, trans(w.low), acc[0]), dot(x_high, trans(w.high), acc[1])};
 }
 
 }  // namespace
@@ -99,12 +108,12 @@ namespace {
 // flight. The loop carries `state` (accumulators), then `ahead` pending steps' bytes and codes. It
 // is unrolled `ahead` times: sub-step s consumes pending slot s and refills it with the step
 // `ahead` later, so every slot keeps its registers (a loop of one step would move each pending step
-// down a slot every iteration). load(i) loads step i (callers clamp past the last); consume(i,
-// state, packed) returns the state after step i. Where `ahead` may not divide `steps` (`exact`
-// false), a sub-step past the last step passes the state through.
+// down a slot every iteration). load(i) loads step i (callers clamp past the last); consume(i, s,
+// state, packed) returns the state after step i, sub-step s of its iteration. Where `ahead` may not
+// divide `steps` (`exact` false), a sub-step past the last step passes the state through.
 using StepLoad = std::function<Mxfp4Packed(const Value&)>;
-using StepConsume =
-    std::function<std::vector<Value>(const Value&, const std::vector<Value>&, const Mxfp4Packed&)>;
+using StepConsume = std::function<std::vector<Value>(const Value&, int, const std::vector<Value>&,
+                                                     const Mxfp4Packed&)>;
 std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
                                    std::vector<Value> state, const StepLoad& load_step,
                                    const StepConsume& consume) {
@@ -123,10 +132,10 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
       std::vector<Value> now(out.begin(), out.begin() + fixed);
       std::vector<Value> after;
       if (exact || ahead == 1) {
-        after = consume(i, now, pending);
+        after = consume(i, s, now, pending);
       } else {
         after = if_(
-            i < steps, [&] { return consume(i, now, pending); }, [&] { return now; });
+            i < steps, [&] { return consume(i, s, now, pending); }, [&] { return now; });
       }
       std::copy(after.begin(), after.end(), out.begin());
       out[fixed + 2 * s] = next.bytes;
@@ -151,9 +160,9 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
         return mxfp4_load(g, rows, row_ok,
                           minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes));
       },
-      [&](const Value& i, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
-        auto [low, high] =
-            accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes), acc[0], acc[1], packed);
+      [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+        auto [low, high] = accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes),
+                                           {acc[0], acc[1]}, packed, s % 2);
         return std::vector<Value>{low, high};
       });
   return carried[0] + carried[1];
@@ -180,11 +189,11 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
   auto carried = pipelined_steps(
       g.ahead, count * steps, false, {zero, zero, zero}, load_step,
-      [&](const Value& i, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+      [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
         const Value& total = acc[0];
         auto j = i / steps;
-        auto [low, high] =
-            accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes, acc[1], acc[2], packed);
+        auto [low, high] = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes,
+                                           {acc[1], acc[2]}, packed, s % 2);
         auto [sum_to, low_to, high_to] = if_(
             i % steps == steps - 1,
             [&] {
@@ -203,15 +212,17 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
   return mxfp4_gemv_rows(g, rows, rows < n);
 }
 
-Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead) {
-  Builder b("mxfp4_gemv", {.num_warps = num_warps});
+Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
+                           bool pairs) {
+  Builder b(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
               .x_pairs = b.arg("x", ptr(i32)),
               .k = k,
               .tokens = tokens,
               .step = step,
-              .ahead = ahead};
+              .ahead = ahead,
+              .pairs = pairs};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

@@ -32,6 +32,10 @@ struct Mxfp4Gemv {
   int rows = 64;   // weight rows a task takes: a multiple of 8 (64 fills 8 warps)
   int step = 256;  // K per step: a multiple of 32
   int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 to kMxfp4MaxAhead
+  // Decode each byte's two values into one word of two bf16 at once (mxfp4_pairs, bf16x2 FMA on
+  // NVIDIA sm_80 and up) and dot them with x's words as they are, instead of one f32 per nibble
+  // and x split into halves.
+  bool pairs = false;
 };
 
 // The token dim of every result: the matrix unit's M (mma.m16n8k16, MFMA 16x16x16).
@@ -104,6 +108,6 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above), out
 // (ptr<f32> [kMxfp4Tokens, n]: every task's accumulator); any number of programs.
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
-                                int ahead = 2);
+                                int ahead = 2, bool pairs = false);
 
 }  // namespace monotile::kernels::k3

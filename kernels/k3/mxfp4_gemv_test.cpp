@@ -76,7 +76,7 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
   }
 }
 
-void expect_matches_the_reference(int tokens, int step, int ahead = 2) {
+void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -95,7 +95,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2) {
   const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
 
   const std::vector<float> out = run(
-      mxfp4_gemv_program(n, k, tokens, 8, step, ahead),
+      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -131,11 +131,19 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceThreeStepsAhead) { expect_matches_the_refer
 // Four steps ahead (the deepest), over 4 steps of 128: every load after the first four repeats the last step.
 TEST_P(Mxfp4Gemv, MatchesTheReferenceFourStepsAhead) { expect_matches_the_reference(GetParam(), 128, 4); }
 
+// Each byte decoded into one word of two bf16 (Mxfp4Gemv::pairs), both operands from words.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceDecodedInPairs) { expect_matches_the_reference(GetParam(), 256, 2, true); }
+
+// The same in single-group steps, three ahead: both accumulator chains and the steps past the end.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceDecodedInPairsThreeAhead) {
+  expect_matches_the_reference(GetParam(), 32, 3, true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 
 // mxfp4_gemv_sum over `count` of `segments` stored segments (each its own weights, scales and x),
 // each times its own per-token coefficients, against float64; 2 segments' K steps a program.
-void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2) {
+void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -159,7 +167,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   // (k3::: the struct, not the suite above; its pointers are not read by the sum)
   const k3::Mxfp4Gemv g{
       .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
-      .ahead = ahead};
+      .ahead = ahead, .pairs = pairs};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -211,6 +219,9 @@ TEST(Mxfp4GemvSum, MatchesTheReferenceForOneSegment) { expect_the_sum_matches(1,
 // Three steps ahead over 2 segments of 2 steps (4 steps, not a multiple of 3): the unrolled loop's
 // sub-steps past the end pass the total through.
 TEST(Mxfp4GemvSum, MatchesTheReferenceThreeStepsAhead) { expect_the_sum_matches(4, 3, 2, 128, 3); }
+
+// Decoded in pairs, across segments.
+TEST(Mxfp4GemvSum, MatchesTheReferenceDecodedInPairs) { expect_the_sum_matches(4, 3, 2, 64, 2, true); }
 
 // One step ahead: the loop is not unrolled.
 TEST(Mxfp4GemvSum, MatchesTheReferenceOneStepAhead) { expect_the_sum_matches(8, 2, 2, 64, 1); }

@@ -112,6 +112,79 @@ Case dequant_case(ScalarType out_type, int64_t rows, int64_t n) {
   return c;
 }
 
+// i32 words [16, 32] -> bf16 [16, 64] (unpack_bf16): each word's halves, low first; any bits (NaNs
+// canonical: the store keeps bits, but a NaN's payload is not promised).
+Case unpack_bf16_case() {
+  Case c;
+  c.name = case_name("unpack_bf16", kI32, {16, 32});
+  c.build = [] {
+    Builder b("unpack_bf16");
+    Value words = b.arg("words", ptr(i32)), out = b.arg("out", ptr(bf16));
+    store(out + flat_offsets({16, 64}), unpack_bf16(load(words + flat_offsets({16, 32}))));
+    return b.finish();
+  };
+  Generator halves = [](HostTensor& tensor, Rng& rng) {
+    std::uniform_int_distribution<uint32_t> bits(0, 0xffff);
+    auto half = [&] {
+      uint32_t h = bits(rng);
+      return (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0 ? 0x7fc0u : h;  // a NaN made canonical
+    };
+    for (int64_t i = 0; i < tensor.size(); ++i) tensor.set_int(i, static_cast<int32_t>(half() | (half() << 16)));
+  };
+  c.tensors = {{"words", kI32, {16, 32}, Role::kInput, halves, std::nullopt},
+               {"out", kBf16, {16, 64}, Role::kOutput, nullptr, Tolerance::exact()}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < 16 * 32; ++i) {
+      const auto word = static_cast<uint32_t>(t["words"].get_int(i));
+      t["out"].set(2 * i, dsl::interp::bf16_bits_to_double(static_cast<uint16_t>(word & 0xffffu)));
+      t["out"].set(2 * i + 1, dsl::interp::bf16_bits_to_double(static_cast<uint16_t>(word >> 16)));
+    }
+  };
+  return c;
+}
+
+// packed u8 [rows, n/2] with a code per byte (u8 [rows, n/32] read at byte / 16) -> the bf16 pairs
+// of mxfp4_pairs, unpacked: out bf16 [rows, n]. Codes 0 (subnormal scale), 1, the usual range, up to
+// overflow (254), and 255 (NaN).
+Case mxfp4_pairs_case(int64_t rows, int64_t n) {
+  Case c;
+  c.name = case_name("mxfp4_pairs", kU8, {rows, n / 2});
+  c.build = [=] {
+    Builder b("mxfp4_pairs");
+    Value packed = b.arg("packed", ptr(u8)), scales = b.arg("scales", ptr(u8));
+    Value out = b.arg("out", ptr(bf16));
+    auto r = col(arange(0, static_cast<int>(rows))), j = row(arange(0, static_cast<int>(n / 2)));
+    Value q = load(packed + r * static_cast<int>(n / 2) + j);
+    Value s = load(scales + r * static_cast<int>(n / 32) + (j >> 4));
+    store(out + flat_offsets({rows, n}), unpack_bf16(mxfp4_pairs(q, s)));
+    return b.finish();
+  };
+  Generator scales = [](HostTensor& tensor, Rng& rng) {
+    std::uniform_int_distribution<int> exponent(100, 150), pick(0, 15);
+    for (int64_t i = 0; i < tensor.size(); ++i) {
+      const int p = pick(rng);
+      tensor.set_int(i, p == 0 ? 0 : p == 1 ? 1 : p == 2 ? 254 : p == 3 ? 255 : p == 4 ? 200 : exponent(rng));
+    }
+  };
+  c.tensors = {{"packed", kU8, {rows, n / 2}, Role::kInput, integers(0, 255), std::nullopt},
+               {"scales", kU8, {rows, n / 32}, Role::kInput, scales, std::nullopt},
+               {"out", kBf16, {rows, n}, Role::kOutput, nullptr, Tolerance::exact()}};
+  c.reference = [rows, n](Tensors& t) {
+    static constexpr double kE2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t byte = t["packed"].get_int(r * (n / 2) + j / 2);
+        const int64_t nibble = j % 2 == 0 ? (byte & 0xf) : (byte >> 4);
+        const int64_t scale = t["scales"].get_int(r * (n / 32) + j / 32);
+        double value = (nibble & 8 ? -1 : 1) * kE2m1[nibble & 7] * std::ldexp(1.0, static_cast<int>(scale) - 127);
+        if (scale == 255) value = std::nan("");
+        t["out"].set(r * n + j, dsl::interp::round_to_bf16(value));  // exact but where it overflows
+      }
+    }
+  };
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> convert_cases() {
@@ -155,6 +228,9 @@ std::vector<Case> convert_cases() {
   }
   for (ScalarType out : {kF32, kBf16, kF16}) cases.push_back(dequant_case(out, 16, 64));
   cases.push_back(dequant_case(kF32, 4, 256));
+  cases.push_back(unpack_bf16_case());
+  cases.push_back(mxfp4_pairs_case(16, 64));
+  cases.push_back(mxfp4_pairs_case(8, 256));
   return cases;
 }
 
