@@ -15,6 +15,10 @@ namespace {
 
 constexpr int kRows = 64;      // GEMV rows a task takes
 constexpr int kHalfRows = 32;  // gate rows (and as many up rows) of an activation task
+// Weight rows of an MXFP4 GEMV task (H: 64 gate and 64 up rows; I: latent rows): the unit's 16-row
+// tiles over 8 warps, so that each warp decodes its own weights (the weights are the dot's A operand).
+constexpr int kExpertRows = 128;
+constexpr int kExpertHalfRows = kExpertRows / 2;
 enum Word { kLat, kAct, kShared, kUnion, kInter, kNormed, kPartial };
 
 int tasks_of(int64_t rows, int per_task) { return static_cast<int>((rows + per_task - 1) / per_task); }
@@ -108,9 +112,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kUnion);
 
-  // H. The routed experts' activations, a task per (union slot, 32 of the Ir rows); slots past the
+  // H. The routed experts' activations, a task per (union slot, 64 of the Ir rows); slots past the
   // union's size only arrive.
-  const int groups = tasks_of(r.expert_rows, kHalfRows);
+  const int groups = tasks_of(r.expert_rows, kExpertHalfRows);
   const int inter_tasks = slots * groups;
   const int64_t w13_bytes = int64_t{2} * r.expert_rows * r.latent / 2, w13_scales = int64_t{2} * r.expert_rows * r.latent / 32;
   // The waits and the union's size once a program, not once a task: each is a round trip to L2 that
@@ -125,28 +129,28 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     auto u = task / groups;
     if_(u < experts_live, [&] {
       auto e = expert_at(u).to(i64);
-      auto first_row = task % groups * kHalfRows;
-      // The task's 32 gate and 32 up rows are two contiguous spans (57 KB each at K3): all of them
-      // in flight at once, where a K step of the GEMV below holds 4 KB and waits for it.
+      auto first_row = task % groups * kExpertHalfRows;
+      // The task's 64 gate and 64 up rows are two contiguous spans (115 KB each at K3): all of them
+      // in flight at once, where a K step of the GEMV below holds 8 KB and waits for it.
       auto halves = arange(0, 2).to(i64) * r.expert_rows + first_row;
       auto all = arange(0, 2) < 2;
-      prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kHalfRows} * r.latent / 2,
-                     full({}, int64_t{kHalfRows} * r.latent / 2, i64));
-      prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all, int64_t{kHalfRows} * r.latent / 32,
-                     full({}, int64_t{kHalfRows} * r.latent / 32, i64));
-      // Gate row j and up row j side by side (columns 2j and 2j + 1): one GEMV of 64 rows fills
-      // the unit's 8 column tiles (two of 32 rows would fill 4, twice over), and each pair splits
-      // apart where the accumulator holds it.
-      auto js = arange(0, 2 * kHalfRows);
+      prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kExpertHalfRows} * r.latent / 2,
+                     full({}, int64_t{kExpertHalfRows} * r.latent / 2, i64));
+      prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all, int64_t{kExpertHalfRows} * r.latent / 32,
+                     full({}, int64_t{kExpertHalfRows} * r.latent / 32, i64));
+      // Gate row j and up row j side by side (rows 2j and 2j + 1 of the GEMV): one GEMV of 128 rows
+      // gives each warp its own 16-row tile (two of 64 would give each tile to two warps, which would
+      // both decode it), and each pair splits apart where the accumulator holds it.
+      auto js = arange(0, 2 * kExpertHalfRows);
       auto pair_rows = (js & 1) * r.expert_rows + first_row + (js >> 1);
       const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x_pairs = r.lat_pairs,
-                        .k = r.latent, .tokens = r.tokens, .rows = 2 * kHalfRows,
-                        .step = looped_step(r.latent, std::min(r.gemv_step, kMxfp4StepElements / (2 * kHalfRows)),
+                        .k = r.latent, .tokens = r.tokens, .rows = 2 * kExpertHalfRows,
+                        .step = looped_step(r.latent, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / (2 * kExpertHalfRows)),
                                             r.min_k_steps),
                         .pairs = r.mxfp4_pairs};
       auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, first_row + (js >> 1) < r.expert_rows),
-                                      {kMxfp4Tokens, kHalfRows, 2}));
-      auto rows = first_row + arange(0, kHalfRows);
+                                      {kMxfp4Tokens, kExpertHalfRows, 2}));
+      auto rows = first_row + arange(0, kExpertHalfRows);
       store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(rows),
             situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), row(rows < r.expert_rows) & col(m_ok));
     });
@@ -155,14 +159,15 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kExperts);
 
-  // I. The routed sum, wide: a task per (union chunk of `chunk` slots, 64 latent rows), so that every
+  // I. The routed sum, wide: a task per (union chunk of `chunk` slots, 128 latent rows), so that every
   // program holds a few tasks at once and the union's experts run concurrently across the SMs (a task
   // per 64 rows over the whole union left 56 programs each a chain of up to 223 dependent GEMVs).
   // Chunk-major task order puts the live chunks first, spread evenly over the programs. Each task
   // writes its f32 partial into its chunk's own slot of `partials` (no atomics, no timing in the sum).
   const int chunk = routed_chunk(slots);
   const int chunks = tasks_of(slots, chunk);
-  const int partial_tasks = chunks * lat_tasks;
+  const int routed_tasks = tasks_of(r.latent, kExpertRows);
+  const int partial_tasks = chunks * routed_tasks;
   const int64_t w2_bytes = int64_t{r.latent} * r.expert_rows / 2, w2_scales = int64_t{r.latent} * r.expert_rows / 32;
   // As in H, the wait, the union's size and the route (the same for every task) once a program.
   if_(program_id(0) < partial_tasks, [&] {
@@ -174,27 +179,27 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto chosen = load(r.route_experts + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), -1);
   auto chosen_weight = load(r.route_weights + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), 0.0f);
   range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
-    auto c = task / lat_tasks;
-    auto block = task % lat_tasks;
+    auto c = task / routed_tasks;
+    auto block = task % routed_tasks;
     auto first = c * chunk;
     if_(first < count, [&] {
-      // The chunk's experts' 64 rows of w2 and their scales are contiguous spans (12 KB and 768 B at
-      // K3): all of them in flight at once before the dependent GEMVs, whose K steps hold 4 KB each.
+      // The chunk's experts' 128 rows of w2 and their scales are contiguous spans (24 KB and 1.5 KB at
+      // K3): all of them in flight at once before the dependent GEMVs, whose K steps hold 8 KB each.
       auto js = arange(0, pow2_at_least(chunk));
       auto live = (js < chunk) & (first + js < count);
       auto ids = clamp_expert(load(r.union_ids + first + js, live, 0)).to(i64);
-      auto left = minimum(r.latent - block * kRows, kRows).to(i64);  // rows of this block
-      prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kRows * (r.expert_rows / 2), live,
-                     int64_t{kRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
-      prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kRows * (r.expert_rows / 32), live,
-                     int64_t{kRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
+      auto left = minimum(r.latent - block * kExpertRows, kExpertRows).to(i64);  // rows of this block
+      prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kExpertRows * (r.expert_rows / 2), live,
+                     int64_t{kExpertRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
+      prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kExpertRows * (r.expert_rows / 32), live,
+                     int64_t{kExpertRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
       // The chunk's experts as one pipelined sum (mxfp4_gemv_sum): an expert's first w2 loads are in
       // flight while the one before it decodes its last steps, where a GEMV an expert waited for
       // each expert's first loads (K = 384 is 3 steps of 128 at K3 TP 8).
-      auto rows = block * kRows + arange(0, kRows);
+      auto rows = block * kExpertRows + arange(0, kExpertRows);
       const Mxfp4Gemv shape{.packed = r.w2, .scales = r.w2_scale, .x_pairs = r.inter_pairs, .k = r.expert_rows,
-                            .tokens = r.tokens, .rows = kRows,
-                            .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, kMxfp4StepElements / kRows)),
+                            .tokens = r.tokens, .rows = kExpertRows,
+                            .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / kExpertRows)),
                             .pairs = r.mxfp4_pairs};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows < r.latent, minimum(count - first, chunk),

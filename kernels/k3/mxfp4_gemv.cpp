@@ -91,13 +91,13 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
   if (g.pairs) {
     auto w = unpack_bf16(mxfp4_pairs(packed.bytes, packed.codes));
     std::array<Value, 2> out = acc;
-    out[parity] = dot(unpack_bf16(pairs), trans(w), acc[parity]);
+    out[parity] = dot(w, trans(unpack_bf16(pairs)), acc[parity]);
     return out;
   }
   Mxfp4Step w = mxfp4_decode(packed);
   auto x_low = ((pairs << 16) >> 16).to(i16).bitcast(bf16);
   auto x_high = (pairs >> 16).to(i16).bitcast(bf16);
-  return {dot(x_low, trans(w.low), acc[0]), dot(x_high, trans(w.high), acc[1])};
+  return {dot(w.low, trans(x_low), acc[0]), dot(w.high, trans(x_high), acc[1])};
 }
 
 }  // namespace
@@ -153,7 +153,7 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   // Software-pipelined: a step's bytes and scales come in as carried values, loaded `ahead` steps
   // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
   // last step the loads repeat the last step (an L2 hit, where a mask would be a branch).
-  auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
+  auto zero = zeros({g.rows, kMxfp4Tokens}, f32);
   auto carried = pipelined_steps(
       g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % g.ahead == 0, {zero, zero},
       [&](const Value& i) {
@@ -165,7 +165,7 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
                                            {acc[0], acc[1]}, packed, s % 2);
         return std::vector<Value>{low, high};
       });
-  return carried[0] + carried[1];
+  return trans(carried[0] + carried[1]);
 }
 
 Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
@@ -186,7 +186,7 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   // One loop over every segment's steps, g.ahead steps' loads in flight across segment boundaries
   // (a loop per segment would wait for each segment's first loads). A segment's last step adds its
   // sum, times its coefficients, to the total and restarts the accumulators.
-  auto zero = zeros({kMxfp4Tokens, g.rows}, f32);
+  auto zero = zeros({g.rows, kMxfp4Tokens}, f32);
   auto carried = pipelined_steps(
       g.ahead, count * steps, false, {zero, zero, zero}, load_step,
       [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
@@ -197,14 +197,14 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
         auto [sum_to, low_to, high_to] = if_(
             i % steps == steps - 1,
             [&] {
-              return std::array{total + (low + high) * col(coef(j)), zero, zero};
+              return std::array{total + (low + high) * row(coef(j)), zero, zero};
             },
             [&] {
               return std::array{total, low, high};
             });
         return std::vector<Value>{sum_to, low_to, high_to};
       });
-  return carried[0];
+  return trans(carried[0]);
 }
 
 Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {

@@ -5,10 +5,13 @@
 // is the closer of the two to the float64 reference. K2's routed experts take their tasks from
 // here.
 //
-// The weights are the dot's B operand and the tokens, padded to the unit's 16, its A: a task's 64
-// rows are then 8 column tiles, one per warp, and each lane decodes the 16 packed bytes it loads
+// The weights are the dot's A operand and the tokens, padded to 16, its B: a task's 128 rows are
+// then 8 tiles of the unit's 16 rows, one per warp, and each lane decodes the packed bytes it loads
 // straight into its fragments (the lowering's fragment layouts, dsl/lower/matrix_unit.h), with no
-// shared memory and no barrier in the K loop.
+// shared memory and no barrier in the K loop. (With the tokens as A, mma's A operand interleaves
+// two token rows a register quad, which took a register move per word of x.) The accumulator is
+// [rows, tokens] in the loop; the results are returned as [tokens, rows] (a transpose in
+// registers).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +32,8 @@ struct Mxfp4Gemv {
   dsl::Value x_pairs;
   int64_t k = 0;   // a multiple of step
   int tokens = 0;  // at most kMxfp4Tokens
-  int rows = 64;   // weight rows a task takes: a multiple of 8 (64 fills 8 warps)
+  int rows =
+      128;  // weight rows a task takes: a multiple of 16 (128 gives each of 8 warps its own 16)
   int step = 256;  // K per step: a multiple of 32
   int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 to kMxfp4MaxAhead
   // Decode each byte's two values into one word of two bf16 at once (mxfp4_pairs, bf16x2 FMA on
@@ -76,8 +80,12 @@ dsl::Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl
 // of a GEMV over k.
 int mxfp4_step(int64_t k, int max_step = 256);
 
-// Dequantized weights a task holds per K step (rows x step): 32 a thread of 8 warps.
-inline constexpr int kMxfp4StepElements = 8192;
+// Dequantized weights a task holds per K step (rows x step): 32 a thread of 8 warps decoded one f32
+// a nibble, 64 decoded in pairs (two a register; a thread's 32 bytes a step are then two 16-byte
+// loads in flight a step ahead).
+constexpr int mxfp4_step_elements(bool pairs) {
+  return pairs ? 16384 : 8192;
+}
 
 // mxfp4_step's, halved (down to 32) until the K loop runs at least `min_steps` times where k
 // allows. A task that runs two GEMVs (gate and up) over a single K step has no loop left, and ptxas
