@@ -76,6 +76,17 @@ Case bitcast_case(ScalarType from, ScalarType to) {
   return c;
 }
 
+// Element (r, j) of `packed` [rows, n/2] (two e2m1 a byte, low nibble first) times its scale from
+// `scales` [rows, n/32] (2^(code - 127); NaN for code 255), in float64.
+double mxfp4_element(Tensors& t, int64_t n, int64_t r, int64_t j) {
+  static constexpr double kE2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  const int64_t byte = t["packed"].get_int(r * (n / 2) + j / 2);
+  const int64_t nibble = j % 2 == 0 ? (byte & 0xf) : (byte >> 4);
+  const int64_t scale = t["scales"].get_int(r * (n / 32) + j / 32);
+  if (scale == 255) return std::nan("");
+  return (nibble & 8 ? -1 : 1) * kE2m1[nibble & 7] * std::ldexp(1.0, static_cast<int>(scale) - 127);
+}
+
 // packed mxfp4 [rows, n/2] and scales u8 [rows, n/32] -> out [rows, n].
 Case dequant_case(ScalarType out_type, int64_t rows, int64_t n) {
   Case c;
@@ -97,15 +108,9 @@ Case dequant_case(ScalarType out_type, int64_t rows, int64_t n) {
                {"scales", kU8, {rows, n / 32}, Role::kInput, scales, std::nullopt},
                {"out", out_type, {rows, n}, Role::kOutput, nullptr, Tolerance::exact()}};
   c.reference = [rows, n](Tensors& t) {
-    static constexpr double kE2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < n; ++j) {
-        const int64_t byte = t["packed"].get_int(r * (n / 2) + j / 2);
-        const int64_t nibble = j % 2 == 0 ? (byte & 0xf) : (byte >> 4);
-        const int64_t scale = t["scales"].get_int(r * (n / 32) + j / 32);
-        double value = (nibble & 8 ? -1 : 1) * kE2m1[nibble & 7] * std::ldexp(1.0, static_cast<int>(scale) - 127);
-        if (scale == 255) value = std::nan("");
-        t["out"].set(r * n + j, value);
+        t["out"].set(r * n + j, mxfp4_element(t, n, r, j));
       }
     }
   };
@@ -170,15 +175,10 @@ Case mxfp4_pairs_case(int64_t rows, int64_t n) {
                {"scales", kU8, {rows, n / 32}, Role::kInput, scales, std::nullopt},
                {"out", kBf16, {rows, n}, Role::kOutput, nullptr, Tolerance::exact()}};
   c.reference = [rows, n](Tensors& t) {
-    static constexpr double kE2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < n; ++j) {
-        const int64_t byte = t["packed"].get_int(r * (n / 2) + j / 2);
-        const int64_t nibble = j % 2 == 0 ? (byte & 0xf) : (byte >> 4);
-        const int64_t scale = t["scales"].get_int(r * (n / 32) + j / 32);
-        double value = (nibble & 8 ? -1 : 1) * kE2m1[nibble & 7] * std::ldexp(1.0, static_cast<int>(scale) - 127);
-        if (scale == 255) value = std::nan("");
-        t["out"].set(r * n + j, dsl::interp::round_to_bf16(value));  // exact but where it overflows
+        // exact but where it overflows
+        t["out"].set(r * n + j, dsl::interp::round_to_bf16(mxfp4_element(t, n, r, j)));
       }
     }
   };
