@@ -149,7 +149,8 @@ __device__ __forceinline__ int mt_mxfp4_pair(unsigned byte, unsigned code) {
   asm("{ .reg .b32 t; fma.rn.bf16x2 t, %1, %2, %4; fma.rn.bf16x2 %0, t, %3, %4; }"
       : "=r"(r) : "r"(raw), "r"(0x7e807e80u), "r"(scale), "r"(0x80008000u));
   return (int)r;
-#else
+#endif
+#ifndef MT_BF16X2_FMA
   const unsigned low = __float_as_uint(mt_mxfp4(byte & 15u, code)) >> 16;
   const unsigned high = __float_as_uint(mt_mxfp4((byte >> 4) & 15u, code)) >> 16;
   return (int)(low | (high << 16));
