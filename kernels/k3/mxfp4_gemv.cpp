@@ -100,10 +100,6 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
   return {dot(w.low, trans(x_low), acc[0]), dot(w.high, trans(x_high), acc[1])};
 }
 
-}  // namespace
-
-namespace {
-
 // A software pipeline over `steps` K steps (an i32 scalar or literal) with `ahead` steps' loads in
 // flight. The loop carries `state` (accumulators), then `ahead` pending steps' bytes and codes. It
 // is unrolled `ahead` times: sub-step s consumes pending slot s and refills it with the step
