@@ -204,6 +204,7 @@ std::string k2_name(const K2Build& b) {
                                   "_si", b.shared_rows, "_u", b.up_first, "+", b.up_rows, "_nw", b.num_warps, "_s",
                                   b.gemv_step, "_m", b.min_k_steps);
   if (!b.mxfp4_pairs) name += "_fp";
+  if (b.expert_ahead != 2) absl::StrAppend(&name, "_a", b.expert_ahead);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
   const K2Build defaults;
@@ -292,6 +293,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .gemv_step = build.gemv_step,
             .min_k_steps = build.min_k_steps,
             .mxfp4_pairs = build.mxfp4_pairs,
+            .expert_ahead = build.expert_ahead,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),
             .route_experts = a.route_experts,

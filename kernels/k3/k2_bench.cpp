@@ -6,11 +6,13 @@
 // blocks, W_o, the AttnRes projection, the gate) are random so that rows choose different experts;
 // the other weights are zero bytes (K2's time does not depend on their values). Each launch runs
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
-// usage: k2_bench [--iterations N] [--clock] [--json FILE]
+// usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
 // experts of that launch, and the median program's first task of H and of I.
+// --ahead N,...: after each shape, the same shape again with the routed experts' loads N K steps
+// ahead (K2Build::expert_ahead) instead of 2, a row each (not in --json).
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
 // floor) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
 // false, "reason").
@@ -23,12 +25,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/k3/bench_timing.h"
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "kernels/k3/k2_clock.h"
+#include "kernels/k3/mxfp4_gemv.h"
 #include "model/config.h"
 #include "model/dtype.h"
 #include "runtime/discovery.h"
@@ -231,6 +235,13 @@ std::string shape_json(const ShapeResult& r) {
   return text;
 }
 
+// One build's row of the table (its floor from the bytes it moved at `bandwidth`).
+void print_row(const std::string& name, const Result& r, double bandwidth) {
+  const double us = r.timing.median_ms * 1e3, floor_us = r.bytes / bandwidth * 1e6;
+  std::printf("%-72s %8d %8.2f %9.2f %9.2f %9.2f %6.3f\n", name.c_str(), r.distinct_experts, r.bytes / 1e6, us,
+              r.timing.best_ms * 1e3, floor_us, us / floor_us);
+}
+
 void print_clock(const std::vector<ClockColumn>& columns) {
   if (columns.empty()) return;
   std::printf("\nstage clock (the last of 3 launches of each shape's _clock build; us from the earliest program\n"
@@ -251,7 +262,7 @@ void print_clock(const std::vector<ClockColumn>& columns) {
   std::printf("\n(H task: a program's first task of H, 'H ready' to 'H 1st task'; I task likewise)\n");
 }
 
-int run(int iterations, bool clock, const std::string& json) {
+int run(int iterations, bool clock, const std::string& json, const std::vector<int>& aheads) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -301,10 +312,20 @@ int run(int iterations, bool clock, const std::string& json) {
       continue;
     }
     const double us = result->timing.median_ms * 1e3, floor_us = result->bytes / bandwidth * 1e6;
-    std::printf("%-72s %8d %8.2f %9.2f %9.2f %9.2f %6.3f\n", k2_name(*build).c_str(), result->distinct_experts,
-                result->bytes / 1e6, us, result->timing.best_ms * 1e3, floor_us, us / floor_us);
+    print_row(k2_name(*build), *result, bandwidth);
     results.push_back(ShapeResult{k2_name(*build), tokens, result->distinct_experts, result->bytes,
                                   us, result->timing.best_ms * 1e3, floor_us});
+    for (int ahead : aheads) {
+      K2Build deeper = *build;
+      deeper.expert_ahead = ahead;
+      absl::StatusOr<Result> variant = time_k2(device, *stream, k2_for_target(deeper, device.info().target), iterations);
+      if (!variant.ok()) {
+        std::fprintf(stderr, "k2_bench: %s\n", variant.status().ToString().c_str());
+        status = 1;
+        continue;
+      }
+      print_row(k2_name(deeper), *variant, bandwidth);
+    }
   }
   print_clock(columns);
   if (!json.empty()) {
@@ -324,6 +345,7 @@ int main(int argc, char** argv) {
   int iterations = 50;
   bool clock = false;
   std::string json;
+  std::vector<int> aheads;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -331,10 +353,21 @@ int main(int argc, char** argv) {
       clock = true;
     } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
       json = argv[++i];
+    } else if (std::string(argv[i]) == "--ahead" && i + 1 < argc) {
+      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      for (const std::string& n : values) {
+        const int ahead = std::atoi(n.c_str());
+        if (ahead < 1 || ahead > monotile::kernels::k3::kMxfp4MaxAhead) {
+          std::fprintf(stderr, "k2_bench: --ahead %s: expected 1 to %d\n", n.c_str(),
+                       monotile::kernels::k3::kMxfp4MaxAhead);
+          return 2;
+        }
+        aheads.push_back(ahead);
+      }
     } else {
-      std::fprintf(stderr, "usage: k2_bench [--iterations N] [--clock] [--json FILE]\n");
+      std::fprintf(stderr, "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json);
+  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json, aheads);
 }
