@@ -342,7 +342,10 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.y_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.logits = take(int64_t{router_splits(b.experts, b.hidden, kGemvRows, b.gemv_step)} * b.tokens * b.experts * 4);
   const int64_t slots = int64_t{b.tokens} * b.top_k;
-  s.lat = take(int64_t{b.tokens} * b.latent * 2);
+  // lat and inter are the experts' GEMV activations, read kMxfp4Tokens rows at a time without a
+  // mask (Mxfp4Gemv::x_padded): each is followed by the rows a read past its last token reaches.
+  const int64_t pad_rows = kMxfp4Tokens - std::min(b.tokens, kMxfp4Tokens);
+  s.lat = take((int64_t{b.tokens} + pad_rows) * b.latent * 2);
   s.latent_sum = take(int64_t{b.tokens} * b.latent * 2);
   s.normed = take(int64_t{b.tokens} * b.latent * 2);
   s.act = take(int64_t{b.tokens} * b.shared_rows * 2);
@@ -352,7 +355,7 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.union_count = take(4);
   const int64_t chunk = routed_chunk(static_cast<int>(slots));
   s.routed_partials = take((slots + chunk - 1) / chunk * b.tokens * b.latent * 4);
-  s.inter = take(slots * b.tokens * b.expert_rows * 2);
+  s.inter = take((slots * b.tokens + pad_rows) * b.expert_rows * 2);
   s.bytes = layout.size();
   return s;
 }

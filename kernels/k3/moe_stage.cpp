@@ -148,6 +148,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .step = looped_step(r.latent, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / (2 * kExpertHalfRows)),
                                             r.min_k_steps),
                         .ahead = r.expert_ahead,
+                        .x_padded = true,
                         .pairs = r.mxfp4_pairs};
       auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, first_row + (js >> 1) < r.expert_rows),
                                       {kMxfp4Tokens, kExpertHalfRows, 2}));
@@ -202,6 +203,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .tokens = r.tokens, .rows = kExpertRows,
                             .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / kExpertRows)),
                             .ahead = r.expert_ahead,
+                            .x_padded = true,
                             .pairs = r.mxfp4_pairs};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows < r.latent, minimum(count - first, chunk),

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
 #include "support/check.h"
 
@@ -86,8 +87,8 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
                                      int parity) {
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
   auto ms = arange(0, kMxfp4Tokens);
-  auto pairs =
-      load(x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes)), col(ms < g.tokens));
+  auto at = x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes));
+  auto pairs = g.x_padded ? load(at) : load(at, col(ms < g.tokens));
   if (g.pairs) {
     auto w = unpack_bf16(mxfp4_pairs(packed.bytes, packed.codes));
     std::array<Value, 2> out = acc;
@@ -209,8 +210,8 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 }
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
-                           bool pairs) {
-  Builder b(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", {.num_warps = num_warps});
+                           bool pairs, bool x_padded) {
+  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : ""), {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
               .x_pairs = b.arg("x", ptr(i32)),
@@ -218,6 +219,7 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .tokens = tokens,
               .step = step,
               .ahead = ahead,
+              .x_padded = x_padded,
               .pairs = pairs};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);

@@ -36,6 +36,10 @@ struct Mxfp4Gemv {
       128;  // weight rows a task takes: a multiple of 16 (128 gives each of 8 warps its own 16)
   int step = 256;  // K per step: a multiple of 32
   int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 to kMxfp4MaxAhead
+  // x_pairs has kMxfp4Tokens readable rows, whatever rows past `tokens` hold: they are loaded
+  // without a mask (a masked row costs each thread a predicate and zeroed registers a step) and reach
+  // only the result's rows past `tokens`, which the caller then must not use.
+  bool x_padded = false;
   // Decode each byte's two values into one word of two bf16 at once (mxfp4_pairs, bf16x2 FMA on
   // NVIDIA sm_80 and up) and dot them with x's words as they are, instead of one f32 per nibble
   // and x split into halves.
@@ -113,9 +117,10 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
                           const std::function<dsl::Value(const dsl::Value&)>& coef);
 
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
-// packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above), out
-// (ptr<f32> [kMxfp4Tokens, n]: every task's accumulator); any number of programs.
+// packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above; with
+// x_padded [kMxfp4Tokens, k / 2]), out (ptr<f32> [kMxfp4Tokens, n]: every task's accumulator); any
+// number of programs.
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
-                                int ahead = 2, bool pairs = false);
+                                int ahead = 2, bool pairs = false, bool x_padded = false);
 
 }  // namespace monotile::kernels::k3
