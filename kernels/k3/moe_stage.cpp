@@ -150,7 +150,10 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .ahead = r.expert_ahead,
                         .x_padded = true,
                         .pairs = r.mxfp4_pairs};
-      auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, first_row + (js >> 1) < r.expert_rows),
+      // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
+      // true costs no predicate and no zeroed registers a load.
+      auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
+      auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, pair_ok),
                                       {kMxfp4Tokens, kExpertHalfRows, 2}));
       auto rows = first_row + arange(0, kExpertHalfRows);
       store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(rows),
@@ -206,7 +209,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .x_padded = true,
                             .pairs = r.mxfp4_pairs};
       auto routed = mxfp4_gemv_sum(
-          shape, rows, rows < r.latent, minimum(count - first, chunk),
+          shape, rows, r.latent % kExpertRows == 0 ? arange(0, kExpertRows) < kExpertRows : rows < r.latent,
+          minimum(count - first, chunk),
           [&](const Value& j) {
             auto e = expert_at(first + j).to(i64);
             return Mxfp4Segment{.packed = r.w2 + e * w2_bytes, .scales = r.w2_scale + e * w2_scales,
