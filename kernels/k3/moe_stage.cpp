@@ -209,7 +209,10 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .x_padded = true,
                             .pairs = r.mxfp4_pairs};
       auto routed = mxfp4_gemv_sum(
-          shape, rows, r.latent % kExpertRows == 0 ? arange(0, kExpertRows) < kExpertRows : rows < r.latent,
+          // As H's rows where blocks tile the latent, up to 8 tokens: at 16 the mask-free loop's
+          // schedule spills on sm_90a (k3-tiny and K3 at TP 1).
+          shape, rows,
+          r.latent % kExpertRows == 0 && r.tokens <= 8 ? arange(0, kExpertRows) < kExpertRows : rows < r.latent,
           minimum(count - first, chunk),
           [&](const Value& j) {
             auto e = expert_at(first + j).to(i64);
