@@ -195,6 +195,7 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
     build.gemv_step = 128;
     build.min_k_steps = 1;
   }
+  if (target.vendor() == dsl::Vendor::kNvidia && build.tokens <= 8) build.expert_token_rows = 8;
   return build;
 }
 
@@ -205,6 +206,7 @@ std::string k2_name(const K2Build& b) {
                                   b.gemv_step, "_m", b.min_k_steps);
   if (!b.mxfp4_pairs) name += "_fp";
   if (b.expert_ahead != 2) absl::StrAppend(&name, "_a", b.expert_ahead);
+  if (b.expert_token_rows != kMxfp4Tokens) absl::StrAppend(&name, "_n", b.expert_token_rows);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
   const K2Build defaults;
@@ -294,6 +296,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .min_k_steps = build.min_k_steps,
             .mxfp4_pairs = build.mxfp4_pairs,
             .expert_ahead = build.expert_ahead,
+            .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),
             .route_experts = a.route_experts,
@@ -342,9 +345,9 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.y_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.logits = take(int64_t{router_splits(b.experts, b.hidden, kGemvRows, b.gemv_step)} * b.tokens * b.experts * 4);
   const int64_t slots = int64_t{b.tokens} * b.top_k;
-  // lat and inter are the experts' GEMV activations, read kMxfp4Tokens rows at a time without a
+  // lat and inter are the experts' GEMV activations, read expert_token_rows rows at a time without a
   // mask (Mxfp4Gemv::x_padded): each is followed by the rows a read past its last token reaches.
-  const int64_t pad_rows = kMxfp4Tokens - std::min(b.tokens, kMxfp4Tokens);
+  const int64_t pad_rows = b.expert_token_rows - std::min(b.tokens, b.expert_token_rows);
   s.lat = take((int64_t{b.tokens} + pad_rows) * b.latent * 2);
   s.latent_sum = take(int64_t{b.tokens} * b.latent * 2);
   s.normed = take(int64_t{b.tokens} * b.latent * 2);

@@ -63,6 +63,9 @@ struct K2Build {
   // kMxfp4MaxAhead): each step ahead holds a thread's 32 bytes in registers. Other than 2, the name
   // ends "_a{n}".
   int expert_ahead = 2;
+  // The routed experts' token dim (Mxfp4Gemv::token_rows): 16, or 8 on NVIDIA up to 8 tokens
+  // (k2_for_target; the name then ends "_n8").
+  int expert_token_rows = 16;
   // The seed's fault hook (seed_source.md 3.7), for tests of the executor's fail-stop: when fault_ns
   // is not 0, program 0 of a launch whose epoch word equals fault_epoch and whose slot argument
   // equals fault_layer (128 + layer) spins on the global timer for fault_ns before its first stage,
@@ -87,12 +90,13 @@ struct K2Build {
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
                                  int core_width, int tokens);
 
-// The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h) and min_k_steps 1.
+// The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h) and min_k_steps 1;
+// on NVIDIA up to 8 tokens, the experts' GEMVs 8 token rows wide.
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
 // _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_a{expert_ahead}"
-// when it is not 2, then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
+// when it is not 2, "_n8" with 8 expert token rows, then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
 // "_clock" with the stage clock, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);
 

@@ -101,7 +101,8 @@ Expected reference_of(const K2Build& b, const Vec& core, const Vec& w_o, const V
 std::string case_name(const K2Case& c) {
   static const char* routers[] = {"random", "ties", "nan", "same"};
   std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
-                                  routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "");
+                                  routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "",
+                                  c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }

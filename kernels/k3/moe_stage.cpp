@@ -43,7 +43,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const int slots = r.tokens * r.top_k;
   auto ts = arange(0, padded);
   auto t_ok = ts < r.tokens;
-  auto ms = arange(0, kMxfp4Tokens);  // the MXFP4 GEMVs' token rows
+  auto ms = arange(0, r.token_rows);  // the MXFP4 GEMVs' token rows
   auto m_ok = ms < r.tokens;
   auto flag = [&](Word w) { return r.flags + static_cast<int>(w); };
   auto counter = [&](Word w) { return r.counters + static_cast<int>(w); };
@@ -144,7 +144,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto js = arange(0, 2 * kExpertHalfRows);
       auto pair_rows = (js & 1) * r.expert_rows + first_row + (js >> 1);
       const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x_pairs = r.lat_pairs,
-                        .k = r.latent, .tokens = r.tokens, .rows = 2 * kExpertHalfRows,
+                        .k = r.latent, .tokens = r.tokens, .token_rows = r.token_rows, .rows = 2 * kExpertHalfRows,
                         .step = looped_step(r.latent, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / (2 * kExpertHalfRows)),
                                             r.min_k_steps),
                         .ahead = r.expert_ahead,
@@ -154,7 +154,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       // true costs no predicate and no zeroed registers a load.
       auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
       auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, pair_ok),
-                                      {kMxfp4Tokens, kExpertHalfRows, 2}));
+                                      {r.token_rows, kExpertHalfRows, 2}));
       auto rows = first_row + arange(0, kExpertHalfRows);
       store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(rows),
             situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), row(rows < r.expert_rows) & col(m_ok));
@@ -203,7 +203,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       // each expert's first loads (K = 384 is 3 steps of 128 at K3 TP 8).
       auto rows = block * kExpertRows + arange(0, kExpertRows);
       const Mxfp4Gemv shape{.packed = r.w2, .scales = r.w2_scale, .x_pairs = r.inter_pairs, .k = r.expert_rows,
-                            .tokens = r.tokens, .rows = kExpertRows,
+                            .tokens = r.tokens, .token_rows = r.token_rows, .rows = kExpertRows,
                             .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / kExpertRows)),
                             .ahead = r.expert_ahead,
                             .x_padded = true,

@@ -37,6 +37,7 @@ struct Shape {
   int ahead = 2;
   bool pairs = true;  // Mxfp4Gemv::pairs: a byte decoded into one word of two bf16 (K2's)
   bool x_padded = false;  // Mxfp4Gemv::x_padded: x read without a mask (K2's)
+  int token_rows = kMxfp4Tokens;  // Mxfp4Gemv::token_rows (K2's on NVIDIA up to 8 tokens: 8)
 };
 
 // Weights, scales, activations and the accumulators written (kMxfp4Tokens rows of f32).
@@ -49,7 +50,8 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
                                  int iterations) {
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
-      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs, s.x_padded),
+      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs, s.x_padded,
+                                         s.token_rows),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -117,11 +119,16 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %5s %8s %9s %9s %9s %6s\n", "shape", "n", "k",
-              "tokens", "step", "programs", "warps", "ahead", "pairs", "xpad", "MB", "median us", "best us",
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %5s %4s %8s %9s %9s %9s %6s\n", "shape", "n", "k",
+              "tokens", "step", "programs", "warps", "ahead", "pairs", "xpad", "rows", "MB", "median us", "best us",
               "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   const std::vector<Shape> shapes = {
+      // K2's experts as K2 builds them on NVIDIA at 4 and 8 tokens: x unmasked, 8 token rows.
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8},
+      {"w13", w13_rows, 3584, 8, 128, 1, 8, 2, true, true, 8},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 4, true, true, 8},
       // K2's own settings first (64 rows a task, K step 128, 8 warps), at one program a unit as in
       // K2.
       {"w13", w13_rows, 3584, 4, 128, 1, 8},
@@ -168,10 +175,10 @@ int run(int iterations) {
     }
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
-    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %5s %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
+    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %5s %4d %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
                 static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
                 device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead,
-                s.pairs ? "yes" : "no", s.x_padded ? "yes" : "no", bytes / 1e6, us, timing->best_ms * 1e3, floor_us,
+                s.pairs ? "yes" : "no", s.x_padded ? "yes" : "no", s.token_rows, bytes / 1e6, us, timing->best_ms * 1e3, floor_us,
                 us / floor_us);
   }
   return status;

@@ -86,7 +86,7 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
                                      const std::array<Value, 2>& acc, const Mxfp4Packed& packed,
                                      int parity) {
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
-  auto ms = arange(0, kMxfp4Tokens);
+  auto ms = arange(0, g.token_rows);
   auto at = x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes));
   auto pairs = g.x_padded ? load(at) : load(at, col(ms < g.tokens));
   if (g.pairs) {
@@ -146,11 +146,13 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
 
 Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
   MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
+  MT_CHECK((g.token_rows == 8 || g.token_rows == kMxfp4Tokens) && g.tokens <= g.token_rows,
+           "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
   const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
   // Software-pipelined: a step's bytes and scales come in as carried values, loaded `ahead` steps
   // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
   // last step the loads repeat the last step (an L2 hit, where a mask would be a branch).
-  auto zero = zeros({g.rows, kMxfp4Tokens}, f32);
+  auto zero = zeros({g.rows, g.token_rows}, f32);
   auto carried = pipelined_steps(
       g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % g.ahead == 0, {zero, zero},
       [&](const Value& i) {
@@ -169,6 +171,8 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
                      const std::function<Mxfp4Segment(const Value&)>& segment,
                      const std::function<Value(const Value&)>& coef) {
   MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
+  MT_CHECK((g.token_rows == 8 || g.token_rows == kMxfp4Tokens) && g.tokens <= g.token_rows,
+           "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
   const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
   // Step i of the whole sum: segment i / steps at packed byte (i % steps) * step_bytes. Past the
   // last step (the loads ahead of the end): the last step again.
@@ -183,7 +187,7 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   // One loop over every segment's steps, g.ahead steps' loads in flight across segment boundaries
   // (a loop per segment would wait for each segment's first loads). A segment's last step adds its
   // sum, times its coefficients, to the total and restarts the accumulators.
-  auto zero = zeros({g.rows, kMxfp4Tokens}, f32);
+  auto zero = zeros({g.rows, g.token_rows}, f32);
   auto carried = pipelined_steps(
       g.ahead, count * steps, false, {zero, zero, zero}, load_step,
       [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
@@ -210,13 +214,15 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 }
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
-                           bool pairs, bool x_padded) {
-  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : ""), {.num_warps = num_warps});
+                           bool pairs, bool x_padded, int token_rows) {
+  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : "", "_n", token_rows),
+            {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
               .x_pairs = b.arg("x", ptr(i32)),
               .k = k,
               .tokens = tokens,
+              .token_rows = token_rows,
               .step = step,
               .ahead = ahead,
               .x_padded = x_padded,
@@ -225,7 +231,7 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     auto rows = task * g.rows + arange(0, g.rows);
-    store(out + col(arange(0, kMxfp4Tokens)) * n + row(rows), mxfp4_gemv_task(g, task, n),
+    store(out + col(arange(0, token_rows)) * n + row(rows), mxfp4_gemv_task(g, task, n),
           row(rows < n));
   });
   return b.finish();

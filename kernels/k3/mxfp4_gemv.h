@@ -31,12 +31,15 @@ struct Mxfp4Gemv {
   // low half and 2j + 1 in its high half (the order of a packed byte's nibbles).
   dsl::Value x_pairs;
   int64_t k = 0;   // a multiple of step
-  int tokens = 0;  // at most kMxfp4Tokens
+  int tokens = 0;  // at most token_rows
+  // The token dim of the dot and of every result: kMxfp4Tokens, or 8 where tokens fit (NVIDIA's
+  // mma.m16n8k16 takes 8 columns: half the dots and half of x's loads; AMD's MFMA needs 16).
+  int token_rows = 16;
   int rows =
       128;  // weight rows a task takes: a multiple of 16 (128 gives each of 8 warps its own 16)
   int step = 256;  // K per step: a multiple of 32
   int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 to kMxfp4MaxAhead
-  // x_pairs has kMxfp4Tokens readable rows, whatever rows past `tokens` hold: they are loaded
+  // x_pairs has token_rows readable rows, whatever rows past `tokens` hold: they are loaded
   // without a mask (a masked row costs each thread a predicate and zeroed registers a step) and reach
   // only the result's rows past `tokens`, which the caller then must not use.
   bool x_padded = false;
@@ -46,7 +49,8 @@ struct Mxfp4Gemv {
   bool pairs = false;
 };
 
-// The token dim of every result: the matrix unit's M (mma.m16n8k16, MFMA 16x16x16).
+// The most tokens a GEMV takes (Mxfp4Gemv::token_rows' default): the matrix unit's 16 (MFMA
+// 16x16x16, two of mma.m16n8k16's 8).
 inline constexpr int kMxfp4Tokens = 16;
 
 // The deepest load pipeline a GEMV takes (Mxfp4Gemv::ahead): each step ahead holds a thread's 16
@@ -73,7 +77,7 @@ struct Mxfp4Step {
 };
 Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed);
 
-// The accumulator [kMxfp4Tokens, rows] f32 (tokens past g.tokens zero) of the task whose first row
+// The accumulator [g.token_rows, rows] f32 (tokens past g.tokens zero) of the task whose first row
 // is task * rows; rows past `n` read zero.
 dsl::Value mxfp4_gemv_task(const Mxfp4Gemv& g, const dsl::Value& task, int64_t n);
 
@@ -105,9 +109,9 @@ struct Mxfp4Segment {
   dsl::Value x_pairs;
 };
 
-// The sum over segments j < count (i32 scalar, at least 1) of coef(j) (f32 [kMxfp4Tokens], one per
+// The sum over segments j < count (i32 scalar, at least 1) of coef(j) (f32 [g.token_rows], one per
 // token) times segment(j)'s GEMV on `rows` (i32 [g.rows]; rows where `row_ok` is false read zero),
-// added in segment order: [kMxfp4Tokens, rows] f32. Every segment has g's shape (k, tokens, rows,
+// added in segment order: [g.token_rows, rows] f32. Every segment has g's shape (k, tokens, rows,
 // step; g's pointers are not read). One software-pipelined loop over all the segments' K steps,
 // g.ahead steps' loads in flight, so that a segment's first loads are in flight while the one
 // before it decodes. K2's routed sum takes its union chunks' experts through here.
@@ -118,9 +122,10 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above; with
-// x_padded [kMxfp4Tokens, k / 2]), out (ptr<f32> [kMxfp4Tokens, n]: every task's accumulator); any
+// x_padded [token_rows, k / 2]), out (ptr<f32> [token_rows, n]: every task's accumulator); any
 // number of programs.
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
-                                int ahead = 2, bool pairs = false, bool x_padded = false);
+                                int ahead = 2, bool pairs = false, bool x_padded = false,
+                                int token_rows = kMxfp4Tokens);
 
 }  // namespace monotile::kernels::k3

@@ -62,9 +62,10 @@ std::vector<float> run(const dsl::Program& program, const std::vector<Upload>& u
 // products (3 significant bits times 8) summed in f32, k roundings at most. Padding tokens read zero
 // x, so their rows are 0; with `x_padded` they read whatever x holds there, and are not checked.
 void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
-                 const std::function<std::pair<double, double>(int64_t, int)>& want, bool x_padded = false) {
+                 const std::function<std::pair<double, double>(int64_t, int)>& want, bool x_padded = false,
+                 int token_rows = kMxfp4Tokens) {
   for (int64_t r = 0; r < n; ++r) {
-    for (int t = 0; t < kMxfp4Tokens; ++t) {
+    for (int t = 0; t < token_rows; ++t) {
       const float got = out[t * n + r];
       if (t >= tokens) {
         if (!x_padded) {
@@ -80,7 +81,9 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 
 // With `x_padded`, x has kMxfp4Tokens rows and those past `tokens` are NaN: read unmasked
 // (Mxfp4Gemv::x_padded), they must reach no real token's row.
-void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false) {
+// `token_rows` is the GEMV's token dim (Mxfp4Gemv::token_rows: 16, or 8 as NVIDIA's builds up to 8 tokens).
+void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
+                                  int token_rows = kMxfp4Tokens) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -91,7 +94,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
   scales[17] = 200;  // 2^73, far from 1 (254 would overflow bf16 at magnitude 2 and up, as no checkpoint does)
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> x(tokens * k);
-  std::vector<uint16_t> x_bits((x_padded ? kMxfp4Tokens : tokens) * k, 0x7fc0);  // bf16 NaN past the tokens
+  std::vector<uint16_t> x_bits((x_padded ? token_rows : tokens) * k, 0x7fc0);  // bf16 NaN past the tokens
   for (size_t i = 0; i < x.size(); ++i) {
     x_bits[i] = model::bf16_from_double(normal(rng));
     x[i] = model::bf16_to_float(x_bits[i]);
@@ -99,7 +102,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
   const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
 
   const std::vector<float> out = run(
-      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded),
+      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -112,7 +115,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
       magnitude += std::abs(w[r * k + i] * x[t * k + i]);
     }
     return std::pair{want, magnitude};
-  }, x_padded);
+  }, x_padded, token_rows);
 }
 
 class Mxfp4Gemv : public ::testing::TestWithParam<int> {};
@@ -147,6 +150,15 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceDecodedInPairsThreeAhead) {
 TEST_P(Mxfp4Gemv, RowsPastTheTokensReachNoTokenWhenReadUnmasked) {
   expect_matches_the_reference(GetParam(), 128, 2, true, true);
   expect_matches_the_reference(GetParam(), 64, 3, false, true);
+}
+
+// 8 token rows (NVIDIA's mma n8, Mxfp4Gemv::token_rows) where the tokens fit, masked and padded.
+TEST(Mxfp4GemvEightRows, MatchesTheReference) {
+  for (int tokens : {1, 4, 8}) {
+    SCOPED_TRACE(tokens);
+    expect_matches_the_reference(tokens, 128, 2, true, false, 8);
+    expect_matches_the_reference(tokens, 64, 3, true, true, 8);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
