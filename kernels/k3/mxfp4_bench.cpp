@@ -35,7 +35,7 @@ struct Shape {
   int64_t n, k;
   int tokens, step, programs_per_unit, num_warps;
   int ahead = 2;
-  bool pairs = true;  // Mxfp4Gemv::pairs: a byte decoded into one word of two bf16 (K2's)
+  bool pairs = true;      // Mxfp4Gemv::pairs: a byte decoded into one word of two bf16 (K2's)
   bool x_padded = false;  // Mxfp4Gemv::x_padded: x read without a mask (K2's)
   int token_rows = kMxfp4Tokens;  // Mxfp4Gemv::token_rows (K2's on NVIDIA up to 8 tokens: 8)
 };
@@ -50,8 +50,8 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
                                  int iterations) {
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
-      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs, s.x_padded,
-                                         s.token_rows),
+      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
+                                         s.x_padded, s.token_rows),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -61,7 +61,8 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   // code 122 (2^-5), activations of 1.0 (0x3F80 in both halves of each word).
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer packed, device.allocate(s.n * s.k / 2));
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer scales, device.allocate(s.n * s.k / 32));
-  // kMxfp4Tokens rows, as a padded x is read (rows past the tokens hold 1.0 too: no time depends on it).
+  // kMxfp4Tokens rows, as a padded x is read (rows past the tokens hold 1.0 too: no time depends on
+  // it).
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer x, device.allocate(int64_t{kMxfp4Tokens} * s.k * 2));
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer out, device.allocate(int64_t{kMxfp4Tokens} * s.n * 4));
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer flusher, device.allocate(kFlushBytes));
@@ -119,9 +120,9 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %5s %4s %8s %9s %9s %9s %6s\n", "shape", "n", "k",
-              "tokens", "step", "programs", "warps", "ahead", "pairs", "xpad", "rows", "MB", "median us", "best us",
-              "floor us", "ratio");
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %5s %4s %8s %9s %9s %9s %6s\n", "shape", "n",
+              "k", "tokens", "step", "programs", "warps", "ahead", "pairs", "xpad", "rows", "MB",
+              "median us", "best us", "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   const std::vector<Shape> shapes = {
       // K2's experts as K2 builds them on NVIDIA at 4 and 8 tokens: x unmasked, 8 token rows.
@@ -152,7 +153,8 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 16, 128, 1, 8, 4},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 4},
       {"w13", w13_rows, 3584, 4, 128, 2, 8, 4},
-      // x read without a mask (K2's experts): no predicate and no zeroed registers for tokens past T.
+      // x read without a mask (K2's experts): no predicate and no zeroed registers for tokens past
+      // T.
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true},
       {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true},
@@ -175,11 +177,11 @@ int run(int iterations) {
     }
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
-    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %5s %4d %8.2f %9.2f %9.2f %9.2f %6.3f\n", s.name,
-                static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
+    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %5s %4d %8.2f %9.2f %9.2f %9.2f %6.3f\n",
+                s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
                 device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead,
-                s.pairs ? "yes" : "no", s.x_padded ? "yes" : "no", s.token_rows, bytes / 1e6, us, timing->best_ms * 1e3, floor_us,
-                us / floor_us);
+                s.pairs ? "yes" : "no", s.x_padded ? "yes" : "no", s.token_rows, bytes / 1e6, us,
+                timing->best_ms * 1e3, floor_us, us / floor_us);
   }
   return status;
 }

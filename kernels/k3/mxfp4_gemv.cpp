@@ -215,7 +215,8 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
                            bool pairs, bool x_padded, int token_rows) {
-  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : "", "_n", token_rows),
+  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : "", "_n",
+                         token_rows),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),

@@ -40,8 +40,8 @@ struct Mxfp4Gemv {
   int step = 256;  // K per step: a multiple of 32
   int ahead = 2;   // K steps whose loads are in flight while one decodes: 1 to kMxfp4MaxAhead
   // x_pairs has token_rows readable rows, whatever rows past `tokens` hold: they are loaded
-  // without a mask (a masked row costs each thread a predicate and zeroed registers a step) and reach
-  // only the result's rows past `tokens`, which the caller then must not use.
+  // without a mask (a masked row costs each thread a predicate and zeroed registers a step) and
+  // reach only the result's rows past `tokens`, which the caller then must not use.
   bool x_padded = false;
   // Decode each byte's two values into one word of two bf16 at once (mxfp4_pairs, bf16x2 FMA on
   // NVIDIA sm_80 and up) and dot them with x's words as they are, instead of one f32 per nibble
