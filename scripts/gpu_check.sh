@@ -18,7 +18,7 @@ BENCHMARKS=(
   "tests/gpu/gpu_copy_bench"
   "kernels/k3/k1_bench --stages --json @OUTDIR@/k1.json"
   "kernels/k3/k1_bench --stages --warm --iterations 20"
-  "kernels/k3/k2_bench --json @OUTDIR@/k2.json --ahead 3"
+  "kernels/k3/k2_bench --json @OUTDIR@/k2.json"
   "kernels/k3/k2_bench --clock --iterations 5"
   "kernels/k3/mxfp4_bench"
   "tools/monotile decode --device gpu --check"
