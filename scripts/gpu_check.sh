@@ -164,7 +164,9 @@ ctest --test-dir "$build_dir" -L gpu ${tests:+-R "$tests"} --output-on-failure -
 passed_line=$(grep -E 'tests passed' "$outdir/ctest_gpu.log" | tail -1 || true)
 skipped=$(grep -c '\*\*\*Skipped' "$outdir/ctest_gpu.log" || true)
 log "--- ctest -L gpu: ${passed_line:-no result line (see ctest_gpu.log)}; skipped: $skipped; exit $ctest_status"
-grep -E '\*\*\*(Failed|Skipped|Timeout|Exception)|Not Run' "$outdir/ctest_gpu.log" | sed 's/^/  /' >> "$summary" || true
+# On standard output as well as in the summary: a caller that gets back only what the command printed
+# still sees which tests failed.
+grep -E '\*\*\*(Failed|Skipped|Timeout|Exception)|Not Run' "$outdir/ctest_gpu.log" | sed 's/^/  /' | tee -a "$summary" || true
 # A test binary that was not built shows up as <target>_NOT_BUILT, without labels: say so.
 not_built=$(ctest --test-dir "$build_dir" -N 2>/dev/null | grep -o '[A-Za-z0-9_]*_NOT_BUILT' | sort -u || true)
 if [ -n "$not_built" ]; then
