@@ -128,7 +128,7 @@ struct K2Scratch {
   int64_t a_rows = 0;      // bf16 [T, H]: o_proj reduced
   int64_t y_rows = 0;      // bf16 [T, H]: the MLP AttnRes output
   int64_t logits = 0;      // f32 [router splits, T, E]
-  int64_t lat = 0;         // bf16 [T, LAT], then 16 - T rows read and never written
+  int64_t lat = 0;         // bf16 [T, LAT], then expert_token_rows - T rows read, never written
   int64_t latent_sum = 0;  // bf16 [T, LAT]: the routed sum reduced
   int64_t normed = 0;      // bf16 [T, LAT]
   int64_t act = 0;         // bf16 [T, SI]
@@ -138,7 +138,7 @@ struct K2Scratch {
   // no view of its own: the program reaches it from the union_count view, so that the launch's
   // parameter list (which runtime/k2_launch binds by name) stays as it is; it sits in the same buffer.
   int64_t routed_partials = 0;
-  int64_t inter = 0;       // bf16 [T top_k, T, Ir], then 16 - T rows of Ir read and never written
+  int64_t inter = 0;       // bf16 [T top_k, T, Ir], then expert_token_rows - T rows of Ir likewise
   int64_t bytes = 0;
 };
 K2Scratch k2_scratch(const K2Build& build);

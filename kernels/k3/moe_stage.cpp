@@ -202,6 +202,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       // flight while the one before it decodes its last steps, where a GEMV an expert waited for
       // each expert's first loads (K = 384 is 3 steps of 128 at K3 TP 8).
       auto rows = block * kExpertRows + arange(0, kExpertRows);
+      // As H's rows where blocks tile the latent, up to 8 tokens: at 16 the mask-free loop's schedule
+      // spills on sm_90a (k3-tiny and K3 at TP 1).
+      auto rows_ok = r.latent % kExpertRows == 0 && r.tokens <= 8 ? arange(0, kExpertRows) < kExpertRows : rows < r.latent;
       const Mxfp4Gemv shape{.packed = r.w2, .scales = r.w2_scale, .x_pairs = r.inter_pairs, .k = r.expert_rows,
                             .tokens = r.tokens, .token_rows = r.token_rows, .rows = kExpertRows,
                             .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / kExpertRows)),
@@ -209,11 +212,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .x_padded = true,
                             .pairs = r.mxfp4_pairs};
       auto routed = mxfp4_gemv_sum(
-          // As H's rows where blocks tile the latent, up to 8 tokens: at 16 the mask-free loop's
-          // schedule spills on sm_90a (k3-tiny and K3 at TP 1).
-          shape, rows,
-          r.latent % kExpertRows == 0 && r.tokens <= 8 ? arange(0, kExpertRows) < kExpertRows : rows < r.latent,
-          minimum(count - first, chunk),
+          shape, rows, rows_ok, minimum(count - first, chunk),
           [&](const Value& j) {
             auto e = expert_at(first + j).to(i64);
             return Mxfp4Segment{.packed = r.w2 + e * w2_bytes, .scales = r.w2_scale + e * w2_scales,

@@ -40,10 +40,10 @@ struct Shape {
   int token_rows = kMxfp4Tokens;  // Mxfp4Gemv::token_rows (K2's on NVIDIA up to 8 tokens: 8)
 };
 
-// Weights, scales, activations and the accumulators written (kMxfp4Tokens rows of f32).
+// Weights, scales, activations and the accumulators written (token_rows rows of f32).
 int64_t moved_bytes(const Shape& s) {
   return s.n * s.k / 2 + s.n * s.k / 32 + int64_t{s.tokens} * s.k * 2 +
-         int64_t{kMxfp4Tokens} * s.n * 4;
+         int64_t{s.token_rows} * s.n * 4;
 }
 
 absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& stream, const Shape& s,

@@ -142,12 +142,18 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
   });
 }
 
-}  // namespace
-
-Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
+// The settings a GEMV's loop takes (a kernel author's error, not a user's: K2Build and the tests
+// pick them).
+void check_shape(const Mxfp4Gemv& g) {
   MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
   MT_CHECK((g.token_rows == 8 || g.token_rows == kMxfp4Tokens) && g.tokens <= g.token_rows,
            "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
+}
+
+}  // namespace
+
+Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok) {
+  check_shape(g);
   const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
   // Software-pipelined: a step's bytes and scales come in as carried values, loaded `ahead` steps
   // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
@@ -170,9 +176,7 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
 Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
                      const std::function<Mxfp4Segment(const Value&)>& segment,
                      const std::function<Value(const Value&)>& coef) {
-  MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
-  MT_CHECK((g.token_rows == 8 || g.token_rows == kMxfp4Tokens) && g.tokens <= g.token_rows,
-           "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
+  check_shape(g);
   const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
   // Step i of the whole sum: segment i / steps at packed byte (i % steps) * step_bytes. Past the
   // last step (the loads ahead of the end): the last step again.
