@@ -212,12 +212,16 @@ int OpLowering::layout_id(const Layout& layout) {
   int id = static_cast<int>(layouts_.size());
   layouts_.push_back(layout);
   absl::StrAppend(&preamble_, "  // L", id, " = ", layout.str(), "\n");
+  // A thread's base coordinates as macros, not constants: each use recomputes its own from the lane
+  // and warp (a few integer operations, hoisted out of loops), so a long kernel does not hold every
+  // layout's bases in registers from its first line to its last (three of them spilled in
+  // k3-tiny's K2 at 9 to 15 tokens on sm_90a).
   for (int d = 0; d < layout.rank(); ++d) {
     const DimLayout& dim = layout.dim(d);
     std::string warp = dim.wpb == 1 ? "0" : absl::StrCat("(mt_warp / ", dim.warp_stride, ") % ", dim.wpb);
     std::string lane = dim.tpw == 1 ? "0" : absl::StrCat("(mt_lane / ", dim.lane_stride, ") % ", dim.tpw);
-    absl::StrAppend(&preamble_, "  const int mt_L", id, "_b", d, " = ((", warp, ") * ", dim.tpw, " + ", lane,
-                    ") * ", dim.spt, ";\n");
+    absl::StrAppend(&preamble_, "#define mt_L", id, "_b", d, " (((", warp, ") * ", dim.tpw, " + ", lane,
+                    ") * ", dim.spt, ")\n");
   }
   absl::StrAppend(&preamble_, "  const bool mt_L", id, "_own = ((mt_lane & ", layout.replicated_lane_mask(),
                   ") | (mt_warp & ", layout.replicated_warp_mask(), ")) == 0;\n");

@@ -195,7 +195,10 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
     build.gemv_step = 128;
     build.min_k_steps = 1;
   }
-  if (target.vendor() == dsl::Vendor::kNvidia && build.tokens <= 8) build.expert_token_rows = 8;
+  if (target.vendor() == dsl::Vendor::kNvidia && build.tokens <= 8) {
+    build.expert_token_rows = 8;
+    build.expert_x_ahead = true;
+  }
   return build;
 }
 
@@ -207,6 +210,9 @@ std::string k2_name(const K2Build& b) {
   if (!b.mxfp4_pairs) name += "_fp";
   if (b.expert_ahead != 2) absl::StrAppend(&name, "_a", b.expert_ahead);
   if (b.expert_token_rows != kMxfp4Tokens) absl::StrAppend(&name, "_n", b.expert_token_rows);
+  if (b.expert_x_ahead) name += "_xa";
+  if (!b.expert_prefetch) name += "_np";
+  if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
   const K2Build defaults;
@@ -221,7 +227,8 @@ std::string k2_name(const K2Build& b) {
 
 Program k2_program(const K2Build& build, SourceLocation loc) {
   check(build, loc);
-  Builder b(k2_name(build), {.num_warps = build.num_warps, .min_programs_per_sm = 1}, loc);
+  Builder b(k2_name(build), {.num_warps = build.num_warps, .num_stages = build.num_stages, .min_programs_per_sm = 1},
+            loc);
   Args a = declare(b, build);
   const K2Scratch scratch = k2_scratch(build);
   a.clock.tick(K2ClockPoint::kStart);
@@ -296,6 +303,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .min_k_steps = build.min_k_steps,
             .mxfp4_pairs = build.mxfp4_pairs,
             .expert_ahead = build.expert_ahead,
+            .x_ahead = build.expert_x_ahead,
+            .prefetch = build.expert_prefetch,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),

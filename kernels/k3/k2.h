@@ -66,6 +66,19 @@ struct K2Build {
   // The routed experts' token dim (Mxfp4Gemv::token_rows): 16, or 8 on NVIDIA up to 8 tokens
   // (k2_for_target; the name then ends "_n8").
   int expert_token_rows = 16;
+  // The routed experts' x words loaded with their weights, expert_ahead K steps before use
+  // (Mxfp4Gemv::x_ahead): K2's shared memory leaves L1 little room, so x comes from L2. It costs 16
+  // registers a step ahead at 8 token rows, 32 at 16 (where k3-tiny's K2 then spills on sm_90a):
+  // k2_for_target takes it with the 8 rows. True: the name ends "_xa".
+  bool expert_x_ahead = false;
+  // Each routed-expert task (H and I) first asks L2 for all of its weights and scales (prefetch
+  // hints, no registers), so that its GEMV's loads find them there. False leaves the GEMVs' own
+  // loads alone in flight (a variant for k2_bench): the name ends "_np".
+  bool expert_prefetch = true;
+  // Shared-memory stages of K2's pipelined dots (o_proj's; KernelOptions::num_stages): 0 takes the
+  // most that fit (4 at K3), which leaves L1 about 20 KB for everything else. Other than 0, the
+  // name ends "_st{n}".
+  int num_stages = 0;
   // The seed's fault hook (seed_source.md 3.7), for tests of the executor's fail-stop: when fault_ns
   // is not 0, program 0 of a launch whose epoch word equals fault_epoch and whose slot argument
   // equals fault_layer (128 + layer) spins on the global timer for fault_ns before its first stage,

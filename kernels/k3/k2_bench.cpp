@@ -6,13 +6,20 @@
 // blocks, W_o, the AttnRes projection, the gate) are random so that rows choose different experts;
 // the other weights are zero bytes (K2's time does not depend on their values). Each launch runs
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
-// usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]]
+// usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
+//                 [--flip-x-ahead] [--no-prefetch]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
 // experts of that launch, and the median program's first task of H and of I.
 // --ahead N,...: after each shape, the same shape again with the routed experts' loads N K steps
 // ahead (K2Build::expert_ahead) instead of 2, a row each (not in --json).
+// --stages N,...: likewise with N shared-memory stages for o_proj's pipelined dot
+// (K2Build::num_stages) instead of the most that fit: fewer leave L1 more room.
+// --flip-x-ahead: likewise with K2Build::expert_x_ahead flipped (the experts' x words loaded with
+// their weights, or in their own step).
+// --no-prefetch: likewise without the routed-expert tasks' L2 prefetch of their weights
+// (K2Build::expert_prefetch).
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
 // floor) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
 // false, "reason").
@@ -262,7 +269,32 @@ void print_clock(const std::vector<ClockColumn>& columns) {
   std::printf("\n(H task: a program's first task of H, 'H ready' to 'H 1st task'; I task likewise)\n");
 }
 
-int run(int iterations, bool clock, const std::string& json, const std::vector<int>& aheads) {
+// The variants timed after each shape (--ahead, --stages, --flip-x-ahead): the shape's build for the
+// target, changed.
+std::vector<K2Build> variants_of(const K2Build& build, const std::vector<int>& aheads, const std::vector<int>& stages,
+                                 bool flip_x_ahead, bool no_prefetch) {
+  std::vector<K2Build> out;
+  for (int ahead : aheads) {
+    out.push_back(build);
+    out.back().expert_ahead = ahead;
+  }
+  for (int n : stages) {
+    out.push_back(build);
+    out.back().num_stages = n;
+  }
+  if (flip_x_ahead) {
+    out.push_back(build);
+    out.back().expert_x_ahead = !build.expert_x_ahead;
+  }
+  if (no_prefetch) {
+    out.push_back(build);
+    out.back().expert_prefetch = false;
+  }
+  return out;
+}
+
+int run(int iterations, bool clock, const std::string& json, const std::vector<int>& aheads,
+        const std::vector<int>& stages, bool flip_x_ahead, bool no_prefetch) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -312,19 +344,18 @@ int run(int iterations, bool clock, const std::string& json, const std::vector<i
       continue;
     }
     const double us = result->timing.median_ms * 1e3, floor_us = result->bytes / bandwidth * 1e6;
-    print_row(k2_name(*build), *result, bandwidth);
-    results.push_back(ShapeResult{k2_name(*build), tokens, result->distinct_experts, result->bytes,
+    const K2Build for_target = k2_for_target(*build, device.info().target);
+    print_row(k2_name(for_target), *result, bandwidth);
+    results.push_back(ShapeResult{k2_name(for_target), tokens, result->distinct_experts, result->bytes,
                                   us, result->timing.best_ms * 1e3, floor_us});
-    for (int ahead : aheads) {
-      K2Build deeper = *build;
-      deeper.expert_ahead = ahead;
-      absl::StatusOr<Result> variant = time_k2(device, *stream, k2_for_target(deeper, device.info().target), iterations);
+    for (const K2Build& built : variants_of(for_target, aheads, stages, flip_x_ahead, no_prefetch)) {
+      absl::StatusOr<Result> variant = time_k2(device, *stream, built, iterations);
       if (!variant.ok()) {
         std::fprintf(stderr, "k2_bench: %s\n", variant.status().ToString().c_str());
         status = 1;
         continue;
       }
-      print_row(k2_name(deeper), *variant, bandwidth);
+      print_row(k2_name(built), *variant, bandwidth);
     }
   }
   print_clock(columns);
@@ -345,7 +376,11 @@ int main(int argc, char** argv) {
   int iterations = 50;
   bool clock = false;
   std::string json;
-  std::vector<int> aheads;
+  std::vector<int> aheads, stages;
+  bool flip_x_ahead = false, no_prefetch = false;
+  const char* usage =
+      "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]] "
+      "[--flip-x-ahead] [--no-prefetch]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -364,10 +399,24 @@ int main(int argc, char** argv) {
         }
         aheads.push_back(ahead);
       }
+    } else if (std::string(argv[i]) == "--stages" && i + 1 < argc) {
+      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      for (const std::string& n : values) {
+        const int count = std::atoi(n.c_str());
+        if (count < 2 || count > 4) {
+          std::fprintf(stderr, "k2_bench: --stages %s: expected 2 to 4\n", n.c_str());
+          return 2;
+        }
+        stages.push_back(count);
+      }
+    } else if (std::string(argv[i]) == "--flip-x-ahead") {
+      flip_x_ahead = true;
+    } else if (std::string(argv[i]) == "--no-prefetch") {
+      no_prefetch = true;
     } else {
-      std::fprintf(stderr, "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]]\n");
+      std::fprintf(stderr, "%s", usage);
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json, aheads);
+  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json, aheads, stages, flip_x_ahead, no_prefetch);
 }

@@ -65,7 +65,8 @@ K2Build build_of(const K2Shape& s) {
 // with the fault hook, with the stage clock and with the experts' loads 3 steps ahead (4 spill on sm_90a). k3-tiny: KDA layer 1 (the interpreter's widths 1, 4, 8 and 16), the
 // block-write layer 12 (KDA, width 6 as the tests), MLA layer 3, each at TP 1 and some at TP 2.
 // Widths share code by their padded width (8 or 16) but not their registers, so the tests' own
-// widths are each here; T 8 at TP 2 needs the most of all widths 1-16 (224 on sm_90a, docs/perf.md).
+// widths are each here, and k3-tiny at 10 and 13 tokens: at 9 to 15 (masked token rows, 16 wide)
+// its K2 once spilled on sm_90a at every layer kind (docs/perf.md).
 std::vector<K2Shape> shapes() {
   std::vector<K2Shape> out;
   for (int tp : {8, 1, 2}) {
@@ -75,7 +76,8 @@ std::vector<K2Shape> shapes() {
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .fault = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .clock = true});
   for (int ahead : {3}) out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .ahead = ahead});
-  for (int tokens : {1, 4, 8, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
+  for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
+  out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});
   for (int tokens : {4, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = tokens});
   for (int tokens : {4, 8, 16}) out.push_back({.model = "k3-tiny", .tp = 2, .layer = 1, .tokens = tokens});

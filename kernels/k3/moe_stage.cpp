@@ -132,12 +132,14 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto first_row = task % groups * kExpertHalfRows;
       // The task's 64 gate and 64 up rows are two contiguous spans (115 KB each at K3): all of them
       // in flight at once, where a K step of the GEMV below holds 8 KB and waits for it.
-      auto halves = arange(0, 2).to(i64) * r.expert_rows + first_row;
-      auto all = arange(0, 2) < 2;
-      prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kExpertHalfRows} * r.latent / 2,
-                     full({}, int64_t{kExpertHalfRows} * r.latent / 2, i64));
-      prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all, int64_t{kExpertHalfRows} * r.latent / 32,
-                     full({}, int64_t{kExpertHalfRows} * r.latent / 32, i64));
+      if (r.prefetch) {
+        auto halves = arange(0, 2).to(i64) * r.expert_rows + first_row;
+        auto all = arange(0, 2) < 2;
+        prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kExpertHalfRows} * r.latent / 2,
+                       full({}, int64_t{kExpertHalfRows} * r.latent / 2, i64));
+        prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all,
+                       int64_t{kExpertHalfRows} * r.latent / 32, full({}, int64_t{kExpertHalfRows} * r.latent / 32, i64));
+      }
       // Gate row j and up row j side by side (rows 2j and 2j + 1 of the GEMV): one GEMV of 128 rows
       // gives each warp its own 16-row tile (two of 64 would give each tile to two warps, which would
       // both decode it), and each pair splits apart where the accumulator holds it.
@@ -149,6 +151,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                                             r.min_k_steps),
                         .ahead = r.expert_ahead,
                         .x_padded = true,
+                        .x_ahead = r.x_ahead,
                         .pairs = r.mxfp4_pairs};
       // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
       // true costs no predicate and no zeroed registers a load.
@@ -194,10 +197,12 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto live = (js < chunk) & (first + js < count);
       auto ids = clamp_expert(load(r.union_ids + first + js, live, 0)).to(i64);
       auto left = minimum(r.latent - block * kExpertRows, kExpertRows).to(i64);  // rows of this block
-      prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kExpertRows * (r.expert_rows / 2), live,
-                     int64_t{kExpertRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
-      prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kExpertRows * (r.expert_rows / 32), live,
-                     int64_t{kExpertRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
+      if (r.prefetch) {
+        prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kExpertRows * (r.expert_rows / 2), live,
+                       int64_t{kExpertRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
+        prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kExpertRows * (r.expert_rows / 32), live,
+                       int64_t{kExpertRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
+      }
       // The chunk's experts as one pipelined sum (mxfp4_gemv_sum): an expert's first w2 loads are in
       // flight while the one before it decodes its last steps, where a GEMV an expert waited for
       // each expert's first loads (K = 384 is 3 steps of 128 at K3 TP 8).
@@ -210,6 +215,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / kExpertRows)),
                             .ahead = r.expert_ahead,
                             .x_padded = true,
+                            .x_ahead = r.x_ahead,
                             .pairs = r.mxfp4_pairs};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows_ok, minimum(count - first, chunk),

@@ -1,8 +1,8 @@
 // mxfp4_bench: the MXFP4 GEMV of K2's routed experts (mxfp4_gemv.h) alone, against the HBM floor
-// measured in the same run. K2 runs it inside one persistent launch whose other stages hold 234
-// registers a thread, so one program a multiprocessor; alone it shows what the GEMV itself reaches
-// and what more programs (more loads in flight), another K step, one, three or four steps' loads
-// in flight instead of two, fewer tokens, or the f32 decode instead of K2's a byte a word change.
+// measured in the same run. K2 runs it inside one persistent launch whose other stages hold over
+// 200 registers a thread, so one program a multiprocessor; alone it shows what the GEMV itself
+// reaches and what x loaded in its own step, two programs a unit (more warps to issue from),
+// 16 token rows, three steps ahead, or the f32 decode instead of K2's a byte a word change.
 // Shapes: "w13" is stage H's (the gate and up rows of `experts` chosen experts as one matrix of
 // experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
 // Both run mxfp4_gemv_rows's loop, a GEMV a task; stage I runs the same K step inside
@@ -38,6 +38,7 @@ struct Shape {
   bool pairs = true;      // Mxfp4Gemv::pairs: a byte decoded into one word of two bf16 (K2's)
   bool x_padded = false;  // Mxfp4Gemv::x_padded: x read without a mask (K2's)
   int token_rows = kMxfp4Tokens;  // Mxfp4Gemv::token_rows (K2's on NVIDIA up to 8 tokens: 8)
+  bool x_ahead = false;  // Mxfp4Gemv::x_ahead: x loaded with the weights, steps ahead (K2's)
 };
 
 // Weights, scales, activations and the accumulators written (token_rows rows of f32).
@@ -51,7 +52,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
       jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
-                                         s.x_padded, s.token_rows),
+                                         s.x_padded, s.token_rows, s.x_ahead),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -120,50 +121,30 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %5s %4s %8s %9s %9s %9s %6s\n", "shape", "n",
-              "k", "tokens", "step", "programs", "warps", "ahead", "pairs", "xpad", "rows", "MB",
-              "median us", "best us", "floor us", "ratio");
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %5s %4s %6s %8s %9s %9s %9s %6s\n", "shape",
+              "n", "k", "tokens", "step", "programs", "warps", "ahead", "pairs", "xpad", "rows",
+              "xahead", "MB", "median us", "best us", "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   const std::vector<Shape> shapes = {
-      // K2's experts as K2 builds them on NVIDIA at 4 and 8 tokens: x unmasked, 8 token rows.
+      // K2's experts as K2 builds them on NVIDIA at 4 and 8 tokens: x unmasked and loaded with the
+      // weights two steps ahead, 8 token rows, one program of 8 warps a unit.
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true},
+      {"w13", w13_rows, 3584, 8, 128, 1, 8, 2, true, true, 8, true},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true},
+      // x loaded in its own step instead (K2's until x_ahead).
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8},
-      {"w13", w13_rows, 3584, 8, 128, 1, 8, 2, true, true, 8},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8},
-      {"w2", w2_rows, 384, 4, 128, 1, 8, 4, true, true, 8},
-      // 128 rows a task, K step 128, 8 warps, one program a unit as in K2; x masked, 16 token rows
-      // (K2's at 16 tokens, and what the rows below vary).
-      {"w13", w13_rows, 3584, 4, 128, 1, 8},
-      {"w13", w13_rows, 3584, 8, 128, 1, 8},
-      {"w13", w13_rows, 3584, 16, 128, 1, 8},
-      {"w2", w2_rows, 384, 4, 128, 1, 8},
-      // More programs a unit: more loads in flight and more warps to hide their latency.
-      {"w13", w13_rows, 3584, 4, 128, 2, 8},
-      {"w13", w13_rows, 3584, 4, 128, 3, 8},
-      {"w2", w2_rows, 384, 4, 128, 2, 8},
-      // Another K step: twice the bytes a thread loads at once, or half.
-      {"w13", w13_rows, 3584, 4, 256, 1, 8},
-      {"w13", w13_rows, 3584, 4, 64, 1, 8},
-      // Four warps: each warp's rows (8) the same, half the warps a program.
-      {"w13", w13_rows, 3584, 4, 128, 2, 4},
-      // One, three and four steps' loads in flight instead of two (Mxfp4Gemv::ahead).
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 1},
-      {"w2", w2_rows, 384, 4, 128, 1, 8, 1},
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 3},
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 4},
-      {"w13", w13_rows, 3584, 16, 128, 1, 8, 4},
-      {"w2", w2_rows, 384, 4, 128, 1, 8, 4},
-      {"w13", w13_rows, 3584, 4, 128, 2, 8, 4},
-      // x read without a mask (K2's experts): no predicate and no zeroed registers for tokens past
-      // T.
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true},
-      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true},
-      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true},
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true},
-      // The f32 decode (one f32 a nibble, x split into halves) at K2's settings and deeper.
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, false},
-      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, false},
-      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, false},
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 4, false},
+      // Two programs a unit (16 warps an SM where the registers allow two): is one program's issue
+      // rate, not the memory, what holds the GEMV?
+      {"w13", w13_rows, 3584, 4, 128, 2, 8, 2, true, true, 8, true},
+      {"w13", w13_rows, 3584, 4, 128, 2, 8, 2, true, true, 8},
+      {"w2", w2_rows, 384, 4, 128, 2, 8, 2, true, true, 8, true},
+      // 16 token rows (K2's at 9 to 16 tokens), x loaded ahead or not; three steps ahead.
+      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true, 16, true},
+      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true, 16},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true},
+      // The f32 decode (one f32 a nibble, x split into halves) at K2's settings.
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, false, true, 8, true},
   };
   int status = 0;
   for (const Shape& s : shapes) {
@@ -177,11 +158,12 @@ int run(int iterations) {
     }
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
-    std::printf("%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %5s %4d %8.2f %9.2f %9.2f %9.2f %6.3f\n",
-                s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
-                device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead,
-                s.pairs ? "yes" : "no", s.x_padded ? "yes" : "no", s.token_rows, bytes / 1e6, us,
-                timing->best_ms * 1e3, floor_us, us / floor_us);
+    std::printf(
+        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %5s %4d %6s %8.2f %9.2f %9.2f %9.2f %6.3f\n",
+        s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
+        device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead,
+        s.pairs ? "yes" : "no", s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no",
+        bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
   }
   return status;
 }

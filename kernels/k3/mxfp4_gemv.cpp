@@ -49,7 +49,8 @@ Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_o
   // give one scale address (>> keeps that visible to the lowering), which is read once per group.
   return {.bytes = load(g.packed + base * (g.k / 2) + row(bytes_in_step), col(row_ok),
                         {.cache = Cache::streaming}),
-          .codes = load(g.scales + base * (g.k / kGroup) + row(bytes_in_step >> 4), col(row_ok))};
+          .codes = load(g.scales + base * (g.k / kGroup) + row(bytes_in_step >> 4), col(row_ok)),
+          .x = Value()};
 }
 
 Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed) {
@@ -82,13 +83,17 @@ namespace {
 // - Else K in the order the bytes hold it: the low nibbles' columns, then the high nibbles', each
 //   decoded in f32 and taken as a bf16's bits (no conversion, so no rounding step for the compiler
 //   to keep); x's halves likewise. The low nibbles' dot goes into chain 0, the high ones' into 1.
-std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0,
-                                     const std::array<Value, 2>& acc, const Mxfp4Packed& packed,
-                                     int parity) {
+Value load_x(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0) {
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
   auto ms = arange(0, g.token_rows);
   auto at = x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes));
-  auto pairs = g.x_padded ? load(at) : load(at, col(ms < g.tokens));
+  return g.x_padded ? load(at) : load(at, col(ms < g.tokens));
+}
+
+std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0,
+                                     const std::array<Value, 2>& acc, const Mxfp4Packed& packed,
+                                     int parity) {
+  auto pairs = packed.x.empty() ? load_x(g, x_pairs, byte0) : packed.x;
   if (g.pairs) {
     auto w = unpack_bf16(mxfp4_pairs(packed.bytes, packed.codes));
     std::array<Value, 2> out = acc;
@@ -115,16 +120,22 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
                                    std::vector<Value> state, const StepLoad& load_step,
                                    const StepConsume& consume) {
   const auto fixed = static_cast<int64_t>(state.size());
+  // A pending step's slot: its bytes and codes, and its x words where they come with them.
+  int slot = 0;
   for (int s = 0; s < ahead; ++s) {
     Mxfp4Packed p = load_step(full({}, s, i32));
+    slot = p.x.empty() ? 2 : 3;
     state.push_back(p.bytes);
     state.push_back(p.codes);
+    if (!p.x.empty()) state.push_back(p.x);
   }
   return range_carrying(0, steps, ahead, state, [&](Value i0, const std::vector<Value>& carried) {
     std::vector<Value> out = carried;
     for (int s = 0; s < ahead; ++s) {
       auto i = i0 + s;
-      const Mxfp4Packed pending{.bytes = out[fixed + 2 * s], .codes = out[fixed + 2 * s + 1]};
+      const int64_t at = fixed + int64_t{slot} * s;
+      const Mxfp4Packed pending{
+          .bytes = out[at], .codes = out[at + 1], .x = slot == 3 ? out[at + 2] : Value()};
       Mxfp4Packed next = load_step(i + ahead);
       std::vector<Value> now(out.begin(), out.begin() + fixed);
       std::vector<Value> after;
@@ -135,8 +146,9 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
             i < steps, [&] { return consume(i, s, now, pending); }, [&] { return now; });
       }
       std::copy(after.begin(), after.end(), out.begin());
-      out[fixed + 2 * s] = next.bytes;
-      out[fixed + 2 * s + 1] = next.codes;
+      out[at] = next.bytes;
+      out[at + 1] = next.codes;
+      if (slot == 3) out[at + 2] = next.x;
     }
     return out;
   });
@@ -162,8 +174,10 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   auto carried = pipelined_steps(
       g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % g.ahead == 0, {zero, zero},
       [&](const Value& i) {
-        return mxfp4_load(g, rows, row_ok,
-                          minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes));
+        auto byte0 = minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes);
+        Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
+        if (g.x_ahead) p.x = load_x(g, g.x_pairs, byte0);
+        return p;
       },
       [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
         auto [low, high] = accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes),
@@ -186,7 +200,9 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
     Mxfp4Gemv gs = g;
     gs.packed = s.packed;
     gs.scales = s.scales;
-    return mxfp4_load(gs, rows, row_ok, at % steps * step_bytes);
+    Mxfp4Packed p = mxfp4_load(gs, rows, row_ok, at % steps * step_bytes);
+    if (g.x_ahead) p.x = load_x(g, s.x_pairs, at % steps * step_bytes);
+    return p;
   };
   // One loop over every segment's steps, g.ahead steps' loads in flight across segment boundaries
   // (a loop per segment would wait for each segment's first loads). A segment's last step adds its
@@ -218,9 +234,9 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 }
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
-                           bool pairs, bool x_padded, int token_rows) {
-  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : "", "_n",
-                         token_rows),
+                           bool pairs, bool x_padded, int token_rows, bool x_ahead) {
+  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : "",
+                         x_ahead ? "_xa" : "", "_n", token_rows),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
@@ -231,6 +247,7 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .step = step,
               .ahead = ahead,
               .x_padded = x_padded,
+              .x_ahead = x_ahead,
               .pairs = pairs};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);

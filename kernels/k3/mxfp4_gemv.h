@@ -43,6 +43,11 @@ struct Mxfp4Gemv {
   // without a mask (a masked row costs each thread a predicate and zeroed registers a step) and
   // reach only the result's rows past `tokens`, which the caller then must not use.
   bool x_padded = false;
+  // Load x's words for a step with its weights, `ahead` steps before they are used, instead of in
+  // the step itself: their latency (an L2 round trip where x does not stay in L1, as in K2 beside
+  // its shared memory) then hides behind the steps in between, for 16 (8 token rows) or 32
+  // registers a step ahead.
+  bool x_ahead = false;
   // Decode each byte's two values into one word of two bf16 at once (mxfp4_pairs, bf16x2 FMA on
   // NVIDIA sm_80 and up) and dot them with x's words as they are, instead of one f32 per nibble
   // and x split into halves.
@@ -64,6 +69,8 @@ inline constexpr int kMxfp4MaxAhead = 4;
 struct Mxfp4Packed {
   dsl::Value bytes;
   dsl::Value codes;
+  dsl::Value
+      x;  // the step's x words (i32 [token_rows, step / 2]) where Mxfp4Gemv::x_ahead, else empty
 };
 Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok,
                        const dsl::Value& byte0);
@@ -126,6 +133,6 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // number of programs.
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
-                                int token_rows = kMxfp4Tokens);
+                                int token_rows = kMxfp4Tokens, bool x_ahead = false);
 
 }  // namespace monotile::kernels::k3

@@ -83,7 +83,7 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 // (Mxfp4Gemv::x_padded), they must reach no real token's row.
 // `token_rows` is the GEMV's token dim (Mxfp4Gemv::token_rows: 16, or 8 as NVIDIA's builds up to 8 tokens).
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
-                                  int token_rows = kMxfp4Tokens) {
+                                  int token_rows = kMxfp4Tokens, bool x_ahead = false) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -102,7 +102,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
   const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
 
   const std::vector<float> out = run(
-      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows),
+      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -161,11 +161,20 @@ TEST(Mxfp4GemvEightRows, MatchesTheReference) {
   }
 }
 
+// x's words loaded with the weights, steps ahead (Mxfp4Gemv::x_ahead, K2's experts): masked and
+// padded, 1 to 3 steps ahead, the last one past the end of K.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceWithXLoadedAhead) {
+  expect_matches_the_reference(GetParam(), 128, 2, true, false, kMxfp4Tokens, true);
+  expect_matches_the_reference(GetParam(), 32, 3, true, true, kMxfp4Tokens, true);
+  expect_matches_the_reference(GetParam(), 64, 1, false, false, kMxfp4Tokens, true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 
 // mxfp4_gemv_sum over `count` of `segments` stored segments (each its own weights, scales and x),
 // each times its own per-token coefficients, against float64; 2 segments' K steps a program.
-void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false) {
+void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false,
+                            bool x_ahead = false) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -189,7 +198,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   // (k3::: the struct, not the suite above; its pointers are not read by the sum)
   const k3::Mxfp4Gemv g{
       .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
-      .ahead = ahead, .pairs = pairs};
+      .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -247,6 +256,13 @@ TEST(Mxfp4GemvSum, MatchesTheReferenceDecodedInPairs) { expect_the_sum_matches(4
 
 // One step ahead: the loop is not unrolled.
 TEST(Mxfp4GemvSum, MatchesTheReferenceOneStepAhead) { expect_the_sum_matches(8, 2, 2, 64, 1); }
+
+// x's words loaded with each step's weights, ahead across segment boundaries (each segment its own
+// x), two and three steps ahead.
+TEST(Mxfp4GemvSum, MatchesTheReferenceWithXLoadedAhead) {
+  expect_the_sum_matches(4, 3, 2, 64, 2, true, true);
+  expect_the_sum_matches(16, 3, 3, 128, 3, true, true);
+}
 
 }  // namespace
 }  // namespace monotile::kernels::k3
