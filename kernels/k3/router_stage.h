@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "dsl/reduce.h"
 #include "dsl/value.h"
 #include "kernels/k3/handoff.h"
 #include "kernels/k3/k2_clock.h"
@@ -49,6 +50,12 @@ inline constexpr int kRouterPrograms = 128;
 // The K slices of the router's GEMV: the most that divide its K steps (hidden / gemv_step) with
 // (experts / gemv_rows rounded up) x slices tasks at most kRouterPrograms.
 int router_splits(int experts, int hidden, int gemv_rows, int gemv_step);
+
+// The k largest of `keys` (f32 [n], n a power of two; no NaN) with their indices, in topk's order:
+// value descending, the lower index first on ties. Where k is a power of two of at most 32 and n at
+// least 512, in two rounds (each 128-key chunk's k largest in its own warp, then the largest of those
+// candidates): fewer steps than one network over all n.
+dsl::Sorted router_topk(const dsl::Value& keys, int64_t n, int k);
 
 void router_rows(const RouterRows& rows, const HandoffContext& context);
 
