@@ -69,8 +69,8 @@ inline constexpr int kMxfp4MaxAhead = 4;
 struct Mxfp4Packed {
   dsl::Value bytes;
   dsl::Value codes;
-  dsl::Value
-      x;  // the step's x words (i32 [token_rows, step / 2]) where Mxfp4Gemv::x_ahead, else empty
+  // The step's x words (i32 [token_rows, step / 2]) where Mxfp4Gemv::x_ahead, else empty.
+  dsl::Value x;
 };
 Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl::Value& row_ok,
                        const dsl::Value& byte0);
