@@ -288,10 +288,16 @@ Value cast(const Value& x, ElementType type, SourceLocation loc) {
 Value bitcast(const Value& x, ElementType type, SourceLocation loc) {
   Builder& builder = Builder::current("bitcast", loc);
   Type from = builder.type_of(x, "bitcast", loc);
+  // A pointer reinterprets as a pointer to another pointee (a view of the same bytes: MXFP4's
+  // packed bytes read four a word), never as a number.
+  if (from.element.pointer && type.pointer) {
+    if (from.element == type) return x;
+    return builder.emit1(OpCode::kBitcast, {x}, {}, Type{type, from.shape}, loc);
+  }
   if (from.element.pointer || type.pointer) {
     throw Error(at(loc), "bitcast", "bitcast from " + dtype_str(from.element) + " to " + dtype_str(type),
-                "numbers", from.element.pointer ? dtype_str(from.element) : dtype_str(type),
-                "pointers cannot be reinterpreted; declare the argument with the pointee you need");
+                "numbers, or pointers both", dtype_str(from.element) + " to " + dtype_str(type),
+                "a pointer reinterprets only as another pointer (a view: bitcast(p, ptr(i32)))");
   }
   int from_bits = scalar_type_bits(from.element.scalar), to_bits = scalar_type_bits(type.scalar);
   if (from_bits != to_bits) {

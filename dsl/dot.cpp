@@ -107,6 +107,25 @@ Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc) {
   return builder.emit1(OpCode::kMxfp4Pairs, {packed, codes}, {}, Type{ElementType{ScalarType::kI32}, tp.shape}, loc);
 }
 
+Value mxfp4_word_pairs(const Value& words, const Value& codes, SourceLocation loc) {
+  Builder& builder = Builder::current("mxfp4_word_pairs", loc);
+  Type tw = builder.type_of(words, "mxfp4_word_pairs", loc);
+  Type tc = builder.type_of(codes, "mxfp4_word_pairs", loc);
+  if (tw.element != ElementType{ScalarType::kI32} || tw.is_scalar() || tc.element != ElementType{ScalarType::kU8}) {
+    throw Error(at(loc), "mxfp4_word_pairs", "operands are " + tw.str() + " and " + tc.str() + ", not packed words and u8 codes",
+                "i32[..., n] words and u8[..., n] codes", tw.str() + " and " + tc.str(),
+                "read the packed bytes through a ptr(i32) view, four a word, and their scale codes as u8");
+  }
+  if (tw.shape != tc.shape) {
+    throw Error(at(loc), "mxfp4_word_pairs", "codes " + shape_str(tc.shape) + " differ from words " + shape_str(tw.shape),
+                "one code per word: " + shape_str(tw.shape), shape_str(tc.shape),
+                "load each word's code (a group's 4 words read the same one), e.g. scales + (word >> 2)");
+  }
+  Type result{ElementType{ScalarType::kI32}, tw.shape};
+  result.shape.back() *= 4;
+  return builder.emit1(OpCode::kMxfp4WordPairs, {words, codes}, {}, std::move(result), loc);
+}
+
 Value unpack_bf16(const Value& words, SourceLocation loc) {
   Builder& builder = Builder::current("unpack_bf16", loc);
   Type tw = builder.type_of(words, "unpack_bf16", loc);

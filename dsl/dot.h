@@ -27,6 +27,17 @@ Value dequant_mxfp4(const Value& packed, const Value& scales, ElementType out = 
 // unpack_bf16 it feeds a dot: on NVIDIA sm_80 and up both halves are decoded and scaled at once.
 Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc = SourceLocation::current());
 
+// Four packed MXFP4 bytes at once: `words` i32 [..., n] holds them as read from memory (byte b in
+// bits 8b..8b+7, so nibble i, bits 4i..4i+3, is the word's element i of 8), `codes` u8 [..., n] one
+// ue8m0 code per word. Word 4j + i of the result i32 [..., 4n] holds word j's elements i (low half)
+// and i + 4 (high half) times 2^(code - 127) as bf16, exact as mxfp4_pairs' (overflow to infinity,
+// code 255 NaN). With unpack_bf16 the values arrive in the order 0 4 1 5 2 6 3 7 of each word's
+// eight, so a dot's other operand must hold its K in that order too; in exchange each word decodes
+// without taking its bytes apart (NVIDIA sm_80 and up: about 4 integer operations and two bf16x2
+// multiplies a word of the result, against 6 and a byte's extraction for mxfp4_pairs). Each
+// result word's thread holds its source word where the layouts allow, so nothing moves.
+Value mxfp4_word_pairs(const Value& words, const Value& codes, SourceLocation loc = SourceLocation::current());
+
 // i32 words [..., n] as bf16 [..., 2n]: word j's low half is element 2j, its high half 2j + 1 (the
 // order of bf16 pairs in memory read as words). Where each word's thread keeps both halves it moves
 // nothing: a dot's operand built this way comes straight from the words' registers.

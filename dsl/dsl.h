@@ -22,7 +22,7 @@
 #include "dsl/control_flow.h"  // range, if_, while_
 #include "dsl/creation.h"      // program_id, arange, full, zeros
 #include "dsl/debug_ops.h"     // device_assert, print
-#include "dsl/dot.h"           // dot, dequant_mxfp4, mxfp4_pairs, unpack_bf16
+#include "dsl/dot.h"           // dot, dequant_mxfp4, mxfp4_pairs, mxfp4_word_pairs, unpack_bf16
 #include "dsl/dtype.h"         // i32, f32, bf16, ptr(...)
 #include "dsl/error.h"         // dsl::Error
 #include "dsl/ir.h"            // Program

@@ -214,6 +214,8 @@ TEST(Errors, CreationArguments) {
   EXPECT_DSL_ERROR(cat(zeros({}, f32), zeros({16}, f32)), "cat of a scalar");
   EXPECT_DSL_ERROR(where(1, 2.0f, 3.0f), "the condition is a number");
   EXPECT_DSL_ERROR(bitcast(b.arg("p", ptr(f32)), i64), "bitcast from ptr<f32> to i64");
+  EXPECT_DSL_ERROR(bitcast(b.arg("q", ptr(f32)), i64), "a pointer reinterprets only as another pointer");
+  EXPECT_NO_THROW(bitcast(b.arg("r", ptr(u8)), ptr(i32)));
 }
 
 TEST(Errors, ValueLeakingOutOfALoopBody) {

@@ -104,6 +104,7 @@ std::string_view op_name(OpCode code) {
     case OpCode::kSplit: return "split";
     case OpCode::kCat: return "cat";
     case OpCode::kUnpackBf16: return "unpack_bf16";
+    case OpCode::kMxfp4WordPairs: return "mxfp4_word_pairs";
     case OpCode::kAdd: return "add";
     case OpCode::kSub: return "sub";
     case OpCode::kMul: return "mul";

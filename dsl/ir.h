@@ -119,6 +119,9 @@ enum class OpCode : uint8_t {
   kSplit,       // a tile whose last dim is 2 into two results without it
   kCat,         // two tiles concatenated along attrs.axis
   kUnpackBf16,  // i32 [..., n] -> bf16 [..., 2n]: word j's low half is element 2j, its high half 2j + 1
+  // (packed words i32 [..., n], codes u8 [..., n]) -> i32 [..., 4n]: word 4j + i is the bf16 pair of
+  // word j's nibbles i and i + 4 times 2^(code - 127) (dsl/dot.h mxfp4_word_pairs)
+  kMxfp4WordPairs,
   // Elementwise, identical operand types unless noted.
   kAdd,
   kSub,

@@ -133,6 +133,18 @@ TEST(MemoryErrors, Mxfp4PairsTakesBytesAndACodePerByte) {
   EXPECT_NO_THROW(mxfp4_pairs(packed, load(s + (arange(0, 32) >> 4))));
 }
 
+TEST(MemoryErrors, Mxfp4WordPairsTakesWordsAndACodeEach) {
+  Builder b("k");
+  auto w = b.arg("w", ptr(u8)), s = b.arg("s", ptr(u8)), x = b.arg("x", ptr(i32));
+  auto words = load(x + arange(0, 8));
+  EXPECT_DSL_ERROR(mxfp4_word_pairs(words, load(s + arange(0, 2))), "mxfp4_word_pairs at memory_errors_test.cpp");
+  EXPECT_DSL_ERROR(mxfp4_word_pairs(words, load(s + arange(0, 2))), "codes [2] differ from words [8]");
+  EXPECT_DSL_ERROR(mxfp4_word_pairs(words, load(s + arange(0, 2))), "e.g. scales + (word >> 2)");
+  EXPECT_DSL_ERROR(mxfp4_word_pairs(load(w + arange(0, 8)), load(s + arange(0, 8))), "operands are u8[8] and u8[8], not packed words and u8 codes");
+  EXPECT_DSL_ERROR(mxfp4_word_pairs(words, words), "operands are i32[8] and i32[8], not packed words and u8 codes");
+  EXPECT_NO_THROW(mxfp4_word_pairs(words, load(s + (arange(0, 8) >> 2))));
+}
+
 TEST(MemoryErrors, UnpackBf16TakesWords) {
   Builder b("k");
   auto w = b.arg("w", ptr(u8)), x = b.arg("x", ptr(i32));

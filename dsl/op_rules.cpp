@@ -376,6 +376,16 @@ std::string Rule::check() const {
                  "expected i32[..., n] -> bf16[..., 2n], got " + in(0).str() + " -> " + out(0).str());
       return "";
     }
+    case OpCode::kMxfp4WordPairs: {
+      MT_RULE(counts(2, 1));
+      Type expected{kI32, in(0).shape};
+      if (!expected.is_scalar()) expected.shape.back() *= 4;
+      MT_REQUIRE(in(0).element == kI32 && !in(0).is_scalar() && in(1) == (Type{ElementType{ScalarType::kU8}, in(0).shape}) &&
+                     out(0) == expected,
+                 "expected i32[..., n] and u8[..., n] -> i32[..., 4n], got " + in(0).str() + " and " + in(1).str() +
+                     " -> " + out(0).str());
+      return "";
+    }
     case OpCode::kAdd:
     case OpCode::kSub:
     case OpCode::kMul:
@@ -413,8 +423,15 @@ std::string Rule::check() const {
       MT_REQUIRE(in(0) == (Type{kBool, in(1).shape}), "the condition is " + in(0).str());
       MT_REQUIRE(in(1) == in(2) && out(0) == in(1) && numeric(in(1).element), "operands differ");
       return "";
-    case OpCode::kCast:
     case OpCode::kBitcast:
+      if (in(0).element.pointer || out(0).element.pointer) {
+        MT_RULE(counts(1, 1));
+        MT_REQUIRE(in(0).element.pointer && out(0).element.pointer && in(0).shape == out(0).shape,
+                   "a pointer reinterprets only as a pointer: " + in(0).str() + " to " + out(0).str());
+        return "";
+      }
+      [[fallthrough]];
+    case OpCode::kCast:
       MT_RULE(counts(1, 1));
       MT_REQUIRE(numeric(in(0).element) && numeric(out(0).element) && in(0).shape == out(0).shape,
                  "cannot convert " + in(0).str() + " to " + out(0).str());

@@ -162,6 +162,30 @@ absl::Status exec_mxfp4_pairs(Frame& frame, const Op& op) {
   return absl::OkStatus();
 }
 
+// Word j's nibbles i and i + 4 (its elements i and i + 4 of 8) times 2^(code - 127) as the bf16 pair in
+// word 4j + i, each rounded as exec_mxfp4_pairs' values.
+absl::Status exec_mxfp4_word_pairs(Frame& frame, const Op& op) {
+  const std::vector<int64_t>& words = frame.operand(op, 0).ints;
+  const std::vector<int64_t>& codes = frame.operand(op, 1).ints;
+  std::vector<int64_t>& out = frame.result(op).ints;
+  for (size_t j = 0; j < words.size(); ++j) {
+    const auto word = static_cast<uint32_t>(words[j]);
+    const auto code = static_cast<int>(static_cast<uint32_t>(codes[j]) & 0xffu);
+    for (int i = 0; i < 4; ++i) {
+      uint32_t pair = 0;
+      for (int half = 0; half < 2; ++half) {
+        const uint32_t nibble = (word >> (4 * (i + 4 * half))) & 0xfu;
+        double value = kE2m1[nibble & 7] * std::ldexp(1.0, code - 127);
+        if (nibble & 8) value = -value;
+        if (code == 255) value = std::nan("");
+        pair |= static_cast<uint32_t>(bf16_bits_from_double(value)) << (16 * half);
+      }
+      out[4 * j + i] = static_cast<int32_t>(pair);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Word j of each row (i32) into elements 2j (its low half) and 2j + 1 (its high half), bf16.
 absl::Status exec_unpack_bf16(Frame& frame, const Op& op) {
   const std::vector<int64_t>& words = frame.operand(op, 0).ints;
@@ -184,6 +208,7 @@ absl::Status exec_convert(Frame& frame, const Op& op) {
     case OpCode::kDequantMxfp4: return exec_dequant_mxfp4(frame, op);
     case OpCode::kMxfp4Pairs: return exec_mxfp4_pairs(frame, op);
     case OpCode::kUnpackBf16: return exec_unpack_bf16(frame, op);
+    case OpCode::kMxfp4WordPairs: return exec_mxfp4_word_pairs(frame, op);
     default: return op_error(frame, op, "not a conversion op");
   }
 }

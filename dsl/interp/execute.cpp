@@ -84,7 +84,8 @@ absl::Status exec_op(Frame& frame, const Op& op) {
     case OpCode::kAddPtr:
     case OpCode::kDequantMxfp4:
     case OpCode::kMxfp4Pairs:
-    case OpCode::kUnpackBf16: return exec_convert(frame, op);
+    case OpCode::kUnpackBf16:
+    case OpCode::kMxfp4WordPairs: return exec_convert(frame, op);
     case OpCode::kLoad:
     case OpCode::kStore:
     case OpCode::kPrefetch: return exec_memory(frame, op);

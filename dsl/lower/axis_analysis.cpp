@@ -184,6 +184,17 @@ class Analysis {
       case OpCode::kAnd:
       case OpCode::kOr:
       case OpCode::kSelect: return set(out, same_constancy(op, r));
+      case OpCode::kBitcast:
+        // A pointer view keeps each address, so its byte divisibility and its constancy; its
+        // contiguity, counted in elements, only where the pointee's size stays.
+        if (type(out).element.pointer) {
+          AxisInfo view = get(op.operands[0]);
+          if (scalar_type_bytes(type(out).element.scalar) != scalar_type_bytes(type(op.operands[0]).element.scalar)) {
+            for (int64_t& run : view.contiguity) run = 1;
+          }
+          return set(out, view);
+        }
+        return set(out, same_constancy(op, r));
       case OpCode::kCast:
         if (is_int(out) && is_int(op.operands[0]) &&
             scalar_type_bits(out_type.element.scalar) >= scalar_type_bits(type(op.operands[0]).element.scalar)) {
@@ -291,6 +302,9 @@ class Analysis {
     const int64_t piece = int64_t{1} << b.range->first;
     for (size_t d = 0; d < info.constancy.size(); ++d) {
       info.constancy[d] = std::max(info.constancy[d], std::min({a.contiguity[d], a.divisibility[d], piece}));
+      // A multiple of 2^s (and of more) shifted right by s is an exact quotient; the rest of a
+      // contiguous run shorter than 2^s shifts to the same value.
+      if (a.divisibility[d] >= piece && a.contiguity[d] <= piece) info.divisibility[d] = a.divisibility[d] / piece;
     }
     if (a.range && a.range->first >= 0) info.range = Range{a.range->first >> b.range->first, a.range->second >> b.range->first};
     return info;

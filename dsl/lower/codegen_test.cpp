@@ -438,8 +438,8 @@ TEST(Codegen, BlockThreadsAndParametersFollowTheTarget) {
 
 TEST(Codegen, SharedMemoryNeedIsReported) {
   LoweredKernel sorted = lowered(sample("router_topk"), "sm_90a");
-  // 896 padded to 1024 keys (8 bytes each reserved) and 1024 indices.
-  EXPECT_EQ(sorted.dynamic_shared_bytes, 1024 * 8 + 1024 * 4);
+  // 896 padded to 1024 keys (8 bytes each reserved) and 1024 words of a key's order and index.
+  EXPECT_EQ(sorted.dynamic_shared_bytes, 1024 * 8 + 1024 * 8);
   LoweredKernel plain = lowered(vector_add(1024, f32), "sm_90a");
   EXPECT_EQ(plain.dynamic_shared_bytes, 0);
   EXPECT_THAT(plain.source, Not(HasSubstr("mt_smem")));
@@ -455,13 +455,16 @@ TEST(Codegen, SharedMemoryNeedIsReported) {
 TEST(Codegen, BitonicStepsStayInRegistersWithinAWarp) {
   LoweredKernel sorted = lowered(sample("router_topk"), "sm_90a");
   EXPECT_THAT(sorted.source, HasSubstr("8 elements a thread in registers"));
-  const size_t first = sorted.source.find("float mt_sort_k");
+  // Each key moves with its index as one 64-bit word: one shuffle a register, no index array.
+  const size_t first = sorted.source.find("unsigned long long mt_sort_k");
   ASSERT_NE(first, std::string::npos);
-  const std::string network = sorted.source.substr(first, sorted.source.find("= ((float*)mt_smem)[e];", first) - first);
+  const std::string network = sorted.source.substr(first, sorted.source.find("const unsigned long long mt_w", first) - first);
   EXPECT_THAT(network, HasSubstr("if (mt_partner >= 256) {"));
   EXPECT_THAT(network, HasSubstr("else if (mt_partner >= 8) {"));
-  EXPECT_EQ(count(network, "mt_bitonic_pair("), 3);
+  EXPECT_EQ(count(network, "mt_bitonic_pair_word("), 3);
   EXPECT_EQ(count(network, "__shfl_xor_sync(0xffffffffu, mt_sort_k"), 1);
+  EXPECT_EQ(count(network, "__shfl_xor_sync"), 1);
+  EXPECT_THAT(network, Not(HasSubstr("mt_sort_i")));
   EXPECT_EQ(count(network, "__syncthreads()"), 2 + 2);
 }
 

@@ -187,7 +187,9 @@ std::string OpLowering::scalar_expression(const Op& op, const std::vector<std::s
                                " + (", to_absl(unsigned_of(t)), ")", args[2], ")");
     case OpCode::kSelect: return absl::StrCat("(", a, " ? ", b, " : ", args[2], ")");
     case OpCode::kCast: return cast_expression(in, out, a);
-    case OpCode::kBitcast: return bitcast_expression(in.scalar, out.scalar, a);
+    case OpCode::kBitcast:
+      if (out.pointer) return absl::StrCat("(", memory_type(out.scalar), "*)", a);
+      return bitcast_expression(in.scalar, out.scalar, a);
     case OpCode::kAddPtr: return absl::StrCat("(", a, " + ", b, ")");
     case OpCode::kMxfp4Pairs:
       return absl::StrCat("mt_mxfp4_pair((unsigned)", a, " & 255u, (unsigned)", b, " & 255u)");

@@ -121,6 +121,34 @@ __device__ __forceinline__ void mt_bitonic_keep(bool descending, bool take_first
   a = take_b ? b : a;
   ia = take_b ? ib : ia;
 }
+// A sort key's 32 bits in the order sort and topk take (unsigned order is value order): NaN
+// greatest, -0 equal to +0, then IEEE order for floats; two's complement order for signed integers.
+// (f16 and bf16 sit in float registers; 8- and 16-bit integers promote to int without changing
+// their order.)
+__device__ __forceinline__ unsigned mt_sort_bits(float v) {
+  const unsigned u = v == 0.0f ? 0u : __float_as_uint(v);
+  return v != v ? 0xffffffffu : u ^ ((unsigned)((int)u >> 31) | 0x80000000u);
+}
+__device__ __forceinline__ unsigned mt_sort_bits(int v) { return (unsigned)v ^ 0x80000000u; }
+__device__ __forceinline__ unsigned mt_sort_bits(unsigned v) { return v; }
+// An element and its index as one word that sorts first when it is the greater: the key's order
+// bits (complemented for an ascending sort) above, then a set bit marking a real element, then the
+// index counted down from the end of its line, so that on equal keys the lower index is greater
+// and no two real elements are ever equal. Padding is 0: it sorts after every real element.
+template <typename T>
+__device__ __forceinline__ unsigned long long mt_sort_word(bool descending, T v, int index, int padded) {
+  const unsigned bits = descending ? mt_sort_bits(v) : ~mt_sort_bits(v);
+  return ((unsigned long long)bits << 32) | 0x80000000ull | (unsigned long long)(padded - 1 - index);
+}
+// Bitonic steps over such words: one unsigned compare and selects, no value, NaN or index tests.
+__device__ __forceinline__ void mt_bitonic_keep_word(bool take_first, unsigned long long& a, unsigned long long b) {
+  a = ((b > a) == take_first) ? b : a;
+}
+__device__ __forceinline__ void mt_bitonic_pair_word(bool up, unsigned long long& a, unsigned long long& b) {
+  const unsigned long long first = a > b ? a : b, second = a > b ? b : a;
+  a = up ? first : second;
+  b = up ? second : first;
+}
 // One MXFP4 element: e2m1 `nibble` (sign, 2 exponent bits, 1 mantissa bit) times 2^(scale - 127).
 __device__ __forceinline__ float mt_mxfp4(unsigned nibble, unsigned scale) {
   const unsigned magnitude = nibble & 7u;
@@ -153,6 +181,27 @@ __device__ __forceinline__ int mt_mxfp4_pair(unsigned byte, unsigned code) {
 #ifndef MT_BF16X2_FMA
   const unsigned low = __float_as_uint(mt_mxfp4(byte & 15u, code)) >> 16;
   const unsigned high = __float_as_uint(mt_mxfp4((byte >> 4) & 15u, code)) >> 16;
+  return (int)(low | (high << 16));
+#endif
+}
+// Nibbles `which` and `which` + 4 of a packed MXFP4 word (its elements `which` and `which` + 4 of 8)
+// times 2^(code - 127) as a bf16 pair, exact as mt_mxfp4_pair's. `which` is a constant where it is
+// unrolled, so the word is never taken apart into bytes: one shift brings both nibbles' signs to
+// bits 15 and 31 (their magnitudes then sit at 12..14 and 28..30), a second moves the magnitudes to
+// bf16's e2m1 x 2^-126 places, two masks keep the four fields; then the two exact multiplies.
+__device__ __forceinline__ int mt_mxfp4_word_pair(unsigned word, unsigned which, unsigned code) {
+#ifdef MT_BF16X2_FMA
+  const unsigned at = word << (12u - 4u * which);
+  const unsigned raw = (at & 0x80008000u) | ((at >> 6) & 0x01c001c0u);
+  const unsigned scale = code == 0u ? 0x00400040u : code == 255u ? 0x7fc07fc0u : (code << 7) * 0x00010001u;
+  unsigned r;
+  asm("{ .reg .b32 t; fma.rn.bf16x2 t, %1, %2, %4; fma.rn.bf16x2 %0, t, %3, %4; }"
+      : "=r"(r) : "r"(raw), "r"(0x7e807e80u), "r"(scale), "r"(0x80008000u));
+  return (int)r;
+#endif
+#ifndef MT_BF16X2_FMA
+  const unsigned low = __float_as_uint(mt_mxfp4((word >> (4u * which)) & 15u, code)) >> 16;
+  const unsigned high = __float_as_uint(mt_mxfp4((word >> (4u * which + 16u)) & 15u, code)) >> 16;
   return (int)(low | (high << 16));
 #endif
 }

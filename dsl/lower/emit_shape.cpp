@@ -1,4 +1,5 @@
-// Shape ops that move elements between threads (reshape, trans, join, split, cat) and MXFP4 dequant:
+// Shape ops that move elements between threads (reshape, trans, join, split, cat), MXFP4 dequant and
+// mxfp4_word_pairs where its words' threads do not hold its results:
 // the sources go to shared memory in row-major order, then each result register gathers its element
 // by index arithmetic on its coordinates. A trans whose layouts keep every element in its thread
 // only renames registers. (broadcast and expand_dims never move data: op_lowering.cpp.)
@@ -26,7 +27,9 @@ absl::Status OpLowering::shape_op(const Op& op) {
   }
   std::string t = reg_type(sources[0]);
   for (ValueId source : sources) {
-    if (op.code != OpCode::kDequantMxfp4 && reg_type(source) != t) return unsupported(op, "operands differ in type");
+    // MXFP4's packed words or bytes come with u8 codes (stored as the words' type).
+    const bool mxfp4 = op.code == OpCode::kDequantMxfp4 || op.code == OpCode::kMxfp4WordPairs;
+    if (!mxfp4 && reg_type(source) != t) return unsupported(op, "operands differ in type");
   }
   int elem_bytes = t == "double" || t == "long long" || t.ends_with("*") ? 8 : 4;
   if (t == "bool" || t == "signed char" || t == "unsigned char") elem_bytes = 1;
@@ -115,6 +118,15 @@ absl::Status OpLowering::shape_op(const Op& op) {
         close();
         continue;
       }
+      case OpCode::kMxfp4WordPairs: {
+        std::vector<std::string> word = c;
+        word.back() = absl::StrCat("(", c.back(), " / 4)");
+        const std::string at = linear_of(type(sources[0]).shape, word);
+        line(absl::StrCat(name(result), "[i] = mt_mxfp4_word_pair((unsigned)", smem(t), "[", at, "], ", c.back(),
+                          " & 3, (unsigned)", smem(t), "[", offsets[1], " + ", at, "] & 255u);"));
+        close();
+        continue;
+      }
       case OpCode::kDequantMxfp4: {
         int64_t n = shape.back();
         if (n % 32 != 0) return unsupported(op, absl::StrCat("the last dim must be a multiple of 32, got ", type(result).str()));
@@ -154,6 +166,23 @@ absl::Status OpLowering::unpack_bf16(const Op& op) {
   unrolled("i", layout.num_regs());
   line(absl::StrCat(name(op.results[0]), "[i] = ",
                     pair_half("i & 1", absl::StrCat("(unsigned)", source, "[i / 2]")), ";"));
+  close();
+  return absl::OkStatus();
+}
+
+absl::Status OpLowering::mxfp4_word_pairs(const Op& op) {
+  const ValueId words = op.operands[0], codes = op.operands[1];
+  const Layout layout = layout_or_default(op.results[0]);
+  const bool in_registers = state_.layouts[words] && state_.layouts[codes] &&
+                            layout == state_.layouts[words]->widened(4) && *state_.layouts[codes] == *state_.layouts[words];
+  if (!in_registers) return shape_op(op);
+  const std::string source = get(words, *state_.layouts[words]);
+  const std::string code = get(codes, *state_.layouts[codes]);
+  line("// mxfp4_word_pairs in registers: each packed word's four pairs stay in its thread");
+  declare(op.results[0], layout.num_regs());
+  unrolled("i", layout.num_regs());
+  line(absl::StrCat(name(op.results[0]), "[i] = mt_mxfp4_word_pair((unsigned)", source, "[i / 4], i & 3, (unsigned)",
+                    code, "[i / 4] & 255u);"));
   close();
   return absl::OkStatus();
 }

@@ -253,7 +253,7 @@ Program grouped_scales() {
 // in registers and shuffles (4 lines of 304, 8 elements a thread), one along axis 0 whose partners
 // are 8 elements apart and reach other warps, i32 keys with a step through shared memory, a sort of
 // half the threads, and one too small for a warp (the network wholly in shared memory). Ties come from
-// quantized keys, NaN from the largest ones.
+// quantized keys, NaN from the largest ones, and equal keys of either sign from signed zeros.
 Program sorts() {
   Builder b("sorts", {.num_warps = 4});
   auto x = b.arg("x", ptr(f32)), keys = b.arg("keys", ptr(i32));
@@ -277,6 +277,11 @@ Program sorts() {
   auto tiny = sort(floor(load(x + 1840 + arange(0, 16))), 0, false);
   store(out + 752 + arange(0, 16), tiny.values);
   store(ids + 2768 + arange(0, 16), tiny.indices);
+  // -0 and +0 are equal keys: they keep their index order, and each its sign.
+  auto zeros_line = load(x + arange(0, 16));
+  auto signed_zeros = sort(where(zeros_line > zeros_line * zeros_line, -0.0f, 0.0f), 0, true);
+  store(out + 768 + arange(0, 16), signed_zeros.values);
+  store(ids + 2784 + arange(0, 16), signed_zeros.indices);
   return b.finish();
 }
 
@@ -318,6 +323,28 @@ Program fragment_dots() {
   return b.finish();
 }
 
+// The MXFP4 GEMV's word decode (kernels/k3/mxfp4_gemv.cpp, Mxfp4Gemv::words): 64 rows of 512 packed
+// values read four bytes a word through an i32 view of the u8 argument, a scale code a word,
+// decoded by mxfp4_word_pairs into the weights' fragments in registers (K in the order 0 4 1 5 2 6
+// 3 7 of each eight, which x's words are taken to hold), two K steps, 16 tokens.
+Program fragment_word_pairs() {
+  Builder b("fragment_word_pairs", {.num_warps = 4});
+  auto packed = b.arg("packed", ptr(u8)), scales = b.arg("scales", ptr(u8)), x = b.arg("x", ptr(i32));
+  auto out = b.arg("out", ptr(f32));
+  auto rows = arange(0, 64), ms = arange(0, 16);
+  auto words = bitcast(packed, ptr(i32));
+  auto acc = range(0, 64, 32, zeros({16, 64}, f32), [&](Value word0, Value acc) {
+    auto js = word0 + arange(0, 32);
+    auto weights = unpack_bf16(mxfp4_word_pairs(load(words + col(rows) * 64 + row(js)),
+                                                load(scales + col(rows) * 16 + row(js >> 2))));
+    // Both halves finite and below 2 in magnitude.
+    auto pairs = load(x + col(ms) * 256 + row(word0 * 4 + arange(0, 128))) & 0x3fff3fff;
+    return dot(unpack_bf16(pairs), trans(weights), acc);
+  });
+  store(out + col(ms) * 64 + row(rows), acc);
+  return b.finish();
+}
+
 // A in its fragment layout (MFMA 32x32, one warp along each dim), B through a reshape and so
 // staged: B's fragments are read from shared memory at the K that A's registers carry.
 Program fragment_a_staged_b() {
@@ -341,9 +368,12 @@ std::vector<Case> cases() {
        "and the dot chained on it"},
       {"fragment_dots", fragment_dots, {{kU8, 64 * 256}, {kI32, 16 * 256, 0, 0}, {kF32, 16 * 64}}, {}, 1,
        "A's fragments from its registers and B's (K in runs of 16 a lane)"},
+      {"fragment_word_pairs", fragment_word_pairs,
+       {{kU8, 64 * 256}, {kU8, 64 * 16, 118, 130}, {kI32, 16 * 256, 0, 0}, {kF32, 16 * 64}}, {}, 1,
+       "mxfp4_word_pairs in registers"},
       {"fragment_a_staged_b", fragment_a_staged_b, {{kBf16, 2048}, {kBf16, 2048}, {kF32, 1024}}, {}, 1,
        "A's fragments from its registers (K in runs of 16 a lane)"},
-      {"sorts", sorts, {{kF32, 1856}, {kI32, 2016, 0, 50}, {kF32, 768}, {kI32, 2784}, {kI32, 2016}}, {}, 1,
+      {"sorts", sorts, {{kF32, 1856}, {kI32, 2016, 0, 50}, {kF32, 784}, {kI32, 2800}, {kI32, 2016}}, {}, 1,
        "8 elements a thread in registers"},
       {"shapes_and_bits", [] { return sample("shapes_and_bits"); },
        {{kU32, 64}, {kF32, 256}, {kMxfp4, 32}, {kU8, 2}, {kBf16, 64}}, {}, 1},

@@ -103,19 +103,19 @@ Layout Layout::permuted(const std::vector<int64_t>& perm) const {
   return make(std::move(dims), warp_size_, num_warps_);
 }
 
-Layout Layout::pairs() const {
-  MT_CHECK(rank() > 0, "a scalar has no pairs");
+Layout Layout::widened(int factor) const {
+  MT_CHECK(rank() > 0, "a scalar has no last dim to widen");
   std::vector<DimLayout> dims = dims_;
-  dims.back().size *= 2;
-  dims.back().spt *= 2;
+  dims.back().size *= factor;
+  dims.back().spt *= factor;
   return make(std::move(dims), warp_size_, num_warps_);
 }
 
-std::optional<Layout> Layout::words() const {
-  if (rank() == 0 || dims_.back().spt % 2 != 0) return std::nullopt;
+std::optional<Layout> Layout::narrowed(int factor) const {
+  if (rank() == 0 || dims_.back().spt % factor != 0) return std::nullopt;
   std::vector<DimLayout> dims = dims_;
-  dims.back().size /= 2;
-  dims.back().spt /= 2;
+  dims.back().size /= factor;
+  dims.back().spt /= factor;
   return make(std::move(dims), warp_size_, num_warps_);
 }
 

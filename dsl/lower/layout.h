@@ -45,13 +45,16 @@ class Layout {
   // The dims reordered as trans(x, perm) reorders them: every thread keeps its elements, only the
   // order of its registers changes.
   Layout permuted(const std::vector<int64_t>& perm) const;
-  // The layout of this tile's words unpacked into bf16 pairs along the last dim (unpack_bf16): the
-  // last dim's size and runs doubled, so that each word's halves are neighbours in its thread and
-  // register i is half i % 2 of the word's register i / 2 (the last dim's registers are fastest).
-  Layout pairs() const;
-  // The inverse: the layout of the words whose pairs() this is; none where the last dim's runs are
-  // odd (a pair would span two threads).
-  std::optional<Layout> words() const;
+  // The layout of this tile's elements each made into `factor` neighbours along the last dim: the
+  // last dim's size and runs times `factor`, so that register i holds part i % factor of the
+  // source's register i / factor (the last dim's registers are fastest). unpack_bf16's words give
+  // pairs (widened(2)), mxfp4_word_pairs' four words (widened(4)).
+  Layout widened(int factor) const;
+  Layout pairs() const { return widened(2); }
+  // The inverse: the layout of the elements whose widened(factor) this is; none where the last
+  // dim's runs are not a multiple of `factor` (a source element's parts would span two threads).
+  std::optional<Layout> narrowed(int factor) const;
+  std::optional<Layout> words() const { return narrowed(2); }
   // This layout with dims of `shape` that are 1 here stretched over free lanes and warps
   // (broadcast), or `*this` when the rank differs.
   Layout stretched(const std::vector<int64_t>& shape) const;

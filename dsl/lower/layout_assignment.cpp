@@ -111,11 +111,13 @@ class Assignment {
         }
         return;
       }
-      case OpCode::kUnpackBf16: {
-        // Each word's halves stay in its thread (emit_shape.cpp's unpack_bf16 then only splits them).
+      case OpCode::kUnpackBf16:
+      case OpCode::kMxfp4WordPairs: {
+        // Each word's halves (each packed word's four pairs) stay in its thread (emit_shape.cpp's
+        // unpack_bf16 and mxfp4_word_pairs then move nothing).
         ValueId in = op.operands[0];
         if (!lazy(in)) {
-          set(out, state_.layouts[in]->pairs(), strength_[in]);
+          set(out, state_.layouts[in]->widened(op.code == OpCode::kUnpackBf16 ? 2 : 4), strength_[in]);
           return;
         }
         break;
@@ -277,8 +279,8 @@ class Assignment {
     }
   }
 
-  // Re-issues the loads `value` comes from (through weak elementwise ops, trans and unpack_bf16, and into the
-  // init and the yield of a loop-carried value) in `layout`.
+  // Re-issues the loads `value` comes from (through weak elementwise ops, trans, unpack_bf16 and
+  // mxfp4_word_pairs, and into the init and the yield of a loop-carried value) in `layout`.
   bool rehome(ValueId value, const Layout& layout, int depth) {
     if (is_scalar(value) || lazy(value) || depth > 64) return false;
     const Op* producer = producer_of(value);
@@ -302,6 +304,12 @@ class Assignment {
     if (producer->code == OpCode::kUnpackBf16) {
       std::optional<Layout> words = layout.words();
       return strength_[value] == kWeak && words && rehome(producer->operands[0], *words, depth + 1);
+    }
+    if (producer->code == OpCode::kMxfp4WordPairs) {
+      std::optional<Layout> packed = layout.narrowed(4);
+      if (strength_[value] != kWeak || !packed) return false;
+      const bool words_moved = rehome(producer->operands[0], *packed, depth + 1);
+      return rehome(producer->operands[1], *packed, depth + 1) || words_moved;
     }
     if (!is_elementwise(producer->code) || strength_[value] != kWeak) return false;
     bool changed = false;

@@ -373,6 +373,7 @@ absl::Status OpLowering::op(const Op& op) {
     case OpCode::kCat:
     case OpCode::kDequantMxfp4: return shape_op(op);
     case OpCode::kUnpackBf16: return unpack_bf16(op);
+    case OpCode::kMxfp4WordPairs: return mxfp4_word_pairs(op);
     case OpCode::kLoad:
     case OpCode::kStore: {
       // Another thread may hold a copy of what this access touches (global_hazards.h).

@@ -113,6 +113,9 @@ class OpLowering {
   struct BitonicNetwork {
     std::string key_type, keys, indices;  // register type; the shared key and index arrays
     std::string order;                    // "true" when descending
+    // Each key and its index as one 64-bit word in `indices` (mt_sort_word); the keys stay where
+    // they came in.
+    bool packed = false;
     int64_t padded = 0;                   // line length, a power of two
     int64_t stride = 0;                   // elements between neighbours along a line
     int64_t per = 0;                      // elements a thread holds
@@ -162,6 +165,7 @@ class OpLowering {
   absl::Status shape_op(const Op& op);  // emit_shape.cpp
   absl::Status trans_in_registers(const Op& op);
   absl::Status unpack_bf16(const Op& op);
+  absl::Status mxfp4_word_pairs(const Op& op);
   absl::Status control(const Op& op);   // emit_control.cpp
   absl::Status assert_op(const Op& op);
   absl::Status print(const Op& op);

@@ -208,6 +208,7 @@ std::string k2_name(const K2Build& b) {
                                   "_si", b.shared_rows, "_u", b.up_first, "+", b.up_rows, "_nw", b.num_warps, "_s",
                                   b.gemv_step, "_m", b.min_k_steps);
   if (!b.mxfp4_pairs) name += "_fp";
+  if (b.mxfp4_pairs && !b.mxfp4_words) name += "_bp";
   if (b.expert_ahead != 2) absl::StrAppend(&name, "_a", b.expert_ahead);
   if (b.expert_token_rows != kMxfp4Tokens) absl::StrAppend(&name, "_n", b.expert_token_rows);
   if (b.expert_x_ahead) name += "_xa";
@@ -302,6 +303,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .gemv_step = build.gemv_step,
             .min_k_steps = build.min_k_steps,
             .mxfp4_pairs = build.mxfp4_pairs,
+            .mxfp4_words = build.mxfp4_words,
             .expert_ahead = build.expert_ahead,
             .x_ahead = build.expert_x_ahead,
             .prefetch = build.expert_prefetch,

@@ -59,6 +59,11 @@ struct K2Build {
   // once (Mxfp4Gemv::pairs: bf16x2 FMA on NVIDIA), about a quarter fewer instructions a K step than
   // one f32 a nibble; false keeps the f32 decode (the name then ends "_fp").
   bool mxfp4_pairs = true;
+  // With mxfp4_pairs: four weight bytes decoded a word at a time (Mxfp4Gemv::words), a quarter fewer
+  // instructions a K step than a byte at a time on NVIDIA (SASS of the GEMV's loop); the latent and
+  // the experts' activations are then stored in the order that decode gives K (mxfp4_x_position).
+  // False decodes a byte at a time: the name then ends "_bp".
+  bool mxfp4_words = true;
   // K steps of the routed experts' weight loads in flight while one decodes (Mxfp4Gemv::ahead, 1 to
   // kMxfp4MaxAhead): each step ahead holds a thread's 32 bytes in registers. Other than 2, the name
   // ends "_a{n}".
@@ -108,7 +113,8 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
-// _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_a{expert_ahead}"
+// _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_bp" with pairs a
+// byte at a time (mxfp4_words false), "_a{expert_ahead}"
 // when it is not 2, "_n8" with 8 expert token rows, then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
 // "_clock" with the stage clock, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);

@@ -7,7 +7,7 @@
 // the other weights are zero bytes (K2's time does not depend on their values). Each launch runs
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
-//                 [--flip-x-ahead] [--no-prefetch]
+//                 [--flip-x-ahead] [--no-prefetch] [--byte-pairs]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -20,6 +20,8 @@
 // their weights, or in their own step).
 // --no-prefetch: likewise without the routed-expert tasks' L2 prefetch of their weights
 // (K2Build::expert_prefetch).
+// --byte-pairs: likewise with the experts' weights decoded a byte at a time instead of a word
+// (K2Build::mxfp4_words false).
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
 // floor) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
 // false, "reason").
@@ -269,32 +271,39 @@ void print_clock(const std::vector<ClockColumn>& columns) {
   std::printf("\n(H task: a program's first task of H, 'H ready' to 'H 1st task'; I task likewise)\n");
 }
 
-// The variants timed after each shape (--ahead, --stages, --flip-x-ahead): the shape's build for the
-// target, changed.
-std::vector<K2Build> variants_of(const K2Build& build, const std::vector<int>& aheads, const std::vector<int>& stages,
-                                 bool flip_x_ahead, bool no_prefetch) {
+// The variants timed after each shape, as the flags ask for them.
+struct Variants {
+  std::vector<int> aheads, stages;  // --ahead, --stages
+  bool flip_x_ahead = false, no_prefetch = false, byte_pairs = false;
+};
+
+// The shape's build for the target, changed as each variant says.
+std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   std::vector<K2Build> out;
-  for (int ahead : aheads) {
+  for (int ahead : v.aheads) {
     out.push_back(build);
     out.back().expert_ahead = ahead;
   }
-  for (int n : stages) {
+  for (int n : v.stages) {
     out.push_back(build);
     out.back().num_stages = n;
   }
-  if (flip_x_ahead) {
+  if (v.flip_x_ahead) {
     out.push_back(build);
     out.back().expert_x_ahead = !build.expert_x_ahead;
   }
-  if (no_prefetch) {
+  if (v.no_prefetch) {
     out.push_back(build);
     out.back().expert_prefetch = false;
+  }
+  if (v.byte_pairs) {
+    out.push_back(build);
+    out.back().mxfp4_words = false;
   }
   return out;
 }
 
-int run(int iterations, bool clock, const std::string& json, const std::vector<int>& aheads,
-        const std::vector<int>& stages, bool flip_x_ahead, bool no_prefetch) {
+int run(int iterations, bool clock, const std::string& json, const Variants& variants) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -348,7 +357,7 @@ int run(int iterations, bool clock, const std::string& json, const std::vector<i
     print_row(k2_name(for_target), *result, bandwidth);
     results.push_back(ShapeResult{k2_name(for_target), tokens, result->distinct_experts, result->bytes,
                                   us, result->timing.best_ms * 1e3, floor_us});
-    for (const K2Build& built : variants_of(for_target, aheads, stages, flip_x_ahead, no_prefetch)) {
+    for (const K2Build& built : variants_of(for_target, variants)) {
       absl::StatusOr<Result> variant = time_k2(device, *stream, built, iterations);
       if (!variant.ok()) {
         std::fprintf(stderr, "k2_bench: %s\n", variant.status().ToString().c_str());
@@ -376,11 +385,10 @@ int main(int argc, char** argv) {
   int iterations = 50;
   bool clock = false;
   std::string json;
-  std::vector<int> aheads, stages;
-  bool flip_x_ahead = false, no_prefetch = false;
+  monotile::kernels::k3::Variants variants;
   const char* usage =
       "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]] "
-      "[--flip-x-ahead] [--no-prefetch]\n";
+      "[--flip-x-ahead] [--no-prefetch] [--byte-pairs]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -397,7 +405,7 @@ int main(int argc, char** argv) {
                        monotile::kernels::k3::kMxfp4MaxAhead);
           return 2;
         }
-        aheads.push_back(ahead);
+        variants.aheads.push_back(ahead);
       }
     } else if (std::string(argv[i]) == "--stages" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -407,16 +415,18 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "k2_bench: --stages %s: expected 2 to 4\n", n.c_str());
           return 2;
         }
-        stages.push_back(count);
+        variants.stages.push_back(count);
       }
     } else if (std::string(argv[i]) == "--flip-x-ahead") {
-      flip_x_ahead = true;
+      variants.flip_x_ahead = true;
     } else if (std::string(argv[i]) == "--no-prefetch") {
-      no_prefetch = true;
+      variants.no_prefetch = true;
+    } else if (std::string(argv[i]) == "--byte-pairs") {
+      variants.byte_pairs = true;
     } else {
       std::fprintf(stderr, "%s", usage);
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json, aheads, stages, flip_x_ahead, no_prefetch);
+  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json, variants);
 }

@@ -53,19 +53,35 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto union_count = [&] { return minimum(maximum(load(r.union_count), 0), slots); };
   auto clamp_expert = [&](const Value& e) { return minimum(maximum(e, 0), r.experts - 1); };
   auto expert_at = [&](const Value& u) { return clamp_expert(load(r.union_ids + u)); };
+  // The experts' GEMVs decode four weight bytes at once, with K in mxfp4_x_position's order: the
+  // latent (H's x) and the activations (I's x) are stored in that order.
+  const bool words = r.mxfp4_pairs && r.mxfp4_words;
+  auto x_at = [&](const Value& e) { return words ? mxfp4_x_position(e) : e; };
 
   // D. The latent, in tasks of 32 rows: its 51 MB at K3 are the largest read before the experts can
   // start, and 112 tasks spread it over more SMs than 56 would (every program that has a router task
-  // runs that one first). Task 0 goes to program `tokens`: programs 0..T-1 hold the route rows (the
-  // router's top-k), the last of the router to finish.
+  // runs that one first). Programs 0..T-1 hold the route rows (the router's top-k, the last of the
+  // router to finish) and take none; nor do E's programs, the last act_tasks, where the programs
+  // between leave none of them more than two of D's tasks (one of E's reads as much as two of
+  // D's). K3 TP 8 on 132 SMs: 104 programs for D's 112 tasks and 24 for E's, so that no program
+  // reads more than 0.92 MB before the experts (with D's tasks on every program past the route
+  // rows, 8 programs read one of each, 1.38 MB, which fits the stage clock's E: its last program
+  // 35 us behind the median). Otherwise D's tasks go round every program from program T.
   const int lat_tasks = tasks_of(r.latent, kRows);
   const int down_tasks = tasks_of(r.latent, kHalfRows);
-  auto down_first = (program_id(0) + num_programs(0) - r.tokens % num_programs(0)) % num_programs(0);
-  range(down_first, down_tasks, num_programs(0), [&](Value task) {
+  const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
+  auto programs = num_programs(0);
+  auto spare = programs - (r.tokens + act_tasks);
+  auto apart = spare * 2 >= down_tasks;
+  auto down_programs = where(apart, spare, programs);
+  auto down_slot = where(apart, program_id(0) - r.tokens, (program_id(0) + programs - r.tokens % programs) % programs);
+  auto down_first = where((down_slot >= 0) & (down_slot < down_programs), down_slot, down_tasks);
+  range(down_first, down_tasks, down_programs, [&](Value task) {
     wait(r.y_flag, kLat, hc);
     const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows, .step = r.gemv_step};
     auto rows = task * kHalfRows + arange(0, kHalfRows);
-    store(r.lat + row(ts) * r.latent + col(rows), gemv_task(g, task, r.latent).to(bf16), col(rows < r.latent) & row(t_ok));
+    store(r.lat + row(ts) * r.latent + col(x_at(rows)), gemv_task(g, task, r.latent).to(bf16),
+          col(rows < r.latent) & row(t_ok));
     arrive(counter(kLat), down_tasks, flag(kLat), hc);
   });
   r.clock.tick(K2ClockPoint::kLatent);
@@ -74,7 +90,6 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   // programs outnumber D's tasks the two stream their weights side by side, and the route rows'
   // programs, the latest to reach the experts, take none of it (K3 TP 8: D's 112 and E's 24 tasks
   // on 132 SMs).
-  const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
   auto act_first = (program_id(0) + act_tasks % num_programs(0)) % num_programs(0);
   range(act_first, act_tasks, num_programs(0), [&](Value task) {
     wait(r.y_flag, kAct, hc);
@@ -152,14 +167,15 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .ahead = r.expert_ahead,
                         .x_padded = true,
                         .x_ahead = r.x_ahead,
-                        .pairs = r.mxfp4_pairs};
+                        .pairs = r.mxfp4_pairs,
+                        .words = words};
       // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
       // true costs no predicate and no zeroed registers a load.
       auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
       auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, pair_ok),
                                       {r.token_rows, kExpertHalfRows, 2}));
       auto rows = first_row + arange(0, kExpertHalfRows);
-      store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(rows),
+      store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(x_at(rows)),
             situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), row(rows < r.expert_rows) & col(m_ok));
     });
     arrive(counter(kInter), inter_tasks, flag(kInter), hc);
@@ -216,7 +232,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .ahead = r.expert_ahead,
                             .x_padded = true,
                             .x_ahead = r.x_ahead,
-                            .pairs = r.mxfp4_pairs};
+                            .pairs = r.mxfp4_pairs,
+                            .words = words};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows_ok, minimum(count - first, chunk),
           [&](const Value& j) {

@@ -46,6 +46,7 @@ struct MoeRows {
   int gemv_step = 256;
   int min_k_steps = 2;    // K steps of E's and H's GEMVs where K allows (K2Build::min_k_steps)
   bool mxfp4_pairs = true;  // H's and I's weights decoded a byte a word (K2Build::mxfp4_pairs)
+  bool mxfp4_words = true;  // and four bytes at once; lat and inter in its K order (K2Build::mxfp4_words)
   int expert_ahead = 2;     // H's and I's K steps of loads in flight (K2Build::expert_ahead)
   bool x_ahead = false;     // their x words loaded with the weights (K2Build::expert_x_ahead)
   bool prefetch = true;     // each of their tasks prefetches its weights first (K2Build::expert_prefetch)
@@ -62,7 +63,8 @@ struct MoeRows {
   dsl::Value w_up;        // ptr<bf16> [up_rows, LAT]
   // Scratch: lat, normed bf16 [T, LAT]; act bf16 [T, SI]; shared bf16 [T, H]; sorted, union_ids
   // i32 [T top_k]; union_count i32 [1]; inter bf16 [T top_k, T, Ir]; partials i32 [chunks, T, LAT]
-  // (f32 bits: stage I's chunk partials, chunks = ceil(T top_k / routed_chunk)).
+  // (f32 bits: stage I's chunk partials, chunks = ceil(T top_k / routed_chunk)). With mxfp4_words,
+  // lat's and inter's rows hold their elements in mxfp4_x_position's order.
   dsl::Value lat, normed, act, shared, sorted, union_ids, union_count, inter, partials;
   // lat and inter as i32 words (bf16 pairs, mxfp4_gemv.h's x_pairs): views of the same bytes.
   dsl::Value lat_pairs, inter_pairs;

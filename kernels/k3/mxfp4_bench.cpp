@@ -39,7 +39,13 @@ struct Shape {
   bool x_padded = false;  // Mxfp4Gemv::x_padded: x read without a mask (K2's)
   int token_rows = kMxfp4Tokens;  // Mxfp4Gemv::token_rows (K2's on NVIDIA up to 8 tokens: 8)
   bool x_ahead = false;  // Mxfp4Gemv::x_ahead: x loaded with the weights, steps ahead (K2's)
+  bool words = true;     // with pairs, Mxfp4Gemv::words: four bytes decoded at once (K2's)
 };
+
+// The decode's name in the table: "word" (Mxfp4Gemv::words), "byte" (pairs) or "f32".
+const char* decode_name(const Shape& s) {
+  return !s.pairs ? "f32" : s.words ? "word" : "byte";
+}
 
 // Weights, scales, activations and the accumulators written (token_rows rows of f32).
 int64_t moved_bytes(const Shape& s) {
@@ -52,7 +58,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
       jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
-                                         s.x_padded, s.token_rows, s.x_ahead),
+                                         s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -121,8 +127,8 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %5s %5s %4s %6s %8s %9s %9s %9s %6s\n", "shape",
-              "n", "k", "tokens", "step", "programs", "warps", "ahead", "pairs", "xpad", "rows",
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %8s %9s %9s %9s %6s\n", "shape",
+              "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad", "rows",
               "xahead", "MB", "median us", "best us", "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   const std::vector<Shape> shapes = {
@@ -131,6 +137,9 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true},
       {"w13", w13_rows, 3584, 8, 128, 1, 8, 2, true, true, 8, true},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true},
+      // The same decoded a byte at a time (K2's until its words).
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, false},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, false},
       // x loaded in its own step instead (K2's until x_ahead).
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8},
@@ -159,11 +168,11 @@ int run(int iterations) {
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
     std::printf(
-        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %5s %5s %4d %6s %8.2f %9.2f %9.2f %9.2f %6.3f\n",
+        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %8.2f %9.2f %9.2f %9.2f %6.3f\n",
         s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
-        device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead,
-        s.pairs ? "yes" : "no", s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no",
-        bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
+        device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead, decode_name(s),
+        s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no", bytes / 1e6, us,
+        timing->best_ms * 1e3, floor_us, us / floor_us);
   }
   return status;
 }

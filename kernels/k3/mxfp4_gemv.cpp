@@ -41,9 +41,21 @@ Value e2m1_value(const Value& bits, const Value& scale) {
 
 }  // namespace
 
+Value mxfp4_x_position(const Value& e) {
+  return (e & ~7) | ((e & 3) << 1) | ((e >> 2) & 1);
+}
+
 Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
                        const Value& byte0) {
   auto base = col(rows).to(i64);
+  if (g.pairs && g.words) {
+    // Four bytes a word; a group's 4 words give one scale address, read once.
+    auto words_in_step = (byte0 >> 2) + arange(0, g.step / 8);
+    return {.bytes = load(bitcast(g.packed, ptr(i32)) + base * (g.k / 8) + row(words_in_step),
+                          col(row_ok), {.cache = Cache::streaming}),
+            .codes = load(g.scales + base * (g.k / kGroup) + row(words_in_step >> 2), col(row_ok)),
+            .x = Value()};
+  }
   auto bytes_in_step = byte0 + arange(0, g.step / 2);
   // Each packed byte read once, a row's bytes as 16-byte vectors. The 16 bytes of a scale's group
   // give one scale address (>> keeps that visible to the lowering), which is read once per group.
@@ -79,7 +91,9 @@ namespace {
 // columns of byte j's two nibbles.
 // - Pairs (Mxfp4Gemv::pairs): each byte's two values, decoded and scaled at once, are one word of
 //   two bf16 (mxfp4_pairs), K neighbours as x's words are: both dot operands come straight from
-//   the words' registers (unpack_bf16). The step goes into chain `parity`.
+//   the words' registers (unpack_bf16). With words, each packed word's eight values come as four
+//   such words in mxfp4_x_position's order, which x's words then hold. The step goes into chain
+//   `parity`.
 // - Else K in the order the bytes hold it: the low nibbles' columns, then the high nibbles', each
 //   decoded in f32 and taken as a bf16's bits (no conversion, so no rounding step for the compiler
 //   to keep); x's halves likewise. The low nibbles' dot goes into chain 0, the high ones' into 1.
@@ -95,7 +109,8 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
                                      int parity) {
   auto pairs = packed.x.empty() ? load_x(g, x_pairs, byte0) : packed.x;
   if (g.pairs) {
-    auto w = unpack_bf16(mxfp4_pairs(packed.bytes, packed.codes));
+    auto w = unpack_bf16(g.words ? mxfp4_word_pairs(packed.bytes, packed.codes)
+                                 : mxfp4_pairs(packed.bytes, packed.codes));
     std::array<Value, 2> out = acc;
     out[parity] = dot(w, trans(unpack_bf16(pairs)), acc[parity]);
     return out;
@@ -158,6 +173,7 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
 // pick them).
 void check_shape(const Mxfp4Gemv& g) {
   MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
+  MT_CHECK(!g.words || g.pairs, "Mxfp4Gemv::words decodes pairs: set pairs too");
   MT_CHECK((g.token_rows == 8 || g.token_rows == kMxfp4Tokens) && g.tokens <= g.token_rows,
            "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
 }
@@ -234,9 +250,9 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 }
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
-                           bool pairs, bool x_padded, int token_rows, bool x_ahead) {
-  Builder b(absl::StrCat(pairs ? "mxfp4_gemv_pairs" : "mxfp4_gemv", x_padded ? "_xp" : "",
-                         x_ahead ? "_xa" : "", "_n", token_rows),
+                           bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words) {
+  Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
+                         x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
@@ -248,7 +264,8 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .ahead = ahead,
               .x_padded = x_padded,
               .x_ahead = x_ahead,
-              .pairs = pairs};
+              .pairs = pairs,
+              .words = words};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

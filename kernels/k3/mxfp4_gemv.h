@@ -52,7 +52,21 @@ struct Mxfp4Gemv {
   // NVIDIA sm_80 and up) and dot them with x's words as they are, instead of one f32 per nibble
   // and x split into halves.
   bool pairs = false;
+  // With pairs: read the packed bytes four a word and decode each word whole (mxfp4_word_pairs),
+  // without taking it apart into bytes: about a third fewer instructions a weight byte on NVIDIA.
+  // Its pairs hold each 8 values of a row in the order 0 4 1 5 2 6 3 7, so x_pairs must hold x in
+  // that order too (mxfp4_x_position gives where each element goes).
+  bool words = false;
 };
+
+// Where element e of a row of x sits in x_pairs for a GEMV that decodes words (Mxfp4Gemv::words):
+// each run of 8 in the order 0 4 1 5 2 6 3 7, so that word 4j + i of the row holds elements 8j + i
+// and 8j + 4 + i, the values mxfp4_word_pairs puts in its word 4j + i.
+constexpr int64_t mxfp4_x_position(int64_t e) {
+  return (e & ~int64_t{7}) | ((e & 3) << 1) | ((e >> 2) & 1);
+}
+// The same for an i32 tile of element indices (for the kernels that write x).
+dsl::Value mxfp4_x_position(const dsl::Value& e);
 
 // The most tokens a GEMV takes (Mxfp4Gemv::token_rows' default): the matrix unit's 16 (MFMA
 // 16x16x16, two of mma.m16n8k16's 8).
@@ -64,10 +78,11 @@ inline constexpr int kMxfp4MaxAhead = 4;
 
 // One K step of rows `rows` (i32 [R]) as stored: packed bytes byte0 + [0, step / 2) (columns
 // 2 byte0 + [0, step)) as u8 [R, step / 2], and each byte's scale code beside it (u8 [R, step / 2],
-// equal over the 16 bytes of a group). Each byte is read once, in 16-byte vectors, and each scale
-// once per group; rows where `row_ok` is false read zero.
+// equal over the 16 bytes of a group); with Mxfp4Gemv::words the same bytes as i32 words
+// [R, step / 8] and a code a word. Each byte is read once, in 16-byte vectors where the layout
+// allows, and each scale once per group; rows where `row_ok` is false read zero.
 struct Mxfp4Packed {
-  dsl::Value bytes;
+  dsl::Value bytes;  // u8 bytes, or i32 words
   dsl::Value codes;
   // The step's x words (i32 [token_rows, step / 2]) where Mxfp4Gemv::x_ahead, else empty.
   dsl::Value x;
@@ -131,8 +146,10 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above; with
 // x_padded [token_rows, k / 2]), out (ptr<f32> [token_rows, n]: every task's accumulator); any
 // number of programs.
+// With words, x holds each run of 8 in mxfp4_x_position's order.
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
-                                int token_rows = kMxfp4Tokens, bool x_ahead = false);
+                                int token_rows = kMxfp4Tokens, bool x_ahead = false,
+                                bool words = false);
 
 }  // namespace monotile::kernels::k3

@@ -82,8 +82,9 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 // With `x_padded`, x has kMxfp4Tokens rows and those past `tokens` are NaN: read unmasked
 // (Mxfp4Gemv::x_padded), they must reach no real token's row.
 // `token_rows` is the GEMV's token dim (Mxfp4Gemv::token_rows: 16, or 8 as NVIDIA's builds up to 8 tokens).
+// With `words` (Mxfp4Gemv::words) x is stored in mxfp4_x_position's order.
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
-                                  int token_rows = kMxfp4Tokens, bool x_ahead = false) {
+                                  int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -96,13 +97,15 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
   std::vector<double> x(tokens * k);
   std::vector<uint16_t> x_bits((x_padded ? token_rows : tokens) * k, 0x7fc0);  // bf16 NaN past the tokens
   for (size_t i = 0; i < x.size(); ++i) {
-    x_bits[i] = model::bf16_from_double(normal(rng));
-    x[i] = model::bf16_to_float(x_bits[i]);
+    const uint16_t bits = model::bf16_from_double(normal(rng));
+    const int64_t at = words ? (i / k) * k + mxfp4_x_position(i % k) : i;
+    x_bits[at] = bits;
+    x[i] = model::bf16_to_float(bits);
   }
   const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
 
   const std::vector<float> out = run(
-      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead),
+      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -169,12 +172,21 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceWithXLoadedAhead) {
   expect_matches_the_reference(GetParam(), 64, 1, false, false, kMxfp4Tokens, true);
 }
 
+// Four packed bytes decoded a word at a time (Mxfp4Gemv::words), x in its interleaved order: full
+// and single-group steps, one to four ahead, x padded and loaded ahead, 8 token rows.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceDecodedInWords) {
+  expect_matches_the_reference(GetParam(), 256, 2, true, false, kMxfp4Tokens, false, true);
+  expect_matches_the_reference(GetParam(), 32, 3, true, true, kMxfp4Tokens, false, true);
+  expect_matches_the_reference(GetParam(), 128, 4, true, false, kMxfp4Tokens, true, true);
+  if (GetParam() <= 8) expect_matches_the_reference(GetParam(), 64, 1, true, true, 8, true, true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 
 // mxfp4_gemv_sum over `count` of `segments` stored segments (each its own weights, scales and x),
 // each times its own per-token coefficients, against float64; 2 segments' K steps a program.
 void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false,
-                            bool x_ahead = false) {
+                            bool x_ahead = false, bool words = false) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -183,8 +195,10 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   for (uint8_t& b : packed) b = static_cast<uint8_t>(byte(rng));
   for (uint8_t& v : scales) v = static_cast<uint8_t>(scale(rng));
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<uint16_t> x_bits(segments * tokens * k);
+  // x_bits in element order; x_stored as the GEMV reads it (with words, mxfp4_x_position's order).
+  std::vector<uint16_t> x_bits(segments * tokens * k), x_stored(x_bits.size());
   for (uint16_t& v : x_bits) v = model::bf16_from_double(normal(rng));
+  for (size_t i = 0; i < x_bits.size(); ++i) x_stored[words ? (i / k) * k + mxfp4_x_position(i % k) : i] = x_bits[i];
   std::vector<float> coef(segments * padded);
   for (float& c : coef) c = static_cast<float>(normal(rng));
 
@@ -198,7 +212,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   // (k3::: the struct, not the suite above; its pointers are not read by the sum)
   const k3::Mxfp4Gemv g{
       .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
-      .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs};
+      .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs, .words = words};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -214,7 +228,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   const std::vector<float> out = run(b.finish(),
                                      {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
                                       {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
-                                      {std::as_bytes(std::span(x_bits)), ScalarType::kI32, "x"},
+                                      {std::as_bytes(std::span(x_stored)), ScalarType::kI32, "x"},
                                       {std::as_bytes(std::span(coef)), ScalarType::kF32, "coef"}},
                                      {KernelArg::integer(ScalarType::kI32, count)}, n);
   std::vector<std::vector<double>> w;
@@ -253,6 +267,12 @@ TEST(Mxfp4GemvSum, MatchesTheReferenceThreeStepsAhead) { expect_the_sum_matches(
 
 // Decoded in pairs, across segments.
 TEST(Mxfp4GemvSum, MatchesTheReferenceDecodedInPairs) { expect_the_sum_matches(4, 3, 2, 64, 2, true); }
+
+// Decoded in words, across segments, x ahead or not.
+TEST(Mxfp4GemvSum, MatchesTheReferenceDecodedInWords) {
+  expect_the_sum_matches(4, 3, 2, 64, 2, true, false, true);
+  expect_the_sum_matches(16, 3, 3, 128, 3, true, true, true);
+}
 
 // One step ahead: the loop is not unrolled.
 TEST(Mxfp4GemvSum, MatchesTheReferenceOneStepAhead) { expect_the_sum_matches(8, 2, 2, 64, 1); }
