@@ -6,11 +6,11 @@
 //      32 gate rows and their 32 up rows);
 //   F. the shared experts' partial bf16(a W_sd^T) [T, H];
 //   G. the union of the experts the rows chose (one program: sorted, deduplicated, ascending ids);
-//   H. per (union expert, 32 of its Ir rows): g and u from the MXFP4 w13 (mxfp4_gemv.h) on lat,
+//   H. per (union expert, 64 of its Ir rows): g and u from the MXFP4 w13 (mxfp4_gemv.h) on lat,
 //      h = bf16(SiTU(g, u)) (the math reference keeps h exact; bf16 feeds the matrix unit, where
 //      ROCm's stock path requantizes h to MXFP4) -> inter [union, T, Ir]; a fixed task count (every
 //      possible union slot), so the arrivals are known when the program is built;
-//   I. per (chunk of routed_chunk union slots, 64 latent rows): the chunk's routed sum,
+//   I. per (chunk of routed_chunk union slots, 128 latent rows): the chunk's routed sum,
 //      sum_u w[t, u] (W2_u h_u) in union order, as an f32 partial in the chunk's own scratch slot;
 //      then per 64 latent rows the chunks summed in chunk order (deterministic, no atomics), through
 //      the latent Exchange (exchange.h);
@@ -73,8 +73,8 @@ struct MoeRows {
 };
 
 // Union slots a routed-sum task covers, for `slots` = T top_k possible union entries: at most 32
-// chunks, so that the final pass sums few partials, while K3's 56 blocks of 64 latent rows give
-// 32 x 56 = 1792 tasks, a dozen per program on 132 SMs, each 1 to 8 expert GEMVs of 12 KB.
+// chunks, so that the final pass sums few partials, while K3's 28 blocks of 128 latent rows give
+// 32 x 28 = 896 tasks, about 7 per program on 132 SMs, each 2 to 8 expert GEMVs of 24 KB.
 int routed_chunk(int slots);
 
 // Health-record regions of the MoE's waits (after K2Region's).
