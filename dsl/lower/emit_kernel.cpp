@@ -160,23 +160,29 @@ __device__ __forceinline__ float mt_mxfp4(unsigned nibble, unsigned scale) {
   const float factor = scale == 0u ? __uint_as_float(0x00400000u) : __uint_as_float(scale << 23);
   return value * factor;
 }
+#ifdef MT_BF16X2_FMA
+// Two e2m1 values placed as bf16 bits e2m1 x 2^-126 (sign at 15 and 31, magnitude at 6..8 and
+// 22..24; codes 0 and 1 subnormal) times 2^126 and times 2^(code - 127): two exact multiplies of
+// both halves at once (bf16x2 FMA, NVIDIA sm_80 and up).
+__device__ __forceinline__ int mt_mxfp4_scaled(unsigned raw, unsigned code) {
+  const unsigned scale = code == 0u ? 0x00400040u : code == 255u ? 0x7fc07fc0u : (code << 7) * 0x00010001u;
+  unsigned r;
+  asm("{ .reg .b32 t; fma.rn.bf16x2 t, %1, %2, %4; fma.rn.bf16x2 %0, t, %3, %4; }"
+      : "=r"(r) : "r"(raw), "r"(0x7e807e80u), "r"(scale), "r"(0x80008000u));
+  return (int)r;
+}
+#endif
 // A packed MXFP4 byte's two values (low nibble first) times 2^(code - 127) as one word of two bf16
 // (the low nibble's in the low half): exact, as every MXFP4 value is a bf16, but where they
-// overflow; code 255 is NaN. With bf16x2 FMA (NVIDIA sm_80 and up) the nibbles' bits are placed as
-// bf16 e2m1 x 2^-126 (codes 0 and 1 subnormal), then times 2^126 and times the scale, two exact
-// multiplies of both halves at once: 6 instructions a byte where the f32 path takes 13.
+// overflow; code 255 is NaN. With bf16x2 FMA the nibbles' bits are placed and scaled by
+// mt_mxfp4_scaled: 6 instructions a byte where the f32 path takes 13.
 __device__ __forceinline__ int mt_mxfp4_pair(unsigned byte, unsigned code) {
 #ifdef MT_BF16X2_FMA
   // Magnitudes (bits 0..2 and 4..6) to bits 6..8 and 22..24, signs (bits 3 and 7) to 15 and 31: two
   // shifted copies each, added where they cannot overlap (multiplies), then one mask.
   const unsigned magnitudes = byte * 0x00040040u;
   const unsigned signs = (byte & 0x88u) * 0x01001000u;
-  const unsigned raw = (magnitudes | signs) & 0x81c081c0u;
-  const unsigned scale = code == 0u ? 0x00400040u : code == 255u ? 0x7fc07fc0u : (code << 7) * 0x00010001u;
-  unsigned r;
-  asm("{ .reg .b32 t; fma.rn.bf16x2 t, %1, %2, %4; fma.rn.bf16x2 %0, t, %3, %4; }"
-      : "=r"(r) : "r"(raw), "r"(0x7e807e80u), "r"(scale), "r"(0x80008000u));
-  return (int)r;
+  return mt_mxfp4_scaled((magnitudes | signs) & 0x81c081c0u, code);
 #endif
 #ifndef MT_BF16X2_FMA
   const unsigned low = __float_as_uint(mt_mxfp4(byte & 15u, code)) >> 16;
@@ -188,16 +194,11 @@ __device__ __forceinline__ int mt_mxfp4_pair(unsigned byte, unsigned code) {
 // times 2^(code - 127) as a bf16 pair, exact as mt_mxfp4_pair's. `which` is a constant where it is
 // unrolled, so the word is never taken apart into bytes: one shift brings both nibbles' signs to
 // bits 15 and 31 (their magnitudes then sit at 12..14 and 28..30), a second moves the magnitudes to
-// bf16's e2m1 x 2^-126 places, two masks keep the four fields; then the two exact multiplies.
+// bf16's e2m1 x 2^-126 places, two masks keep the four fields; then mt_mxfp4_scaled.
 __device__ __forceinline__ int mt_mxfp4_word_pair(unsigned word, unsigned which, unsigned code) {
 #ifdef MT_BF16X2_FMA
   const unsigned at = word << (12u - 4u * which);
-  const unsigned raw = (at & 0x80008000u) | ((at >> 6) & 0x01c001c0u);
-  const unsigned scale = code == 0u ? 0x00400040u : code == 255u ? 0x7fc07fc0u : (code << 7) * 0x00010001u;
-  unsigned r;
-  asm("{ .reg .b32 t; fma.rn.bf16x2 t, %1, %2, %4; fma.rn.bf16x2 %0, t, %3, %4; }"
-      : "=r"(r) : "r"(raw), "r"(0x7e807e80u), "r"(scale), "r"(0x80008000u));
-  return (int)r;
+  return mt_mxfp4_scaled((at & 0x80008000u) | ((at >> 6) & 0x01c001c0u), code);
 #endif
 #ifndef MT_BF16X2_FMA
   const unsigned low = __float_as_uint(mt_mxfp4((word >> (4u * which)) & 15u, code)) >> 16;

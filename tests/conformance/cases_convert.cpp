@@ -148,6 +148,17 @@ Case unpack_bf16_case() {
   return c;
 }
 
+// Scale codes 0 (subnormal scale), 1, the usual range, up to overflow (254), and 255 (NaN).
+Generator scale_codes() {
+  return [](HostTensor& tensor, Rng& rng) {
+    std::uniform_int_distribution<int> exponent(100, 150), pick(0, 15);
+    for (int64_t i = 0; i < tensor.size(); ++i) {
+      const int p = pick(rng);
+      tensor.set_int(i, p == 0 ? 0 : p == 1 ? 1 : p == 2 ? 254 : p == 3 ? 255 : p == 4 ? 200 : exponent(rng));
+    }
+  };
+}
+
 // packed u8 [rows, n/2] with a code per byte (u8 [rows, n/32] read at byte / 16) -> the bf16 pairs
 // of mxfp4_pairs, unpacked: out bf16 [rows, n]. Codes 0 (subnormal scale), 1, the usual range, up to
 // overflow (254), and 255 (NaN).
@@ -164,15 +175,8 @@ Case mxfp4_pairs_case(int64_t rows, int64_t n) {
     store(out + flat_offsets({rows, n}), unpack_bf16(mxfp4_pairs(q, s)));
     return b.finish();
   };
-  Generator scales = [](HostTensor& tensor, Rng& rng) {
-    std::uniform_int_distribution<int> exponent(100, 150), pick(0, 15);
-    for (int64_t i = 0; i < tensor.size(); ++i) {
-      const int p = pick(rng);
-      tensor.set_int(i, p == 0 ? 0 : p == 1 ? 1 : p == 2 ? 254 : p == 3 ? 255 : p == 4 ? 200 : exponent(rng));
-    }
-  };
   c.tensors = {{"packed", kU8, {rows, n / 2}, Role::kInput, integers(0, 255), std::nullopt},
-               {"scales", kU8, {rows, n / 32}, Role::kInput, scales, std::nullopt},
+               {"scales", kU8, {rows, n / 32}, Role::kInput, scale_codes(), std::nullopt},
                {"out", kBf16, {rows, n}, Role::kOutput, nullptr, Tolerance::exact()}};
   c.reference = [rows, n](Tensors& t) {
     for (int64_t r = 0; r < rows; ++r) {
@@ -201,15 +205,8 @@ Case mxfp4_word_pairs_case(int64_t rows, int64_t n) {
     store(out + flat_offsets({rows, n}), unpack_bf16(mxfp4_word_pairs(q, s)));
     return b.finish();
   };
-  Generator scales = [](HostTensor& tensor, Rng& rng) {
-    std::uniform_int_distribution<int> exponent(100, 150), pick(0, 15);
-    for (int64_t i = 0; i < tensor.size(); ++i) {
-      const int p = pick(rng);
-      tensor.set_int(i, p == 0 ? 0 : p == 1 ? 1 : p == 2 ? 254 : p == 3 ? 255 : p == 4 ? 200 : exponent(rng));
-    }
-  };
   c.tensors = {{"words", kI32, {rows, n / 8}, Role::kInput, integers(INT32_MIN, INT32_MAX), std::nullopt},
-               {"scales", kU8, {rows, n / 32}, Role::kInput, scales, std::nullopt},
+               {"scales", kU8, {rows, n / 32}, Role::kInput, scale_codes(), std::nullopt},
                {"out", kBf16, {rows, n}, Role::kOutput, nullptr, Tolerance::exact()}};
   c.reference = [rows, n](Tensors& t) {
     static constexpr double kE2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
