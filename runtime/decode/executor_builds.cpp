@@ -6,10 +6,15 @@
 #include <utility>
 
 #include "jit/program_build.h"
+#include "runtime/decode/tensor_view.h"
 #include "support/parallel_for.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime::decode {
+
+// The executor's builds take the default lowering options: weight_reasons and cache_reasons refuse
+// views that are not aligned as those builds assume.
+static_assert(dsl::lower::LowerOptions{}.pointer_alignment == kKernelPointerAlignment);
 
 absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfig& model, const model::RankDims& dims,
                                                          int start_layer, int end_layer, const DecodeConfig& config,

@@ -1,6 +1,7 @@
-// TensorView's density test and its text form.
+// TensorView's density and alignment tests and its text form.
 #include "runtime/decode/tensor_view.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/str_cat.h"
 
@@ -20,6 +21,14 @@ bool TensorView::contiguous() const {
     expected *= shape[i];
   }
   return true;
+}
+
+std::string misalignment(const TensorView& view) {
+  if (view.data % kKernelPointerAlignment == 0) return "";
+  return absl::StrCat(" starts at byte address 0x", absl::Hex(view.data), ", not a multiple of ", kKernelPointerAlignment,
+                      " (the kernels read it in ", kKernelPointerAlignment,
+                      "-byte vectors: give it its own allocation, or an offset into one that is a multiple of ",
+                      kKernelPointerAlignment, " bytes)");
 }
 
 TensorView TensorView::dense(model::Dtype dtype, std::vector<int64_t> shape, uint64_t data) {

@@ -26,6 +26,16 @@ struct TensorView {
 
 // "BF16 [2, 6, 4608] strides [27648, 4608, 1]"
 std::string describe(const TensorView& view);
+
+// The kernels are built assuming every pointer they get 16-byte aligned, so that they read in
+// 16-byte vectors (dsl::lower::LowerOptions::pointer_alignment; specialized_decode.cpp asserts the
+// two agree): a weight or state starting elsewhere is refused, not read (a misaligned vector access
+// faults the device).
+inline constexpr uint64_t kKernelPointerAlignment = 16;
+// "" for an aligned view, else why not: " starts at byte address 0x1002, not a multiple of 16 (the
+// kernels read it in 16-byte vectors: give it its own allocation, or an offset into one that is a
+// multiple of 16 bytes)".
+std::string misalignment(const TensorView& view);
 // "[2, 6, 4608]"
 std::string shape_text(const std::vector<int64_t>& shape);
 

@@ -40,6 +40,8 @@ void check_weight(const model::LayerPlan& layer, const model::RankTensor& expect
   } else if (!view.contiguous()) {
     reasons.push_back(str_cat(what, " is strided: expected ", wanted, ", found ", describe(view),
                               " (the kernels read weights in place; make the tensor contiguous)"));
+  } else if (std::string off = misalignment(view); !off.empty()) {
+    reasons.push_back(str_cat(what, off));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "model/shard_plan.h"
 #include "model/str_cat.h"
 
@@ -35,7 +36,7 @@ Backbone good_backbone() {
     for (const model::RankTensor& tensor : layer.tensors) {
       backbone.weights[layer.layer][tensor.name] =
           TensorView::dense(tensor.dtype, tensor.shape, address);
-      address += tensor.nbytes();
+      address += (tensor.nbytes() + 255) / 256 * 256;  // as an allocator places them
     }
   }
   return backbone;
@@ -100,6 +101,20 @@ TEST(WeightReasons, StridedWeight) {
                   "weight \"block_sparse_moe.gate.weight\" is strided: expected BF16 [")));
   EXPECT_THAT(weight_reasons(backbone)[0],
               HasSubstr("(the kernels read weights in place; make the tensor contiguous)"));
+}
+
+// The kernels read every weight in 16-byte vectors: a view starting elsewhere would fault them.
+TEST(WeightReasons, MisalignedWeight) {
+  Backbone backbone = good_backbone();
+  int layer = first_layer(ServedKind::kFfn);
+  TensorView& view = backbone.weights.at(layer).at("block_sparse_moe.experts.w13_weight");
+  view.data += 4;
+  EXPECT_THAT(weight_reasons(backbone),
+              ElementsAre(model::str_cat("layer ", layer, " weight \"block_sparse_moe.experts.w13_weight\" starts at "
+                                         "byte address 0x", absl::StrCat(absl::Hex(view.data)),
+                                         ", not a multiple of 16 (the kernels read it in 16-byte vectors: give "
+                                         "it its own allocation, or an offset into one that is a multiple of 16 "
+                                         "bytes)")));
 }
 
 TEST(WeightReasons, AnMlaLayersAttentionIsTheHostsAndNotChecked) {
