@@ -1,7 +1,10 @@
 // A served layer's launches in a step (the seed's WholeLayer.launch and FfnLayer.launch).
 #include "runtime/decode/runner.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/decode/tensor_view.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime::decode {
@@ -13,6 +16,16 @@ absl::Status LayerKernel::launch(const Runner& runner, const SpecMetadata& meta,
     return absl::InvalidArgumentError(absl::StrCat(
         "layer ", layer, ": no pending delta; expected the previous layer's MoE output (a served layer ",
         "always follows another layer); hint: pass the output `delta` of the previous layer's launch"));
+  }
+  const std::pair<const char*, uint64_t> pointers[] = {{"prefix", io.prefix},
+                                                       {"blocks", io.blocks},
+                                                       {"delta", io.delta},
+                                                       {"spec_state_indices", meta.spec_state_indices.data},
+                                                       {"num_accepted_tokens", meta.num_accepted_tokens.data}};
+  for (const auto& [name, address] : pointers) {
+    if (std::string off = misalignment(address); !off.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": ", name, off));
+    }
   }
   if (kind == model::ServedKind::kFfn && !io.attention) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer,

@@ -54,7 +54,9 @@ struct LayerIo {
 class LayerLaunch {
  public:
   // Enqueues the layer on `stream` (at the step's first served layer, the epoch bump first).
-  // Refused before anything is enqueued: no delta, an MLA layer without `attention`.
+  // Refused before anything is enqueued: no delta, an MLA layer without `attention`, a tensor the
+  // kernels would read misaligned (prefix, blocks, delta or the step's metadata not starting on a
+  // 16-byte boundary).
   absl::Status operator()(LayerIo& io, Stream& stream) const;
 
  private:

@@ -3,6 +3,7 @@
 // refusals through the executor.
 #include "runtime/decode/executor_test_support.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "runtime/decode/in_process_group.h"
 #include "support/status_macros.h"
@@ -141,6 +142,15 @@ TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
   io = io_of(in);
   refused = (*(*step)->layer(3))(io, stream);
   EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("layer 3 is an MLA layer: LayerIo::attention is empty"));
+  EXPECT_EQ(io.delta, in.first_delta.address()) << "a refused launch returns no output";
+  // A prefix the kernels could not read in 16-byte vectors (a view 2 bytes into its buffer).
+  io = io_of(in);
+  io.prefix += 2;
+  refused = (*(*step)->layer(1))(io, stream);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::HasSubstr(absl::StrCat("layer 1: prefix starts at byte address 0x", absl::Hex(io.prefix),
+                                                ", not a multiple of 16")));
   EXPECT_EQ(io.delta, in.first_delta.address()) << "a refused launch returns no output";
 }
 

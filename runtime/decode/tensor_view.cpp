@@ -23,9 +23,9 @@ bool TensorView::contiguous() const {
   return true;
 }
 
-std::string misalignment(const TensorView& view) {
-  if (view.data % kKernelPointerAlignment == 0) return "";
-  return absl::StrCat(" starts at byte address 0x", absl::Hex(view.data), ", not a multiple of ", kKernelPointerAlignment,
+std::string misalignment(uint64_t address) {
+  if (address % kKernelPointerAlignment == 0) return "";
+  return absl::StrCat(" starts at byte address 0x", absl::Hex(address), ", not a multiple of ", kKernelPointerAlignment,
                       " (the kernels read it in ", kKernelPointerAlignment,
                       "-byte vectors: give it its own allocation, or an offset into one that is a multiple of ",
                       kKernelPointerAlignment, " bytes)");

@@ -32,10 +32,11 @@ std::string describe(const TensorView& view);
 // two agree): a weight or state starting elsewhere is refused, not read (a misaligned vector access
 // faults the device).
 inline constexpr uint64_t kKernelPointerAlignment = 16;
-// "" for an aligned view, else why not: " starts at byte address 0x1002, not a multiple of 16 (the
-// kernels read it in 16-byte vectors: give it its own allocation, or an offset into one that is a
-// multiple of 16 bytes)".
-std::string misalignment(const TensorView& view);
+// "" for an aligned address, else why not: " starts at byte address 0x1002, not a multiple of 16
+// (the kernels read it in 16-byte vectors: give it its own allocation, or an offset into one that
+// is a multiple of 16 bytes)".
+std::string misalignment(uint64_t address);
+inline std::string misalignment(const TensorView& view) { return misalignment(view.data); }
 // "[2, 6, 4608]"
 std::string shape_text(const std::vector<int64_t>& shape);
 
