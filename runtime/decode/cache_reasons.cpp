@@ -89,7 +89,8 @@ std::vector<std::string> cache_reasons(const std::vector<KdaCache>& caches,
     std::string where = str_cat("layer \"", cache.layer, "\": ");
     conv_reasons(where, cache.conv, channels, q, reasons);
     recurrent_reasons(where, cache.recurrent, dims.kda_heads, config.kda_head_dim, reasons);
-    if (std::string off = misalignment(cache.conv); !off.empty()) reasons.push_back(str_cat(where, "conv state", off));
+    if (std::string off = misalignment(cache.conv); !off.empty())
+      reasons.push_back(str_cat(where, "conv state", off));
     if (std::string off = misalignment(cache.recurrent); !off.empty()) {
       reasons.push_back(str_cat(where, "recurrent state", off));
     }

@@ -61,11 +61,13 @@ TEST(CacheReasons, MisalignedStates) {
   KdaCache cache = good_cache();
   cache.conv.data += 2;
   cache.recurrent.data += 8;
-  EXPECT_THAT(reasons({cache}),
-              ElementsAre("layer \"model.layers.1.self_attn\": conv state starts at byte address 0x1002, not a "
-                          "multiple of 16 (the kernels read it in 16-byte vectors: give it its own allocation, or "
-                          "an offset into one that is a multiple of 16 bytes)",
-                          HasSubstr("recurrent state starts at byte address 0x100008, not a multiple of 16")));
+  EXPECT_THAT(
+      reasons({cache}),
+      ElementsAre(
+          "layer \"model.layers.1.self_attn\": conv state starts at byte address 0x1002, not a "
+          "multiple of 16 (the kernels read it in 16-byte vectors: give it its own allocation, or "
+          "an offset into one that is a multiple of 16 bytes)",
+          HasSubstr("recurrent state starts at byte address 0x100008, not a multiple of 16")));
 }
 
 TEST(CacheReasons, ConvDtypeOtherThanBf16) {

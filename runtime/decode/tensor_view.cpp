@@ -25,10 +25,11 @@ bool TensorView::contiguous() const {
 
 std::string misalignment(uint64_t address) {
   if (address % kKernelPointerAlignment == 0) return "";
-  return absl::StrCat(" starts at byte address 0x", absl::Hex(address), ", not a multiple of ", kKernelPointerAlignment,
-                      " (the kernels read it in ", kKernelPointerAlignment,
-                      "-byte vectors: give it its own allocation, or an offset into one that is a multiple of ",
-                      kKernelPointerAlignment, " bytes)");
+  return absl::StrCat(
+      " starts at byte address 0x", absl::Hex(address), ", not a multiple of ",
+      kKernelPointerAlignment, " (the kernels read it in ", kKernelPointerAlignment,
+      "-byte vectors: give it its own allocation, or an offset into one that is a multiple of ",
+      kKernelPointerAlignment, " bytes)");
 }
 
 TensorView TensorView::dense(model::Dtype dtype, std::vector<int64_t> shape, uint64_t data) {

@@ -36,7 +36,9 @@ inline constexpr uint64_t kKernelPointerAlignment = 16;
 // (the kernels read it in 16-byte vectors: give it its own allocation, or an offset into one that
 // is a multiple of 16 bytes)".
 std::string misalignment(uint64_t address);
-inline std::string misalignment(const TensorView& view) { return misalignment(view.data); }
+inline std::string misalignment(const TensorView& view) {
+  return misalignment(view.data);
+}
 // "[2, 6, 4608]"
 std::string shape_text(const std::vector<int64_t>& shape);
 

@@ -110,11 +110,14 @@ TEST(WeightReasons, MisalignedWeight) {
   TensorView& view = backbone.weights.at(layer).at("block_sparse_moe.experts.w13_weight");
   view.data += 4;
   EXPECT_THAT(weight_reasons(backbone),
-              ElementsAre(model::str_cat("layer ", layer, " weight \"block_sparse_moe.experts.w13_weight\" starts at "
-                                         "byte address 0x", absl::StrCat(absl::Hex(view.data)),
-                                         ", not a multiple of 16 (the kernels read it in 16-byte vectors: give "
-                                         "it its own allocation, or an offset into one that is a multiple of 16 "
-                                         "bytes)")));
+              ElementsAre(model::str_cat(
+                  "layer ", layer,
+                  " weight \"block_sparse_moe.experts.w13_weight\" starts at "
+                  "byte address 0x",
+                  absl::StrCat(absl::Hex(view.data)),
+                  ", not a multiple of 16 (the kernels read it in 16-byte vectors: give "
+                  "it its own allocation, or an offset into one that is a multiple of 16 "
+                  "bytes)")));
 }
 
 TEST(WeightReasons, AnMlaLayersAttentionIsTheHostsAndNotChecked) {
