@@ -75,13 +75,14 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
   };
 
   // First half: the prefix updated and stored, the tile, the partials; returns the tile.
-  auto first_half = [&](const Value& task) {
+  auto first_half = [&](const Value& task, bool first) {
     auto t = task / chunks, c = task % chunks;
     auto cols = c * chunk + offsets;
     Value prefix;
     if (!r.reset) prefix = load(r.prefix + t * r.hidden + cols);
     if (r.delta) {
       if (r.delta_flag) wait_flag(*r.delta_flag, kDeltaRegion, t, hc);
+      if (first) r.clock.tick(K2ClockPoint::kAttnResDelta);
       auto delta = load(*r.delta + t * r.hidden + cols);
       prefix = r.reset ? delta : (prefix.to(f32) + delta.to(f32)).to(bf16);
       store(r.prefix + t * r.hidden + cols, prefix);
@@ -95,15 +96,17 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
     store(mine + col(ss) * kS + row(ss), gram);
     store(mine + kS * kS + ss, dots);
     arrive(r.counters + t, chunks, r.flags + t, hc);
+    if (first) r.clock.tick(K2ClockPoint::kAttnResHalf);
     return v;
   };
   // Second half: the chunk of the row, mixed, normalized and rounded. `tile` is the first half's, or
   // empty to read it again (after the flag, which orders the prefix's update before it).
-  auto second_half = [&](const Value& task, std::optional<Value> tile) {
+  auto second_half = [&](const Value& task, std::optional<Value> tile, bool first) {
     auto t = task / chunks, c = task % chunks;
     auto cols = c * chunk + offsets;
     auto out_norm = load(r.out_norm + cols).to(f32);
     wait_flag(r.flags + t, kRegion, t, hc);
+    if (first) r.clock.tick(K2ClockPoint::kAttnResRow);
     if (!tile) tile = source_tile(t, cols, load(r.prefix + t * r.hidden + cols));
     auto a = mix_coefficients(r, t, chunks);
     auto mixed = sum(col(a) * tile->to(f32), 0);
@@ -113,10 +116,10 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
   };
 
   if_(num_programs(0) >= tasks, [&] {
-    if_(program_id(0) < tasks, [&] { second_half(program_id(0), first_half(program_id(0))); });
+    if_(program_id(0) < tasks, [&] { second_half(program_id(0), first_half(program_id(0), true), true); });
   }, [&] {
-    range(program_id(0), tasks, num_programs(0), [&](Value task) { first_half(task); });
-    range(program_id(0), tasks, num_programs(0), [&](Value task) { second_half(task, std::nullopt); });
+    range(program_id(0), tasks, num_programs(0), [&](Value task) { first_half(task, false); });
+    range(program_id(0), tasks, num_programs(0), [&](Value task) { second_half(task, std::nullopt, false); });
   });
 }
 

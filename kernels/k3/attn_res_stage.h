@@ -20,6 +20,7 @@
 
 #include "dsl/value.h"
 #include "kernels/k3/handoff.h"
+#include "kernels/k3/k2_clock.h"
 
 namespace monotile::kernels::k3 {
 
@@ -52,6 +53,7 @@ struct AttnResRows {
   // the second halves' per width (T); flags: "the row's partials written" per row, then "out written".
   dsl::Value partials;
   dsl::Value counters, flags;  // ptr<i32> [32] and [17]
+  K2Clock clock;               // K2's stage clock: B's delta, half and row points (a first task's)
 };
 
 void attn_res_rows(const AttnResRows& rows, const HandoffContext& context);

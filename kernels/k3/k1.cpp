@@ -149,7 +149,8 @@ AttnResRows attn_res(const K1Build& b, const Args& a) {
                    .out = a.x_rows,
                    .partials = a.ares,
                    .counters = a.counters,
-                   .flags = a.flags};
+                   .flags = a.flags,
+                   .clock = {}};
   return rows;
 }
 

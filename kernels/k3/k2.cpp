@@ -258,7 +258,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                       .out = a.y_rows,
                       .partials = a.ares,
                       .counters = a.counters,
-                      .flags = a.flags};
+                      .flags = a.flags,
+                      .clock = a.clock};
   attn_res_rows(mlp_res, hc);
   a.clock.tick(K2ClockPoint::kAttnRes);
   router_rows({.hidden = build.hidden,

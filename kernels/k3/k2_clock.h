@@ -14,6 +14,9 @@ namespace monotile::kernels::k3 {
 enum class K2ClockPoint : int {
   kStart,         // the program starts (before the fault hook)
   kOProj,         // A: its o_proj tasks handed in
+  kAttnResDelta,  // B: its first task's wait for o_proj's rows passed
+  kAttnResHalf,   // B: its first task's partials handed in
+  kAttnResRow,    // B: its first task's wait for the row's partials passed
   kAttnRes,       // B: its MLP AttnRes tasks done
   kLogits,        // C: its router logits tasks done
   kRouteReady,    // C: its first route row's wait (every logit) passed
@@ -38,9 +41,10 @@ inline constexpr int kK2ClockPoints = static_cast<int>(K2ClockPoint::kFinal) + 1
 
 // The points' short names, in order (k2_bench's table).
 inline constexpr std::array<const char*, kK2ClockPoints> kK2ClockPointNames = {
-    "start",      "A o_proj",     "B attn_res",   "C logits", "C ready",    "C top-k",   "C router",
-    "D latent",   "E shared act", "G union",      "H ready",  "H 1st task", "H experts", "I ready",
-    "I 1st task", "I routed sum", "I' chunk sum", "J norm",   "F shared",   "K up + out"};
+    "start",        "A o_proj",     "B delta",    "B half",    "B row",     "B attn_res",
+    "C logits",     "C ready",      "C top-k",    "C router",  "D latent",  "E shared act",
+    "G union",      "H ready",      "H 1st task", "H experts", "I ready",   "I 1st task",
+    "I routed sum", "I' chunk sum", "J norm",     "F shared",  "K up + out"};
 
 // A program's clock: without a clock parameter (a plain build) every tick builds nothing.
 class K2Clock {

@@ -407,7 +407,8 @@ void check_k2_clock(const K2Run& run, int programs) {
     for (int point = 0; point < kK2ClockPoints; ++point) {
       const auto at = static_cast<K2ClockPoint>(point);
       const int64_t tick = run.clock[p * kK2ClockPoints + point];
-      const bool first_task = at == K2ClockPoint::kRouteReady || at == K2ClockPoint::kTopk ||
+      const bool first_task = at == K2ClockPoint::kAttnResDelta || at == K2ClockPoint::kAttnResHalf ||
+                              at == K2ClockPoint::kAttnResRow || at == K2ClockPoint::kRouteReady || at == K2ClockPoint::kTopk ||
                               at == K2ClockPoint::kExpertsReady ||
                               at == K2ClockPoint::kExpertFirst || at == K2ClockPoint::kRoutedReady ||
                               at == K2ClockPoint::kRoutedFirst;
