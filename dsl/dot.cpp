@@ -107,8 +107,13 @@ Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc) {
   return builder.emit1(OpCode::kMxfp4Pairs, {packed, codes}, {}, Type{ElementType{ScalarType::kI32}, tp.shape}, loc);
 }
 
-Value mxfp4_word_pairs(const Value& words, const Value& codes, SourceLocation loc) {
+Value mxfp4_word_pairs(const Value& words, const Value& codes, int scale_bias, SourceLocation loc) {
   Builder& builder = Builder::current("mxfp4_word_pairs", loc);
+  if (scale_bias < kMinMxfp4ScaleBias || scale_bias > 0) {
+    throw Error(at(loc), "mxfp4_word_pairs", "scale_bias " + std::to_string(scale_bias) + " is out of range",
+                std::to_string(kMinMxfp4ScaleBias) + "..0", std::to_string(scale_bias),
+                "0 scales exactly by 2^(code - 127); a negative bias b scales by 2^(code - 127 + b) for codes up to 128 - b");
+  }
   Type tw = builder.type_of(words, "mxfp4_word_pairs", loc);
   Type tc = builder.type_of(codes, "mxfp4_word_pairs", loc);
   if (tw.element != ElementType{ScalarType::kI32} || tw.is_scalar() || tc.element != ElementType{ScalarType::kU8}) {
@@ -123,7 +128,9 @@ Value mxfp4_word_pairs(const Value& words, const Value& codes, SourceLocation lo
   }
   Type result{ElementType{ScalarType::kI32}, tw.shape};
   result.shape.back() *= 4;
-  return builder.emit1(OpCode::kMxfp4WordPairs, {words, codes}, {}, std::move(result), loc);
+  Attrs attrs;
+  attrs.int_value = scale_bias;
+  return builder.emit1(OpCode::kMxfp4WordPairs, {words, codes}, attrs, std::move(result), loc);
 }
 
 Value unpack_bf16(const Value& words, SourceLocation loc) {

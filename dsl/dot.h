@@ -36,7 +36,18 @@ Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc = 
 // without taking its bytes apart (NVIDIA sm_80 and up: about 4 integer operations and two bf16x2
 // multiplies a word of the result, against 6 and a byte's extraction for mxfp4_pairs). Each
 // result word's thread holds its source word where the layouts allow, so nothing moves.
-Value mxfp4_word_pairs(const Value& words, const Value& codes, SourceLocation loc = SourceLocation::current());
+//
+// The most negative scale_bias of mxfp4_word_pairs: 2^b stays a normal bf16.
+inline constexpr int kMinMxfp4ScaleBias = -126;
+
+// With `scale_bias` b (-126..-1) the values are scaled by 2^b too, at one multiply a word instead of
+// two (a GEMV undoes b on its f32 sums): word 4j + i holds bf16(e2m1 x 2^(code - 127 + b)), rounded
+// to nearest even (so values below bf16's smallest subnormal become zero), for codes up to 128 - b.
+// Larger codes, 255 included, are outside that multiply's range: each value is then infinity with
+// its sign, and NaN where it is zero. A caller that may meet such codes checks them first
+// (mxfp4_gemv.h does, per task) and takes b = 0 for them.
+Value mxfp4_word_pairs(const Value& words, const Value& codes, int scale_bias = 0,
+                       SourceLocation loc = SourceLocation::current());
 
 // i32 words [..., n] as bf16 [..., 2n]: word j's low half is element 2j, its high half 2j + 1 (the
 // order of bf16 pairs in memory read as words). Where each word's thread keeps both halves it moves

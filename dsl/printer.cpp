@@ -173,6 +173,7 @@ class Printer {
         return absl::StrCat(" ", to_absl(cmp_name(a.cmp)), " scope=", to_absl(scope_name(a.scope)));
       case OpCode::kReduce:
       case OpCode::kArgReduce: return absl::StrCat(" ", to_absl(reduce_name(a.reduce)), axis);
+      case OpCode::kMxfp4WordPairs: return a.int_value == 0 ? "" : absl::StrCat(" scale_bias=", a.int_value);
       case OpCode::kScan:
         return absl::StrCat(" ", to_absl(reduce_name(a.reduce)), axis, a.reverse ? " reverse" : "");
       case OpCode::kSort: return absl::StrCat(axis, a.descending ? " descending" : " ascending");

@@ -4,6 +4,7 @@
 // the GPUs' cvt.rzi.sat.
 #include <bit>
 #include <cmath>
+#include <limits>
 
 #include "dsl/scalar_semantics.h"
 #include "dsl/interp/ops.h"
@@ -163,11 +164,14 @@ absl::Status exec_mxfp4_pairs(Frame& frame, const Op& op) {
 }
 
 // Word j's nibbles i and i + 4 (its elements i and i + 4 of 8) times 2^(code - 127) as the bf16 pair in
-// word 4j + i, each rounded as exec_mxfp4_pairs' values.
+// word 4j + i, each rounded as exec_mxfp4_pairs' values. With a scale bias b (attrs.int_value < 0),
+// times 2^(code - 127 + b) for codes up to 128 - b, and the value (as e2m1 x 2^-126) times infinity
+// for larger ones, as dsl/dot.h says.
 absl::Status exec_mxfp4_word_pairs(Frame& frame, const Op& op) {
   const std::vector<int64_t>& words = frame.operand(op, 0).ints;
   const std::vector<int64_t>& codes = frame.operand(op, 1).ints;
   std::vector<int64_t>& out = frame.result(op).ints;
+  const int bias = static_cast<int>(op.attrs.int_value);
   for (size_t j = 0; j < words.size(); ++j) {
     const auto word = static_cast<uint32_t>(words[j]);
     const auto code = static_cast<int>(static_cast<uint32_t>(codes[j]) & 0xffu);
@@ -175,9 +179,10 @@ absl::Status exec_mxfp4_word_pairs(Frame& frame, const Op& op) {
       uint32_t pair = 0;
       for (int half = 0; half < 2; ++half) {
         const uint32_t nibble = (word >> (4 * (i + 4 * half))) & 0xfu;
-        double value = kE2m1[nibble & 7] * std::ldexp(1.0, code - 127);
+        double value = kE2m1[nibble & 7] * std::ldexp(1.0, code - 127 + bias);
+        if (bias != 0 && code - 1 + bias > 127) value = kE2m1[nibble & 7] * std::numeric_limits<double>::infinity();
         if (nibble & 8) value = -value;
-        if (code == 255) value = std::nan("");
+        if (bias == 0 && code == 255) value = std::nan("");
         pair |= static_cast<uint32_t>(bf16_bits_from_double(value)) << (16 * half);
       }
       out[4 * j + i] = static_cast<int32_t>(pair);

@@ -190,19 +190,49 @@ __device__ __forceinline__ int mt_mxfp4_pair(unsigned byte, unsigned code) {
   return (int)(low | (high << 16));
 #endif
 }
-// Nibbles `which` and `which` + 4 of a packed MXFP4 word (its elements `which` and `which` + 4 of 8)
-// times 2^(code - 127) as a bf16 pair, exact as mt_mxfp4_pair's. `which` is a constant where it is
-// unrolled, so the word is never taken apart into bytes: one shift brings both nibbles' signs to
-// bits 15 and 31 (their magnitudes then sit at 12..14 and 28..30), a second moves the magnitudes to
-// bf16's e2m1 x 2^-126 places, two masks keep the four fields; then mt_mxfp4_scaled.
-__device__ __forceinline__ int mt_mxfp4_word_pair(unsigned word, unsigned which, unsigned code) {
 #ifdef MT_BF16X2_FMA
-  const unsigned at = word << (12u - 4u * which);
-  return mt_mxfp4_scaled((at & 0x80008000u) | ((at >> 6) & 0x01c001c0u), code);
+// The same values times 2^bias (bias -126..-1) at one multiply: 2^126 x 2^(code - 127) x 2^bias
+// as one bf16 factor, whose exponent field code + 126 + bias saturates at 255 (infinity) for codes
+// above 128 - bias (dsl/dot.h mxfp4_word_pairs). Rounded to nearest even like any product.
+__device__ __forceinline__ int mt_mxfp4_biased(unsigned raw, unsigned code, int bias) {
+  const unsigned exponent = min(code + (unsigned)(126 + bias), 255u);
+  unsigned r;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(raw), "r"(exponent * 0x00800080u), "r"(0x80008000u));
+  return (int)r;
+}
 #endif
 #ifndef MT_BF16X2_FMA
-  const unsigned low = __float_as_uint(mt_mxfp4((word >> (4u * which)) & 15u, code)) >> 16;
-  const unsigned high = __float_as_uint(mt_mxfp4((word >> (4u * which + 16u)) & 15u, code)) >> 16;
+// One element of mt_mxfp4_word_pair with a bias, as bf16 bits (rounded to nearest even: values
+// under bf16's smallest subnormal are not exact).
+__device__ __forceinline__ unsigned mt_mxfp4_biased_bits(unsigned nibble, unsigned code, int bias) {
+  if ((int)code - 1 + bias > 127) return (nibble & 7u) == 0u ? 0x7fc0u : (nibble & 8u) ? 0xff80u : 0x7f80u;
+  // 2^(code - 127 + bias) as an f32 (at most 2, subnormal or zero below 2^-126): the product is
+  // then exact wherever bf16's rounding can tell.
+  const int k = (int)code - 127 + bias;
+  const float factor = k >= -126 ? __uint_as_float((unsigned)(k + 127) << 23) : k >= -149 ? __uint_as_float(1u << (k + 149)) : 0.0f;
+  const unsigned bits = __float_as_uint(mt_mxfp4(nibble, 127u) * factor);
+  return (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+}
+#endif
+// Nibbles `which` and `which` + 4 of a packed MXFP4 word (its elements `which` and `which` + 4 of 8)
+// times 2^(code - 127) as a bf16 pair, exact as mt_mxfp4_pair's; with a bias (a constant), times
+// 2^(code - 127 + bias) as mt_mxfp4_biased. `which` is a constant where it is unrolled, so the word is
+// never taken apart into bytes: one shift brings both nibbles' signs to bits 15 and 31 (their
+// magnitudes then sit at 12..14 and 28..30), a second moves the magnitudes to bf16's e2m1 x 2^-126
+// places, two masks keep the four fields; then the scale's multiplies.
+__device__ __forceinline__ int mt_mxfp4_word_pair(unsigned word, unsigned which, unsigned code, int bias) {
+#ifdef MT_BF16X2_FMA
+  const unsigned at = word << (12u - 4u * which);
+  const unsigned raw = (at & 0x80008000u) | ((at >> 6) & 0x01c001c0u);
+  return bias == 0 ? mt_mxfp4_scaled(raw, code) : mt_mxfp4_biased(raw, code, bias);
+#endif
+#ifndef MT_BF16X2_FMA
+  const unsigned low_nibble = (word >> (4u * which)) & 15u, high_nibble = (word >> (4u * which + 16u)) & 15u;
+  if (bias != 0) {
+    return (int)(mt_mxfp4_biased_bits(low_nibble, code, bias) | (mt_mxfp4_biased_bits(high_nibble, code, bias) << 16));
+  }
+  const unsigned low = __float_as_uint(mt_mxfp4(low_nibble, code)) >> 16;
+  const unsigned high = __float_as_uint(mt_mxfp4(high_nibble, code)) >> 16;
   return (int)(low | (high << 16));
 #endif
 }

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "dsl/ir.h"
 #include "dsl/target.h"
+#include "kernels/k3/mxfp4_gemv.h"
 #include "model/config.h"
 #include "support/source_location.h"
 
@@ -64,6 +65,10 @@ struct K2Build {
   // the experts' activations are then stored in the order that decode gives K (mxfp4_x_position).
   // False decodes a byte at a time: the name then ends "_bp".
   bool mxfp4_words = true;
+  // With mxfp4_words: the routed experts' tasks whose scale codes allow it decode at one bf16x2
+  // multiply a word instead of two (Mxfp4Gemv::scale_bias; kMxfp4ScaleBias). 0 always takes the
+  // exact decode: the name then ends "_sb0"; another value ends "_sb{-bias}".
+  int mxfp4_scale_bias = kMxfp4ScaleBias;
   // K steps of the routed experts' weight loads in flight while one decodes (Mxfp4Gemv::ahead, 1 to
   // kMxfp4MaxAhead): each step ahead holds a thread's 32 bytes in registers. Other than 2, the name
   // ends "_a{n}".
@@ -114,7 +119,7 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
 // _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_bp" with pairs a
-// byte at a time (mxfp4_words false), "_a{expert_ahead}"
+// byte at a time (mxfp4_words false), "_sb{-mxfp4_scale_bias}" when it is not kMxfp4ScaleBias, "_a{expert_ahead}"
 // when it is not 2, "_n8" with 8 expert token rows, then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
 // "_clock" with the stage clock, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);

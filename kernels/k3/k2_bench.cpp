@@ -7,7 +7,7 @@
 // the other weights are zero bytes (K2's time does not depend on their values). Each launch runs
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
-//                 [--flip-x-ahead] [--no-prefetch] [--byte-pairs]
+//                 [--flip-x-ahead] [--no-prefetch] [--byte-pairs] [--exact-decode]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -22,6 +22,8 @@
 // (K2Build::expert_prefetch).
 // --byte-pairs: likewise with the experts' weights decoded a byte at a time instead of a word
 // (K2Build::mxfp4_words false).
+// --exact-decode: likewise with every expert task at the exact decode's two multiplies a word
+// (K2Build::mxfp4_scale_bias 0).
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
 // floor) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
 // false, "reason").
@@ -274,7 +276,7 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 // The variants timed after each shape, as the flags ask for them.
 struct Variants {
   std::vector<int> aheads, stages;  // --ahead, --stages
-  bool flip_x_ahead = false, no_prefetch = false, byte_pairs = false;
+  bool flip_x_ahead = false, no_prefetch = false, byte_pairs = false, exact_decode = false;
 };
 
 // The shape's build for the target, changed as each variant says.
@@ -299,6 +301,10 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   if (v.byte_pairs) {
     out.push_back(build);
     out.back().mxfp4_words = false;
+  }
+  if (v.exact_decode) {
+    out.push_back(build);
+    out.back().mxfp4_scale_bias = 0;
   }
   return out;
 }
@@ -388,7 +394,7 @@ int main(int argc, char** argv) {
   monotile::kernels::k3::Variants variants;
   const char* usage =
       "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]] "
-      "[--flip-x-ahead] [--no-prefetch] [--byte-pairs]\n";
+      "[--flip-x-ahead] [--no-prefetch] [--byte-pairs] [--exact-decode]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -423,6 +429,8 @@ int main(int argc, char** argv) {
       variants.no_prefetch = true;
     } else if (std::string(argv[i]) == "--byte-pairs") {
       variants.byte_pairs = true;
+    } else if (std::string(argv[i]) == "--exact-decode") {
+      variants.exact_decode = true;
     } else {
       std::fprintf(stderr, "%s", usage);
       return 2;

@@ -168,7 +168,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .x_padded = true,
                         .x_ahead = r.x_ahead,
                         .pairs = r.mxfp4_pairs,
-                        .words = words};
+                        .words = words,
+                        .scale_bias = r.mxfp4_scale_bias};
       // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
       // true costs no predicate and no zeroed registers a load.
       auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
@@ -233,7 +234,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .x_padded = true,
                             .x_ahead = r.x_ahead,
                             .pairs = r.mxfp4_pairs,
-                            .words = words};
+                            .words = words,
+                            .scale_bias = r.mxfp4_scale_bias};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows_ok, minimum(count - first, chunk),
           [&](const Value& j) {

@@ -47,6 +47,7 @@ struct MoeRows {
   int min_k_steps = 2;    // K steps of E's and H's GEMVs where K allows (K2Build::min_k_steps)
   bool mxfp4_pairs = true;  // H's and I's weights decoded a byte a word (K2Build::mxfp4_pairs)
   bool mxfp4_words = true;  // and four bytes at once; lat and inter in its K order (K2Build::mxfp4_words)
+  int mxfp4_scale_bias = 0;  // with words: one multiply a word where codes allow (K2Build::mxfp4_scale_bias)
   int expert_ahead = 2;     // H's and I's K steps of loads in flight (K2Build::expert_ahead)
   bool x_ahead = false;     // their x words loaded with the weights (K2Build::expert_x_ahead)
   bool prefetch = true;     // each of their tasks prefetches its weights first (K2Build::expert_prefetch)

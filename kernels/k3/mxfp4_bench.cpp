@@ -40,11 +40,13 @@ struct Shape {
   int token_rows = kMxfp4Tokens;  // Mxfp4Gemv::token_rows (K2's on NVIDIA up to 8 tokens: 8)
   bool x_ahead = false;  // Mxfp4Gemv::x_ahead: x loaded with the weights, steps ahead (K2's)
   bool words = true;     // with pairs, Mxfp4Gemv::words: four bytes decoded at once (K2's)
+  int scale_bias = kMxfp4ScaleBias;  // with words, Mxfp4Gemv::scale_bias (K2's): one multiply a word
 };
 
-// The decode's name in the table: "word" (Mxfp4Gemv::words), "byte" (pairs) or "f32".
+// The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
+// "word" (words, the exact decode's two), "byte" (pairs) or "f32".
 const char* decode_name(const Shape& s) {
-  return !s.pairs ? "f32" : s.words ? "word" : "byte";
+  return !s.pairs ? "f32" : !s.words ? "byte" : s.scale_bias != 0 ? "word1" : "word";
 }
 
 // Weights, scales, activations and the accumulators written (token_rows rows of f32).
@@ -58,7 +60,8 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
       jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
-                                         s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words),
+                                         s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words,
+                                         s.pairs && s.words ? s.scale_bias : 0),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -137,6 +140,9 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true},
       {"w13", w13_rows, 3584, 8, 128, 1, 8, 2, true, true, 8, true},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true},
+      // The same at the exact decode's two multiplies a word (K2's until its scale bias).
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, 0},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, true, 0},
       // The same decoded a byte at a time (K2's until its words).
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, false},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, false},

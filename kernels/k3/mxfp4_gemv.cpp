@@ -104,12 +104,13 @@ Value load_x(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0) {
   return g.x_padded ? load(at) : load(at, col(ms < g.tokens));
 }
 
+// `bias`: the decode's scale bias (0, or g.scale_bias on a task whose codes allow it).
 std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0,
                                      const std::array<Value, 2>& acc, const Mxfp4Packed& packed,
-                                     int parity) {
+                                     int parity, int bias) {
   auto pairs = packed.x.empty() ? load_x(g, x_pairs, byte0) : packed.x;
   if (g.pairs) {
-    auto w = unpack_bf16(g.words ? mxfp4_word_pairs(packed.bytes, packed.codes)
+    auto w = unpack_bf16(g.words ? mxfp4_word_pairs(packed.bytes, packed.codes, bias)
                                  : mxfp4_pairs(packed.bytes, packed.codes));
     std::array<Value, 2> out = acc;
     out[parity] = dot(w, trans(unpack_bf16(pairs)), acc[parity]);
@@ -122,11 +123,14 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
 }
 
 // A software pipeline over `steps` K steps (an i32 scalar or literal) with `ahead` steps' loads in
-// flight. The loop carries `state` (accumulators), then `ahead` pending steps' bytes and codes. It
-// is unrolled `ahead` times: sub-step s consumes pending slot s and refills it with the step
-// `ahead` later, so every slot keeps its registers (a loop of one step would move each pending step
-// down a slot every iteration). load(i) loads step i (callers clamp past the last); consume(i, s,
-// state, packed) returns the state after step i, sub-step s of its iteration. Where `ahead` may not
+// flight while one decodes. The loop carries `state` (accumulators), then ahead + 1 pending steps'
+// bytes and codes (slots), and is unrolled ahead + 1 times: sub-step s consumes slot s, then
+// refills it with the step ahead + 1 later. Each load so goes into registers its slot has just
+// freed, and every slot keeps its registers across the loop's back edge: a load issued before its
+// slot's step was consumed (ahead slots, unrolled ahead times) needed a fresh register set and a
+// move of each of its words into the slot at the end of the iteration (about 45 moves a 64-byte
+// step in K2's loops). load(i) loads step i (callers clamp past the last); consume(i, s, state,
+// packed) returns the state after step i, sub-step s of its iteration. Where ahead + 1 may not
 // divide `steps` (`exact` false), a sub-step past the last step passes the state through.
 using StepLoad = std::function<Mxfp4Packed(const Value&)>;
 using StepConsume = std::function<std::vector<Value>(const Value&, int, const std::vector<Value>&,
@@ -135,32 +139,33 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
                                    std::vector<Value> state, const StepLoad& load_step,
                                    const StepConsume& consume) {
   const auto fixed = static_cast<int64_t>(state.size());
+  const int slots = ahead + 1;
   // A pending step's slot: its bytes and codes, and its x words where they come with them.
   int slot = 0;
-  for (int s = 0; s < ahead; ++s) {
+  for (int s = 0; s < slots; ++s) {
     Mxfp4Packed p = load_step(full({}, s, i32));
     slot = p.x.empty() ? 2 : 3;
     state.push_back(p.bytes);
     state.push_back(p.codes);
     if (!p.x.empty()) state.push_back(p.x);
   }
-  return range_carrying(0, steps, ahead, state, [&](Value i0, const std::vector<Value>& carried) {
+  return range_carrying(0, steps, slots, state, [&](Value i0, const std::vector<Value>& carried) {
     std::vector<Value> out = carried;
-    for (int s = 0; s < ahead; ++s) {
+    for (int s = 0; s < slots; ++s) {
       auto i = i0 + s;
       const int64_t at = fixed + int64_t{slot} * s;
       const Mxfp4Packed pending{
           .bytes = out[at], .codes = out[at + 1], .x = slot == 3 ? out[at + 2] : Value()};
-      Mxfp4Packed next = load_step(i + ahead);
       std::vector<Value> now(out.begin(), out.begin() + fixed);
       std::vector<Value> after;
-      if (exact || ahead == 1) {
+      if (exact) {
         after = consume(i, s, now, pending);
       } else {
         after = if_(
             i < steps, [&] { return consume(i, s, now, pending); }, [&] { return now; });
       }
       std::copy(after.begin(), after.end(), out.begin());
+      Mxfp4Packed next = load_step(i + slots);
       out[at] = next.bytes;
       out[at + 1] = next.codes;
       if (slot == 3) out[at + 2] = next.x;
@@ -174,8 +179,33 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
 void check_shape(const Mxfp4Gemv& g) {
   MT_CHECK(g.ahead >= 1 && g.ahead <= kMxfp4MaxAhead, "Mxfp4Gemv::ahead is 1 to ", kMxfp4MaxAhead);
   MT_CHECK(!g.words || g.pairs, "Mxfp4Gemv::words decodes pairs: set pairs too");
+  MT_CHECK(g.scale_bias == 0 || (g.words && g.scale_bias >= kMinMxfp4ScaleBias && g.scale_bias < 0),
+           "Mxfp4Gemv::scale_bias is 0, or -126..-1 with words");
   MT_CHECK((g.token_rows == 8 || g.token_rows == kMxfp4Tokens) && g.tokens <= g.token_rows,
            "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
+}
+
+// The largest scale code (i32 scalar) of `rows` (rows where row_ok is false read 0) in `scales`,
+// read a row's 16 codes (16 bytes) at a time where k allows.
+Value max_scale_code(const Mxfp4Gemv& g, const Value& scales, const Value& rows, const Value& row_ok) {
+  const int64_t groups = g.k / kGroup;
+  int width = 16;
+  while (groups % width != 0) width /= 2;
+  auto base = col(rows).to(i64) * groups;
+  auto seen = range(0, static_cast<int>(groups), width, zeros({g.rows, width}, i32), [&](Value j0, Value most) {
+    return maximum(most, load(scales + base + row(j0 + arange(0, width)), col(row_ok), 0).to(i32));
+  });
+  return max(seen);
+}
+
+// `loop(bias)`'s result (a GEMV's f32 sums) for g.scale_bias where `largest` (the task's largest
+// code) allows it, else for the exact decode.
+Value with_scale_bias(const Mxfp4Gemv& g, const std::function<Value()>& largest,
+                      const std::function<Value(int)>& loop) {
+  if (g.scale_bias == 0) return loop(0);
+  return if_(
+      largest() <= 128 - g.scale_bias, [&] { return loop(g.scale_bias) * std::ldexp(1.0f, -g.scale_bias); },
+      [&] { return loop(0); });
 }
 
 }  // namespace
@@ -187,20 +217,23 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
   // last step the loads repeat the last step (an L2 hit, where a mask would be a branch).
   auto zero = zeros({g.rows, g.token_rows}, f32);
-  auto carried = pipelined_steps(
-      g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % g.ahead == 0, {zero, zero},
-      [&](const Value& i) {
-        auto byte0 = minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes);
-        Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
-        if (g.x_ahead) p.x = load_x(g, g.x_pairs, byte0);
-        return p;
-      },
-      [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
-        auto [low, high] = accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes),
-                                           {acc[0], acc[1]}, packed, s % 2);
-        return std::vector<Value>{low, high};
-      });
-  return trans(carried[0] + carried[1]);
+  auto loop = [&](int bias) {
+    auto carried = pipelined_steps(
+        g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % (g.ahead + 1) == 0, {zero, zero},
+        [&](const Value& i) {
+          auto byte0 = minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes);
+          Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
+          if (g.x_ahead) p.x = load_x(g, g.x_pairs, byte0);
+          return p;
+        },
+        [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+          auto [low, high] = accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes),
+                                             {acc[0], acc[1]}, packed, s % 2, bias);
+          return std::vector<Value>{low, high};
+        });
+    return carried[0] + carried[1];
+  };
+  return trans(with_scale_bias(g, [&] { return max_scale_code(g, g.scales, rows, row_ok); }, loop));
 }
 
 Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
@@ -224,24 +257,33 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   // (a loop per segment would wait for each segment's first loads). A segment's last step adds its
   // sum, times its coefficients, to the total and restarts the accumulators.
   auto zero = zeros({g.rows, g.token_rows}, f32);
-  auto carried = pipelined_steps(
-      g.ahead, count * steps, false, {zero, zero, zero}, load_step,
-      [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
-        const Value& total = acc[0];
-        auto j = i / steps;
-        auto [low, high] = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes,
-                                           {acc[1], acc[2]}, packed, s % 2);
-        auto [sum_to, low_to, high_to] = if_(
-            i % steps == steps - 1,
-            [&] {
-              return std::array{total + (low + high) * row(coef(j)), zero, zero};
-            },
-            [&] {
-              return std::array{total, low, high};
-            });
-        return std::vector<Value>{sum_to, low_to, high_to};
-      });
-  return trans(carried[0]);
+  auto loop = [&](int bias) {
+    auto carried = pipelined_steps(
+        g.ahead, count * steps, false, {zero, zero, zero}, load_step,
+        [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+          const Value& total = acc[0];
+          auto j = i / steps;
+          auto [low, high] = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes,
+                                             {acc[1], acc[2]}, packed, s % 2, bias);
+          auto [sum_to, low_to, high_to] = if_(
+              i % steps == steps - 1,
+              [&] {
+                return std::array{total + (low + high) * row(coef(j)), zero, zero};
+              },
+              [&] {
+                return std::array{total, low, high};
+              });
+          return std::vector<Value>{sum_to, low_to, high_to};
+        });
+    return carried[0];
+  };
+  // Every segment's codes bound the bias of the whole sum.
+  auto largest = [&] {
+    return range(0, count, 1, full({}, 0, i32), [&](Value j, Value most) {
+      return maximum(most, max_scale_code(g, segment(j).scales, rows, row_ok));
+    });
+  };
+  return trans(with_scale_bias(g, largest, loop));
 }
 
 Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
@@ -250,9 +292,11 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 }
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
-                           bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words) {
+                           bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words,
+                           int scale_bias) {
   Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
-                         x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows),
+                         x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
+                         scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : ""),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
@@ -265,7 +309,8 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .x_padded = x_padded,
               .x_ahead = x_ahead,
               .pairs = pairs,
-              .words = words};
+              .words = words,
+              .scale_bias = scale_bias};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

@@ -57,7 +57,19 @@ struct Mxfp4Gemv {
   // Its pairs hold each 8 values of a row in the order 0 4 1 5 2 6 3 7, so x_pairs must hold x in
   // that order too (mxfp4_x_position gives where each element goes).
   bool words = false;
+  // With words: a task whose scale codes are all at most 128 - scale_bias (-126..-1; 0 turns this
+  // off) decodes at one bf16x2 multiply a word instead of two: its weights come out as w x
+  // 2^scale_bias (mxfp4_word_pairs' bias) and its f32 sums are multiplied back. The products then
+  // stay exact down to |w x| of 2^(-126 - scale_bias), under which the matrix unit's f32 may lose
+  // them. Each task first reads its rows' scales for their largest code (1/16 of its weight bytes,
+  // from L2 again in the loop); a task with a larger code (a scale above 2^(1 - scale_bias), or
+  // NaN) takes the exact decode.
+  int scale_bias = 0;
 };
+
+// Mxfp4Gemv::scale_bias for the K3 kernels: scales up to 2^33 (real checkpoints stay far below),
+// products exact down to 2^-94.
+inline constexpr int kMxfp4ScaleBias = -32;
 
 // Where element e of a row of x sits in x_pairs for a GEMV that decodes words (Mxfp4Gemv::words):
 // each run of 8 in the order 0 4 1 5 2 6 3 7, so that word 4j + i of the row holds elements 8j + i
@@ -146,10 +158,11 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above; with
 // x_padded [token_rows, k / 2]), out (ptr<f32> [token_rows, n]: every task's accumulator); any
 // number of programs.
-// With words, x holds each run of 8 in mxfp4_x_position's order.
+// With words, x holds each run of 8 in mxfp4_x_position's order; scale_bias as Mxfp4Gemv's (the
+// name then ends "_sb{-scale_bias}").
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
                                 int token_rows = kMxfp4Tokens, bool x_ahead = false,
-                                bool words = false);
+                                bool words = false, int scale_bias = 0);
 
 }  // namespace monotile::kernels::k3

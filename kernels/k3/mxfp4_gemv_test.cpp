@@ -82,9 +82,11 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 // With `x_padded`, x has kMxfp4Tokens rows and those past `tokens` are NaN: read unmasked
 // (Mxfp4Gemv::x_padded), they must reach no real token's row.
 // `token_rows` is the GEMV's token dim (Mxfp4Gemv::token_rows: 16, or 8 as NVIDIA's builds up to 8 tokens).
-// With `words` (Mxfp4Gemv::words) x is stored in mxfp4_x_position's order.
+// With `words` (Mxfp4Gemv::words) x is stored in mxfp4_x_position's order. `large_code` is one
+// scale's code far from 1; with a scale bias (Mxfp4Gemv::scale_bias) it chooses the task's decode.
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
-                                  int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false) {
+                                  int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false,
+                                  int scale_bias = 0, int large_code = 200) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -92,7 +94,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
   for (uint8_t& b : packed) b = static_cast<uint8_t>(byte(rng));
   for (uint8_t& s : scales) s = static_cast<uint8_t>(scale(rng));
   scales[3] = 0;     // 2^-127, a subnormal
-  scales[17] = 200;  // 2^73, far from 1 (254 would overflow bf16 at magnitude 2 and up, as no checkpoint does)
+  scales[17] = static_cast<uint8_t>(large_code);  // 200: 2^73 (254 would overflow bf16 at magnitude 2 and up)
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> x(tokens * k);
   std::vector<uint16_t> x_bits((x_padded ? token_rows : tokens) * k, 0x7fc0);  // bf16 NaN past the tokens
@@ -105,7 +107,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
   const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
 
   const std::vector<float> out = run(
-      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words),
+      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words, scale_bias),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -181,12 +183,28 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceDecodedInWords) {
   if (GetParam() <= 8) expect_matches_the_reference(GetParam(), 64, 1, true, true, 8, true, true);
 }
 
+// One multiply a word (Mxfp4Gemv::scale_bias): a task whose largest code is 128 - bias (2^33 at
+// K3's bias) takes it, subnormal scales and all; a task with a code one larger must take the exact
+// decode, since the biased one overflows there (infinity and NaN would fail the comparison).
+TEST_P(Mxfp4Gemv, MatchesTheReferenceAtOneMultiplyAWord) {
+  const int largest = 128 - kMxfp4ScaleBias;
+  expect_matches_the_reference(GetParam(), 256, 2, true, false, kMxfp4Tokens, false, true, kMxfp4ScaleBias, largest);
+  expect_matches_the_reference(GetParam(), 64, 3, true, false, 8 < GetParam() ? kMxfp4Tokens : 8, true, true,
+                               kMxfp4ScaleBias, largest);
+}
+TEST_P(Mxfp4Gemv, ATaskWithALargerCodeTakesTheExactDecode) {
+  const int beyond = 129 - kMxfp4ScaleBias;
+  expect_matches_the_reference(GetParam(), 256, 2, true, false, kMxfp4Tokens, false, true, kMxfp4ScaleBias, beyond);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 
 // mxfp4_gemv_sum over `count` of `segments` stored segments (each its own weights, scales and x),
 // each times its own per-token coefficients, against float64; 2 segments' K steps a program.
+// With a scale bias (Mxfp4Gemv::scale_bias), `large_code` (when not 0) is one scale code of the
+// last counted segment: every segment's codes choose the sum's decode.
 void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false,
-                            bool x_ahead = false, bool words = false) {
+                            bool x_ahead = false, bool words = false, int scale_bias = 0, int large_code = 0) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -194,6 +212,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   std::uniform_int_distribution<int> byte(0, 255), scale(118, 130);
   for (uint8_t& b : packed) b = static_cast<uint8_t>(byte(rng));
   for (uint8_t& v : scales) v = static_cast<uint8_t>(scale(rng));
+  if (large_code != 0) scales[(count - 1) * n * groups + 5] = static_cast<uint8_t>(large_code);
   std::normal_distribution<double> normal(0.0, 1.0);
   // x_bits in element order; x_stored as the GEMV reads it (with words, mxfp4_x_position's order).
   std::vector<uint16_t> x_bits(segments * tokens * k), x_stored(x_bits.size());
@@ -212,7 +231,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   // (k3::: the struct, not the suite above; its pointers are not read by the sum)
   const k3::Mxfp4Gemv g{
       .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
-      .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs, .words = words};
+      .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs, .words = words, .scale_bias = scale_bias};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -261,9 +280,9 @@ TEST(Mxfp4GemvSum, MatchesTheReferenceWithOneStepASegment) { expect_the_sum_matc
 // One segment: the loads ahead of its end are its last step again.
 TEST(Mxfp4GemvSum, MatchesTheReferenceForOneSegment) { expect_the_sum_matches(1, 2, 1, 128); }
 
-// Three steps ahead over 2 segments of 2 steps (4 steps, not a multiple of 3): the unrolled loop's
-// sub-steps past the end pass the total through.
-TEST(Mxfp4GemvSum, MatchesTheReferenceThreeStepsAhead) { expect_the_sum_matches(4, 3, 2, 128, 3); }
+// Three steps ahead over 3 segments of 2 steps (6 steps, not a multiple of the loop's 4 sub-steps):
+// the sub-steps past the end pass the total through.
+TEST(Mxfp4GemvSum, MatchesTheReferenceThreeStepsAhead) { expect_the_sum_matches(4, 3, 3, 128, 3); }
 
 // Decoded in pairs, across segments.
 TEST(Mxfp4GemvSum, MatchesTheReferenceDecodedInPairs) { expect_the_sum_matches(4, 3, 2, 64, 2, true); }
@@ -274,8 +293,19 @@ TEST(Mxfp4GemvSum, MatchesTheReferenceDecodedInWords) {
   expect_the_sum_matches(16, 3, 3, 128, 3, true, true, true);
 }
 
-// One step ahead: the loop is not unrolled.
+// One step ahead: two sub-steps a loop iteration.
 TEST(Mxfp4GemvSum, MatchesTheReferenceOneStepAhead) { expect_the_sum_matches(8, 2, 2, 64, 1); }
+
+// One multiply a word where every segment's codes allow it (the largest 128 - bias, in the last
+// segment), the exact decode where one code is larger.
+TEST(Mxfp4GemvSum, MatchesTheReferenceAtOneMultiplyAWord) {
+  expect_the_sum_matches(4, 3, 2, 64, 2, true, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias);
+  expect_the_sum_matches(16, 3, 3, 128, 2, true, true, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias);
+}
+TEST(Mxfp4GemvSum, ASumWithALargerCodeTakesTheExactDecode) {
+  expect_the_sum_matches(4, 3, 2, 64, 2, true, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias);
+  expect_the_sum_matches(16, 3, 3, 128, 2, true, true, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias);
+}
 
 // x's words loaded with each step's weights, ahead across segment boundaries (each segment its own
 // x), two and three steps ahead.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "dsl/interp/float16.h"
 #include "tests/conformance/cases.h"
@@ -192,9 +193,9 @@ Case mxfp4_pairs_case(int64_t rows, int64_t n) {
 // packed words i32 [rows, n/8] with a code per word (u8 [rows, n/32] read at word / 4) -> the bf16
 // pairs of mxfp4_word_pairs, unpacked: out bf16 [rows, n], each word's eight values in the order
 // 0 4 1 5 2 6 3 7. Codes as mxfp4_pairs_case's.
-Case mxfp4_word_pairs_case(int64_t rows, int64_t n) {
+Case mxfp4_word_pairs_case(int64_t rows, int64_t n, int bias = 0) {
   Case c;
-  c.name = case_name("mxfp4_word_pairs", kI32, {rows, n / 8});
+  c.name = case_name(bias == 0 ? "mxfp4_word_pairs" : "mxfp4_word_pairs_bias" + std::to_string(-bias), kI32, {rows, n / 8});
   c.build = [=] {
     Builder b("mxfp4_word_pairs");
     Value packed = b.arg("words", ptr(i32)), scales = b.arg("scales", ptr(u8));
@@ -202,21 +203,24 @@ Case mxfp4_word_pairs_case(int64_t rows, int64_t n) {
     auto r = col(arange(0, static_cast<int>(rows))), j = row(arange(0, static_cast<int>(n / 8)));
     Value q = load(packed + r * static_cast<int>(n / 8) + j);
     Value s = load(scales + r * static_cast<int>(n / 32) + (j >> 2));
-    store(out + flat_offsets({rows, n}), unpack_bf16(mxfp4_word_pairs(q, s)));
+    store(out + flat_offsets({rows, n}), unpack_bf16(mxfp4_word_pairs(q, s, bias)));
     return b.finish();
   };
   c.tensors = {{"words", kI32, {rows, n / 8}, Role::kInput, integers(INT32_MIN, INT32_MAX), std::nullopt},
                {"scales", kU8, {rows, n / 32}, Role::kInput, scale_codes(), std::nullopt},
                {"out", kBf16, {rows, n}, Role::kOutput, nullptr, Tolerance::exact()}};
-  c.reference = [rows, n](Tensors& t) {
+  // With a bias: the values times 2^bias for codes up to 128 - bias, infinity times e2m1 above (NaN
+  // for zeros), so codes 200 and 254 of scale_codes() land beyond the range at -64 and within it at -126.
+  c.reference = [rows, n, bias](Tensors& t) {
     static constexpr double kE2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < n; ++j) {
         const auto word = static_cast<uint32_t>(t["words"].get_int(r * (n / 8) + j / 8));
         const int64_t e = j % 8, nibble = (word >> (4 * e)) & 0xf;
-        const int64_t scale = t["scales"].get_int(r * (n / 32) + j / 32);
-        const double value = scale == 255 ? std::nan("")
-                                          : (nibble & 8 ? -1 : 1) * kE2m1[nibble & 7] * std::ldexp(1.0, static_cast<int>(scale) - 127);
+        const int scale = static_cast<int>(t["scales"].get_int(r * (n / 32) + j / 32));
+        const double sign = nibble & 8 ? -1 : 1;
+        double value = (scale == 255 && bias == 0) ? std::nan("") : sign * kE2m1[nibble & 7] * std::ldexp(1.0, scale - 127 + bias);
+        if (bias != 0 && scale - 1 + bias > 127) value = sign * kE2m1[nibble & 7] * std::numeric_limits<double>::infinity();
         // element e of its word's eight lands at 2 (e % 4) + e / 4
         t["out"].set(r * n + j - e + 2 * (e % 4) + e / 4, dsl::interp::round_to_bf16(value));
       }
@@ -273,6 +277,8 @@ std::vector<Case> convert_cases() {
   cases.push_back(mxfp4_pairs_case(8, 256));
   cases.push_back(mxfp4_word_pairs_case(16, 64));
   cases.push_back(mxfp4_word_pairs_case(8, 256));
+  cases.push_back(mxfp4_word_pairs_case(16, 64, -64));
+  cases.push_back(mxfp4_word_pairs_case(8, 256, -126));
   return cases;
 }
 
