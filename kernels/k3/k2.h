@@ -113,7 +113,8 @@ struct K2Build {
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
                                  int core_width, int tokens);
 
-// The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h) and min_k_steps 1;
+// The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1 and
+// the exact MXFP4 decode (mxfp4_scale_bias 0);
 // on NVIDIA up to 8 tokens, the experts' GEMVs 8 token rows wide.
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 

@@ -33,13 +33,12 @@ struct K2Shape {
   int tokens = 4;
   bool fault = false;  // with the fault hook (K2Build::fault_ns), as a fail-stop test builds it
   bool clock = false;  // the stage_clock build (K2Build::stage_clock), as k2_bench --clock builds it
-  int ahead = 2;       // K2Build::expert_ahead, as k2_bench --ahead builds it
 };
 
 std::string shape_name(const K2Shape& s) {
   std::string model = s.model == "k3" ? "k3" : "tiny";
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
-                      s.clock ? "_clock" : "", s.ahead != 2 ? absl::StrCat("_a", s.ahead) : "");
+                      s.clock ? "_clock" : "");
 }
 
 K2Build build_of(const K2Shape& s) {
@@ -57,12 +56,12 @@ K2Build build_of(const K2Shape& s) {
     build.fault_ns = 1'000'000'000;
   }
   build.stage_clock = s.clock;
-  build.expert_ahead = s.ahead;
   return build;
 }
 
 // K3: KDA layer 13 at T 4 and 16 on TP 1, 2 and 8, the block-write layer 12 at TP 8, and TP 8 T 16
-// with the fault hook, with the stage clock and with the experts' loads 3 steps ahead (4 spill on sm_90a). k3-tiny: KDA layer 1 (the interpreter's widths 1, 4, 8 and 16), the
+// with the fault hook and with the stage clock (the experts' loads 1, 3 or 4 steps ahead instead of
+// 2, k2_bench --ahead's variants, spill at 16 tokens on sm_90a). k3-tiny: KDA layer 1 (the interpreter's widths 1, 4, 8 and 16), the
 // block-write layer 12 (KDA, width 6 as the tests), MLA layer 3, each at TP 1 and some at TP 2.
 // Widths share code by their padded width (8 or 16) but not their registers, so the tests' own
 // widths are each here, and k3-tiny at 10 and 13 tokens: at 9 to 15 (masked token rows, 16 wide)
@@ -75,7 +74,6 @@ std::vector<K2Shape> shapes() {
   out.push_back({.model = "k3", .tp = 8, .layer = 12, .tokens = 8});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .fault = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .clock = true});
-  for (int ahead : {3}) out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .ahead = ahead});
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});
