@@ -59,16 +59,16 @@ struct Mxfp4Gemv {
   bool words = false;
   // With words: a task whose scale codes are all at most 128 - scale_bias (-126..-1; 0 turns this
   // off) decodes at one bf16x2 multiply a word instead of two: its weights come out as w x
-  // 2^scale_bias (mxfp4_word_pairs' bias) and its f32 sums are multiplied back. The products then
-  // stay exact down to |w x| of 2^(-126 - scale_bias), under which the matrix unit's f32 may lose
-  // them. Each task first reads its rows' scales for their largest code (1/16 of its weight bytes,
+  // 2^scale_bias (mxfp4_word_pairs' bias) and its f32 sums are multiplied back: the exact decode's
+  // sums but for terms under 2^(-126 - scale_bias) (products the matrix unit's f32 may flush, and
+  // weights under 2^(-132 - scale_bias), which round as bf16 subnormals). Each task first reads its rows' scales for their largest code (1/16 of its weight bytes,
   // from L2 again in the loop); a task with a larger code (a scale above 2^(1 - scale_bias), or
   // NaN) takes the exact decode.
   int scale_bias = 0;
 };
 
-// Mxfp4Gemv::scale_bias for the K3 kernels: scales up to 2^33 (real checkpoints stay far below),
-// products exact down to 2^-94.
+// Mxfp4Gemv::scale_bias for the K3 kernels: one multiply for scales up to 2^33 (real checkpoints
+// stay far below), the exact decode's sums but for terms under 2^-94.
 inline constexpr int kMxfp4ScaleBias = -32;
 
 // Where element e of a row of x sits in x_pairs for a GEMV that decodes words (Mxfp4Gemv::words):
