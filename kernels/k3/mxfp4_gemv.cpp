@@ -187,14 +187,17 @@ void check_shape(const Mxfp4Gemv& g) {
 
 // The largest scale code (i32 scalar) of `rows` (rows where row_ok is false read 0) in `scales`,
 // read a row's 16 codes (16 bytes) at a time where k allows.
-Value max_scale_code(const Mxfp4Gemv& g, const Value& scales, const Value& rows, const Value& row_ok) {
+Value max_scale_code(const Mxfp4Gemv& g, const Value& scales, const Value& rows,
+                     const Value& row_ok) {
   const int64_t groups = g.k / kGroup;
   int width = 16;
   while (groups % width != 0) width /= 2;
   auto base = col(rows).to(i64) * groups;
-  auto seen = range(0, static_cast<int>(groups), width, zeros({g.rows, width}, i32), [&](Value j0, Value most) {
-    return maximum(most, load(scales + base + row(j0 + arange(0, width)), col(row_ok), 0).to(i32));
-  });
+  auto seen = range(
+      0, static_cast<int>(groups), width, zeros({g.rows, width}, i32), [&](Value j0, Value most) {
+        return maximum(most,
+                       load(scales + base + row(j0 + arange(0, width)), col(row_ok), 0).to(i32));
+      });
   return max(seen);
 }
 
@@ -204,7 +207,8 @@ Value with_scale_bias(const Mxfp4Gemv& g, const std::function<Value()>& largest,
                       const std::function<Value(int)>& loop) {
   if (g.scale_bias == 0) return loop(0);
   return if_(
-      largest() <= 128 - g.scale_bias, [&] { return loop(g.scale_bias) * std::ldexp(1.0f, -g.scale_bias); },
+      largest() <= 128 - g.scale_bias,
+      [&] { return loop(g.scale_bias) * std::ldexp(1.0f, -g.scale_bias); },
       [&] { return loop(0); });
 }
 
@@ -219,7 +223,8 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   auto zero = zeros({g.rows, g.token_rows}, f32);
   auto loop = [&](int bias) {
     auto carried = pipelined_steps(
-        g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % (g.ahead + 1) == 0, {zero, zero},
+        g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % (g.ahead + 1) == 0,
+        {zero, zero},
         [&](const Value& i) {
           auto byte0 = minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes);
           Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
@@ -233,7 +238,8 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
         });
     return carried[0] + carried[1];
   };
-  return trans(with_scale_bias(g, [&] { return max_scale_code(g, g.scales, rows, row_ok); }, loop));
+  return trans(with_scale_bias(
+      g, [&] { return max_scale_code(g, g.scales, rows, row_ok); }, loop));
 }
 
 Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
