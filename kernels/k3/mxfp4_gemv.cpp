@@ -185,20 +185,24 @@ void check_shape(const Mxfp4Gemv& g) {
            "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
 }
 
-// The largest scale code (i32 scalar) of `rows` (rows where row_ok is false read 0) in `scales`,
-// read a row's 16 codes (16 bytes) at a time where k allows.
-Value max_scale_code(const Mxfp4Gemv& g, const Value& scales, const Value& rows,
-                     const Value& row_ok) {
+// `most` (i32 [g.rows, w]) raised to the scale codes of `rows` (rows where row_ok is false read 0)
+// in `scales`, read w codes of a row (w bytes, up to 16) at a time; its max() is their largest.
+// The weighted sum carries it across its segments and reduces once.
+Value scale_code_tile(const Mxfp4Gemv& g, const Value& scales, const Value& rows,
+                      const Value& row_ok, const Value& most) {
   const int64_t groups = g.k / kGroup;
-  int width = 16;
-  while (groups % width != 0) width /= 2;
+  const int width = static_cast<int>(most.shape().back());
   auto base = col(rows).to(i64) * groups;
-  auto seen = range(
-      0, static_cast<int>(groups), width, zeros({g.rows, width}, i32), [&](Value j0, Value most) {
-        return maximum(most,
-                       load(scales + base + row(j0 + arange(0, width)), col(row_ok), 0).to(i32));
-      });
-  return max(seen);
+  return range(0, static_cast<int>(groups), width, most, [&](Value j0, Value seen) {
+    return maximum(seen, load(scales + base + row(j0 + arange(0, width)), col(row_ok), 0).to(i32));
+  });
+}
+
+// The tile scale_code_tile starts from: as many codes a row as divide k's groups, up to 16.
+Value no_codes(const Mxfp4Gemv& g) {
+  int width = 16;
+  while ((g.k / kGroup) % width != 0) width /= 2;
+  return zeros({g.rows, width}, i32);
 }
 
 // `loop(bias)`'s result (a GEMV's f32 sums) for g.scale_bias where `largest` (the task's largest
@@ -239,7 +243,7 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
     return carried[0] + carried[1];
   };
   return trans(with_scale_bias(
-      g, [&] { return max_scale_code(g, g.scales, rows, row_ok); }, loop));
+      g, [&] { return max(scale_code_tile(g, g.scales, rows, row_ok, no_codes(g))); }, loop));
 }
 
 Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
@@ -285,9 +289,9 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   };
   // Every segment's codes bound the bias of the whole sum.
   auto largest = [&] {
-    return range(0, count, 1, full({}, 0, i32), [&](Value j, Value most) {
-      return maximum(most, max_scale_code(g, segment(j).scales, rows, row_ok));
-    });
+    return max(range(0, count, 1, no_codes(g), [&](Value j, Value most) {
+      return scale_code_tile(g, segment(j).scales, rows, row_ok, most);
+    }));
   };
   return trans(with_scale_bias(g, largest, loop));
 }
