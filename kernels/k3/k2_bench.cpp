@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
+#include "jit/compile_all.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/k3/bench_timing.h"
@@ -309,6 +310,40 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   return out;
 }
 
+// Every build a run times, in its order: per shape the clock build (with --clock), the build as
+// the target takes it, then its variants.
+std::vector<K2Build> timed_builds(const model::ModelConfig& config, const model::RankDims& dims,
+                                  const dsl::Target& target, bool clock, const Variants& variants) {
+  std::vector<K2Build> out;
+  for (int tokens : {4, 8, 16}) {
+    absl::StatusOr<K2Build> build = k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
+    if (!build.ok()) continue;
+    const K2Build for_target = k2_for_target(*build, target);
+    if (clock) {
+      out.push_back(for_target);
+      out.back().stage_clock = true;
+    }
+    out.push_back(for_target);
+    for (const K2Build& v : variants_of(for_target, variants)) out.push_back(v);
+  }
+  return out;
+}
+
+// Compiles `builds` on every core into the kernel cache before the first is timed (each K2 build
+// takes NVRTC seconds; one after another, a run with variants spent minutes compiling). A build
+// that fails here fails again, with its error, where it is timed.
+void precompile(const std::vector<K2Build>& builds, const dsl::Target& target) {
+  std::vector<jit::Build> made;
+  for (const K2Build& b : builds) {
+    absl::StatusOr<jit::ProgramBuild> m = jit::make_build(k2_program(b), target);
+    if (m.ok()) made.push_back(std::move(m->build));
+  }
+  const jit::CompileAllResult r = jit::compile_all(jit::Jit::process_default(), made);
+  std::printf("compiled %zu builds first (%zu from the cache, %zu failed) in %.1f s\n", r.unique, r.hits, r.failures,
+              r.seconds);
+  std::fflush(stdout);
+}
+
 int run(int iterations, bool clock, const std::string& json, const Variants& variants) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
@@ -336,6 +371,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
   model::ModelConfig config = *model::load_config("k3");
   model::RankDims dims = *model::rank_dims(config, 8, 0);
   int status = 0;
+  precompile(timed_builds(config, dims, device.info().target, clock, variants), device.info().target);
   std::vector<ClockColumn> columns;
   std::vector<ShapeResult> results;
   for (int tokens : {4, 8, 16}) {

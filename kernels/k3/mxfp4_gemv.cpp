@@ -185,34 +185,21 @@ void check_shape(const Mxfp4Gemv& g) {
            "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
 }
 
-// `most` (i32 [g.rows, w]) raised to the scale codes of `rows` (rows where row_ok is false read 0)
-// in `scales`, read w codes of a row (w bytes, up to 16) at a time; its max() is their largest.
-// The weighted sum carries it across its segments and reduces once.
-Value scale_code_tile(const Mxfp4Gemv& g, const Value& scales, const Value& rows,
-                      const Value& row_ok, const Value& most) {
-  const int64_t groups = g.k / kGroup;
-  const int width = static_cast<int>(most.shape().back());
-  auto base = col(rows).to(i64) * groups;
-  return range(0, static_cast<int>(groups), width, most, [&](Value j0, Value seen) {
-    return maximum(seen, load(scales + base + row(j0 + arange(0, width)), col(row_ok), 0).to(i32));
-  });
-}
-
-// The tile scale_code_tile starts from: as many codes a row as divide k's groups, up to 16.
-Value no_codes(const Mxfp4Gemv& g) {
-  int width = 16;
-  while ((g.k / kGroup) % width != 0) width /= 2;
-  return zeros({g.rows, width}, i32);
-}
-
-// `loop(bias)`'s result (a GEMV's f32 sums) for g.scale_bias where `largest` (the task's largest
-// code) allows it, else for the exact decode.
-Value with_scale_bias(const Mxfp4Gemv& g, const std::function<Value()>& largest,
-                      const std::function<Value(int)>& loop) {
+// `loop(bias)`'s result (a GEMV's f32 sums [g.rows, g.token_rows]) at g.scale_bias, multiplied
+// back; the exact decode's where that is not finite. A scale code above 128 - g.scale_bias decodes
+// to infinity (NaN for zeros) under the bias, so every sum of its row is then infinite or NaN: the
+// biased loop itself tells whether a task's codes allowed it, with no pass over the scales before
+// it (which cost each task a memory round trip). Only the real tokens' sums are looked at (rows of
+// x past g.tokens may hold anything). A task whose exact sums are not finite (a NaN scale, x not
+// finite) also runs twice, and gets the exact decode's.
+Value with_scale_bias(const Mxfp4Gemv& g, const std::function<Value(int)>& loop) {
   if (g.scale_bias == 0) return loop(0);
+  auto sums = loop(g.scale_bias);
+  auto real = row(arange(0, g.token_rows) < g.tokens);
+  auto finite = abs(sums) <= std::numeric_limits<float>::max();
+  auto overflowed = max(where(real & !finite, 1, 0));
   return if_(
-      largest() <= 128 - g.scale_bias,
-      [&] { return loop(g.scale_bias) * std::ldexp(1.0f, -g.scale_bias); },
+      overflowed == 0, [&] { return sums * std::ldexp(1.0f, -g.scale_bias); },
       [&] { return loop(0); });
 }
 
@@ -242,8 +229,7 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
         });
     return carried[0] + carried[1];
   };
-  return trans(with_scale_bias(
-      g, [&] { return max(scale_code_tile(g, g.scales, rows, row_ok, no_codes(g))); }, loop));
+  return trans(with_scale_bias(g, loop));
 }
 
 Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& count,
@@ -287,13 +273,8 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
         });
     return carried[0];
   };
-  // Every segment's codes bound the bias of the whole sum.
-  auto largest = [&] {
-    return max(range(0, count, 1, no_codes(g), [&](Value j, Value most) {
-      return scale_code_tile(g, segment(j).scales, rows, row_ok, most);
-    }));
-  };
-  return trans(with_scale_bias(g, largest, loop));
+  // Any segment's code above the bias's bound makes the whole sum take the exact decode.
+  return trans(with_scale_bias(g, loop));
 }
 
 Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {

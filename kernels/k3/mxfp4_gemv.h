@@ -61,9 +61,9 @@ struct Mxfp4Gemv {
   // off) decodes at one bf16x2 multiply a word instead of two: its weights come out as w x
   // 2^scale_bias (mxfp4_word_pairs' bias) and its f32 sums are multiplied back: the exact decode's
   // sums but for terms under 2^(-126 - scale_bias) (products the matrix unit's f32 may flush, and
-  // weights under 2^(-132 - scale_bias), which round as bf16 subnormals). Each task first reads its
-  // rows' scales for their largest code (1/16 of its weight bytes, from L2 again in the loop); a
-  // task with a larger code (a scale above 2^(1 - scale_bias), or NaN) takes the exact decode.
+  // weights under 2^(-132 - scale_bias), which round as bf16 subnormals). A task with a larger code
+  // (a scale above 2^(1 - scale_bias), or NaN) gets sums that are not finite that way, and then
+  // runs again with the exact decode.
   int scale_bias = 0;
 };
 
