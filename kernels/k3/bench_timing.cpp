@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
+#include "jit/compile_all.h"
+#include "jit/jit.h"
+#include "jit/program_build.h"
 #include "support/status_macros.h"
 
 namespace monotile::kernels::k3 {
@@ -10,6 +14,24 @@ namespace monotile::kernels::k3 {
 Timing summarize(std::vector<float> times) {
   std::sort(times.begin(), times.end());
   return {times[times.size() / 2], times.front()};
+}
+
+void precompile(const std::vector<dsl::Program>& programs, const dsl::Target& target) {
+  std::vector<jit::Build> builds;
+  for (const dsl::Program& program : programs) {
+    absl::StatusOr<jit::ProgramBuild> made = jit::make_build(program, target);
+    if (made.ok()) builds.push_back(std::move(made->build));
+  }
+  const jit::CompileAllResult r = jit::compile_all(jit::Jit::process_default(), builds);
+  std::printf("compiled %zu builds first (%zu from the cache, %zu failed) in %.1f s\n", r.unique,
+              r.hits, r.failures, r.seconds);
+  for (const absl::StatusOr<jit::CompiledBuild>& result : r.results) {
+    if (!result.ok()) {
+      std::printf("  the first failure: %s\n", std::string(result.status().message()).c_str());
+      break;
+    }
+  }
+  std::fflush(stdout);
 }
 
 absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stream,

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "dsl/ir.h"
+#include "dsl/target.h"
 #include "runtime/device.h"
 
 namespace monotile::kernels::k3 {
@@ -26,6 +28,12 @@ absl::StatusOr<Timing> copy_floor(runtime::Device& device, runtime::Stream& stre
 inline double copy_bandwidth(const Timing& copy) {
   return 2.0 * kCopyBytes / (copy.best_ms * 1e-3);
 }
+
+// Compiles `programs` for `target` into the kernel cache on every core and prints one line of
+// counts, before a benchmark times the first of them: each layer kernel takes NVRTC seconds, and
+// one after another a run with variants spent minutes compiling. A program that fails here fails
+// again, with its error, where it is timed.
+void precompile(const std::vector<dsl::Program>& programs, const dsl::Target& target);
 
 // A JSON string literal of `text` (quotes, backslashes and control characters escaped): the
 // benchmarks' --json documents.

@@ -9,6 +9,7 @@
 // m = T, k = Pl, n = H; the rank's partial, no all-reduce), timed the same way (a fresh epoch and
 // the L2 flush before each K1 + GEMV pair, events around the pair), its launches interleaved with
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
+// Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
@@ -292,6 +293,7 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
   model::RankDims dims = *model::rank_dims(config, 8, 0);
   int status = 0;
   std::vector<ShapeResult> results;
+  std::vector<K1Build> shapes;
   for (int q : {4, 2}) {
     for (int n : {1, 2, 4}) {
       absl::StatusOr<K1Build> build = k1_build(config, 1, dims.kda_heads, static_cast<int>(dims.in_proj_rows), n * q, q,
@@ -300,41 +302,57 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
         std::fprintf(stderr, "k1_bench: %s\n", build.status().ToString().c_str());
         return 1;
       }
-      *build = k1_for_target(*build, device.info().target);
-      if (stages) {
-        K1Build clocked = *build;
-        clocked.stage_clock = true;
-        absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false, flush);
-        if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
-      }
-      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, *build, iterations, true, flush);
-      if (!timing.ok()) {
-        std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
-        status = 1;
-        continue;
-      }
-      ShapeResult r;
-      r.name = k1_name(*build);
-      r.gemv = timing->gemv_label;
-      r.requests = n;
-      r.q = q;
-      r.tokens = n * q;
-      r.k1_bytes = must_move(*build);
-      r.bytes = half_bytes(*build);
-      r.timings = *timing;
-      r.k1_floor_us = r.k1_bytes / bandwidth * 1e6;
-      r.floor_us = r.bytes / bandwidth * 1e6;
-      const double k1_us = timing->k1.median_ms * 1e3, half_us = timing->half.median_ms * 1e3;
-      std::printf("%-52s %8.2f %9.2f %9.2f %9.2f %6.3f | %8.2f %9.2f %9.2f %9.2f %6.3f\n", r.name.c_str(),
-                  r.k1_bytes / 1e6, k1_us, timing->k1.best_ms * 1e3, r.k1_floor_us, k1_us / r.k1_floor_us,
-                  r.bytes / 1e6, half_us, timing->half.best_ms * 1e3, r.floor_us, half_us / r.floor_us);
-      results.push_back(std::move(r));
+      shapes.push_back(k1_for_target(*build, device.info().target));
     }
   }
+  // Every program the run times (with --stages, each shape's clock build too; the half's o_proj GEMV).
+  std::vector<dsl::Program> programs;
+  for (const K1Build& b : shapes) {
+    if (stages) {
+      K1Build clocked = b;
+      clocked.stage_clock = true;
+      programs.push_back(k1_program(clocked));
+    }
+    programs.push_back(k1_program(b));
+    const int m = b.tokens, n_out = b.hidden, k_in = static_cast<int>(b.projection());
+    programs.push_back(bench::gemv_kernel(m, n_out, k_in, bench::gemv_config(m, n_out, k_in)).program);
+  }
+  precompile(programs, device.info().target);
+  for (const K1Build& build : shapes) {
+    const int n = build.requests(), q = build.q;
+    if (stages) {
+      K1Build clocked = build;
+      clocked.stage_clock = true;
+      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false, flush);
+      if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
+    }
+    absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, build, iterations, true, flush);
+    if (!timing.ok()) {
+      std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
+      status = 1;
+      continue;
+    }
+    ShapeResult r;
+    r.name = k1_name(build);
+    r.gemv = timing->gemv_label;
+    r.requests = n;
+    r.q = q;
+    r.tokens = n * q;
+    r.k1_bytes = must_move(build);
+    r.bytes = half_bytes(build);
+    r.timings = *timing;
+    r.k1_floor_us = r.k1_bytes / bandwidth * 1e6;
+    r.floor_us = r.bytes / bandwidth * 1e6;
+    const double k1_us = timing->k1.median_ms * 1e3, half_us = timing->half.median_ms * 1e3;
+    std::printf("%-52s %8.2f %9.2f %9.2f %9.2f %6.3f | %8.2f %9.2f %9.2f %9.2f %6.3f\n", r.name.c_str(),
+                r.k1_bytes / 1e6, k1_us, timing->k1.best_ms * 1e3, r.k1_floor_us, k1_us / r.k1_floor_us,
+                r.bytes / 1e6, half_us, timing->half.best_ms * 1e3, r.floor_us, half_us / r.floor_us);
+    results.push_back(std::move(r));
+  }
   if (!json.empty()) {
-    std::vector<std::string> shapes;
-    for (const ShapeResult& r : results) shapes.push_back(shape_json(r));
-    if (!write_json_document("k1_bench", json, gpu_json_header(device.info(), iterations, bandwidth, flush), shapes)) {
+    std::vector<std::string> objects;
+    for (const ShapeResult& r : results) objects.push_back(shape_json(r));
+    if (!write_json_document("k1_bench", json, gpu_json_header(device.info(), iterations, bandwidth, flush), objects)) {
       status = 1;
     }
   }
@@ -345,6 +363,8 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
 }  // namespace monotile::kernels::k3
 
 int main(int argc, char** argv) {
+  // A row at a time: a run cut short by a time limit keeps the rows it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 50;
   bool stages = false;
   bool flush = true;

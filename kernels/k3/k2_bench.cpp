@@ -6,6 +6,7 @@
 // blocks, W_o, the AttnRes projection, the gate) are random so that rows choose different experts;
 // the other weights are zero bytes (K2's time does not depend on their values). Each launch runs
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
+// Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
 //                 [--flip-x-ahead] [--no-prefetch] [--byte-pairs] [--exact-decode]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
@@ -37,7 +38,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
-#include "jit/compile_all.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/k3/bench_timing.h"
@@ -329,21 +329,6 @@ std::vector<K2Build> timed_builds(const model::ModelConfig& config, const model:
   return out;
 }
 
-// Compiles `builds` on every core into the kernel cache before the first is timed (each K2 build
-// takes NVRTC seconds; one after another, a run with variants spent minutes compiling). A build
-// that fails here fails again, with its error, where it is timed.
-void precompile(const std::vector<K2Build>& builds, const dsl::Target& target) {
-  std::vector<jit::Build> made;
-  for (const K2Build& b : builds) {
-    absl::StatusOr<jit::ProgramBuild> m = jit::make_build(k2_program(b), target);
-    if (m.ok()) made.push_back(std::move(m->build));
-  }
-  const jit::CompileAllResult r = jit::compile_all(jit::Jit::process_default(), made);
-  std::printf("compiled %zu builds first (%zu from the cache, %zu failed) in %.1f s\n", r.unique, r.hits, r.failures,
-              r.seconds);
-  std::fflush(stdout);
-}
-
 int run(int iterations, bool clock, const std::string& json, const Variants& variants) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
@@ -371,7 +356,11 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
   model::ModelConfig config = *model::load_config("k3");
   model::RankDims dims = *model::rank_dims(config, 8, 0);
   int status = 0;
-  precompile(timed_builds(config, dims, device.info().target, clock, variants), device.info().target);
+  std::vector<dsl::Program> programs;
+  for (const K2Build& b : timed_builds(config, dims, device.info().target, clock, variants)) {
+    programs.push_back(k2_program(b));
+  }
+  precompile(programs, device.info().target);
   std::vector<ClockColumn> columns;
   std::vector<ShapeResult> results;
   for (int tokens : {4, 8, 16}) {
@@ -424,6 +413,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
 }  // namespace monotile::kernels::k3
 
 int main(int argc, char** argv) {
+  // A row at a time: a run cut short by a time limit keeps the rows it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 50;
   bool clock = false;
   std::string json;

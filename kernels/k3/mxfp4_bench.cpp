@@ -188,6 +188,8 @@ int run(int iterations) {
 }  // namespace monotile::kernels::k3
 
 int main(int argc, char** argv) {
+  // A row at a time: a run cut short by a time limit keeps the rows it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 20;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
