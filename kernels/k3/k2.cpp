@@ -217,6 +217,7 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_token_rows != kMxfp4Tokens) absl::StrAppend(&name, "_n", b.expert_token_rows);
   if (b.expert_x_ahead) name += "_xa";
   if (!b.expert_prefetch) name += "_np";
+  if (b.expert_prefetch && b.expert_prefetch_next) name += "_pn";
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
@@ -313,6 +314,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .expert_ahead = build.expert_ahead,
             .x_ahead = build.expert_x_ahead,
             .prefetch = build.expert_prefetch,
+            .prefetch_next = build.expert_prefetch && build.expert_prefetch_next,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),

@@ -85,6 +85,10 @@ struct K2Build {
   // hints, no registers), so that its GEMV's loads find them there. False leaves the GEMVs' own
   // loads alone in flight (a variant for k2_bench): the name ends "_np".
   bool expert_prefetch = true;
+  // With expert_prefetch: a task asks L2 instead for the weights of the next task its program will
+  // take (a program's first task for its own too), so that its GEMV's loads, which a K step at a
+  // time wait for their latency, find their weights in L2 already. True: the name ends "_pn".
+  bool expert_prefetch_next = false;
   // Shared-memory stages of K2's pipelined dots (o_proj's; KernelOptions::num_stages): 0 takes the
   // most that fit (4 at K3), which leaves L1 about 20 KB for everything else. Other than 0, the
   // name ends "_st{n}".

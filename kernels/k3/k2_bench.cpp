@@ -8,7 +8,7 @@
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
-//                 [--flip-x-ahead] [--no-prefetch] [--byte-pairs] [--exact-decode]
+//                 [--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -21,6 +21,8 @@
 // their weights, or in their own step).
 // --no-prefetch: likewise without the routed-expert tasks' L2 prefetch of their weights
 // (K2Build::expert_prefetch).
+// --prefetch-next: likewise with each routed-expert task prefetching the next task's weights instead
+// of its own (K2Build::expert_prefetch_next).
 // --byte-pairs: likewise with the experts' weights decoded a byte at a time instead of a word
 // (K2Build::mxfp4_words false).
 // --exact-decode: likewise with every expert task at the exact decode's two multiplies a word
@@ -277,7 +279,7 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 // The variants timed after each shape, as the flags ask for them.
 struct Variants {
   std::vector<int> aheads, stages;  // --ahead, --stages
-  bool flip_x_ahead = false, no_prefetch = false, byte_pairs = false, exact_decode = false;
+  bool flip_x_ahead = false, no_prefetch = false, prefetch_next = false, byte_pairs = false, exact_decode = false;
 };
 
 // The shape's build for the target, changed as each variant says.
@@ -298,6 +300,10 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   if (v.no_prefetch) {
     out.push_back(build);
     out.back().expert_prefetch = false;
+  }
+  if (v.prefetch_next) {
+    out.push_back(build);
+    out.back().expert_prefetch_next = true;
   }
   if (v.byte_pairs) {
     out.push_back(build);
@@ -421,7 +427,7 @@ int main(int argc, char** argv) {
   monotile::kernels::k3::Variants variants;
   const char* usage =
       "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]] "
-      "[--flip-x-ahead] [--no-prefetch] [--byte-pairs] [--exact-decode]\n";
+      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -454,6 +460,8 @@ int main(int argc, char** argv) {
       variants.flip_x_ahead = true;
     } else if (std::string(argv[i]) == "--no-prefetch") {
       variants.no_prefetch = true;
+    } else if (std::string(argv[i]) == "--prefetch-next") {
+      variants.prefetch_next = true;
     } else if (std::string(argv[i]) == "--byte-pairs") {
       variants.byte_pairs = true;
     } else if (std::string(argv[i]) == "--exact-decode") {

@@ -34,6 +34,9 @@ std::vector<K2Case> cases() {
   out.push_back({.layer = 12, .tokens = 6});                // block-write layer: the prefix restarts at a
   out.push_back({.layer = 5, .tokens = 8, .programs = 3});  // fewer programs than tasks
   out.push_back({.tokens = 4, .programs = 64});             // more programs than tasks
+  // Each expert task prefetching its program's next task's weights: past the last task, and for
+  // slots past the union, nothing.
+  out.push_back({.tokens = 4, .programs = 3, .prefetch_next = true});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .target = "sm_90a"});

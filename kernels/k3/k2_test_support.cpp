@@ -101,7 +101,7 @@ Expected reference_of(const K2Build& b, const Vec& core, const Vec& w_o, const V
 std::string case_name(const K2Case& c) {
   static const char* routers[] = {"random", "ties", "nan", "same"};
   std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
-                                  routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "",
+                                  routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "", c.prefetch_next ? "_pn" : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -127,6 +127,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   b.fault_layer = 128 + c.layer;
   b.fault_ns = c.fault_ns;
   b.stage_clock = c.stage_clock;
+  b.expert_prefetch_next = c.prefetch_next;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

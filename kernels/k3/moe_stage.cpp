@@ -1,6 +1,7 @@
 #include "kernels/k3/moe_stage.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "dsl/dsl.h"
 #include "kernels/k3/build_support.h"
@@ -29,6 +30,19 @@ void wait(const Value& flag, int index, const HandoffContext& hc) {
 
 constexpr int kRoutedChunks = 32;
 constexpr int kSumAhead = 4;  // chunk partials the final pass of the routed sum loads at once
+
+// The prefetch a routed-expert task issues first (MoeRows::prefetch): its own weights' (`prefetch`
+// of the task), or with prefetch_next the next task's of its program, whose loads then find L2
+// warm (a program's first task prefetches its own too).
+void prefetch_ahead(const MoeRows& r, const Value& task, const std::function<void(const Value&)>& prefetch) {
+  if (!r.prefetch) return;
+  if (!r.prefetch_next) {
+    prefetch(task);
+    return;
+  }
+  if_(task == program_id(0), [&] { prefetch(task); });
+  prefetch(task + num_programs(0));
+}
 
 }  // namespace
 
@@ -140,21 +154,26 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     r.clock.tick(K2ClockPoint::kExpertsReady);
   });
   auto experts_live = union_count();
+  // A task's 64 gate and 64 up rows are two contiguous spans (115 KB each at K3): all of them in
+  // flight at once, where a K step of the GEMV holds 8 KB and waits for it.
+  auto prefetch_inter = [&](const Value& task) {
+    auto u = task / groups;
+    if_(u < experts_live, [&] {  // a task past the last is a slot past the union
+      auto e = expert_at(u).to(i64);
+      auto halves = arange(0, 2).to(i64) * r.expert_rows + task % groups * kExpertHalfRows;
+      auto all = arange(0, 2) < 2;
+      prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kExpertHalfRows} * r.latent / 2,
+                     full({}, int64_t{kExpertHalfRows} * r.latent / 2, i64));
+      prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all,
+                     int64_t{kExpertHalfRows} * r.latent / 32, full({}, int64_t{kExpertHalfRows} * r.latent / 32, i64));
+    });
+  };
   range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
+    prefetch_ahead(r, task, prefetch_inter);
     auto u = task / groups;
     if_(u < experts_live, [&] {
       auto e = expert_at(u).to(i64);
       auto first_row = task % groups * kExpertHalfRows;
-      // The task's 64 gate and 64 up rows are two contiguous spans (115 KB each at K3): all of them
-      // in flight at once, where a K step of the GEMV below holds 8 KB and waits for it.
-      if (r.prefetch) {
-        auto halves = arange(0, 2).to(i64) * r.expert_rows + first_row;
-        auto all = arange(0, 2) < 2;
-        prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kExpertHalfRows} * r.latent / 2,
-                       full({}, int64_t{kExpertHalfRows} * r.latent / 2, i64));
-        prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all,
-                       int64_t{kExpertHalfRows} * r.latent / 32, full({}, int64_t{kExpertHalfRows} * r.latent / 32, i64));
-      }
       // Gate row j and up row j side by side (rows 2j and 2j + 1 of the GEMV): one GEMV of 128 rows
       // gives each warp its own 16-row tile (two of 64 would give each tile to two warps, which would
       // both decode it), and each pair splits apart where the accumulator holds it.
@@ -203,23 +222,28 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto ks = arange(0, pow2_at_least(r.top_k));
   auto chosen = load(r.route_experts + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), -1);
   auto chosen_weight = load(r.route_weights + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), 0.0f);
-  range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
-    auto c = task / routed_tasks;
+  // The chunk's experts' 128 rows of w2 and their scales are contiguous spans (24 KB and 1.5 KB at K3):
+  // all of them in flight at once before the dependent GEMVs, whose K steps hold 8 KB each.
+  auto prefetch_partial = [&](const Value& task) {
+    auto first = task / routed_tasks * chunk;
     auto block = task % routed_tasks;
-    auto first = c * chunk;
-    if_(first < count, [&] {
-      // The chunk's experts' 128 rows of w2 and their scales are contiguous spans (24 KB and 1.5 KB at
-      // K3): all of them in flight at once before the dependent GEMVs, whose K steps hold 8 KB each.
+    if_(first < count, [&] {  // a task past the last is a chunk past the union
       auto js = arange(0, pow2_at_least(chunk));
       auto live = (js < chunk) & (first + js < count);
       auto ids = clamp_expert(load(r.union_ids + first + js, live, 0)).to(i64);
       auto left = minimum(r.latent - block * kExpertRows, kExpertRows).to(i64);  // rows of this block
-      if (r.prefetch) {
-        prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kExpertRows * (r.expert_rows / 2), live,
-                       int64_t{kExpertRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
-        prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kExpertRows * (r.expert_rows / 32), live,
-                       int64_t{kExpertRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
-      }
+      prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kExpertRows * (r.expert_rows / 2), live,
+                     int64_t{kExpertRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
+      prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kExpertRows * (r.expert_rows / 32), live,
+                     int64_t{kExpertRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
+    });
+  };
+  range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
+    prefetch_ahead(r, task, prefetch_partial);
+    auto c = task / routed_tasks;
+    auto block = task % routed_tasks;
+    auto first = c * chunk;
+    if_(first < count, [&] {
       // The chunk's experts as one pipelined sum (mxfp4_gemv_sum): an expert's first w2 loads are in
       // flight while the one before it decodes its last steps, where a GEMV an expert waited for
       // each expert's first loads (K = 384 is 3 steps of 128 at K3 TP 8).

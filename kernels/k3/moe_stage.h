@@ -51,6 +51,7 @@ struct MoeRows {
   int expert_ahead = 2;     // H's and I's K steps of loads in flight (K2Build::expert_ahead)
   bool x_ahead = false;     // their x words loaded with the weights (K2Build::expert_x_ahead)
   bool prefetch = true;     // each of their tasks prefetches its weights first (K2Build::expert_prefetch)
+  bool prefetch_next = false;  // ...or the next task's (K2Build::expert_prefetch_next)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
