@@ -218,6 +218,7 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_x_ahead) name += "_xa";
   if (!b.expert_prefetch) name += "_np";
   if (b.expert_prefetch && b.expert_prefetch_next) name += "_pn";
+  if (b.routed_chunks != K2Build{}.routed_chunks) absl::StrAppend(&name, "_rc", b.routed_chunks);
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
@@ -315,6 +316,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .x_ahead = build.expert_x_ahead,
             .prefetch = build.expert_prefetch,
             .prefetch_next = build.expert_prefetch && build.expert_prefetch_next,
+            .routed_chunks = build.routed_chunks,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),
@@ -375,7 +377,7 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.sorted = take(slots * 4);
   s.union_ids = take(slots * 4);
   s.union_count = take(4);
-  const int64_t chunk = routed_chunk(static_cast<int>(slots));
+  const int64_t chunk = routed_chunk(static_cast<int>(slots), b.routed_chunks);
   s.routed_partials = take((slots + chunk - 1) / chunk * b.tokens * b.latent * 4);
   s.inter = take((slots * b.tokens + pad_rows) * b.expert_rows * 2);
   s.bytes = layout.size();

@@ -89,6 +89,10 @@ struct K2Build {
   // take (a program's first task for its own too), so that its GEMV's loads, which a K step at a
   // time wait for their latency, find their weights in L2 already. True: the name ends "_pn".
   bool expert_prefetch_next = false;
+  // Stage I's tasks: per 128 latent rows, at most this many chunks of the union, each chunk's experts
+  // one pipelined sum (moe_stage.h's routed_chunk). Fewer chunks make fewer, longer tasks (at T 4 and
+  // 32 chunks a task is 2 experts, 49 KB). Other than 32, the name ends "_rc{n}".
+  int routed_chunks = 32;
   // Shared-memory stages of K2's pipelined dots (o_proj's; KernelOptions::num_stages): 0 takes the
   // most that fit (4 at K3), which leaves L1 about 20 KB for everything else. Other than 0, the
   // name ends "_st{n}".

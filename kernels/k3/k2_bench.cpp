@@ -9,6 +9,7 @@
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
 //                 [--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode]
+//                 [--routed-chunks N[,N...]]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -23,6 +24,8 @@
 // (K2Build::expert_prefetch).
 // --prefetch-next: likewise with each routed-expert task prefetching the next task's weights instead
 // of its own (K2Build::expert_prefetch_next).
+// --routed-chunks N,...: likewise with stage I's tasks over at most N union chunks instead of 32
+// (K2Build::routed_chunks: fewer, longer tasks).
 // --byte-pairs: likewise with the experts' weights decoded a byte at a time instead of a word
 // (K2Build::mxfp4_words false).
 // --exact-decode: likewise with every expert task at the exact decode's two multiplies a word
@@ -278,7 +281,7 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 
 // The variants timed after each shape, as the flags ask for them.
 struct Variants {
-  std::vector<int> aheads, stages;  // --ahead, --stages
+  std::vector<int> aheads, stages, routed_chunks;  // --ahead, --stages, --routed-chunks
   bool flip_x_ahead = false, no_prefetch = false, prefetch_next = false, byte_pairs = false, exact_decode = false;
 };
 
@@ -304,6 +307,10 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   if (v.prefetch_next) {
     out.push_back(build);
     out.back().expert_prefetch_next = true;
+  }
+  for (int n : v.routed_chunks) {
+    out.push_back(build);
+    out.back().routed_chunks = n;
   }
   if (v.byte_pairs) {
     out.push_back(build);
@@ -427,7 +434,7 @@ int main(int argc, char** argv) {
   monotile::kernels::k3::Variants variants;
   const char* usage =
       "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]] "
-      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode]\n";
+      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode] [--routed-chunks N[,N...]]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -445,6 +452,16 @@ int main(int argc, char** argv) {
           return 2;
         }
         variants.aheads.push_back(ahead);
+      }
+    } else if (std::string(argv[i]) == "--routed-chunks" && i + 1 < argc) {
+      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      for (const std::string& n : values) {
+        const int chunks = std::atoi(n.c_str());
+        if (chunks < 1 || chunks > 256) {
+          std::fprintf(stderr, "k2_bench: --routed-chunks %s: expected 1 to 256\n", n.c_str());
+          return 2;
+        }
+        variants.routed_chunks.push_back(chunks);
       }
     } else if (std::string(argv[i]) == "--stages" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());

@@ -37,6 +37,9 @@ std::vector<K2Case> cases() {
   // Each expert task prefetching its program's next task's weights: past the last task, and for
   // slots past the union, nothing.
   out.push_back({.tokens = 4, .programs = 3, .prefetch_next = true});
+  // Stage I over 3 union chunks (a chunk of 22 of k3-tiny's 64 slots at T 16) and over one.
+  out.push_back({.tokens = 16, .routed_chunks = 3});
+  out.push_back({.tokens = 4, .programs = 64, .routed_chunks = 1});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .target = "sm_90a"});

@@ -102,6 +102,7 @@ std::string case_name(const K2Case& c) {
   static const char* routers[] = {"random", "ties", "nan", "same"};
   std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
                                   routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "", c.prefetch_next ? "_pn" : "",
+                                  c.routed_chunks != 32 ? absl::StrCat("_rc", c.routed_chunks) : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -128,6 +129,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   b.fault_ns = c.fault_ns;
   b.stage_clock = c.stage_clock;
   b.expert_prefetch_next = c.prefetch_next;
+  b.routed_chunks = c.routed_chunks;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

@@ -7,6 +7,7 @@
 #include "kernels/k3/build_support.h"
 #include "kernels/k3/gemv_task.h"
 #include "kernels/k3/mxfp4_gemv.h"
+#include "support/check.h"
 
 namespace monotile::kernels::k3 {
 
@@ -28,7 +29,6 @@ void wait(const Value& flag, int index, const HandoffContext& hc) {
   wait_flag(flag, kMoeRegion, full({}, index, i32), hc);
 }
 
-constexpr int kRoutedChunks = 32;
 constexpr int kSumAhead = 4;  // chunk partials the final pass of the routed sum loads at once
 
 // The prefetch a routed-expert task issues first (MoeRows::prefetch): its own weights' (`prefetch`
@@ -46,7 +46,10 @@ void prefetch_ahead(const MoeRows& r, const Value& task, const std::function<voi
 
 }  // namespace
 
-int routed_chunk(int slots) { return std::max(1, tasks_of(slots, kRoutedChunks)); }
+int routed_chunk(int slots, int chunks) {
+  MT_CHECK(chunks >= 1, "K2Build::routed_chunks is at least 1");
+  return std::max(1, tasks_of(slots, chunks));
+}
 
 Value situ(const Value& gate, const Value& up, float beta, float linear_beta) {
   return beta * tanh(gate / beta) * sigmoid(gate) * (linear_beta * tanh(up / linear_beta));
@@ -208,7 +211,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   // per 64 rows over the whole union left 56 programs each a chain of up to 223 dependent GEMVs).
   // Chunk-major task order puts the live chunks first, spread evenly over the programs. Each task
   // writes its f32 partial into its chunk's own slot of `partials` (no atomics, no timing in the sum).
-  const int chunk = routed_chunk(slots);
+  const int chunk = routed_chunk(slots, r.routed_chunks);
   const int chunks = tasks_of(slots, chunk);
   const int routed_tasks = tasks_of(r.latent, kExpertRows);
   const int partial_tasks = chunks * routed_tasks;

@@ -52,6 +52,7 @@ struct MoeRows {
   bool x_ahead = false;     // their x words loaded with the weights (K2Build::expert_x_ahead)
   bool prefetch = true;     // each of their tasks prefetches its weights first (K2Build::expert_prefetch)
   bool prefetch_next = false;  // ...or the next task's (K2Build::expert_prefetch_next)
+  int routed_chunks = 32;   // stage I's most union chunks (K2Build::routed_chunks)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
@@ -74,10 +75,11 @@ struct MoeRows {
   K2Clock clock;               // ticks at the ends of D..K (k2_clock.h; none in a plain build)
 };
 
-// Union slots a routed-sum task covers, for `slots` = T top_k possible union entries: at most 32
-// chunks, so that the final pass sums few partials, while K3's 28 blocks of 128 latent rows give
-// 32 x 28 = 896 tasks, about 7 per program on 132 SMs, each 2 to 8 expert GEMVs of 24 KB.
-int routed_chunk(int slots);
+// Union slots a routed-sum task covers, for `slots` = T top_k possible union entries: at most
+// `chunks` chunks (K2Build::routed_chunks), so that the final pass sums few partials; at 32, K3's
+// 28 blocks of 128 latent rows give 32 x 28 = 896 tasks, about 7 per program on 132 SMs, each 2 to 8
+// expert GEMVs of 24 KB.
+int routed_chunk(int slots, int chunks);
 
 // Health-record regions of the MoE's waits (after K2Region's).
 inline constexpr int32_t kMoeRegion = 7;
