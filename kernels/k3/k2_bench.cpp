@@ -285,6 +285,21 @@ struct Variants {
   bool flip_x_ahead = false, no_prefetch = false, prefetch_next = false, byte_pairs = false, exact_decode = false;
 };
 
+// A comma-separated list of counts for `flag`, each from `lo` to `hi`, appended to `out`; false,
+// with the message on stderr, at the first that is not.
+bool parse_counts(const char* flag, const char* text, int lo, int hi, std::vector<int>& out) {
+  const std::vector<std::string> values = absl::StrSplit(text, ',', absl::SkipEmpty());
+  for (const std::string& n : values) {
+    const int count = std::atoi(n.c_str());
+    if (count < lo || count > hi) {
+      std::fprintf(stderr, "k2_bench: %s %s: expected %d to %d\n", flag, n.c_str(), lo, hi);
+      return false;
+    }
+    out.push_back(count);
+  }
+  return true;
+}
+
 // The shape's build for the target, changed as each variant says.
 std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   std::vector<K2Build> out;
@@ -443,36 +458,14 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
       json = argv[++i];
     } else if (std::string(argv[i]) == "--ahead" && i + 1 < argc) {
-      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
-      for (const std::string& n : values) {
-        const int ahead = std::atoi(n.c_str());
-        if (ahead < 1 || ahead > monotile::kernels::k3::kMxfp4MaxAhead) {
-          std::fprintf(stderr, "k2_bench: --ahead %s: expected 1 to %d\n", n.c_str(),
-                       monotile::kernels::k3::kMxfp4MaxAhead);
-          return 2;
-        }
-        variants.aheads.push_back(ahead);
+      if (!monotile::kernels::k3::parse_counts("--ahead", argv[++i], 1, monotile::kernels::k3::kMxfp4MaxAhead,
+                                               variants.aheads)) {
+        return 2;
       }
     } else if (std::string(argv[i]) == "--routed-chunks" && i + 1 < argc) {
-      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
-      for (const std::string& n : values) {
-        const int chunks = std::atoi(n.c_str());
-        if (chunks < 1 || chunks > 256) {
-          std::fprintf(stderr, "k2_bench: --routed-chunks %s: expected 1 to 256\n", n.c_str());
-          return 2;
-        }
-        variants.routed_chunks.push_back(chunks);
-      }
+      if (!monotile::kernels::k3::parse_counts("--routed-chunks", argv[++i], 1, 256, variants.routed_chunks)) return 2;
     } else if (std::string(argv[i]) == "--stages" && i + 1 < argc) {
-      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
-      for (const std::string& n : values) {
-        const int count = std::atoi(n.c_str());
-        if (count < 2 || count > 4) {
-          std::fprintf(stderr, "k2_bench: --stages %s: expected 2 to 4\n", n.c_str());
-          return 2;
-        }
-        variants.stages.push_back(count);
-      }
+      if (!monotile::kernels::k3::parse_counts("--stages", argv[++i], 2, 4, variants.stages)) return 2;
     } else if (std::string(argv[i]) == "--flip-x-ahead") {
       variants.flip_x_ahead = true;
     } else if (std::string(argv[i]) == "--no-prefetch") {
