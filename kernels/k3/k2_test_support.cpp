@@ -102,7 +102,7 @@ std::string case_name(const K2Case& c) {
   static const char* routers[] = {"random", "ties", "nan", "same"};
   std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
                                   routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "", c.prefetch_next ? "_pn" : "",
-                                  c.routed_chunks != 32 ? absl::StrCat("_rc", c.routed_chunks) : "",
+                                  c.routed_chunks != K2Build{}.routed_chunks ? absl::StrCat("_rc", c.routed_chunks) : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;

@@ -31,7 +31,7 @@ struct K2Case {
   std::string target = {};  // non-empty: the build is shaped for this target (k2_for_target)
   bool stage_clock = false;  // the stage_clock build (K2Build::stage_clock); its name ends "_clock"
   bool prefetch_next = false;  // K2Build::expert_prefetch_next; the name ends "_pn"
-  int routed_chunks = 32;      // K2Build::routed_chunks; other values end the name "_rc{n}"
+  int routed_chunks = K2Build{}.routed_chunks;  // K2Build::routed_chunks; others end the name "_rc{n}"
   // Health cases (not in case_name): the launch's epoch word; a nonzero fault_ns builds the fault
   // hook (K2Build::fault_ns) for epoch fault_epoch at this layer's slot; a nonzero wait_ns bounds
   // the waits instead of the interpreter's minutes; poison_union fills the route and the union's

@@ -40,8 +40,8 @@ struct Shape {
   int token_rows = kMxfp4Tokens;  // Mxfp4Gemv::token_rows (K2's on NVIDIA up to 8 tokens: 8)
   bool x_ahead = false;  // Mxfp4Gemv::x_ahead: x loaded with the weights, steps ahead (K2's)
   bool words = true;     // with pairs, Mxfp4Gemv::words: four bytes decoded at once (K2's)
-  int scale_bias =
-      kMxfp4ScaleBias;  // with words, Mxfp4Gemv::scale_bias (K2's): one multiply a word
+  // With words, Mxfp4Gemv::scale_bias (K2's): one multiply a word.
+  int scale_bias = kMxfp4ScaleBias;
 };
 
 // The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
