@@ -1,5 +1,6 @@
 #include "kernels/k3/attn_res_stage.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -17,11 +18,21 @@ constexpr int32_t kRegion = 1;  // K1Region::kAttnRes in health records
 
 }  // namespace
 
-int attn_res_chunk(int hidden) {
-  for (int chunk = 1024; chunk >= 16; chunk /= 2) {
-    if (hidden % chunk == 0) return chunk;
+int attn_res_chunk(int hidden, int tokens) {
+  int largest = 0;
+  for (int chunk = 16; chunk <= 1024; chunk *= 2) {
+    if (hidden % chunk == 0) largest = chunk;
   }
-  return 0;
+  for (int chunk = 128; chunk <= largest; chunk *= 2) {
+    if (hidden % chunk == 0 && int64_t{tokens} * (hidden / chunk) <= kAttnResTasks) return chunk;
+  }
+  return largest;
+}
+
+int attn_res_row_span(int hidden) {
+  int most = 1;
+  for (int tokens = 1; tokens <= kRows; ++tokens) most = std::max(most, hidden / attn_res_chunk(hidden, tokens));
+  return arrival_span(most);
 }
 
 Value attn_res_done_flag(const AttnResRows& r) { return r.flags + kRows; }
@@ -62,7 +73,7 @@ Value mix_coefficients(const AttnResRows& r, const Value& t, int chunks) {
 }  // namespace
 
 void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
-  const int chunk = attn_res_chunk(r.hidden), chunks = r.hidden / chunk, sources = r.nblocks + 1;
+  const int chunk = attn_res_chunk(r.hidden, r.tokens), chunks = r.hidden / chunk, sources = r.nblocks + 1;
   const int tasks = r.tokens * chunks;
   auto ss = arange(0, kS);
   auto offsets = arange(0, chunk);
@@ -95,7 +106,7 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
     auto mine = r.partials + (t * chunks + c) * kAttnResPartials;
     store(mine + col(ss) * kS + row(ss), gram);
     store(mine + kS * kS + ss, dots);
-    arrive(r.counters + t, chunks, r.flags + t, hc);
+    arrive(r.counters + t, chunks, r.flags + t, hc, attn_res_row_span(r.hidden));
     if (first) r.clock.tick(K2ClockPoint::kAttnResHalf);
     return v;
   };

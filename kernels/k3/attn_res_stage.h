@@ -24,9 +24,17 @@
 
 namespace monotile::kernels::k3 {
 
-// The column chunk of a task: the largest of 1024, 512, ..., 16 dividing `hidden` (with 512, ptxas
-// capped some sm_90a builds at 128 registers and spilled; 1024 did not spill, at 230-255).
-int attn_res_chunk(int hidden);
+// The column chunk of a task: the least of 128, 256, ..., 1024 dividing `hidden` that gives `tokens`
+// rows at most kAttnResTasks tasks, else the largest of 16, 32, ..., 1024 dividing it. A task's time
+// is the chain of instructions its program runs over a [16, chunk] tile (not memory: 32 KB at 1024),
+// so the rows' AttnRes ends sooner over more, narrower tasks while each still has a program to
+// itself (K3's 7168 at 4 tokens: 28 tasks of 1024 columns took 21 us on an H100).
+int attn_res_chunk(int hidden, int tokens);
+// The tasks the chunk aims at: a program each on GPUs of 128 units and more.
+inline constexpr int kAttnResTasks = 128;
+// What a row's tasks add to its counter each launch: one span for every width of the rank, whose
+// builds share the counters but not the chunk (handoff.h, arrive).
+int attn_res_row_span(int hidden);
 // Sources of a chunk tile: the blocks and the prefix, padded to the matrix unit's 16 rows.
 inline constexpr int kAttnResSources = 16;
 // f32 partials per (row, chunk): the Gram matrix and the dots.

@@ -5,6 +5,7 @@
 #include "dsl/dsl.h"
 #include "kernels/k3/build_support.h"
 #include "kernels/k3/k1.h"
+#include "support/check.h"
 
 namespace monotile::kernels::k3 {
 
@@ -42,10 +43,11 @@ void publish(const Value& flag, const HandoffContext& context) {
 
 int arrival_span(int arrivals) { return static_cast<int>(pow2_at_least(arrivals)); }
 
-Value count_arrival(const Value& counter, int arrivals) {
+Value count_arrival(const Value& counter, int arrivals, int span) {
+  if (span == 0) span = arrival_span(arrivals);
+  MT_CHECK(span >= arrivals && (span & (span - 1)) == 0, "an arrival span is a power of two >= the arrivals");
   fence(Order::release, Scope::gpu);
   barrier();
-  const int span = arrival_span(arrivals);
   auto before = atomic_add(counter, 1, Scope::gpu, Order::acq_rel);
   // `& (span - 1)` is the launch's arrival number in two's complement, wrapped or not (a signed %
   // would turn negative past the wrap); the counter is a multiple of span when a launch starts.
@@ -56,9 +58,9 @@ Value count_arrival(const Value& counter, int arrivals) {
   return last;
 }
 
-void arrive(const Value& counter, int arrivals, const Value& flag, const HandoffContext& context) {
+void arrive(const Value& counter, int arrivals, const Value& flag, const HandoffContext& context, int span) {
   // The last arrival's acquire makes every earlier share happen before its release of the flag.
-  if_(count_arrival(counter, arrivals), [&] { store_release(flag, context.tag, Scope::gpu); });
+  if_(count_arrival(counter, arrivals, span), [&] { store_release(flag, context.tag, Scope::gpu); });
 }
 
 void wait_flag(const Value& flag, int32_t region, const Value& index, const HandoffContext& c) {

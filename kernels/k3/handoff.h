@@ -28,17 +28,19 @@ void publish(const dsl::Value& flag, const HandoffContext& context);
 
 // One of `arrivals` programs that each finish a share of one piece of work: makes this program's
 // earlier stores visible, counts it on *counter, and the last to arrive sets *flag = tag, publishing
-// every share. A counter is never reset: every launch adds exactly arrival_span(arrivals), a power
-// of two (the last arrival adds the rest), so a launch's arrivals are told apart by the counter's
-// low bits, through any number of launches and across the i32 wrap.
-void arrive(const dsl::Value& counter, int arrivals, const dsl::Value& flag, const HandoffContext& context);
+// every share. A counter is never reset: every launch adds exactly `span` (0: arrival_span(arrivals)),
+// a power of two >= arrivals (the last arrival adds the rest), so a launch's arrivals are told apart
+// by the counter's low bits, through any number of launches and across the i32 wrap. Builds whose
+// arrivals differ but that share a counter (a rank's widths share their scratch) pass one span.
+void arrive(const dsl::Value& counter, int arrivals, const dsl::Value& flag, const HandoffContext& context,
+            int span = 0);
 
-// What arrive() adds to its counter per launch: the least power of two >= arrivals.
+// What arrive() adds to its counter per launch by default: the least power of two >= arrivals.
 int arrival_span(int arrivals);
 
 // Counts this program on *counter as arrive() does, without a flag, and returns whether it was the
 // last of the `arrivals` (an i1 scalar); the last one's acquire covers every earlier share.
-dsl::Value count_arrival(const dsl::Value& counter, int arrivals);
+dsl::Value count_arrival(const dsl::Value& counter, int arrivals, int span = 0);
 
 // Waits (wait_until, acquire) until *flag holds the tag, the timeout passes (recorded under
 // `region` and `index` with the value seen), or the rank has already failed (no wait at all). The

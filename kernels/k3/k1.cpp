@@ -47,7 +47,7 @@ int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + b.gemv_rows - 1) / b
 
 // AttnRes's partials: per (row, chunk) the Gram matrix and the dots.
 int64_t attn_res_partial_floats(const K1Build& b) {
-  return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
+  return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden, b.tokens)) * kAttnResPartials;
 }
 
 void check(const K1Build& b, const SourceLocation& loc) {
@@ -66,7 +66,7 @@ void check(const K1Build& b, const SourceLocation& loc) {
           "pass the rank's merged in_proj row count");
   require(b.gemv_rows == 48 || b.gemv_rows == 64, loc, "k1_program", "gemv_rows must be 48 or 64", "48 or 64",
           std::to_string(b.gemv_rows), "k1_for_target chooses it");
-  require(attn_res_chunk(b.hidden) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc, "k1_program",
+  require(attn_res_chunk(b.hidden, b.tokens) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc, "k1_program",
           "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
           std::to_string(b.hidden), "K3 models have hidden 7168; k1_for_target picks the step");
 }
@@ -416,7 +416,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
   b.eps = static_cast<float>(config.rms_norm_eps);
   b.out_eps = static_cast<float>(config.rms_norm_eps);
   b.lower_bound = static_cast<float>(config.gate_lower_bound);
-  if (attn_res_chunk(b.hidden) == 0 || b.hidden % b.gemv_step != 0) {
+  if (attn_res_chunk(b.hidden, b.tokens) == 0 || b.hidden % b.gemv_step != 0) {
     return refuse(absl::StrCat("hidden_size ", b.hidden, ", expected a multiple of ", b.gemv_step));
   }
   if (heads < 1 || in_proj_rows < 4 * b.projection() + kHeadDim + heads) {

@@ -35,7 +35,7 @@ constexpr int kMoeWords = kAttnResWords + 5;
 constexpr int kControlWords = kMoeWords + 7;
 
 int64_t attn_res_partial_floats(const K2Build& b) {
-  return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden)) * kAttnResPartials;
+  return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden, b.tokens)) * kAttnResPartials;
 }
 
 void check(const K2Build& b, const SourceLocation& loc) {
@@ -45,7 +45,7 @@ void check(const K2Build& b, const SourceLocation& loc) {
           std::to_string(b.nblocks), "take it from k2_build");
   require(b.top_k >= 1 && b.top_k <= b.experts, loc, "k2_program", "top_k out of range", "1..experts", std::to_string(b.top_k),
           "take it from the config's num_experts_per_token");
-  require(attn_res_chunk(b.hidden) > 0 && b.hidden % b.gemv_step == 0, loc, "k2_program",
+  require(attn_res_chunk(b.hidden, b.tokens) > 0 && b.hidden % b.gemv_step == 0, loc, "k2_program",
           "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
           std::to_string(b.hidden), "k2_for_target picks the step");
   require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
@@ -182,7 +182,7 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
   if (b.top_k < 1 || b.top_k > b.experts) {
     return refuse(absl::StrCat("num_experts_per_token ", b.top_k, ", expected 1..", b.experts));
   }
-  if (attn_res_chunk(b.hidden) == 0 || b.hidden % b.gemv_step != 0 || mxfp4_step(core_width) == 0) {
+  if (attn_res_chunk(b.hidden, b.tokens) == 0 || b.hidden % b.gemv_step != 0 || mxfp4_step(core_width) == 0) {
     return refuse(absl::StrCat("hidden_size ", b.hidden, " and o_proj input ", core_width, ", expected multiples of ",
                                b.gemv_step, " and 32"));
   }
