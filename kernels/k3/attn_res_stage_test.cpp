@@ -2,6 +2,8 @@
 // (reference::attn_res_row), at K3's hidden size, where the column chunk depends on the width: one
 // scratch and one set of counters serve launches of widths 1 to 16 in turn, nothing zeroed between
 // them, as a rank's builds share them. Outputs are poisoned before every launch.
+#include "kernels/k3/attn_res_stage.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "dsl/dsl.h"
-#include "kernels/k3/attn_res_stage.h"
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k1_check.h"
 #include "kernels/reference/k3_parts.h"
@@ -25,8 +26,9 @@ namespace {
 using conformance::DeviceBuffer;
 using conformance::KernelArg;
 
-constexpr int kHidden = 7168;  // K3's: chunks of 128 at 1 and 2 rows, 256 at 4, 512 at 8, 1024 at 16
-constexpr int kBlocks = 3;     // block sources before the prefix
+// K3's: chunks of 128 at 1 and 2 rows, 256 at 4, 512 at 8, 1024 at 16.
+constexpr int kHidden = 7168;
+constexpr int kBlocks = 3;  // block sources before the prefix
 constexpr int kMaxTokens = 16;
 constexpr int kPrograms = 128;
 constexpr float kEps = 1e-6f;
@@ -49,7 +51,9 @@ dsl::Program attn_res_program(int tokens) {
   auto epoch = b.arg("epoch", ptr(i32));
   auto health = b.arg("health", ptr(i32));
   auto alarm = b.arg("alarm", ptr(i32));
-  const HandoffContext hc{.tag = launch_tag(epoch, full({}, 0, i32)), .health = health, .alarm = alarm,
+  const HandoffContext hc{.tag = launch_tag(epoch, full({}, 0, i32)),
+                          .health = health,
+                          .alarm = alarm,
                           .wait_ns = 10'000'000'000};
   attn_res_rows({.hidden = kHidden,
                  .tokens = tokens,
@@ -99,21 +103,27 @@ TEST(AttnResStage, WidthsOfOtherChunksShareOneScratch) {
 
   std::mt19937 rng = testing::case_rng();
   conformance::InterpreterExecutor executor;
-  auto buffer = [&](size_t bytes, std::string_view name) { return *executor.allocate(bytes, name); };
+  auto buffer = [&](size_t bytes, std::string_view name) {
+    return *executor.allocate(bytes, name);
+  };
   auto put = [&](const DeviceBuffer& to, auto host) {
     ASSERT_TRUE(executor.copy_in(to, std::as_bytes(std::span(host))).ok());
   };
   const size_t row = kHidden;
   // blocks[t, b, c] with a token stride wider than the blocks (another layer's rows in between).
   const int64_t block_stride = kHidden, token_stride = (kBlocks + 2) * int64_t{kHidden};
-  auto norm = random_bf16(rng, row, 1.0), proj = random_bf16(rng, row, 0.05), out_norm = random_bf16(rng, row, 1.0);
-  DeviceBuffer prefix_b = buffer(kMaxTokens * row * 2, "prefix"), delta_b = buffer(kMaxTokens * row * 2, "delta");
+  auto norm = random_bf16(rng, row, 1.0), proj = random_bf16(rng, row, 0.05),
+       out_norm = random_bf16(rng, row, 1.0);
+  DeviceBuffer prefix_b = buffer(kMaxTokens * row * 2, "prefix"),
+               delta_b = buffer(kMaxTokens * row * 2, "delta");
   DeviceBuffer blocks_b = buffer(kMaxTokens * token_stride * 2, "blocks");
-  DeviceBuffer norm_b = buffer(row * 2, "norm"), proj_b = buffer(row * 2, "proj"), out_norm_b = buffer(row * 2, "out_norm");
+  DeviceBuffer norm_b = buffer(row * 2, "norm"), proj_b = buffer(row * 2, "proj"),
+               out_norm_b = buffer(row * 2, "out_norm");
   DeviceBuffer out_b = buffer(kMaxTokens * row * 2, "out");
   DeviceBuffer partials_b = buffer(int64_t{kAttnResTasks} * kAttnResPartials * 4, "partials");
   DeviceBuffer counters_b = buffer(32 * 4, "counters"), flags_b = buffer(17 * 4, "flags");
-  DeviceBuffer epoch_b = buffer(4, "epoch"), health_b = buffer(health_words(kPrograms) * 4, "health");
+  DeviceBuffer epoch_b = buffer(4, "epoch"),
+               health_b = buffer(health_words(kPrograms) * 4, "health");
   DeviceBuffer alarm_b = buffer(4, "alarm");
   put(norm_b, norm);
   put(proj_b, proj);
@@ -125,7 +135,8 @@ TEST(AttnResStage, WidthsOfOtherChunksShareOneScratch) {
 
   int32_t epoch = 0;
   for (int tokens : {4, 16, 1, 4, 8, 2, 16, 4}) {
-    SCOPED_TRACE(::testing::Message() << "width " << tokens << " (chunk " << attn_res_chunk(kHidden, tokens) << ")");
+    SCOPED_TRACE(::testing::Message()
+                 << "width " << tokens << " (chunk " << attn_res_chunk(kHidden, tokens) << ")");
     auto prefix = random_bf16(rng, tokens * row, 1.0), delta = random_bf16(rng, tokens * row, 0.5);
     auto blocks = random_bf16(rng, tokens * token_stride, 1.0);
     put(prefix_b, prefix);
@@ -133,15 +144,21 @@ TEST(AttnResStage, WidthsOfOtherChunksShareOneScratch) {
     put(blocks_b, blocks);
     put(out_b, std::vector<uint16_t>(tokens * row, 0x7fc1));  // NaN: an unwritten value fails
     put(epoch_b, std::vector<int32_t>{++epoch});
-    const std::vector<KernelArg> args = {
-        KernelArg::buffer(prefix_b, dsl::ScalarType::kBf16), KernelArg::buffer(delta_b, dsl::ScalarType::kBf16),
-        KernelArg::buffer(blocks_b, dsl::ScalarType::kBf16), KernelArg::integer(dsl::ScalarType::kI64, token_stride),
-        KernelArg::integer(dsl::ScalarType::kI64, block_stride), KernelArg::buffer(norm_b, dsl::ScalarType::kBf16),
-        KernelArg::buffer(proj_b, dsl::ScalarType::kBf16), KernelArg::buffer(out_norm_b, dsl::ScalarType::kBf16),
-        KernelArg::buffer(out_b, dsl::ScalarType::kBf16), KernelArg::buffer(partials_b, dsl::ScalarType::kF32),
-        KernelArg::buffer(counters_b, dsl::ScalarType::kI32), KernelArg::buffer(flags_b, dsl::ScalarType::kI32),
-        KernelArg::buffer(epoch_b, dsl::ScalarType::kI32), KernelArg::buffer(health_b, dsl::ScalarType::kI32),
-        KernelArg::buffer(alarm_b, dsl::ScalarType::kI32)};
+    const std::vector<KernelArg> args = {KernelArg::buffer(prefix_b, dsl::ScalarType::kBf16),
+                                         KernelArg::buffer(delta_b, dsl::ScalarType::kBf16),
+                                         KernelArg::buffer(blocks_b, dsl::ScalarType::kBf16),
+                                         KernelArg::integer(dsl::ScalarType::kI64, token_stride),
+                                         KernelArg::integer(dsl::ScalarType::kI64, block_stride),
+                                         KernelArg::buffer(norm_b, dsl::ScalarType::kBf16),
+                                         KernelArg::buffer(proj_b, dsl::ScalarType::kBf16),
+                                         KernelArg::buffer(out_norm_b, dsl::ScalarType::kBf16),
+                                         KernelArg::buffer(out_b, dsl::ScalarType::kBf16),
+                                         KernelArg::buffer(partials_b, dsl::ScalarType::kF32),
+                                         KernelArg::buffer(counters_b, dsl::ScalarType::kI32),
+                                         KernelArg::buffer(flags_b, dsl::ScalarType::kI32),
+                                         KernelArg::buffer(epoch_b, dsl::ScalarType::kI32),
+                                         KernelArg::buffer(health_b, dsl::ScalarType::kI32),
+                                         KernelArg::buffer(alarm_b, dsl::ScalarType::kI32)};
     absl::Status launched = executor.launch(attn_res_program(tokens), {kPrograms, 1, 1}, args);
     ASSERT_TRUE(launched.ok()) << launched;
 
@@ -158,20 +175,25 @@ TEST(AttnResStage, WidthsOfOtherChunksShareOneScratch) {
     const auto blocks_d = to_double(blocks);
     for (int t = 0; t < tokens; ++t) {
       for (size_t c = 0; c < row; ++c) {
-        want_prefix[t * row + c] = model::round_to_bf16(double{model::bf16_to_float(prefix[t * row + c])} +
-                                                        model::bf16_to_float(delta[t * row + c]));
+        want_prefix[t * row + c] =
+            model::round_to_bf16(double{model::bf16_to_float(prefix[t * row + c])} +
+                                 model::bf16_to_float(delta[t * row + c]));
       }
       std::vector<std::span<const double>> sources;
-      for (int b = 0; b < kBlocks; ++b) sources.emplace_back(blocks_d.data() + t * token_stride + b * block_stride, row);
+      for (int b = 0; b < kBlocks; ++b)
+        sources.emplace_back(blocks_d.data() + t * token_stride + b * block_stride, row);
       sources.emplace_back(want_prefix.data() + t * row, row);
-      auto mixed = reference::attn_res_row(sources, norm_d, proj_d, out_norm_d, kEps, reference::Rounding::kBf16);
+      auto mixed = reference::attn_res_row(sources, norm_d, proj_d, out_norm_d, kEps,
+                                           reference::Rounding::kBf16);
       std::copy(mixed.begin(), mixed.end(), want_out.begin() + t * row);
     }
     const std::vector<int64_t> shape = {tokens, kHidden};
-    OutputCheck prefix_check = check_output("prefix", to_double(prefix_after), want_prefix, shape, rule_for("prefix"));
+    OutputCheck prefix_check =
+        check_output("prefix", to_double(prefix_after), want_prefix, shape, rule_for("prefix"));
     EXPECT_TRUE(prefix_check.passed()) << prefix_check.first_failure;
     OutputCheck out_check = check_output("y", to_double(out), want_out, shape, rule_for("y"));
-    EXPECT_TRUE(out_check.passed()) << out_check.first_failure << " (worst " << out_check.worst_ulps << " ulps)";
+    EXPECT_TRUE(out_check.passed())
+        << out_check.first_failure << " (worst " << out_check.worst_ulps << " ulps)";
   }
 }
 

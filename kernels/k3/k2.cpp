@@ -48,6 +48,9 @@ void check(const K2Build& b, const SourceLocation& loc) {
   require(attn_res_chunk(b.hidden, b.tokens) > 0 && b.hidden % b.gemv_step == 0, loc, "k2_program",
           "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
           std::to_string(b.hidden), "k2_for_target picks the step");
+  require(b.latent_rows >= 16 && b.latent_rows <= 128 && b.latent_rows % 16 == 0, loc, "k2_program",
+          "latent_rows out of range", "16, 32, ..., 128 (the matrix unit's 16-row tiles)", std::to_string(b.latent_rows),
+          "32 is the default; k2_bench --latent-rows times others");
   require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
           std::to_string(b.core_width), "o_proj's K steps are powers of two from 32");
   require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
@@ -219,6 +222,10 @@ std::string k2_name(const K2Build& b) {
   if (!b.expert_prefetch) name += "_np";
   if (b.expert_prefetch && b.expert_prefetch_next) name += "_pn";
   if (b.routed_chunks != K2Build{}.routed_chunks) absl::StrAppend(&name, "_rc", b.routed_chunks);
+  if (b.latent_rows != K2Build{}.latent_rows) absl::StrAppend(&name, "_lr", b.latent_rows);
+  if (b.shared_paired) name += "_sp";
+  if (b.router_prefetch) name += "_rp";
+  if (b.tail_prefetch) name += "_tp";
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
@@ -266,29 +273,30 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                       .counters = a.counters,
                       .flags = a.flags,
                       .clock = a.clock};
+  const RouterRows router{.hidden = build.hidden,
+                           .tokens = build.tokens,
+                           .experts = build.experts,
+                           .top_k = build.top_k,
+                           .renormalize = build.renormalize,
+                           .scaling = build.scaling,
+                           .gemv_rows = kGemvRows,
+                           .gemv_step = build.gemv_step,
+                           .y = a.y_rows,
+                           .y_flag = attn_res_done_flag(mlp_res),
+                           .w_gate = a.w_gate,
+                           .bias = a.gate_bias,
+                           .logits = a.logits,
+                           .counter = a.counters + kRouterWord,
+                           .flag = a.flags + kRouterWord,
+                           .experts_out = a.route_experts,
+                           .weights_out = a.route_weights,
+                           .route_counter = a.counters + kRouteWord,
+                           .route_flag = a.flags + kRouteWord,
+                           .clock = a.clock};
+  if (build.router_prefetch) router_prefetch(router);
   attn_res_rows(mlp_res, hc);
   a.clock.tick(K2ClockPoint::kAttnRes);
-  router_rows({.hidden = build.hidden,
-               .tokens = build.tokens,
-               .experts = build.experts,
-               .top_k = build.top_k,
-               .renormalize = build.renormalize,
-               .scaling = build.scaling,
-               .gemv_rows = kGemvRows,
-               .gemv_step = build.gemv_step,
-               .y = a.y_rows,
-               .y_flag = attn_res_done_flag(mlp_res),
-               .w_gate = a.w_gate,
-               .bias = a.gate_bias,
-               .logits = a.logits,
-               .counter = a.counters + kRouterWord,
-               .flag = a.flags + kRouterWord,
-               .experts_out = a.route_experts,
-               .weights_out = a.route_weights,
-               .route_counter = a.counters + kRouteWord,
-               .route_flag = a.flags + kRouteWord,
-               .clock = a.clock},
-              hc);
+  router_rows(router, hc);
   a.clock.tick(K2ClockPoint::kRouter);
   LocalExchange latent({.out = a.latent_sum, .counter = a.counters + kLatentSumWord, .flag = a.flags + kLatentSumWord},
                        build.tokens, build.latent, static_cast<int32_t>(K2Region::kLatentSum), hc);
@@ -317,6 +325,9 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .prefetch = build.expert_prefetch,
             .prefetch_next = build.expert_prefetch && build.expert_prefetch_next,
             .routed_chunks = build.routed_chunks,
+            .latent_rows = build.latent_rows,
+            .shared_paired = build.shared_paired,
+            .tail_prefetch = build.tail_prefetch,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),

@@ -93,6 +93,20 @@ struct K2Build {
   // one pipelined sum (moe_stage.h's routed_chunk). Fewer chunks make fewer, longer tasks (at T 4 and
   // 32 chunks a task is 2 experts, 49 KB). Other than 32, the name ends "_rc{n}".
   int routed_chunks = 32;
+  // D's latent rows a task (moe_stage.h): a task's K loop is a chain of dependent steps whose time
+  // hardly depends on its rows, so 64 rows make half the tasks at about the same time each. Other
+  // than 32, the name ends "_lr{n}".
+  int latent_rows = 32;
+  // E's gate and up rows of a task as one GEMV of interleaved rows, one K loop instead of two in a
+  // row (H pairs them so). True: the name ends "_sp".
+  bool shared_paired = false;
+  // Each program asks L2 for its router logits task's slice of W_gate before the MLP AttnRes, whose
+  // tasks leave DRAM idle (router_prefetch). True: the name ends "_rp".
+  bool router_prefetch = false;
+  // After its routed-sum tasks, each program asks L2 for the weights of its first tasks of F (the
+  // shared experts' down rows) and K (this rank's up-projection rows), whose K loops otherwise wait
+  // on DRAM a step at a time at the end of the launch. True: the name ends "_tp".
+  bool tail_prefetch = false;
   // Shared-memory stages of K2's pipelined dots (o_proj's; KernelOptions::num_stages): 0 takes the
   // most that fit (4 at K3), which leaves L1 about 20 KB for everything else. Other than 0, the
   // name ends "_st{n}".

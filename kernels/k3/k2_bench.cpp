@@ -9,7 +9,8 @@
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
 //                 [--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode]
-//                 [--routed-chunks N[,N...]]
+//                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--shared-paired] [--router-prefetch]
+//                 [--tail-prefetch] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -30,6 +31,15 @@
 // (K2Build::mxfp4_words false).
 // --exact-decode: likewise with every expert task at the exact decode's two multiplies a word
 // (K2Build::mxfp4_scale_bias 0).
+// --latent-rows N,...: likewise with stage D's tasks N latent rows each instead of 32
+// (K2Build::latent_rows, a multiple of 16 up to 128).
+// --shared-paired: likewise with stage E's gate and up rows as one GEMV (K2Build::shared_paired).
+// --router-prefetch: likewise with each program's router task's W_gate slice asked of L2 before the
+// MLP AttnRes (K2Build::router_prefetch).
+// --tail-prefetch: likewise with each program's first F and K tasks' weights asked of L2 after its
+// routed-sum tasks (K2Build::tail_prefetch).
+// --together: after those rows, one with every variant asked for at once (a list flag's first
+// value); with --clock, that build's stage clock too (its column "T n all").
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
 // floor) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
 // false, "reason").
@@ -192,6 +202,7 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
 // earliest program start (programs that did not pass the point left out); per program, the time of
 // its first task of H and of I (the median program's).
 struct ClockColumn {
+  std::string label;  // "T 4", or "T 4 all" for the --together build
   int tokens = 0, distinct_experts = 0;
   std::vector<double> latest, median;  // [kK2ClockPoints]; -1 where no program passed the point
   double h_task = -1, i_task = -1;
@@ -203,8 +214,9 @@ double median_of(std::vector<int64_t> values) {
   return values[values.size() / 2] / 1e3;
 }
 
-ClockColumn clock_column(int tokens, const Result& r) {
+ClockColumn clock_column(const std::string& label, int tokens, const Result& r) {
   ClockColumn c;
+  c.label = label;
   c.tokens = tokens;
   c.distinct_experts = r.distinct_experts;
   const int programs = static_cast<int>(r.clock.size()) / kK2ClockPoints;
@@ -263,13 +275,13 @@ void print_clock(const std::vector<ClockColumn>& columns) {
   if (columns.empty()) return;
   std::printf("\nstage clock (the last of 3 launches of each shape's _clock build; us from the earliest program\n"
               "start; latest / median program over the programs that passed the point)\n%-16s", "point");
-  for (const ClockColumn& c : columns) std::printf(" | T %-2d %8s %8s", c.tokens, "latest", "median");
+  for (const ClockColumn& c : columns) std::printf(" | %-8s %6s %6s", c.label.c_str(), "latest", "median");
   std::printf("\n%-16s", "distinct experts");
   for (const ClockColumn& c : columns) std::printf(" | %22d", c.distinct_experts);
   std::printf("\n");
   for (int point = 0; point < kK2ClockPoints; ++point) {
     std::printf("%-16s", kK2ClockPointNames[point]);
-    for (const ClockColumn& c : columns) std::printf(" | %13.2f %8.2f", c.latest[point], c.median[point]);
+    for (const ClockColumn& c : columns) std::printf(" | %15.2f %6.2f", c.latest[point], c.median[point]);
     std::printf("\n");
   }
   std::printf("%-16s", "H task (median)");
@@ -281,8 +293,10 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 
 // The variants timed after each shape, as the flags ask for them.
 struct Variants {
-  std::vector<int> aheads, stages, routed_chunks;  // --ahead, --stages, --routed-chunks
+  std::vector<int> aheads, stages, routed_chunks, latent_rows;  // --ahead, --stages, --routed-chunks, --latent-rows
   bool flip_x_ahead = false, no_prefetch = false, prefetch_next = false, byte_pairs = false, exact_decode = false;
+  bool shared_paired = false, router_prefetch = false, tail_prefetch = false;
+  bool together = false;  // --together: one more row with every variant above at once (a list's first value)
 };
 
 // A comma-separated list of counts for `flag`, each from `lo` to `hi`, appended to `out`; false,
@@ -335,6 +349,43 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
     out.push_back(build);
     out.back().mxfp4_scale_bias = 0;
   }
+  for (int n : v.latent_rows) {
+    out.push_back(build);
+    out.back().latent_rows = n;
+  }
+  if (v.shared_paired) {
+    out.push_back(build);
+    out.back().shared_paired = true;
+  }
+  if (v.router_prefetch) {
+    out.push_back(build);
+    out.back().router_prefetch = true;
+  }
+  if (v.tail_prefetch) {
+    out.push_back(build);
+    out.back().tail_prefetch = true;
+  }
+  if (v.together && out.size() > 1) {
+    K2Build all = build;
+    for (const K2Build& one : out) {  // each variant changed one field: take every change
+      auto take = [&](auto K2Build::*field) {
+        if (one.*field != build.*field && all.*field == build.*field) all.*field = one.*field;
+      };
+      take(&K2Build::expert_ahead);
+      take(&K2Build::num_stages);
+      take(&K2Build::expert_x_ahead);
+      take(&K2Build::expert_prefetch);
+      take(&K2Build::expert_prefetch_next);
+      take(&K2Build::routed_chunks);
+      take(&K2Build::mxfp4_words);
+      take(&K2Build::mxfp4_scale_bias);
+      take(&K2Build::latent_rows);
+      take(&K2Build::shared_paired);
+      take(&K2Build::router_prefetch);
+      take(&K2Build::tail_prefetch);
+    }
+    out.push_back(all);
+  }
   return out;
 }
 
@@ -352,7 +403,12 @@ std::vector<K2Build> timed_builds(const model::ModelConfig& config, const model:
       out.back().stage_clock = true;
     }
     out.push_back(for_target);
-    for (const K2Build& v : variants_of(for_target, variants)) out.push_back(v);
+    const std::vector<K2Build> each = variants_of(for_target, variants);
+    for (const K2Build& v : each) out.push_back(v);
+    if (clock && variants.together && each.size() > 1) {
+      out.push_back(each.back());
+      out.back().stage_clock = true;
+    }
   }
   return out;
 }
@@ -398,7 +454,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
       clocked.stage_clock = true;
       absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3);
       if (clocked_result.ok()) {
-        columns.push_back(clock_column(tokens, *clocked_result));
+        columns.push_back(clock_column("T " + std::to_string(tokens), tokens, *clocked_result));
       } else {
         std::fprintf(stderr, "k2_bench: %s\n", clocked_result.status().ToString().c_str());
         status = 1;
@@ -416,7 +472,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     print_row(k2_name(for_target), *result, bandwidth);
     results.push_back(ShapeResult{k2_name(for_target), tokens, result->distinct_experts, result->bytes,
                                   us, result->timing.best_ms * 1e3, floor_us});
-    for (const K2Build& built : variants_of(for_target, variants)) {
+    const std::vector<K2Build> each = variants_of(for_target, variants);
+    for (const K2Build& built : each) {
       absl::StatusOr<Result> variant = time_k2(device, *stream, built, iterations);
       if (!variant.ok()) {
         std::fprintf(stderr, "k2_bench: %s\n", variant.status().ToString().c_str());
@@ -424,6 +481,17 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
         continue;
       }
       print_row(k2_name(built), *variant, bandwidth);
+    }
+    if (clock && variants.together && each.size() > 1) {
+      K2Build clocked = each.back();
+      clocked.stage_clock = true;
+      absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3);
+      if (clocked_result.ok()) {
+        columns.push_back(clock_column("T " + std::to_string(tokens) + " all", tokens, *clocked_result));
+      } else {
+        std::fprintf(stderr, "k2_bench: %s\n", clocked_result.status().ToString().c_str());
+        status = 1;
+      }
     }
   }
   print_clock(columns);
@@ -449,7 +517,8 @@ int main(int argc, char** argv) {
   monotile::kernels::k3::Variants variants;
   const char* usage =
       "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]] "
-      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode] [--routed-chunks N[,N...]]\n";
+      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode] [--routed-chunks N[,N...]] "
+      "[--latent-rows N[,N...]] [--shared-paired] [--router-prefetch] [--tail-prefetch] [--together]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -476,6 +545,16 @@ int main(int argc, char** argv) {
       variants.byte_pairs = true;
     } else if (std::string(argv[i]) == "--exact-decode") {
       variants.exact_decode = true;
+    } else if (std::string(argv[i]) == "--latent-rows" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--latent-rows", argv[++i], 16, 128, variants.latent_rows)) return 2;
+    } else if (std::string(argv[i]) == "--shared-paired") {
+      variants.shared_paired = true;
+    } else if (std::string(argv[i]) == "--router-prefetch") {
+      variants.router_prefetch = true;
+    } else if (std::string(argv[i]) == "--tail-prefetch") {
+      variants.tail_prefetch = true;
+    } else if (std::string(argv[i]) == "--together") {
+      variants.together = true;
     } else {
       std::fprintf(stderr, "%s", usage);
       return 2;

@@ -103,6 +103,8 @@ std::string case_name(const K2Case& c) {
   std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
                                   routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "", c.prefetch_next ? "_pn" : "",
                                   c.routed_chunks != K2Build{}.routed_chunks ? absl::StrCat("_rc", c.routed_chunks) : "",
+                                  c.latent_rows != K2Build{}.latent_rows ? absl::StrCat("_lr", c.latent_rows) : "",
+                                  c.shared_paired ? "_sp" : "", c.router_prefetch ? "_rp" : "", c.tail_prefetch ? "_tp" : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -130,6 +132,10 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   b.stage_clock = c.stage_clock;
   b.expert_prefetch_next = c.prefetch_next;
   b.routed_chunks = c.routed_chunks;
+  b.latent_rows = c.latent_rows;
+  b.shared_paired = c.shared_paired;
+  b.router_prefetch = c.router_prefetch;
+  b.tail_prefetch = c.tail_prefetch;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

@@ -75,7 +75,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const bool words = r.mxfp4_pairs && r.mxfp4_words;
   auto x_at = [&](const Value& e) { return words ? mxfp4_x_position(e) : e; };
 
-  // D. The latent, in tasks of 32 rows: its 51 MB at K3 are the largest read before the experts can
+  // D. The latent, in tasks of latent_rows (32) rows: its 51 MB at K3 are the largest read before the experts can
   // start, and 112 tasks spread it over more SMs than 56 would (every program that has a router task
   // runs that one first). Programs 0..T-1 hold the route rows (the router's top-k, the last of the
   // router to finish) and take none; nor do E's programs, the last act_tasks, where the programs
@@ -85,7 +85,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   // rows, 8 programs read one of each, 1.38 MB, which fits the stage clock's E: its last program
   // 35 us behind the median). Otherwise D's tasks go round every program from program T.
   const int lat_tasks = tasks_of(r.latent, kRows);
-  const int down_tasks = tasks_of(r.latent, kHalfRows);
+  const int down_tasks = tasks_of(r.latent, r.latent_rows);
   const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
   auto programs = num_programs(0);
   auto spare = programs - (r.tokens + act_tasks);
@@ -95,8 +95,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto down_first = where((down_slot >= 0) & (down_slot < down_programs), down_slot, down_tasks);
   range(down_first, down_tasks, down_programs, [&](Value task) {
     wait(r.y_flag, kLat, hc);
-    const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows, .step = r.gemv_step};
-    auto rows = task * kHalfRows + arange(0, kHalfRows);
+    const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = r.latent_rows, .step = r.gemv_step};
+    auto rows = task * r.latent_rows + arange(0, r.latent_rows);
     store(r.lat + row(ts) * r.latent + col(x_at(rows)), gemv_task(g, task, r.latent).to(bf16),
           col(rows < r.latent) & row(t_ok));
     arrive(counter(kLat), down_tasks, flag(kLat), hc);
@@ -112,12 +112,26 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     wait(r.y_flag, kAct, hc);
     auto rows = task * kHalfRows + arange(0, kHalfRows);
     auto ok = rows < r.shared_rows;
-    const GemvTask g{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows,
+    const GemvTask g{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens,
+                     .rows = r.shared_paired ? 2 * kHalfRows : kHalfRows,
                      .step = looped_step(r.hidden, r.gemv_step, r.min_k_steps)};
-    auto gate = gemv_rows(g, rows, ok).to(bf16).to(f32);
-    auto up = gemv_rows(g, r.shared_rows + rows, ok).to(bf16).to(f32);
-    store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
-          col(ok) & row(t_ok));
+    if (r.shared_paired) {
+      // Gate row j and up row j side by side (rows 2j and 2j + 1 of one GEMV, as H pairs them): one
+      // K loop of twice the rows instead of two loops one after the other, each a chain of dependent
+      // K steps. The pairs split apart where the accumulator, turned to [tokens, rows], holds them.
+      auto js = arange(0, 2 * kHalfRows);
+      auto pair_rows = (js & 1) * r.shared_rows + task * kHalfRows + (js >> 1);
+      auto pair_ok = task * kHalfRows + (js >> 1) < r.shared_rows;
+      auto [gate, up] = split(reshape(trans(gemv_rows(g, pair_rows, pair_ok)), {padded, kHalfRows, 2}));
+      store(r.act + col(ts) * r.shared_rows + row(rows),
+            situ(gate.to(bf16).to(f32), up.to(bf16).to(f32), r.situ_beta, r.situ_linear_beta).to(bf16),
+            row(ok) & col(t_ok));
+    } else {
+      auto gate = gemv_rows(g, rows, ok).to(bf16).to(f32);
+      auto up = gemv_rows(g, r.shared_rows + rows, ok).to(bf16).to(f32);
+      store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
+            col(ok) & row(t_ok));
+    }
     arrive(counter(kAct), act_tasks, flag(kAct), hc);
   });
   r.clock.tick(K2ClockPoint::kSharedAct);
@@ -280,6 +294,21 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     r.clock.tick_if(task == program_id(0), K2ClockPoint::kRoutedFirst);
   });
   r.clock.tick(K2ClockPoint::kRouted);
+  const int shared_tasks = tasks_of(r.hidden, kRows);
+  if (r.tail_prefetch) {
+    // The weights of this program's first tasks of F and K (program p takes task p first), asked of
+    // L2 while the routed sum's last tasks run: K's up-projection rows fall on the few tasks whose
+    // columns are this rank's, whose K loops would otherwise wait on DRAM a step at a time.
+    if_(program_id(0) < shared_tasks, [&] {
+      auto first = program_id(0) * kRows;
+      prefetch_row_heads(r.w_sd + first.to(i64) * r.shared_rows, r.hidden - first, kRows, r.shared_rows, r.shared_rows,
+                         2);
+      auto up_first = first - r.up_first;  // this task's first up row; negative or past the end: none
+      auto from = maximum(up_first, 0);
+      prefetch_row_heads(r.w_up + from.to(i64) * r.latent, minimum(up_first + kRows, r.up_rows) - from, kRows, r.latent,
+                         r.latent, 2);
+    });
+  }
 
   // I'. Per 64 latent rows, the live chunks' partials summed in chunk order (union order, as one loop
   // over the union would add them up to f32 association), into the latent exchange.
@@ -321,7 +350,6 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
 
   // F. The shared experts' partial, after the routed sum: only K reads it, and ahead of the experts
   // it held every program's first expert task behind E's slowest task.
-  const int shared_tasks = tasks_of(r.hidden, kRows);
   range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {
     wait(flag(kAct), kShared, hc);
     const GemvTask g{.w = r.w_sd, .x = r.act, .k = r.shared_rows, .tokens = r.tokens, .rows = kRows,
