@@ -23,7 +23,7 @@ int attn_res_chunk(int hidden, int tokens) {
   for (int chunk = 16; chunk <= 1024; chunk *= 2) {
     if (hidden % chunk == 0) largest = chunk;
   }
-  for (int chunk = 128; chunk <= largest; chunk *= 2) {
+  for (int chunk = kAttnResMinChunk; chunk <= largest; chunk *= 2) {
     if (hidden % chunk == 0 && int64_t{tokens} * (hidden / chunk) <= kAttnResTasks) return chunk;
   }
   return largest;

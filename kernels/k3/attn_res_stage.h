@@ -24,14 +24,18 @@
 
 namespace monotile::kernels::k3 {
 
-// The column chunk of a task: the least of 128, 256, ..., 1024 dividing `hidden` that gives `tokens`
-// rows at most kAttnResTasks tasks, else the largest of 16, 32, ..., 1024 dividing it. A task's time
-// is the chain of instructions its program runs over a [16, chunk] tile (not memory: 32 KB at 1024),
-// so the rows' AttnRes ends sooner over more, narrower tasks while each still has a program to
-// itself (K3's 7168 at 4 tokens: 28 tasks of 1024 columns took 21 us on an H100).
+// The column chunk of a task: the least of kAttnResMinChunk, ..., 1024 dividing `hidden` that gives
+// `tokens` rows at most kAttnResTasks tasks, else the largest of 16, 32, ..., 1024 dividing it. A
+// task's time is the chain of instructions its program runs over a [16, chunk] tile (not memory: 32
+// KB at 1024), so the rows' AttnRes ends sooner over more, narrower tasks while each still has a
+// program to itself (K3's 7168 at 4 tokens on an H100: 28 tasks of 1024 columns took 21 us, 112 of
+// 256 took 11).
 int attn_res_chunk(int hidden, int tokens);
 // The tasks the chunk aims at: a program each on GPUs of 128 units and more.
 inline constexpr int kAttnResTasks = 128;
+// The narrowest chunk: a task's second half loads every chunk's partials of its row at once, and
+// K3's 56 chunks of 128 (at 1 and 2 tokens) spilled K2 on sm_90a where 28 of 256 fit.
+inline constexpr int kAttnResMinChunk = 256;
 // What a row's tasks add to its counter each launch: one span for every width of the rank, whose
 // builds share the counters but not the chunk (handoff.h, arrive).
 int attn_res_row_span(int hidden);

@@ -31,7 +31,7 @@
 // (K2Build::mxfp4_words false).
 // --exact-decode: likewise with every expert task at the exact decode's two multiplies a word
 // (K2Build::mxfp4_scale_bias 0).
-// --latent-rows N,...: likewise with stage D's tasks N latent rows each instead of 32
+// --latent-rows N,...: likewise with stage D's tasks N latent rows each instead of 64
 // (K2Build::latent_rows, a multiple of 16 up to 128).
 // --shared-paired: likewise with stage E's gate and up rows as one GEMV (K2Build::shared_paired).
 // --router-prefetch: likewise with each program's router task's W_gate slice asked of L2 before the

@@ -33,14 +33,12 @@ struct K2Shape {
   int tokens = 4;
   bool fault = false;  // with the fault hook (K2Build::fault_ns), as a fail-stop test builds it
   bool clock = false;  // the stage_clock build (K2Build::stage_clock), as k2_bench --clock builds it
-  // k2_bench's --latent-rows 64 --shared-paired --router-prefetch --tail-prefetch --together build
-  bool pre_expert_variants = false;
 };
 
 std::string shape_name(const K2Shape& s) {
   std::string model = s.model == "k3" ? "k3" : "tiny";
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
-                      s.clock ? "_clock" : "", s.pre_expert_variants ? "_lr64_sp_rp_tp" : "");
+                      s.clock ? "_clock" : "");
 }
 
 K2Build build_of(const K2Shape& s) {
@@ -58,18 +56,11 @@ K2Build build_of(const K2Shape& s) {
     build.fault_ns = 1'000'000'000;
   }
   build.stage_clock = s.clock;
-  if (s.pre_expert_variants) {
-    build.latent_rows = 64;
-    build.shared_paired = true;
-    build.router_prefetch = true;
-    build.tail_prefetch = true;
-  }
   return build;
 }
 
 // K3: KDA layer 13 at T 4 and 16 on TP 1, 2 and 8, the block-write layer 12 at TP 8, and TP 8 T 16
-// with the fault hook and with the stage clock, TP 8 T 4 and 16 with k2_bench's variants of the
-// stages before the experts (the experts' loads 1, 3 or 4 steps ahead instead of
+// with the fault hook and with the stage clock (the experts' loads 1, 3 or 4 steps ahead instead of
 // 2, k2_bench --ahead's variants, spill at 16 tokens on sm_90a). k3-tiny: KDA layer 1 (the interpreter's widths 1, 4, 8 and 16), the
 // block-write layer 12 (KDA, width 6 as the tests), MLA layer 3, each at TP 1 and some at TP 2.
 // Widths share code by their padded width (8 or 16) but not their registers, so the tests' own
@@ -80,12 +71,12 @@ std::vector<K2Shape> shapes() {
   for (int tp : {8, 1, 2}) {
     for (int tokens : {4, 16}) out.push_back({.model = "k3", .tp = tp, .layer = 13, .tokens = tokens});
   }
+  // K3 TP 8 at 2 and 8 tokens: the AttnRes chunk follows the width (attn_res_chunk; 56 chunks of 128
+  // at 2 tokens once spilled), and up to 8 the experts' GEMVs are 8 token rows wide.
+  for (int tokens : {2, 8}) out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens});
   out.push_back({.model = "k3", .tp = 8, .layer = 12, .tokens = 8});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .fault = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .clock = true});
-  for (int tokens : {4, 16}) {
-    out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .pre_expert_variants = true});
-  }
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});

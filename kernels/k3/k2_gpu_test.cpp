@@ -1,5 +1,5 @@
 // K2 on the GPU (label gpu) against the float64 reference: K3's TP 8 rank shapes at the widths the
-// benchmarks measure (every row on the same 16 experts, as on the interpreter) and k3-tiny's
+// benchmarks measure and at 2 tokens (every row on the same 16 experts, as on the interpreter) and k3-tiny's
 // ordinary, block-write, tie and NaN cases, and the stage clock build at K3's T 4 (its clock
 // running forward on every program); one program per SM, all resident. Skips cleanly without a GPU.
 #include <gtest/gtest.h>
@@ -25,7 +25,8 @@ TEST_P(K2Gpu, MatchesTheReference) {
 
 std::vector<K2Case> cases() {
   std::vector<K2Case> out;
-  for (int tokens : {4, 8, 16}) {
+  // 2 tokens too: q = 2's narrowest width, where the AttnRes chunk (attn_res_chunk) is narrowest.
+  for (int tokens : {2, 4, 8, 16}) {
     out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .router = Router::kSameExperts});
   }
   out.push_back({.model = "k3", .tp = 8, .layer = 12, .tokens = 8, .router = Router::kSameExperts});  // block write

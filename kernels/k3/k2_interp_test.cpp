@@ -40,11 +40,12 @@ std::vector<K2Case> cases() {
   // Stage I over 3 union chunks (a chunk of 22 of k3-tiny's 64 slots at T 16) and over one.
   out.push_back({.tokens = 16, .routed_chunks = 3});
   out.push_back({.tokens = 4, .programs = 64, .routed_chunks = 1});
-  // Stage D in 64-row tasks, stage E's gate and up rows as one GEMV, the router's weights asked of
-  // L2 before AttnRes and F's and K's after I: with every program a task and with fewer programs than tasks.
-  out.push_back({.tokens = 16, .programs = 64, .latent_rows = 64, .shared_paired = true, .router_prefetch = true,
+  // Stage D in 32-row tasks, stage E's gate and up rows as one GEMV, the router's weights asked of
+  // L2 before AttnRes and F's and K's after I (k2_bench's variants): with every program a task and
+  // with fewer programs than tasks.
+  out.push_back({.tokens = 16, .programs = 64, .latent_rows = 32, .shared_paired = true, .router_prefetch = true,
                  .tail_prefetch = true});
-  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .latent_rows = 64, .shared_paired = true,
+  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .latent_rows = 32, .shared_paired = true,
                  .router_prefetch = true, .tail_prefetch = true});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});

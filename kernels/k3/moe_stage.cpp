@@ -75,15 +75,14 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const bool words = r.mxfp4_pairs && r.mxfp4_words;
   auto x_at = [&](const Value& e) { return words ? mxfp4_x_position(e) : e; };
 
-  // D. The latent, in tasks of latent_rows (32) rows: its 51 MB at K3 are the largest read before the experts can
-  // start, and 112 tasks spread it over more SMs than 56 would (every program that has a router task
-  // runs that one first). Programs 0..T-1 hold the route rows (the router's top-k, the last of the
-  // router to finish) and take none; nor do E's programs, the last act_tasks, where the programs
-  // between leave none of them more than two of D's tasks (one of E's reads as much as two of
-  // D's). K3 TP 8 on 132 SMs: 104 programs for D's 112 tasks and 24 for E's, so that no program
-  // reads more than 0.92 MB before the experts (with D's tasks on every program past the route
-  // rows, 8 programs read one of each, 1.38 MB, which fits the stage clock's E: its last program
-  // 35 us behind the median). Otherwise D's tasks go round every program from program T.
+  // D. The latent, in tasks of latent_rows rows (K2Build::latent_rows, 64): its 51 MB at K3 are the
+  // largest read before the experts can start. A task's K loop is a chain of dependent steps that
+  // takes about as long at 64 rows as at 32 (the matrix unit's tiles of a step run side by side on
+  // the warps), so 56 tasks of 64 end when 112 of 32 would have ended on their first wave, without
+  // the programs that took a second (the H100's stage clock: D's last program 15 us earlier). Programs
+  // 0..T-1 hold the route rows (the router's top-k, the last of the router to finish) and take none;
+  // nor do E's programs, the last act_tasks, where the programs between leave none of them more
+  // than two of D's tasks. Otherwise D's tasks go round every program from program T.
   const int lat_tasks = tasks_of(r.latent, kRows);
   const int down_tasks = tasks_of(r.latent, r.latent_rows);
   const int act_tasks = tasks_of(r.shared_rows, kHalfRows);

@@ -53,7 +53,7 @@ struct MoeRows {
   bool prefetch = true;     // each of their tasks prefetches its weights first (K2Build::expert_prefetch)
   bool prefetch_next = false;  // ...or the next task's (K2Build::expert_prefetch_next)
   int routed_chunks = 32;   // stage I's most union chunks (K2Build::routed_chunks)
-  int latent_rows = 32;     // D's latent rows a task (K2Build::latent_rows)
+  int latent_rows = 64;     // D's latent rows a task (K2Build::latent_rows)
   bool shared_paired = false;  // E's gate and up rows as one GEMV (K2Build::shared_paired)
   bool tail_prefetch = false;  // F's and K's weights asked of L2 after I (K2Build::tail_prefetch)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
