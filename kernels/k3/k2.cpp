@@ -201,6 +201,7 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
     // second loop costs K3's K2 about 56 VGPRs on gfx90a.
     build.mxfp4_scale_bias = 0;
   }
+  if (target.vendor() == dsl::Vendor::kNvidia) build.num_stages = 3;
   if (target.vendor() == dsl::Vendor::kNvidia && build.tokens <= 8) {
     build.expert_token_rows = 8;
     build.expert_x_ahead = true;

@@ -108,9 +108,10 @@ struct K2Build {
   // shared experts' down rows) and K (this rank's up-projection rows), whose K loops otherwise wait
   // on DRAM a step at a time at the end of the launch. True: the name ends "_tp".
   bool tail_prefetch = false;
-  // Shared-memory stages of K2's pipelined dots (o_proj's; KernelOptions::num_stages): 0 takes the
-  // most that fit (4 at K3), which leaves L1 about 20 KB for everything else. Other than 0, the
-  // name ends "_st{n}".
+  // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
+  // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
+  // k2_for_target takes 3 on NVIDIA (K3 TP 8 on an H100: 1.5%, 1.9% and 2.9% faster at T 4, 8 and
+  // 16 than 4, and than 2). Other than 0, the name ends "_st{n}".
   int num_stages = 0;
   // The seed's fault hook (seed_source.md 3.7), for tests of the executor's fail-stop: when fault_ns
   // is not 0, program 0 of a launch whose epoch word equals fault_epoch and whose slot argument
@@ -137,8 +138,8 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
                                  int core_width, int tokens);
 
 // The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1 and
-// the exact MXFP4 decode (mxfp4_scale_bias 0);
-// on NVIDIA up to 8 tokens, the experts' GEMVs 8 token rows wide.
+// the exact MXFP4 decode (mxfp4_scale_bias 0); on NVIDIA 3 pipeline stages and, up to 8 tokens,
+// the experts' GEMVs 8 token rows wide.
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}

@@ -8,8 +8,10 @@
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
-//                 [--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode]
-//                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--shared-paired] [--router-prefetch]
+//                 [--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs]
+//                 [--exact-decode]
+//                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--shared-paired]
+//                 [--router-prefetch]
 //                 [--tail-prefetch] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
@@ -17,14 +19,14 @@
 // experts of that launch, and the median program's first task of H and of I.
 // --ahead N,...: after each shape, the same shape again with the routed experts' loads N K steps
 // ahead (K2Build::expert_ahead) instead of 2, a row each (not in --json).
-// --stages N,...: likewise with N shared-memory stages for o_proj's pipelined dot
-// (K2Build::num_stages) instead of the most that fit: fewer leave L1 more room.
+// --stages N,...: likewise with N shared-memory stages for the bf16 GEMVs' pipelined dots
+// (K2Build::num_stages) instead of k2_for_target's (3 on NVIDIA): fewer leave L1 more room.
 // --flip-x-ahead: likewise with K2Build::expert_x_ahead flipped (the experts' x words loaded with
 // their weights, or in their own step).
 // --no-prefetch: likewise without the routed-expert tasks' L2 prefetch of their weights
 // (K2Build::expert_prefetch).
-// --prefetch-next: likewise with each routed-expert task prefetching the next task's weights instead
-// of its own (K2Build::expert_prefetch_next).
+// --prefetch-next: likewise with each routed-expert task prefetching the next task's weights
+// instead of its own (K2Build::expert_prefetch_next).
 // --routed-chunks N,...: likewise with stage I's tasks over at most N union chunks instead of 32
 // (K2Build::routed_chunks: fewer, longer tasks).
 // --byte-pairs: likewise with the experts' weights decoded a byte at a time instead of a word
@@ -82,21 +84,27 @@ struct Result {
 // The bytes K2 must move with `distinct` experts chosen (k2.h's parameters), scratch excluded.
 int64_t must_move(const K2Build& b, int distinct) {
   const int64_t t = b.tokens, h = b.hidden, lat = b.latent, ir = b.expert_rows, si = b.shared_rows;
-  int64_t bytes = h * int64_t{b.core_width} * 2;            // W_o
-  bytes += int64_t{b.experts} * h * 2 + b.experts * 4;       // the gate and its bias
-  bytes += lat * h * 2 + 2 * si * h * 2 + h * si * 2;        // the latent, shared gate/up and down
+  int64_t bytes = h * int64_t{b.core_width} * 2;        // W_o
+  bytes += int64_t{b.experts} * h * 2 + b.experts * 4;  // the gate and its bias
+  bytes += lat * h * 2 + 2 * si * h * 2 + h * si * 2;   // the latent, shared gate/up and down
   bytes += int64_t{b.up_rows} * lat * 2 + 3 * h * 2 + lat * 2;  // the up rows and the norms
-  bytes += distinct * (2 * ir * lat / 2 + 2 * ir * lat / 32 + lat * ir / 2 + lat * ir / 32);  // MXFP4 experts
-  bytes += t * b.core_width * 2;                             // core
-  bytes += t * h * 2 * 2 + t * int64_t{b.nblocks} * h * 2;   // the prefix read and written, the blocks
-  bytes += t * h * 2;                                        // out
+  bytes += distinct *
+           (2 * ir * lat / 2 + 2 * ir * lat / 32 + lat * ir / 2 + lat * ir / 32);  // MXFP4 experts
+  bytes += t * b.core_width * 2;                                                   // core
+  bytes +=
+      t * h * 2 * 2 + t * int64_t{b.nblocks} * h * 2;  // the prefix read and written, the blocks
+  bytes += t * h * 2;                                  // out
   return bytes;
 }
 
-absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream, const K2Build& build, int iterations) {
-  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(k2_program(build), device.info().target));
-  MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit::Jit::process_default().compile_build(made.build));
-  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel, runtime::Kernel::load(device, compiled, std::move(made.params)));
+absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
+                               const K2Build& build, int iterations) {
+  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made,
+                      jit::make_build(k2_program(build), device.info().target));
+  MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
+                      jit::Jit::process_default().compile_build(made.build));
+  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
+                      runtime::Kernel::load(device, compiled, std::move(made.params)));
 
   std::mt19937 rng(20261204);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -121,45 +129,51 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   // bf16 values of N(0, scale^2), or all `constant`.
   auto bf16s = [&](int64_t count, double scale, double constant = 0) -> absl::Status {
     std::vector<uint16_t> host(count);
-    for (uint16_t& v : host) v = model::bf16_from_double(scale > 0 ? scale * normal(rng) : constant);
+    for (uint16_t& v : host)
+      v = model::bf16_from_double(scale > 0 ? scale * normal(rng) : constant);
     MT_ASSIGN_OR_RETURN(uint64_t address, buffer(count * 2));
     MT_RETURN_IF_ERROR(device.copy_to_device(address, host.data(), host.size() * 2));
     pointer(address, ScalarType::kBf16);
     return absl::OkStatus();
   };
-  const int64_t t = build.tokens, h = build.hidden, e = build.experts, lat = build.latent, ir = build.expert_rows;
+  const int64_t t = build.tokens, h = build.hidden, e = build.experts, lat = build.latent,
+                ir = build.expert_rows;
   const int64_t si = build.shared_rows, blocks = 8;
-  MT_RETURN_IF_ERROR(bf16s(t * build.core_width, 1.0));                      // core
-  MT_RETURN_IF_ERROR(bf16s(h * build.core_width, 1.0 / std::sqrt(double(build.core_width))));  // w_o
-  MT_RETURN_IF_ERROR(bf16s(t * h, 1.0));                                     // prefix
-  MT_RETURN_IF_ERROR(bf16s(t * blocks * h, 1.0));                            // blocks
+  MT_RETURN_IF_ERROR(bf16s(t * build.core_width, 1.0));  // core
+  MT_RETURN_IF_ERROR(
+      bf16s(h * build.core_width, 1.0 / std::sqrt(double(build.core_width))));  // w_o
+  MT_RETURN_IF_ERROR(bf16s(t * h, 1.0));                                        // prefix
+  MT_RETURN_IF_ERROR(bf16s(t * blocks * h, 1.0));                               // blocks
   args.push_back(runtime::KernelArgument::integer(ScalarType::kI64, blocks * h));
   args.push_back(runtime::KernelArgument::integer(ScalarType::kI64, h));
-  MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                      // mlp_res_norm
-  MT_RETURN_IF_ERROR(bf16s(h, 1.0 / std::sqrt(double(h))));                  // mlp_res_proj
-  MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                      // post_norm
-  MT_RETURN_IF_ERROR(bf16s(e * h, 1.0 / std::sqrt(double(h))));              // w_gate
-  MT_RETURN_IF_ERROR(zeros(e * 4, ScalarType::kF32));                        // gate_bias
-  MT_RETURN_IF_ERROR(zeros(lat * h * 2, ScalarType::kBf16));                 // w_ld
-  MT_RETURN_IF_ERROR(zeros(2 * si * h * 2, ScalarType::kBf16));              // w_gu
-  MT_RETURN_IF_ERROR(zeros(h * si * 2, ScalarType::kBf16));                  // w_sd
-  MT_RETURN_IF_ERROR(zeros(e * 2 * ir * lat / 2, ScalarType::kU8));          // w13
-  MT_RETURN_IF_ERROR(zeros(e * 2 * ir * lat / 32, ScalarType::kU8));         // w13_scale
-  MT_RETURN_IF_ERROR(zeros(e * lat * ir / 2, ScalarType::kU8));              // w2
-  MT_RETURN_IF_ERROR(zeros(e * lat * ir / 32, ScalarType::kU8));             // w2_scale
-  MT_RETURN_IF_ERROR(bf16s(lat, 0, 1.0));                                    // latent_norm
+  MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                            // mlp_res_norm
+  MT_RETURN_IF_ERROR(bf16s(h, 1.0 / std::sqrt(double(h))));                        // mlp_res_proj
+  MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                            // post_norm
+  MT_RETURN_IF_ERROR(bf16s(e * h, 1.0 / std::sqrt(double(h))));                    // w_gate
+  MT_RETURN_IF_ERROR(zeros(e * 4, ScalarType::kF32));                              // gate_bias
+  MT_RETURN_IF_ERROR(zeros(lat * h * 2, ScalarType::kBf16));                       // w_ld
+  MT_RETURN_IF_ERROR(zeros(2 * si * h * 2, ScalarType::kBf16));                    // w_gu
+  MT_RETURN_IF_ERROR(zeros(h * si * 2, ScalarType::kBf16));                        // w_sd
+  MT_RETURN_IF_ERROR(zeros(e * 2 * ir * lat / 2, ScalarType::kU8));                // w13
+  MT_RETURN_IF_ERROR(zeros(e * 2 * ir * lat / 32, ScalarType::kU8));               // w13_scale
+  MT_RETURN_IF_ERROR(zeros(e * lat * ir / 2, ScalarType::kU8));                    // w2
+  MT_RETURN_IF_ERROR(zeros(e * lat * ir / 32, ScalarType::kU8));                   // w2_scale
+  MT_RETURN_IF_ERROR(bf16s(lat, 0, 1.0));                                          // latent_norm
   MT_RETURN_IF_ERROR(zeros(int64_t{build.up_rows} * lat * 2, ScalarType::kBf16));  // w_up
-  MT_RETURN_IF_ERROR(zeros(t * h * 2, ScalarType::kBf16));                   // out
-  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kI32));          // route_experts
-  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kF32));          // route_weights
+  MT_RETURN_IF_ERROR(zeros(t * h * 2, ScalarType::kBf16));                         // out
+  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kI32));                // route_experts
+  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kF32));                // route_weights
   const K2Scratch layout = k2_scratch(build);
   MT_ASSIGN_OR_RETURN(uint64_t scratch, buffer(layout.bytes));
   const std::pair<int64_t, ScalarType> views[] = {
-      {layout.a_rows, ScalarType::kBf16}, {layout.y_rows, ScalarType::kBf16},     {layout.ares, ScalarType::kF32},
-      {layout.logits, ScalarType::kF32},  {layout.lat, ScalarType::kBf16},        {layout.latent_sum, ScalarType::kBf16},
-      {layout.normed, ScalarType::kBf16}, {layout.act, ScalarType::kBf16},        {layout.shared, ScalarType::kBf16},
-      {layout.sorted, ScalarType::kI32},  {layout.union_ids, ScalarType::kI32},   {layout.union_count, ScalarType::kI32},
-      {layout.inter, ScalarType::kBf16},  {layout.flags, ScalarType::kI32},       {layout.counters, ScalarType::kI32}};
+      {layout.a_rows, ScalarType::kBf16},   {layout.y_rows, ScalarType::kBf16},
+      {layout.ares, ScalarType::kF32},      {layout.logits, ScalarType::kF32},
+      {layout.lat, ScalarType::kBf16},      {layout.latent_sum, ScalarType::kBf16},
+      {layout.normed, ScalarType::kBf16},   {layout.act, ScalarType::kBf16},
+      {layout.shared, ScalarType::kBf16},   {layout.sorted, ScalarType::kI32},
+      {layout.union_ids, ScalarType::kI32}, {layout.union_count, ScalarType::kI32},
+      {layout.inter, ScalarType::kBf16},    {layout.flags, ScalarType::kI32},
+      {layout.counters, ScalarType::kI32}};
   for (auto [offset, type] : views) pointer(scratch + offset, type);
   MT_ASSIGN_OR_RETURN(uint64_t epoch, buffer(4));
   pointer(epoch, ScalarType::kI32);
@@ -171,15 +185,18 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   const int64_t clock_words = build.stage_clock ? int64_t{programs} * kK2ClockPoints : 0;
   uint64_t clock = 0;
   if (build.stage_clock) {
-    MT_ASSIGN_OR_RETURN(clock, buffer(clock_words * 8));  // zeroed once: a point never passed stays 0
+    MT_ASSIGN_OR_RETURN(clock,
+                        buffer(clock_words * 8));  // zeroed once: a point never passed stays 0
     pointer(clock, ScalarType::kI64);
   }
   MT_ASSIGN_OR_RETURN(uint64_t flusher, buffer(kFlushBytes));
 
   std::vector<float> times;
   for (int i = 0; i < iterations + 2; ++i) {
-    MT_RETURN_IF_ERROR(device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + i % 255), 4, stream));
-    MT_RETURN_IF_ERROR(device.fill_bytes_async(flusher, static_cast<uint8_t>(i), kFlushBytes, stream));
+    MT_RETURN_IF_ERROR(
+        device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + i % 255), 4, stream));
+    MT_RETURN_IF_ERROR(
+        device.fill_bytes_async(flusher, static_cast<uint8_t>(i), kFlushBytes, stream));
     MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
     MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
     MT_RETURN_IF_ERROR(device.record(start, stream));
@@ -191,10 +208,12 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   }
   int32_t failed = 0, distinct = 0;
   MT_RETURN_IF_ERROR(device.copy_to_host(&failed, health, 4));
-  if (failed != 0) return absl::InternalError(k2_name(build) + ": a hand-off wait gave up (health word 0 set)");
+  if (failed != 0)
+    return absl::InternalError(k2_name(build) + ": a hand-off wait gave up (health word 0 set)");
   MT_RETURN_IF_ERROR(device.copy_to_host(&distinct, scratch + layout.union_count, 4));
   std::vector<int64_t> ticks(static_cast<size_t>(clock_words));
-  if (clock_words > 0) MT_RETURN_IF_ERROR(device.copy_to_host(ticks.data(), clock, ticks.size() * 8));
+  if (clock_words > 0)
+    MT_RETURN_IF_ERROR(device.copy_to_host(ticks.data(), clock, ticks.size() * 8));
   return Result{summarize(times), distinct, must_move(build, distinct), std::move(ticks)};
 }
 
@@ -220,13 +239,16 @@ ClockColumn clock_column(const std::string& label, int tokens, const Result& r) 
   c.tokens = tokens;
   c.distinct_experts = r.distinct_experts;
   const int programs = static_cast<int>(r.clock.size()) / kK2ClockPoints;
-  auto at = [&](int p, K2ClockPoint point) { return r.clock[p * kK2ClockPoints + static_cast<int>(point)]; };
+  auto at = [&](int p, K2ClockPoint point) {
+    return r.clock[p * kK2ClockPoints + static_cast<int>(point)];
+  };
   int64_t first = at(0, K2ClockPoint::kStart);
   for (int p = 0; p < programs; ++p) first = std::min(first, at(p, K2ClockPoint::kStart));
   for (int point = 0; point < kK2ClockPoints; ++point) {
     std::vector<int64_t> passed;
     for (int p = 0; p < programs; ++p) {
-      if (const int64_t tick = at(p, static_cast<K2ClockPoint>(point)); tick != 0) passed.push_back(tick - first);
+      if (const int64_t tick = at(p, static_cast<K2ClockPoint>(point)); tick != 0)
+        passed.push_back(tick - first);
     }
     c.latest.push_back(passed.empty() ? -1 : *std::max_element(passed.begin(), passed.end()) / 1e3);
     c.median.push_back(median_of(passed));
@@ -259,44 +281,53 @@ std::string shape_json(const ShapeResult& r) {
   std::snprintf(text, sizeof text,
                 "{\"name\": %s, \"T\": %d, \"distinct_experts\": %d, \"bytes\": %lld,\n"
                 "   \"median_us\": %.4f, \"best_us\": %.4f, \"floor_us\": %.4f}",
-                json_string(r.name).c_str(), r.tokens, r.distinct_experts, static_cast<long long>(r.bytes),
-                r.median_us, r.best_us, r.floor_us);
+                json_string(r.name).c_str(), r.tokens, r.distinct_experts,
+                static_cast<long long>(r.bytes), r.median_us, r.best_us, r.floor_us);
   return text;
 }
 
 // One build's row of the table (its floor from the bytes it moved at `bandwidth`).
 void print_row(const std::string& name, const Result& r, double bandwidth) {
   const double us = r.timing.median_ms * 1e3, floor_us = r.bytes / bandwidth * 1e6;
-  std::printf("%-72s %8d %8.2f %9.2f %9.2f %9.2f %6.3f\n", name.c_str(), r.distinct_experts, r.bytes / 1e6, us,
-              r.timing.best_ms * 1e3, floor_us, us / floor_us);
+  std::printf("%-72s %8d %8.2f %9.2f %9.2f %9.2f %6.3f\n", name.c_str(), r.distinct_experts,
+              r.bytes / 1e6, us, r.timing.best_ms * 1e3, floor_us, us / floor_us);
 }
 
 void print_clock(const std::vector<ClockColumn>& columns) {
   if (columns.empty()) return;
-  std::printf("\nstage clock (the last of 3 launches of each shape's _clock build; us from the earliest program\n"
-              "start; latest / median program over the programs that passed the point)\n%-16s", "point");
-  for (const ClockColumn& c : columns) std::printf(" | %-8s %6s %6s", c.label.c_str(), "latest", "median");
+  std::printf(
+      "\nstage clock (the last of 3 launches of each shape's _clock build; us from the earliest "
+      "program\n"
+      "start; latest / median program over the programs that passed the point)\n%-16s",
+      "point");
+  for (const ClockColumn& c : columns)
+    std::printf(" | %-8s %6s %6s", c.label.c_str(), "latest", "median");
   std::printf("\n%-16s", "distinct experts");
   for (const ClockColumn& c : columns) std::printf(" | %22d", c.distinct_experts);
   std::printf("\n");
   for (int point = 0; point < kK2ClockPoints; ++point) {
     std::printf("%-16s", kK2ClockPointNames[point]);
-    for (const ClockColumn& c : columns) std::printf(" | %15.2f %6.2f", c.latest[point], c.median[point]);
+    for (const ClockColumn& c : columns)
+      std::printf(" | %15.2f %6.2f", c.latest[point], c.median[point]);
     std::printf("\n");
   }
   std::printf("%-16s", "H task (median)");
   for (const ClockColumn& c : columns) std::printf(" | %22.2f", c.h_task);
   std::printf("\n%-16s", "I task (median)");
   for (const ClockColumn& c : columns) std::printf(" | %22.2f", c.i_task);
-  std::printf("\n(H task: a program's first task of H, 'H ready' to 'H 1st task'; I task likewise)\n");
+  std::printf(
+      "\n(H task: a program's first task of H, 'H ready' to 'H 1st task'; I task likewise)\n");
 }
 
 // The variants timed after each shape, as the flags ask for them.
 struct Variants {
-  std::vector<int> aheads, stages, routed_chunks, latent_rows;  // --ahead, --stages, --routed-chunks, --latent-rows
-  bool flip_x_ahead = false, no_prefetch = false, prefetch_next = false, byte_pairs = false, exact_decode = false;
+  // --ahead, --stages, --routed-chunks, --latent-rows
+  std::vector<int> aheads, stages, routed_chunks, latent_rows;
+  bool flip_x_ahead = false, no_prefetch = false, prefetch_next = false, byte_pairs = false,
+       exact_decode = false;
   bool shared_paired = false, router_prefetch = false, tail_prefetch = false;
-  bool together = false;  // --together: one more row with every variant above at once (a list's first value)
+  // --together: one more row with every variant above at once (a list's first value)
+  bool together = false;
 };
 
 // A comma-separated list of counts for `flag`, each from `lo` to `hi`, appended to `out`; false,
@@ -317,54 +348,24 @@ bool parse_counts(const char* flag, const char* text, int lo, int hi, std::vecto
 // The shape's build for the target, changed as each variant says.
 std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   std::vector<K2Build> out;
-  for (int ahead : v.aheads) {
+  // The build with one field changed, appended where `wanted`.
+  auto with = [&](bool wanted, auto K2Build::*field, auto value) {
+    if (!wanted) return;
     out.push_back(build);
-    out.back().expert_ahead = ahead;
-  }
-  for (int n : v.stages) {
-    out.push_back(build);
-    out.back().num_stages = n;
-  }
-  if (v.flip_x_ahead) {
-    out.push_back(build);
-    out.back().expert_x_ahead = !build.expert_x_ahead;
-  }
-  if (v.no_prefetch) {
-    out.push_back(build);
-    out.back().expert_prefetch = false;
-  }
-  if (v.prefetch_next) {
-    out.push_back(build);
-    out.back().expert_prefetch_next = true;
-  }
-  for (int n : v.routed_chunks) {
-    out.push_back(build);
-    out.back().routed_chunks = n;
-  }
-  if (v.byte_pairs) {
-    out.push_back(build);
-    out.back().mxfp4_words = false;
-  }
-  if (v.exact_decode) {
-    out.push_back(build);
-    out.back().mxfp4_scale_bias = 0;
-  }
-  for (int n : v.latent_rows) {
-    out.push_back(build);
-    out.back().latent_rows = n;
-  }
-  if (v.shared_paired) {
-    out.push_back(build);
-    out.back().shared_paired = true;
-  }
-  if (v.router_prefetch) {
-    out.push_back(build);
-    out.back().router_prefetch = true;
-  }
-  if (v.tail_prefetch) {
-    out.push_back(build);
-    out.back().tail_prefetch = true;
-  }
+    out.back().*field = value;
+  };
+  for (int ahead : v.aheads) with(true, &K2Build::expert_ahead, ahead);
+  for (int n : v.stages) with(true, &K2Build::num_stages, n);
+  with(v.flip_x_ahead, &K2Build::expert_x_ahead, !build.expert_x_ahead);
+  with(v.no_prefetch, &K2Build::expert_prefetch, false);
+  with(v.prefetch_next, &K2Build::expert_prefetch_next, true);
+  for (int n : v.routed_chunks) with(true, &K2Build::routed_chunks, n);
+  with(v.byte_pairs, &K2Build::mxfp4_words, false);
+  with(v.exact_decode, &K2Build::mxfp4_scale_bias, 0);
+  for (int n : v.latent_rows) with(true, &K2Build::latent_rows, n);
+  with(v.shared_paired, &K2Build::shared_paired, true);
+  with(v.router_prefetch, &K2Build::router_prefetch, true);
+  with(v.tail_prefetch, &K2Build::tail_prefetch, true);
   if (v.together && out.size() > 1) {
     K2Build all = build;
     for (const K2Build& one : out) {  // each variant changed one field: take every change
@@ -395,7 +396,8 @@ std::vector<K2Build> timed_builds(const model::ModelConfig& config, const model:
                                   const dsl::Target& target, bool clock, const Variants& variants) {
   std::vector<K2Build> out;
   for (int tokens : {4, 8, 16}) {
-    absl::StatusOr<K2Build> build = k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
+    absl::StatusOr<K2Build> build =
+        k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
     if (!build.ok()) continue;
     const K2Build for_target = k2_for_target(*build, target);
     if (clock) {
@@ -421,22 +423,27 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     const std::string reason = found.missing.empty() ? "" : found.missing.front().reason;
     std::printf("k2_bench: no GPU%s%s\n", reason.empty() ? "" : ": ", reason.c_str());
     if (!json.empty()) {
-      write_json_document("k2_bench", json, no_gpu_json_header("no GPU" + (reason.empty() ? "" : ": " + reason)), {});
+      write_json_document("k2_bench", json,
+                          no_gpu_json_header("no GPU" + (reason.empty() ? "" : ": " + reason)), {});
     }
     return 0;
   }
   runtime::Device& device = *found.devices.front();
   absl::StatusOr<runtime::Stream> stream = device.create_stream();
-  absl::StatusOr<Timing> copy = stream.ok() ? copy_floor(device, *stream, iterations) : stream.status();
+  absl::StatusOr<Timing> copy =
+      stream.ok() ? copy_floor(device, *stream, iterations) : stream.status();
   if (!copy.ok()) {
     std::fprintf(stderr, "k2_bench: %s\n", copy.status().ToString().c_str());
     return 1;
   }
   const double bandwidth = copy_bandwidth(*copy);
-  std::printf("k2_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d); median of %d\n",
-              device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations, iterations);
-  std::printf("%-72s %8s %8s %9s %9s %9s %6s\n", "build (K3 TP8 rank 0, layer 13)", "experts", "MB", "median us",
-              "best us", "floor us", "ratio");
+  std::printf(
+      "k2_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d); median of "
+      "%d\n",
+      device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
+      iterations);
+  std::printf("%-72s %8s %8s %9s %9s %9s %6s\n", "build (K3 TP8 rank 0, layer 13)", "experts", "MB",
+              "median us", "best us", "floor us", "ratio");
   model::ModelConfig config = *model::load_config("k3");
   model::RankDims dims = *model::rank_dims(config, 8, 0);
   int status = 0;
@@ -448,7 +455,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
   std::vector<ClockColumn> columns;
   std::vector<ShapeResult> results;
   for (int tokens : {4, 8, 16}) {
-    absl::StatusOr<K2Build> build = k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
+    absl::StatusOr<K2Build> build =
+        k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
     if (clock && build.ok()) {
       K2Build clocked = k2_for_target(*build, device.info().target);
       clocked.stage_clock = true;
@@ -461,7 +469,9 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
       }
     }
     absl::StatusOr<Result> result =
-        build.ok() ? time_k2(device, *stream, k2_for_target(*build, device.info().target), iterations) : build.status();
+        build.ok()
+            ? time_k2(device, *stream, k2_for_target(*build, device.info().target), iterations)
+            : build.status();
     if (!result.ok()) {
       std::fprintf(stderr, "k2_bench: %s\n", result.status().ToString().c_str());
       status = 1;
@@ -470,8 +480,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     const double us = result->timing.median_ms * 1e3, floor_us = result->bytes / bandwidth * 1e6;
     const K2Build for_target = k2_for_target(*build, device.info().target);
     print_row(k2_name(for_target), *result, bandwidth);
-    results.push_back(ShapeResult{k2_name(for_target), tokens, result->distinct_experts, result->bytes,
-                                  us, result->timing.best_ms * 1e3, floor_us});
+    results.push_back(ShapeResult{k2_name(for_target), tokens, result->distinct_experts,
+                                  result->bytes, us, result->timing.best_ms * 1e3, floor_us});
     const std::vector<K2Build> each = variants_of(for_target, variants);
     for (const K2Build& built : each) {
       absl::StatusOr<Result> variant = time_k2(device, *stream, built, iterations);
@@ -487,7 +497,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
       clocked.stage_clock = true;
       absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3);
       if (clocked_result.ok()) {
-        columns.push_back(clock_column("T " + std::to_string(tokens) + " all", tokens, *clocked_result));
+        columns.push_back(
+            clock_column("T " + std::to_string(tokens) + " all", tokens, *clocked_result));
       } else {
         std::fprintf(stderr, "k2_bench: %s\n", clocked_result.status().ToString().c_str());
         status = 1;
@@ -498,7 +509,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
   if (!json.empty()) {
     std::vector<std::string> shapes;
     for (const ShapeResult& r : results) shapes.push_back(shape_json(r));
-    if (!write_json_document("k2_bench", json, gpu_json_header(device.info(), iterations, bandwidth, true), shapes)) {
+    if (!write_json_document("k2_bench", json,
+                             gpu_json_header(device.info(), iterations, bandwidth, true), shapes)) {
       status = 1;
     }
   }
@@ -516,9 +528,12 @@ int main(int argc, char** argv) {
   std::string json;
   monotile::kernels::k3::Variants variants;
   const char* usage =
-      "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]] "
-      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode] [--routed-chunks N[,N...]] "
-      "[--latent-rows N[,N...]] [--shared-paired] [--router-prefetch] [--tail-prefetch] [--together]\n";
+      "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages "
+      "N[,N...]] "
+      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode] "
+      "[--routed-chunks N[,N...]] "
+      "[--latent-rows N[,N...]] [--shared-paired] [--router-prefetch] [--tail-prefetch] "
+      "[--together]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
@@ -527,14 +542,17 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
       json = argv[++i];
     } else if (std::string(argv[i]) == "--ahead" && i + 1 < argc) {
-      if (!monotile::kernels::k3::parse_counts("--ahead", argv[++i], 1, monotile::kernels::k3::kMxfp4MaxAhead,
-                                               variants.aheads)) {
+      if (!monotile::kernels::k3::parse_counts(
+              "--ahead", argv[++i], 1, monotile::kernels::k3::kMxfp4MaxAhead, variants.aheads)) {
         return 2;
       }
     } else if (std::string(argv[i]) == "--routed-chunks" && i + 1 < argc) {
-      if (!monotile::kernels::k3::parse_counts("--routed-chunks", argv[++i], 1, 256, variants.routed_chunks)) return 2;
+      if (!monotile::kernels::k3::parse_counts("--routed-chunks", argv[++i], 1, 256,
+                                               variants.routed_chunks))
+        return 2;
     } else if (std::string(argv[i]) == "--stages" && i + 1 < argc) {
-      if (!monotile::kernels::k3::parse_counts("--stages", argv[++i], 2, 4, variants.stages)) return 2;
+      if (!monotile::kernels::k3::parse_counts("--stages", argv[++i], 2, 4, variants.stages))
+        return 2;
     } else if (std::string(argv[i]) == "--flip-x-ahead") {
       variants.flip_x_ahead = true;
     } else if (std::string(argv[i]) == "--no-prefetch") {
@@ -546,7 +564,9 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--exact-decode") {
       variants.exact_decode = true;
     } else if (std::string(argv[i]) == "--latent-rows" && i + 1 < argc) {
-      if (!monotile::kernels::k3::parse_counts("--latent-rows", argv[++i], 16, 128, variants.latent_rows)) return 2;
+      if (!monotile::kernels::k3::parse_counts("--latent-rows", argv[++i], 16, 128,
+                                               variants.latent_rows))
+        return 2;
     } else if (std::string(argv[i]) == "--shared-paired") {
       variants.shared_paired = true;
     } else if (std::string(argv[i]) == "--router-prefetch") {
