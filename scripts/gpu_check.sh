@@ -17,7 +17,7 @@ set -euo pipefail
 BENCHMARKS=(
   "tests/gpu/gpu_copy_bench"
   "kernels/k3/k1_bench --stages --json @OUTDIR@/k1.json"
-  "kernels/k3/k1_bench --stages --warm --iterations 20"
+  "kernels/k3/k1_bench --stages --warm --iterations 20 --pipeline 3,2"
   "kernels/k3/k2_bench --json @OUTDIR@/k2.json"
   "kernels/k3/k2_bench --clock --iterations 10 --latent-rows 32 --exact-decode --routed-chunks 8 --stages 4,2"
   "kernels/k3/mxfp4_bench"

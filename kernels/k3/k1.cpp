@@ -429,6 +429,7 @@ std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
+                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "",
                                   b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
@@ -454,7 +455,8 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target) {
 
 Program k1_program(const K1Build& build, SourceLocation loc) {
   check(build, loc);
-  Builder b(k1_name(build), {.num_warps = build.num_warps, .min_programs_per_sm = 1}, loc);
+  Builder b(k1_name(build), {.num_warps = build.num_warps, .num_stages = build.num_stages, .min_programs_per_sm = 1},
+            loc);
   Args a = declare(b, build);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   tick(a, 0);

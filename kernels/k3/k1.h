@@ -52,6 +52,10 @@ struct K1Build {
   // A program's first stage C task loads its inputs that no stage writes before stage B (k1.cpp
   // KdaPrologue); off where holding them through stage B would spill (AMD, q > 4).
   bool early_inputs = true;
+  // Shared-memory stages of the in_proj GEMV's pipelined dot (KernelOptions::num_stages): 0 takes
+  // the most that fit; fewer leave L1 more room (K2 on NVIDIA runs 3, k2.h). Other than 0, the name
+  // ends "_st{n}" (k1_bench --pipeline times others).
+  int num_stages = 0;
   // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
@@ -75,8 +79,9 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 // spills them). In_proj tasks take 64 rows everywhere (k1.cpp says why not 48).
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
-// "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}" plus a hash of the eps values and the
-// lower bound when they differ from the defaults.
+// "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" with
+// the early inputs, "_st{n}" with num_stages, "_clock" with the stage clock, plus a hash of the eps
+// values and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
 
 // The program. Parameters, in order:

@@ -10,11 +10,13 @@
 // the L2 flush before each K1 + GEMV pair, events around the pair), its launches interleaved with
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
-// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm]
+// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
 // for bench/tables/kda_half.py; without a GPU the file says why ("gpu": false, "reason").
+// --pipeline N,...: after each shape, the same shape again with N shared-memory stages for the
+// in_proj GEMV (K1Build::num_stages, 2 to 4) instead of the most that fit, a row each (not in --json).
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
 // weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/bench/gemv.h"
@@ -259,7 +262,7 @@ std::string shape_json(const ShapeResult& r) {
   return text;
 }
 
-int run(int iterations, bool stages, const std::string& json, bool flush) {
+int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -305,6 +308,15 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
       shapes.push_back(k1_for_target(*build, device.info().target));
     }
   }
+  // Each shape's --pipeline variants, timed after it.
+  auto variants_of = [&](const K1Build& b) {
+    std::vector<K1Build> out;
+    for (int n : pipelines) {
+      out.push_back(b);
+      out.back().num_stages = n;
+    }
+    return out;
+  };
   // Every program the run times (with --stages, each shape's clock build too; the half's o_proj GEMV).
   std::vector<dsl::Program> programs;
   for (const K1Build& b : shapes) {
@@ -314,30 +326,24 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
       programs.push_back(k1_program(clocked));
     }
     programs.push_back(k1_program(b));
+    for (const K1Build& v : variants_of(b)) programs.push_back(k1_program(v));
     const int m = b.tokens, n_out = b.hidden, k_in = static_cast<int>(b.projection());
     programs.push_back(bench::gemv_kernel(m, n_out, k_in, bench::gemv_config(m, n_out, k_in)).program);
   }
   precompile(programs, device.info().target);
-  for (const K1Build& build : shapes) {
-    const int n = build.requests(), q = build.q;
-    if (stages) {
-      K1Build clocked = build;
-      clocked.stage_clock = true;
-      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false, flush);
-      if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
-    }
+  // Times `build` and prints its row; nullopt (the error printed) where it failed.
+  auto time_row = [&](const K1Build& build) -> std::optional<ShapeResult> {
     absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, build, iterations, true, flush);
     if (!timing.ok()) {
       std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
-      status = 1;
-      continue;
+      return std::nullopt;
     }
     ShapeResult r;
     r.name = k1_name(build);
     r.gemv = timing->gemv_label;
-    r.requests = n;
-    r.q = q;
-    r.tokens = n * q;
+    r.requests = build.requests();
+    r.q = build.q;
+    r.tokens = build.tokens;
     r.k1_bytes = must_move(build);
     r.bytes = half_bytes(build);
     r.timings = *timing;
@@ -347,7 +353,24 @@ int run(int iterations, bool stages, const std::string& json, bool flush) {
     std::printf("%-52s %8.2f %9.2f %9.2f %9.2f %6.3f | %8.2f %9.2f %9.2f %9.2f %6.3f\n", r.name.c_str(),
                 r.k1_bytes / 1e6, k1_us, timing->k1.best_ms * 1e3, r.k1_floor_us, k1_us / r.k1_floor_us,
                 r.bytes / 1e6, half_us, timing->half.best_ms * 1e3, r.floor_us, half_us / r.floor_us);
-    results.push_back(std::move(r));
+    return r;
+  };
+  for (const K1Build& build : shapes) {
+    if (stages) {
+      K1Build clocked = build;
+      clocked.stage_clock = true;
+      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false, flush);
+      if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
+    }
+    std::optional<ShapeResult> r = time_row(build);
+    if (!r) {
+      status = 1;
+      continue;
+    }
+    for (const K1Build& v : variants_of(build)) {
+      if (!time_row(v)) status = 1;
+    }
+    results.push_back(std::move(*r));
   }
   if (!json.empty()) {
     std::vector<std::string> objects;
@@ -369,8 +392,20 @@ int main(int argc, char** argv) {
   bool stages = false;
   bool flush = true;
   std::string json;
+  std::vector<int> pipelines;
+  const char* usage = "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]]\n";
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--stages") {
+    if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
+      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      for (const std::string& v : values) {
+        const int n = std::atoi(v.c_str());
+        if (n < 2 || n > 4) {
+          std::fprintf(stderr, "k1_bench: --pipeline %s: expected 2 to 4\n", v.c_str());
+          return 2;
+        }
+        pipelines.push_back(n);
+      }
+    } else if (std::string(argv[i]) == "--stages") {
       stages = true;
     } else if (std::string(argv[i]) == "--warm") {
       flush = false;
@@ -379,9 +414,9 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm]\n");
+      std::fprintf(stderr, "%s", usage);
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush);
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines);
 }
