@@ -50,7 +50,7 @@ void check(const K2Build& b, const SourceLocation& loc) {
           std::to_string(b.hidden), "k2_for_target picks the step");
   require(b.latent_rows >= 16 && b.latent_rows <= 128 && b.latent_rows % 16 == 0, loc, "k2_program",
           "latent_rows out of range", "16, 32, ..., 128 (the matrix unit's 16-row tiles)", std::to_string(b.latent_rows),
-          "32 is the default; k2_bench --latent-rows times others");
+          "64 is the default; k2_bench --latent-rows times others");
   require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
           std::to_string(b.core_width), "o_proj's K steps are powers of two from 32");
   require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
