@@ -223,6 +223,7 @@ struct Attrs {
   MemOrder order = MemOrder::kPlain;
   CacheHint cache = CacheHint::kDefault;
   EvictHint evict = EvictHint::kNormal;
+  int l2_fetch = 0;  // loads: AccessOptions::l2_fetch
   std::string text;
   friend bool operator==(const Attrs&, const Attrs&) = default;
 };

@@ -91,10 +91,18 @@ Value build_load(const Value& ptr, const Value* mask, const Operand* other, Acce
   Builder& builder = Builder::current("load", loc);
   Type pointer = pointer_type(builder, ptr, "load", loc);
   check_order(options.order, {MemOrder::kPlain, MemOrder::kRelaxed, MemOrder::kAcquire}, "load", loc);
+  if (options.l2_fetch != 0 && options.l2_fetch != 64 && options.l2_fetch != 128 && options.l2_fetch != 256) {
+    throw Error(at(loc), "load",
+                "l2_fetch is " + std::to_string(options.l2_fetch) + " bytes, expected 0, 64, 128 or 256",
+                "0, 64, 128 or 256",
+                std::to_string(options.l2_fetch),
+                "the bytes L2 fetches around each access: 0 leaves it to the target");
+  }
   std::vector<Value> operands{ptr};
   Attrs attrs;
   attrs.cache = options.cache;
   attrs.evict = options.evict;
+  attrs.l2_fetch = options.l2_fetch;
   attrs.order = options.order;
   attrs.scope = options.scope;
   if (mask) {

@@ -51,6 +51,10 @@ struct AccessOptions {
   EvictHint evict = EvictHint::kNormal;
   MemOrder order = MemOrder::kPlain;
   MemScope scope = MemScope::kGpu;
+  // Loads: the bytes L2 fetches from memory around each access, 0 (the target's own), 64, 128 or 256:
+  // a stream whose accesses are narrower than that finds the rest in L2 on its next steps, with no
+  // registers or request slots held for it (NVIDIA's .L2::NB prefetch size; AMD ignores it).
+  int l2_fetch = 0;
 };
 
 // Reads *ptr per lane: a tile of the pointee dtype and the pointer's shape. With a mask (i1,

@@ -52,6 +52,16 @@ TEST(MemoryErrors, PrefetchMaskLikeALoads) {
   EXPECT_DSL_ERROR(prefetch(w + cols, cols), "the mask has dtype i32, not i1");
 }
 
+TEST(MemoryErrors, L2FetchIsAFetchSize) {
+  Builder b("k");
+  auto w = b.arg("w", ptr(bf16));
+  auto cols = arange(0, 64);
+  EXPECT_DSL_ERROR(load(w + cols, {.l2_fetch = 32}), "load at memory_errors_test.cpp");
+  EXPECT_DSL_ERROR(load(w + cols, {.l2_fetch = 32}), "l2_fetch is 32 bytes");
+  EXPECT_DSL_ERROR(load(w + cols, {.l2_fetch = 512}), "expected 0, 64, 128 or 256");
+  EXPECT_DSL_ERROR(load(w + cols, {.l2_fetch = 512}), "hint: the bytes L2 fetches around each access");
+}
+
 TEST(MemoryErrors, StoredValueMustMatch) {
   Builder b("k");
   auto y = b.arg("y", ptr(bf16));

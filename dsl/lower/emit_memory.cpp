@@ -133,7 +133,7 @@ absl::Status OpLowering::load(const Op& op) {
     line(spelling_.load_ordered(op.attrs.order, op.attrs.scope, bytes, absl::StrCat(ptr, "[i]"), "mt_bits"));
     line(absl::StrCat(out, "[i] = ", from_bits(element, "mt_bits"), ";"));
   } else {
-    std::string hinted = spelling_.load_hinted(op.attrs.cache, op.attrs.evict, total, absl::StrCat(ptr, "[i]"), "mt_w");
+    std::string hinted = spelling_.load_hinted(op.attrs.cache, op.attrs.evict, op.attrs.l2_fetch, total, absl::StrCat(ptr, "[i]"), "mt_w");
     if (!hinted.empty()) {
       line(hinted);
     } else if (total >= 8) {

@@ -44,9 +44,10 @@ struct Spelling {
   std::string (*store_ordered)(MemOrder order, MemScope scope, int bytes, std::string_view ptr,
                                std::string_view value);
   std::string (*fence)(MemOrder order, MemScope scope);
-  // A load of `bytes` (4, 8 or 16) into `words` (unsigned[bytes / 4]) with a cache/eviction hint, or
-  // empty when the hint has no spelling for this vendor (a plain access is then used).
-  std::string (*load_hinted)(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr,
+  // A load of `bytes` (4, 8 or 16) into `words` (unsigned[bytes / 4]) with a cache/eviction hint and
+  // L2's fetch size (AccessOptions::l2_fetch), or empty when neither has a spelling for this vendor
+  // (a plain access is then used).
+  std::string (*load_hinted)(CacheHint cache, EvictHint evict, int l2_fetch, int bytes, std::string_view ptr,
                              std::string_view words);
   std::string (*store_hinted)(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr,
                               std::string_view words);

@@ -243,8 +243,11 @@ std::string vector_operands(int bytes, std::string_view words, int first, bool o
   return absl::StrCat(n == 1 ? absl::StrCat("%", first) : braces, "|", bindings);
 }
 
-std::string load_hinted(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr, std::string_view words) {
-  std::string_view op = cache_operator(cache, evict, true);
+// l2_fetch: PTX ISA 7.4's .L2::64B / 128B / 256B prefetch size (sm_75 and later).
+std::string load_hinted(CacheHint cache, EvictHint evict, int l2_fetch, int bytes, std::string_view ptr,
+                        std::string_view words) {
+  std::string op(cache_operator(cache, evict, true));
+  if (l2_fetch != 0) absl::StrAppend(&op, ".L2::", l2_fetch, "B");
   if (op.empty() || bytes < 4) return "";
   std::string operands = vector_operands(bytes, words, 0, true);
   size_t bar = operands.find('|');

@@ -127,7 +127,8 @@ std::string fence(MemOrder order, MemScope scope) {
 
 // Streaming / evict-first accesses become nontemporal (slc/nt bits); volatile is a volatile access;
 // other hints have no HIP spelling and take the plain path.
-std::string load_hinted(CacheHint cache, EvictHint evict, int bytes, std::string_view ptr, std::string_view words) {
+std::string load_hinted(CacheHint cache, EvictHint evict, int /*l2_fetch: no spelling*/, int bytes,
+                        std::string_view ptr, std::string_view words) {
   bool nontemporal = cache == CacheHint::kStreaming || evict == EvictHint::kFirst;
   bool is_volatile = cache == CacheHint::kVolatile;
   if ((!nontemporal && !is_volatile) || bytes < 4) return "";

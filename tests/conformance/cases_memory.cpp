@@ -86,7 +86,7 @@ Case grid_case(ScalarType dtype, int64_t n) {
   return c;
 }
 
-// Cache/eviction hints and acquire/release orders change nothing about the values.
+// Cache/eviction hints, L2's fetch size and acquire/release orders change nothing about the values.
 Case hinted_access_case() {
   Case c;
   c.name = "load_store_hints_orders/f32/[64]";
@@ -94,9 +94,10 @@ Case hinted_access_case() {
     Builder b("hints");
     Value x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32)), flag = b.arg("flag", ptr(i32));
     Value lanes = arange(0, 64);
-    Value v = load(x + lanes, {.cache = Cache::streaming, .evict = Evict::first});
+    Value v = load(x + lanes, {.cache = Cache::streaming, .evict = Evict::first, .l2_fetch = 256});
     Value w = load(x + lanes, {.cache = Cache::global, .evict = Evict::last, .order = Order::relaxed});
-    store(y + lanes, v + w, {.cache = Cache::streaming});
+    Value u = load(x + lanes, {.l2_fetch = 128});
+    store(y + lanes, v + w + u, {.cache = Cache::streaming});
     fence(Order::release, Scope::gpu);
     store_release(flag, load_acquire(flag, Scope::gpu) + 1, Scope::gpu);
     return b.finish();
@@ -105,7 +106,7 @@ Case hinted_access_case() {
                {"y", kF32, {64}, Role::kOutput, nullptr, Tolerance::exact()},
                {"flag", kI32, {1}, Role::kInOut, integers(0, 1000), std::nullopt}};
   c.reference = [](Tensors& t) {
-    for (int64_t i = 0; i < 64; ++i) t["y"].set(i, t["x"].get(i) * 2);
+    for (int64_t i = 0; i < 64; ++i) t["y"].set(i, t["x"].get(i) * 3);
     t["flag"].set_int(0, t["flag"].get_int(0) + 1);
   };
   return c;
