@@ -29,13 +29,6 @@ Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const
 
 }  // namespace
 
-void prefetch_lines(const Value& bases, const Value& ok, int64_t max_elements, const Value& limit, int element_bytes) {
-  const int64_t line = 128 / element_bytes;
-  const int64_t lines = (max_elements + line - 1) / line;
-  auto offsets = arange(0, pow2_at_least(lines)) * line;
-  prefetch(col(bases) + row(offsets), col(ok) & row((offsets < max_elements) & (offsets < limit)));
-}
-
 void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows, int64_t row_elements, int64_t count,
                         int element_bytes) {
   constexpr int kChunk = 256;

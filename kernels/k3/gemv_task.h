@@ -29,18 +29,11 @@ dsl::Value gemv_task(const GemvTask& g, const dsl::Value& task, int64_t n);
 // The same for any rows (i32 [g.rows]); rows where `row_ok` is false read zero weights.
 dsl::Value gemv_rows(const GemvTask& g, const dsl::Value& rows, const dsl::Value& row_ok);
 
-// Prefetches into L2 the contiguous elements [0, min(max_elements, limit)) from each of `bases`
-// (pointers [N] to elements of `element_bytes`) whose `ok` is set, a lane per 128-byte line; `limit`
-// (i64 scalar) cuts a block short at the end of its matrix. A prefetch holds no register and waits
-// for nothing, so a task's whole weight slice is in flight at once where its K loop holds one step,
-// and a stage waiting for its input can bring its weights nearer meanwhile.
-void prefetch_lines(const dsl::Value& bases, const dsl::Value& ok, int64_t max_elements, const dsl::Value& limit,
-                    int element_bytes = 1);
-
-// The same for the first `count` elements of each of the first min(rows, max_rows) rows (of
-// `row_elements` elements) from `first`, one line per thread and loop iteration, so that it holds no
-// registers past each iteration (a stage that keeps its next stage's inputs in registers can still
-// afford it).
+// Prefetches into L2 the first `count` elements of each of the first min(rows, max_rows) rows (of
+// `row_elements` elements of `element_bytes`) from `first`, one 128-byte line per thread and loop
+// iteration, so that it holds no registers past each iteration (a stage that keeps its next stage's
+// inputs in registers can still afford it). A prefetch waits for nothing: a stage waiting for its
+// input can bring its weights nearer meanwhile.
 void prefetch_row_heads(const dsl::Value& first, const dsl::Value& rows, int64_t max_rows, int64_t row_elements,
                         int64_t count, int element_bytes);
 

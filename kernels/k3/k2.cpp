@@ -205,6 +205,10 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
   if (target.vendor() == dsl::Vendor::kNvidia && build.tokens <= 8) {
     build.expert_token_rows = 8;
     build.expert_x_ahead = true;
+    // A stage clock build at up to 4 tokens (K2Gpu's, k2_bench --clock) spills with it on sm_90a.
+    if (!build.stage_clock || build.tokens > 4) build.expert_prefetch_steps = 2;
+  } else if (target.vendor() == dsl::Vendor::kNvidia) {
+    build.expert_l2_fetch = 128;
   }
   return build;
 }
@@ -220,13 +224,10 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_ahead != 2) absl::StrAppend(&name, "_a", b.expert_ahead);
   if (b.expert_token_rows != kMxfp4Tokens) absl::StrAppend(&name, "_n", b.expert_token_rows);
   if (b.expert_x_ahead) name += "_xa";
-  if (!b.expert_prefetch) name += "_np";
-  if (b.expert_prefetch && b.expert_prefetch_next) name += "_pn";
+  if (b.expert_prefetch_steps != 0) absl::StrAppend(&name, "_pf", b.expert_prefetch_steps);
+  if (b.expert_l2_fetch != 0) absl::StrAppend(&name, "_l2f", b.expert_l2_fetch);
   if (b.routed_chunks != K2Build{}.routed_chunks) absl::StrAppend(&name, "_rc", b.routed_chunks);
   if (b.latent_rows != K2Build{}.latent_rows) absl::StrAppend(&name, "_lr", b.latent_rows);
-  if (b.shared_paired) name += "_sp";
-  if (b.router_prefetch) name += "_rp";
-  if (b.tail_prefetch) name += "_tp";
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
@@ -294,7 +295,6 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                            .route_counter = a.counters + kRouteWord,
                            .route_flag = a.flags + kRouteWord,
                            .clock = a.clock};
-  if (build.router_prefetch) router_prefetch(router);
   attn_res_rows(mlp_res, hc);
   a.clock.tick(K2ClockPoint::kAttnRes);
   router_rows(router, hc);
@@ -323,12 +323,10 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .mxfp4_scale_bias = build.mxfp4_pairs && build.mxfp4_words ? build.mxfp4_scale_bias : 0,
             .expert_ahead = build.expert_ahead,
             .x_ahead = build.expert_x_ahead,
-            .prefetch = build.expert_prefetch,
-            .prefetch_next = build.expert_prefetch && build.expert_prefetch_next,
+            .prefetch_steps = build.expert_prefetch_steps,
+            .l2_fetch = build.expert_l2_fetch,
             .routed_chunks = build.routed_chunks,
             .latent_rows = build.latent_rows,
-            .shared_paired = build.shared_paired,
-            .tail_prefetch = build.tail_prefetch,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),

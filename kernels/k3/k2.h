@@ -81,14 +81,17 @@ struct K2Build {
   // registers a step ahead at 8 token rows, 32 at 16 (where k3-tiny's K2 then spills on sm_90a):
   // k2_for_target takes it with the 8 rows. True: the name ends "_xa".
   bool expert_x_ahead = false;
-  // Each routed-expert task (H and I) first asks L2 for all of its weights and scales (prefetch
-  // hints, no registers), so that its GEMV's loads find them there. False leaves the GEMVs' own
-  // loads alone in flight (a variant for k2_bench): the name ends "_np".
-  bool expert_prefetch = true;
-  // With expert_prefetch: a task asks L2 instead for the weights of the next task its program will
-  // take (a program's first task for its own too), so that its GEMV's loads, which a K step at a
-  // time wait for their latency, find their weights in L2 already. True: the name ends "_pn".
-  bool expert_prefetch_next = false;
+  // The routed experts' GEMVs ask L2 for their weights this many K steps past their loads
+  // (Mxfp4Gemv::prefetch_steps; 0: none). k2_for_target takes 2 on NVIDIA up to 8 tokens (H100:
+  // K2 2% and 6% faster at T 4 and 8 than none, the same at 16; 4 and 8 steps no better). A task
+  // that asked for all of its weights at its start instead made K2 7%, 8% and 15% slower at T 4, 8
+  // and 16. Other than 0, the name ends "_pf{n}".
+  int expert_prefetch_steps = 0;
+  // The bytes L2 fetches around each of the routed experts' weight loads (Mxfp4Gemv::l2_fetch: 0,
+  // 64, 128 or 256). k2_for_target takes 128 on NVIDIA past 8 tokens (H100: K2 3% faster at T 16;
+  // at T 4 and 8, beside the prefetch 2 steps on, it changes nothing). Other than 0, the name ends
+  // "_l2f{bytes}".
+  int expert_l2_fetch = 0;
   // Stage I's tasks: per 128 latent rows, at most this many chunks of the union, each chunk's experts
   // one pipelined sum (moe_stage.h's routed_chunk). Fewer chunks make fewer, longer tasks (at T 4 and
   // 32 chunks a task is 2 experts, 49 KB). Other than 32, the name ends "_rc{n}".
@@ -98,16 +101,6 @@ struct K2Build {
   // on an H100: K2 6%, 3% and 2% faster at T 4, 8 and 16 than with 32). Other than 64, the name
   // ends "_lr{n}".
   int latent_rows = 64;
-  // E's gate and up rows of a task as one GEMV of interleaved rows, one K loop instead of two in a
-  // row (H pairs them so). True: the name ends "_sp".
-  bool shared_paired = false;
-  // Each program asks L2 for its router logits task's slice of W_gate before the MLP AttnRes, whose
-  // tasks leave DRAM idle (router_prefetch). True: the name ends "_rp".
-  bool router_prefetch = false;
-  // After its routed-sum tasks, each program asks L2 for the weights of its first tasks of F (the
-  // shared experts' down rows) and K (this rank's up-projection rows), whose K loops otherwise wait
-  // on DRAM a step at a time at the end of the launch. True: the name ends "_tp".
-  bool tail_prefetch = false;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
   // k2_for_target takes 3 on NVIDIA (K3 TP 8 on an H100: 1.5%, 1.9% and 2.9% faster at T 4, 8 and
@@ -139,7 +132,9 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
 
 // The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1 and
 // the exact MXFP4 decode (mxfp4_scale_bias 0); on NVIDIA 3 pipeline stages and, up to 8 tokens,
-// the experts' GEMVs 8 token rows wide.
+// the experts' GEMVs 8 token rows wide, x loaded with their weights and L2 asked for the weights
+// 2 steps on (not in a stage clock build of up to 4 tokens, where it spills: set stage_clock
+// before); past 8 tokens, L2 fetching 128 bytes around each of their weight loads.
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}

@@ -8,11 +8,9 @@
 // with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
-//                 [--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs]
-//                 [--exact-decode]
-//                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--shared-paired]
-//                 [--router-prefetch]
-//                 [--tail-prefetch] [--together]
+//                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
+//                 [--exact-decode] [--gemv-step N[,N...]]
+//                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -23,23 +21,20 @@
 // (K2Build::num_stages) instead of k2_for_target's (3 on NVIDIA): fewer leave L1 more room.
 // --flip-x-ahead: likewise with K2Build::expert_x_ahead flipped (the experts' x words loaded with
 // their weights, or in their own step).
-// --no-prefetch: likewise without the routed-expert tasks' L2 prefetch of their weights
-// (K2Build::expert_prefetch).
-// --prefetch-next: likewise with each routed-expert task prefetching the next task's weights
-// instead of its own (K2Build::expert_prefetch_next).
+// --prefetch-steps N,...: likewise with the routed experts' GEMVs asking L2 for their weights N K
+// steps past their loads (K2Build::expert_prefetch_steps; 0 for none).
+// --l2-fetch N,...: likewise with L2 fetching N bytes (64, 128 or 256) around each of their weight
+// loads (K2Build::expert_l2_fetch).
 // --routed-chunks N,...: likewise with stage I's tasks over at most N union chunks instead of 32
 // (K2Build::routed_chunks: fewer, longer tasks).
 // --byte-pairs: likewise with the experts' weights decoded a byte at a time instead of a word
 // (K2Build::mxfp4_words false).
 // --exact-decode: likewise with every expert task at the exact decode's two multiplies a word
 // (K2Build::mxfp4_scale_bias 0).
+// --gemv-step N,...: likewise with the bf16 GEMVs' K steps up to N (K2Build::gemv_step: 128 to
+// 1024) instead of 256.
 // --latent-rows N,...: likewise with stage D's tasks N latent rows each instead of 64
 // (K2Build::latent_rows, a multiple of 16 up to 128).
-// --shared-paired: likewise with stage E's gate and up rows as one GEMV (K2Build::shared_paired).
-// --router-prefetch: likewise with each program's router task's W_gate slice asked of L2 before the
-// MLP AttnRes (K2Build::router_prefetch).
-// --tail-prefetch: likewise with each program's first F and K tasks' weights asked of L2 after its
-// routed-sum tasks (K2Build::tail_prefetch).
 // --together: after those rows, one with every variant asked for at once (a list flag's first
 // value); with --clock, that build's stage clock too (its column "T n all").
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
@@ -322,10 +317,9 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 // The variants timed after each shape, as the flags ask for them.
 struct Variants {
   // --ahead, --stages, --routed-chunks, --latent-rows
-  std::vector<int> aheads, stages, routed_chunks, latent_rows;
-  bool flip_x_ahead = false, no_prefetch = false, prefetch_next = false, byte_pairs = false,
-       exact_decode = false;
-  bool shared_paired = false, router_prefetch = false, tail_prefetch = false;
+  std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
+      gemv_steps;
+  bool flip_x_ahead = false, byte_pairs = false, exact_decode = false;
   // --together: one more row with every variant above at once (a list's first value)
   bool together = false;
 };
@@ -357,15 +351,13 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   for (int ahead : v.aheads) with(true, &K2Build::expert_ahead, ahead);
   for (int n : v.stages) with(true, &K2Build::num_stages, n);
   with(v.flip_x_ahead, &K2Build::expert_x_ahead, !build.expert_x_ahead);
-  with(v.no_prefetch, &K2Build::expert_prefetch, false);
-  with(v.prefetch_next, &K2Build::expert_prefetch_next, true);
+  for (int n : v.prefetch_steps) with(true, &K2Build::expert_prefetch_steps, n);
+  for (int n : v.l2_fetches) with(true, &K2Build::expert_l2_fetch, n);
+  for (int n : v.gemv_steps) with(true, &K2Build::gemv_step, n);
   for (int n : v.routed_chunks) with(true, &K2Build::routed_chunks, n);
   with(v.byte_pairs, &K2Build::mxfp4_words, false);
   with(v.exact_decode, &K2Build::mxfp4_scale_bias, 0);
   for (int n : v.latent_rows) with(true, &K2Build::latent_rows, n);
-  with(v.shared_paired, &K2Build::shared_paired, true);
-  with(v.router_prefetch, &K2Build::router_prefetch, true);
-  with(v.tail_prefetch, &K2Build::tail_prefetch, true);
   if (v.together && out.size() > 1) {
     K2Build all = build;
     for (const K2Build& one : out) {  // each variant changed one field: take every change
@@ -375,19 +367,23 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::expert_ahead);
       take(&K2Build::num_stages);
       take(&K2Build::expert_x_ahead);
-      take(&K2Build::expert_prefetch);
-      take(&K2Build::expert_prefetch_next);
+      take(&K2Build::expert_prefetch_steps);
+      take(&K2Build::expert_l2_fetch);
+      take(&K2Build::gemv_step);
       take(&K2Build::routed_chunks);
       take(&K2Build::mxfp4_words);
       take(&K2Build::mxfp4_scale_bias);
       take(&K2Build::latent_rows);
-      take(&K2Build::shared_paired);
-      take(&K2Build::router_prefetch);
-      take(&K2Build::tail_prefetch);
     }
     out.push_back(all);
   }
   return out;
+}
+
+// The shape's stage clock build for the target (k2_for_target shapes a clock build its own way).
+K2Build clock_build(K2Build build, const dsl::Target& target) {
+  build.stage_clock = true;
+  return k2_for_target(build, target);
 }
 
 // Every build a run times, in its order: per shape the clock build (with --clock), the build as
@@ -400,10 +396,7 @@ std::vector<K2Build> timed_builds(const model::ModelConfig& config, const model:
         k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
     if (!build.ok()) continue;
     const K2Build for_target = k2_for_target(*build, target);
-    if (clock) {
-      out.push_back(for_target);
-      out.back().stage_clock = true;
-    }
+    if (clock) out.push_back(clock_build(*build, target));
     out.push_back(for_target);
     const std::vector<K2Build> each = variants_of(for_target, variants);
     for (const K2Build& v : each) out.push_back(v);
@@ -458,8 +451,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     absl::StatusOr<K2Build> build =
         k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
     if (clock && build.ok()) {
-      K2Build clocked = k2_for_target(*build, device.info().target);
-      clocked.stage_clock = true;
+      const K2Build clocked = clock_build(*build, device.info().target);
       absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3);
       if (clocked_result.ok()) {
         columns.push_back(clock_column("T " + std::to_string(tokens), tokens, *clocked_result));
@@ -530,9 +522,10 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages "
       "N[,N...]] "
-      "[--flip-x-ahead] [--no-prefetch] [--prefetch-next] [--byte-pairs] [--exact-decode] "
+      "[--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs] "
+      "[--exact-decode] [--gemv-step N[,N...]] "
       "[--routed-chunks N[,N...]] "
-      "[--latent-rows N[,N...]] [--shared-paired] [--router-prefetch] [--tail-prefetch] "
+      "[--latent-rows N[,N...]] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
@@ -555,24 +548,26 @@ int main(int argc, char** argv) {
         return 2;
     } else if (std::string(argv[i]) == "--flip-x-ahead") {
       variants.flip_x_ahead = true;
-    } else if (std::string(argv[i]) == "--no-prefetch") {
-      variants.no_prefetch = true;
-    } else if (std::string(argv[i]) == "--prefetch-next") {
-      variants.prefetch_next = true;
+    } else if (std::string(argv[i]) == "--prefetch-steps" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--prefetch-steps", argv[++i], 0, 64,
+                                               variants.prefetch_steps))
+        return 2;
+    } else if (std::string(argv[i]) == "--l2-fetch" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--l2-fetch", argv[++i], 64, 256,
+                                               variants.l2_fetches))
+        return 2;
     } else if (std::string(argv[i]) == "--byte-pairs") {
       variants.byte_pairs = true;
     } else if (std::string(argv[i]) == "--exact-decode") {
       variants.exact_decode = true;
+    } else if (std::string(argv[i]) == "--gemv-step" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--gemv-step", argv[++i], 128, 1024,
+                                               variants.gemv_steps))
+        return 2;
     } else if (std::string(argv[i]) == "--latent-rows" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--latent-rows", argv[++i], 16, 128,
                                                variants.latent_rows))
         return 2;
-    } else if (std::string(argv[i]) == "--shared-paired") {
-      variants.shared_paired = true;
-    } else if (std::string(argv[i]) == "--router-prefetch") {
-      variants.router_prefetch = true;
-    } else if (std::string(argv[i]) == "--tail-prefetch") {
-      variants.tail_prefetch = true;
     } else if (std::string(argv[i]) == "--together") {
       variants.together = true;
     } else {

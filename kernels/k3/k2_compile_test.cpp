@@ -77,6 +77,7 @@ std::vector<K2Shape> shapes() {
   out.push_back({.model = "k3", .tp = 8, .layer = 12, .tokens = 8});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .fault = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .clock = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .clock = true});  // K2Gpu's clock case
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});

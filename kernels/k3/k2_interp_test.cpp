@@ -34,19 +34,15 @@ std::vector<K2Case> cases() {
   out.push_back({.layer = 12, .tokens = 6});                // block-write layer: the prefix restarts at a
   out.push_back({.layer = 5, .tokens = 8, .programs = 3});  // fewer programs than tasks
   out.push_back({.tokens = 4, .programs = 64});             // more programs than tasks
-  // Each expert task prefetching its program's next task's weights: past the last task, and for
-  // slots past the union, nothing.
-  out.push_back({.tokens = 4, .programs = 3, .prefetch_next = true});
+  // The experts' GEMVs asking L2 for their weights 2 steps past their loads: the last steps of a
+  // task (and of the routed sum's last expert) ask for the last step again, inside the weights.
+  out.push_back({.tokens = 4, .programs = 3, .prefetch_steps = 2});
   // Stage I over 3 union chunks (a chunk of 22 of k3-tiny's 64 slots at T 16) and over one.
   out.push_back({.tokens = 16, .routed_chunks = 3});
   out.push_back({.tokens = 4, .programs = 64, .routed_chunks = 1});
-  // Stage D in 32-row tasks, stage E's gate and up rows as one GEMV, the router's weights asked of
-  // L2 before AttnRes and F's and K's after I (k2_bench's variants): with every program a task and
-  // with fewer programs than tasks.
-  out.push_back({.tokens = 16, .programs = 64, .latent_rows = 32, .shared_paired = true, .router_prefetch = true,
-                 .tail_prefetch = true});
-  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .latent_rows = 32, .shared_paired = true,
-                 .router_prefetch = true, .tail_prefetch = true});
+  // Stage D in 32-row tasks: with every program a task and with fewer programs than tasks.
+  out.push_back({.tokens = 16, .programs = 64, .latent_rows = 32});
+  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .latent_rows = 32});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .target = "sm_90a"});

@@ -101,10 +101,9 @@ Expected reference_of(const K2Build& b, const Vec& core, const Vec& w_o, const V
 std::string case_name(const K2Case& c) {
   static const char* routers[] = {"random", "ties", "nan", "same"};
   std::string name = absl::StrCat(c.model, "_tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_",
-                                  routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "", c.prefetch_next ? "_pn" : "",
+                                  routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "", c.prefetch_steps != 0 ? absl::StrCat("_pf", c.prefetch_steps) : "",
                                   c.routed_chunks != K2Build{}.routed_chunks ? absl::StrCat("_rc", c.routed_chunks) : "",
                                   c.latent_rows != K2Build{}.latent_rows ? absl::StrCat("_lr", c.latent_rows) : "",
-                                  c.shared_paired ? "_sp" : "", c.router_prefetch ? "_rp" : "", c.tail_prefetch ? "_tp" : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -121,6 +120,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   EXPECT_TRUE(made.ok()) << made.status();
   if (!made.ok()) return in;
   K2Build b = *made;
+  b.stage_clock = c.stage_clock;  // before k2_for_target, which shapes a clock build its own way
   if (!c.target.empty()) b = k2_for_target(b, *dsl::Target::parse(c.target));
   // On the interpreter every program is a thread of this machine interpreting its share of the
   // GEMVs: a wait's wall-clock bound must cover the others' work on a loaded 2-core machine.
@@ -129,13 +129,9 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   b.fault_epoch = c.fault_epoch;
   b.fault_layer = 128 + c.layer;
   b.fault_ns = c.fault_ns;
-  b.stage_clock = c.stage_clock;
-  b.expert_prefetch_next = c.prefetch_next;
+  if (c.prefetch_steps != 0) b.expert_prefetch_steps = c.prefetch_steps;  // else the target's
   b.routed_chunks = c.routed_chunks;
   b.latent_rows = c.latent_rows;
-  b.shared_paired = c.shared_paired;
-  b.router_prefetch = c.router_prefetch;
-  b.tail_prefetch = c.tail_prefetch;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

@@ -30,12 +30,9 @@ struct K2Case {
   Router router = Router::kRandom;
   std::string target = {};  // non-empty: the build is shaped for this target (k2_for_target)
   bool stage_clock = false;  // the stage_clock build (K2Build::stage_clock); its name ends "_clock"
-  bool prefetch_next = false;  // K2Build::expert_prefetch_next; the name ends "_pn"
+  int prefetch_steps = 0;  // K2Build::expert_prefetch_steps; others end the name "_pf{n}"
   int routed_chunks = K2Build{}.routed_chunks;  // K2Build::routed_chunks; others end the name "_rc{n}"
   int latent_rows = K2Build{}.latent_rows;  // K2Build::latent_rows; others end the name "_lr{n}"
-  bool shared_paired = false;   // K2Build::shared_paired; the name ends "_sp"
-  bool router_prefetch = false;  // K2Build::router_prefetch; the name ends "_rp"
-  bool tail_prefetch = false;    // K2Build::tail_prefetch; the name ends "_tp"
   // Health cases (not in case_name): the launch's epoch word; a nonzero fault_ns builds the fault
   // hook (K2Build::fault_ns) for epoch fault_epoch at this layer's slot; a nonzero wait_ns bounds
   // the waits instead of the interpreter's minutes; poison_union fills the route and the union's

@@ -31,19 +31,6 @@ void wait(const Value& flag, int index, const HandoffContext& hc) {
 
 constexpr int kSumAhead = 4;  // chunk partials the final pass of the routed sum loads at once
 
-// The prefetch a routed-expert task issues first (MoeRows::prefetch): its own weights' (`prefetch`
-// of the task), or with prefetch_next the next task's of its program, whose loads then find L2
-// warm (a program's first task prefetches its own too).
-void prefetch_ahead(const MoeRows& r, const Value& task, const std::function<void(const Value&)>& prefetch) {
-  if (!r.prefetch) return;
-  if (!r.prefetch_next) {
-    prefetch(task);
-    return;
-  }
-  if_(task == program_id(0), [&] { prefetch(task); });
-  prefetch(task + num_programs(0));
-}
-
 }  // namespace
 
 int routed_chunk(int slots, int chunks) {
@@ -112,25 +99,12 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     auto rows = task * kHalfRows + arange(0, kHalfRows);
     auto ok = rows < r.shared_rows;
     const GemvTask g{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens,
-                     .rows = r.shared_paired ? 2 * kHalfRows : kHalfRows,
+                     .rows = kHalfRows,
                      .step = looped_step(r.hidden, r.gemv_step, r.min_k_steps)};
-    if (r.shared_paired) {
-      // Gate row j and up row j side by side (rows 2j and 2j + 1 of one GEMV, as H pairs them): one
-      // K loop of twice the rows instead of two loops one after the other, each a chain of dependent
-      // K steps. The pairs split apart where the accumulator, turned to [tokens, rows], holds them.
-      auto js = arange(0, 2 * kHalfRows);
-      auto pair_rows = (js & 1) * r.shared_rows + task * kHalfRows + (js >> 1);
-      auto pair_ok = task * kHalfRows + (js >> 1) < r.shared_rows;
-      auto [gate, up] = split(reshape(trans(gemv_rows(g, pair_rows, pair_ok)), {padded, kHalfRows, 2}));
-      store(r.act + col(ts) * r.shared_rows + row(rows),
-            situ(gate.to(bf16).to(f32), up.to(bf16).to(f32), r.situ_beta, r.situ_linear_beta).to(bf16),
-            row(ok) & col(t_ok));
-    } else {
-      auto gate = gemv_rows(g, rows, ok).to(bf16).to(f32);
-      auto up = gemv_rows(g, r.shared_rows + rows, ok).to(bf16).to(f32);
-      store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
-            col(ok) & row(t_ok));
-    }
+    auto gate = gemv_rows(g, rows, ok).to(bf16).to(f32);
+    auto up = gemv_rows(g, r.shared_rows + rows, ok).to(bf16).to(f32);
+    store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
+          col(ok) & row(t_ok));
     arrive(counter(kAct), act_tasks, flag(kAct), hc);
   });
   r.clock.tick(K2ClockPoint::kSharedAct);
@@ -170,22 +144,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     r.clock.tick(K2ClockPoint::kExpertsReady);
   });
   auto experts_live = union_count();
-  // A task's 64 gate and 64 up rows are two contiguous spans (115 KB each at K3): all of them in
-  // flight at once, where a K step of the GEMV holds 8 KB and waits for it.
-  auto prefetch_inter = [&](const Value& task) {
-    auto u = task / groups;
-    if_(u < experts_live, [&] {  // a task past the last is a slot past the union
-      auto e = expert_at(u).to(i64);
-      auto halves = arange(0, 2).to(i64) * r.expert_rows + task % groups * kExpertHalfRows;
-      auto all = arange(0, 2) < 2;
-      prefetch_lines(r.w13 + e * w13_bytes + halves * (r.latent / 2), all, int64_t{kExpertHalfRows} * r.latent / 2,
-                     full({}, int64_t{kExpertHalfRows} * r.latent / 2, i64));
-      prefetch_lines(r.w13_scale + e * w13_scales + halves * (r.latent / 32), all,
-                     int64_t{kExpertHalfRows} * r.latent / 32, full({}, int64_t{kExpertHalfRows} * r.latent / 32, i64));
-    });
-  };
   range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
-    prefetch_ahead(r, task, prefetch_inter);
     auto u = task / groups;
     if_(u < experts_live, [&] {
       auto e = expert_at(u).to(i64);
@@ -204,7 +163,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .x_ahead = r.x_ahead,
                         .pairs = r.mxfp4_pairs,
                         .words = words,
-                        .scale_bias = r.mxfp4_scale_bias};
+                        .scale_bias = r.mxfp4_scale_bias,
+                        .prefetch_steps = r.prefetch_steps,
+                        .l2_fetch = r.l2_fetch};
       // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
       // true costs no predicate and no zeroed registers a load.
       auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
@@ -238,24 +199,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto ks = arange(0, pow2_at_least(r.top_k));
   auto chosen = load(r.route_experts + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), -1);
   auto chosen_weight = load(r.route_weights + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), 0.0f);
-  // The chunk's experts' 128 rows of w2 and their scales are contiguous spans (24 KB and 1.5 KB at K3):
-  // all of them in flight at once before the dependent GEMVs, whose K steps hold 8 KB each.
-  auto prefetch_partial = [&](const Value& task) {
-    auto first = task / routed_tasks * chunk;
-    auto block = task % routed_tasks;
-    if_(first < count, [&] {  // a task past the last is a chunk past the union
-      auto js = arange(0, pow2_at_least(chunk));
-      auto live = (js < chunk) & (first + js < count);
-      auto ids = clamp_expert(load(r.union_ids + first + js, live, 0)).to(i64);
-      auto left = minimum(r.latent - block * kExpertRows, kExpertRows).to(i64);  // rows of this block
-      prefetch_lines(r.w2 + ids * w2_bytes + block.to(i64) * kExpertRows * (r.expert_rows / 2), live,
-                     int64_t{kExpertRows} * r.expert_rows / 2, left * (r.expert_rows / 2));
-      prefetch_lines(r.w2_scale + ids * w2_scales + block.to(i64) * kExpertRows * (r.expert_rows / 32), live,
-                     int64_t{kExpertRows} * r.expert_rows / 32, left * (r.expert_rows / 32));
-    });
-  };
   range(program_id(0), partial_tasks, num_programs(0), [&](Value task) {
-    prefetch_ahead(r, task, prefetch_partial);
     auto c = task / routed_tasks;
     auto block = task % routed_tasks;
     auto first = c * chunk;
@@ -275,7 +219,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .x_ahead = r.x_ahead,
                             .pairs = r.mxfp4_pairs,
                             .words = words,
-                            .scale_bias = r.mxfp4_scale_bias};
+                            .scale_bias = r.mxfp4_scale_bias,
+                        .prefetch_steps = r.prefetch_steps,
+                        .l2_fetch = r.l2_fetch};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows_ok, minimum(count - first, chunk),
           [&](const Value& j) {
@@ -294,20 +240,6 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kRouted);
   const int shared_tasks = tasks_of(r.hidden, kRows);
-  if (r.tail_prefetch) {
-    // The weights of this program's first tasks of F and K (program p takes task p first), asked of
-    // L2 while the routed sum's last tasks run: K's up-projection rows fall on the few tasks whose
-    // columns are this rank's, whose K loops would otherwise wait on DRAM a step at a time.
-    if_(program_id(0) < shared_tasks, [&] {
-      auto first = program_id(0) * kRows;
-      prefetch_row_heads(r.w_sd + first.to(i64) * r.shared_rows, r.hidden - first, kRows, r.shared_rows, r.shared_rows,
-                         2);
-      auto up_first = first - r.up_first;  // this task's first up row; negative or past the end: none
-      auto from = maximum(up_first, 0);
-      prefetch_row_heads(r.w_up + from.to(i64) * r.latent, minimum(up_first + kRows, r.up_rows) - from, kRows, r.latent,
-                         r.latent, 2);
-    });
-  }
 
   // I'. Per 64 latent rows, the live chunks' partials summed in chunk order (union order, as one loop
   // over the union would add them up to f32 association), into the latent exchange.

@@ -50,12 +50,10 @@ struct MoeRows {
   int mxfp4_scale_bias = 0;  // with words: one multiply a word where codes allow (K2Build::mxfp4_scale_bias)
   int expert_ahead = 2;     // H's and I's K steps of loads in flight (K2Build::expert_ahead)
   bool x_ahead = false;     // their x words loaded with the weights (K2Build::expert_x_ahead)
-  bool prefetch = true;     // each of their tasks prefetches its weights first (K2Build::expert_prefetch)
-  bool prefetch_next = false;  // ...or the next task's (K2Build::expert_prefetch_next)
+  int prefetch_steps = 0;   // their L2 prefetch distance in K steps (K2Build::expert_prefetch_steps)
+  int l2_fetch = 0;         // L2's fetch around their weight loads (K2Build::expert_l2_fetch)
   int routed_chunks = 32;   // stage I's most union chunks (K2Build::routed_chunks)
   int latent_rows = 64;     // D's latent rows a task (K2Build::latent_rows)
-  bool shared_paired = false;  // E's gate and up rows as one GEMV (K2Build::shared_paired)
-  bool tail_prefetch = false;  // F's and K's weights asked of L2 after I (K2Build::tail_prefetch)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32

@@ -1,8 +1,8 @@
 // mxfp4_bench: the MXFP4 GEMV of K2's routed experts (mxfp4_gemv.h) alone, against the HBM floor
 // measured in the same run. K2 runs it inside one persistent launch whose other stages hold over
 // 200 registers a thread, so one program a multiprocessor; alone it shows what the GEMV itself
-// reaches and what x loaded in its own step, two programs a unit (more warps to issue from),
-// 16 token rows, three steps ahead, or the f32 decode instead of K2's a byte a word change.
+// reaches and what the exact decode, an L2 prefetch some steps past the loads, two programs a unit
+// (more warps to issue from), 16 token rows or three steps ahead change.
 // Shapes: "w13" is stage H's (the gate and up rows of `experts` chosen experts as one matrix of
 // experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
 // Both run mxfp4_gemv_rows's loop, a GEMV a task; stage I runs the same K step inside
@@ -42,6 +42,8 @@ struct Shape {
   bool words = true;     // with pairs, Mxfp4Gemv::words: four bytes decoded at once (K2's)
   // With words, Mxfp4Gemv::scale_bias (K2's): one multiply a word.
   int scale_bias = kMxfp4ScaleBias;
+  int prefetch_steps = 0;  // Mxfp4Gemv::prefetch_steps: L2 asked for the weights this many steps on
+  int l2_fetch = 0;        // Mxfp4Gemv::l2_fetch: bytes L2 fetches around each weight load
 };
 
 // The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
@@ -60,10 +62,11 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
                                  int iterations) {
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
-      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
-                                         s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words,
-                                         s.pairs && s.words ? s.scale_bias : 0),
-                      device.info().target));
+      jit::make_build(
+          mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs, s.x_padded,
+                             s.token_rows, s.x_ahead, s.pairs && s.words,
+                             s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps, s.l2_fetch),
+          device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
   MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
@@ -131,9 +134,9 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %8s %9s %9s %9s %6s\n", "shape",
-              "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad", "rows",
-              "xahead", "MB", "median us", "best us", "floor us", "ratio");
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %8s %9s %9s %9s %6s\n",
+              "shape", "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad",
+              "rows", "xahead", "pf", "l2f", "MB", "median us", "best us", "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   const std::vector<Shape> shapes = {
       // K2's experts as K2 builds them on NVIDIA at 4 and 8 tokens: x unmasked and loaded with the
@@ -144,12 +147,21 @@ int run(int iterations) {
       // The same at the exact decode's two multiplies a word (K2's until its scale bias).
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, 0},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, true, 0},
-      // The same decoded a byte at a time (K2's until its words).
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, false},
-      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, false},
-      // x loaded in its own step instead (K2's until x_ahead).
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8},
-      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8},
+      // L2 asked for the weights 2, 4 or 8 steps past the loads: more of them in flight than the
+      // registers' slots hold.
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 2},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 4},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 8},
+      // L2 fetching 128 or 256 bytes around each weight load (a row's step is 64).
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 0, 128},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 0, 256},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 0, 256},
+      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true, 16, true, true, kMxfp4ScaleBias, 0,
+       256},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true, true, kMxfp4ScaleBias, 0, 256},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 2},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 4},
+      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true, 16, true, true, kMxfp4ScaleBias, 4},
       // Two programs a unit (16 warps an SM where the registers allow two): is one program's issue
       // rate, not the memory, what holds the GEMV?
       {"w13", w13_rows, 3584, 4, 128, 2, 8, 2, true, true, 8, true},
@@ -159,8 +171,7 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true, 16, true},
       {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true, 16},
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true},
-      // The f32 decode (one f32 a nibble, x split into halves) at K2's settings.
-      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, false, true, 8, true},
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true, true, kMxfp4ScaleBias, 4},
   };
   int status = 0;
   for (const Shape& s : shapes) {
@@ -175,11 +186,12 @@ int run(int iterations) {
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
     std::printf(
-        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %8.2f %9.2f %9.2f %9.2f %6.3f\n",
+        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %8.2f %9.2f %9.2f %9.2f "
+        "%6.3f\n",
         s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
         device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead, decode_name(s),
-        s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no", bytes / 1e6, us,
-        timing->best_ms * 1e3, floor_us, us / floor_us);
+        s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no", s.prefetch_steps,
+        s.l2_fetch, bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
   }
   return status;
 }

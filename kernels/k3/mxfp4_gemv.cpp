@@ -52,7 +52,7 @@ Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_o
     // Four bytes a word; a group's 4 words give one scale address, read once.
     auto words_in_step = (byte0 >> 2) + arange(0, g.step / 8);
     return {.bytes = load(bitcast(g.packed, ptr(i32)) + base * (g.k / 8) + row(words_in_step),
-                          col(row_ok), {.cache = Cache::streaming}),
+                          col(row_ok), {.cache = Cache::streaming, .l2_fetch = g.l2_fetch}),
             .codes = load(g.scales + base * (g.k / kGroup) + row(words_in_step >> 2), col(row_ok)),
             .x = Value()};
   }
@@ -60,10 +60,20 @@ Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_o
   // Each packed byte read once, a row's bytes as 16-byte vectors. The 16 bytes of a scale's group
   // give one scale address (>> keeps that visible to the lowering), which is read once per group.
   return {.bytes = load(g.packed + base * (g.k / 2) + row(bytes_in_step), col(row_ok),
-                        {.cache = Cache::streaming}),
+                        {.cache = Cache::streaming, .l2_fetch = g.l2_fetch}),
           .codes = load(g.scales + base * (g.k / kGroup) + row(bytes_in_step >> 4), col(row_ok)),
           .x = Value()};
 }
+
+namespace {
+
+// The L2 prefetch of Mxfp4Gemv::prefetch_steps: each row's packed bytes at byte0 (one line a row
+// covers a step's step / 2 bytes up to 128).
+void prefetch_step(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
+  prefetch(g.packed + rows.to(i64) * (g.k / 2) + byte0.to(i64), row_ok);
+}
+
+}  // namespace
 
 Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed) {
   auto bytes = packed.bytes.to(i32);
@@ -183,6 +193,8 @@ void check_shape(const Mxfp4Gemv& g) {
            "Mxfp4Gemv::scale_bias is 0, or -126..-1 with words");
   MT_CHECK((g.token_rows == 8 || g.token_rows == kMxfp4Tokens) && g.tokens <= g.token_rows,
            "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
+  MT_CHECK(g.prefetch_steps >= 0 && (g.prefetch_steps == 0 || g.step / 2 <= 128),
+           "Mxfp4Gemv::prefetch_steps is at least 0, with steps of at most 128 bytes a row");
 }
 
 // `loop(bias)`'s result (a GEMV's f32 sums [g.rows, g.token_rows]) at g.scale_bias, multiplied
@@ -219,6 +231,11 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
         [&](const Value& i) {
           auto byte0 = minimum(i, static_cast<int>(steps - 1)) * static_cast<int>(step_bytes);
           Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
+          if (g.prefetch_steps > 0) {
+            prefetch_step(g, rows, row_ok,
+                          minimum(i + g.prefetch_steps, static_cast<int>(steps - 1)) *
+                              static_cast<int>(step_bytes));
+          }
           if (g.x_ahead) p.x = load_x(g, g.x_pairs, byte0);
           return p;
         },
@@ -247,6 +264,12 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
     gs.scales = s.scales;
     Mxfp4Packed p = mxfp4_load(gs, rows, row_ok, at % steps * step_bytes);
     if (g.x_ahead) p.x = load_x(g, s.x_pairs, at % steps * step_bytes);
+    if (g.prefetch_steps > 0) {
+      auto later = minimum(i + g.prefetch_steps, count * steps - 1);
+      Mxfp4Gemv gl = g;
+      gl.packed = segment(later / steps).packed;
+      prefetch_step(gl, rows, row_ok, later % steps * step_bytes);
+    }
     return p;
   };
   // One loop over every segment's steps, g.ahead steps' loads in flight across segment boundaries
@@ -284,10 +307,12 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
                            bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words,
-                           int scale_bias) {
+                           int scale_bias, int prefetch_steps, int l2_fetch) {
   Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
                          x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
-                         scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : ""),
+                         scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
+                         prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
+                         l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : ""),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
@@ -301,7 +326,9 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .x_ahead = x_ahead,
               .pairs = pairs,
               .words = words,
-              .scale_bias = scale_bias};
+              .scale_bias = scale_bias,
+              .prefetch_steps = prefetch_steps,
+              .l2_fetch = l2_fetch};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

@@ -65,6 +65,14 @@ struct Mxfp4Gemv {
   // (a scale above 2^(1 - scale_bias), or NaN) gets sums that are not finite that way, and then
   // runs again with the exact decode.
   int scale_bias = 0;
+  // Each step's loads also ask L2 for the packed bytes `prefetch_steps` steps past them (a prefetch
+  // a row, no registers held; 0: none), so that a loop whose `ahead` register slots cannot cover
+  // the memory's latency finds its weights in L2. The steps past the last ask for the last again.
+  int prefetch_steps = 0;
+  // The bytes L2 fetches around each weight load (AccessOptions::l2_fetch: 0, 64, 128 or 256). A
+  // row's step is step / 2 bytes (64 at K2's step of 128), so 256 brings the next 3 steps of each
+  // row into L2 with this one, without registers or request slots held for them.
+  int l2_fetch = 0;
 };
 
 // Mxfp4Gemv::scale_bias for the K3 kernels: one multiply for scales up to 2^33 (real checkpoints
@@ -160,9 +168,11 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // number of programs.
 // With words, x holds each run of 8 in mxfp4_x_position's order; scale_bias as Mxfp4Gemv's (the
 // name then ends "_sb{-scale_bias}").
+// prefetch_steps and l2_fetch as Mxfp4Gemv's (the name then ends "_pf{n}", "_l2f{bytes}").
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
                                 int token_rows = kMxfp4Tokens, bool x_ahead = false,
-                                bool words = false, int scale_bias = 0);
+                                bool words = false, int scale_bias = 0, int prefetch_steps = 0,
+                                int l2_fetch = 0);
 
 }  // namespace monotile::kernels::k3

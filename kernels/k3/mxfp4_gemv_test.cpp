@@ -86,7 +86,7 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 // scale's code far from 1; with a scale bias (Mxfp4Gemv::scale_bias) it chooses the task's decode.
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
                                   int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false,
-                                  int scale_bias = 0, int large_code = 200) {
+                                  int scale_bias = 0, int large_code = 200, int prefetch_steps = 0) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -107,7 +107,8 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
   const std::vector<double> w = model::mxfp4_dequantize(packed, scales, n, k, 32);
 
   const std::vector<float> out = run(
-      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words, scale_bias),
+      mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words, scale_bias,
+                         prefetch_steps),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -204,7 +205,8 @@ INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 // With a scale bias (Mxfp4Gemv::scale_bias), `large_code` (when not 0) is one scale code of the
 // last counted segment: every segment's codes choose the sum's decode.
 void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false,
-                            bool x_ahead = false, bool words = false, int scale_bias = 0, int large_code = 0) {
+                            bool x_ahead = false, bool words = false, int scale_bias = 0, int large_code = 0,
+                            int prefetch_steps = 0) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -231,7 +233,8 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   // (k3::: the struct, not the suite above; its pointers are not read by the sum)
   const k3::Mxfp4Gemv g{
       .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
-      .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs, .words = words, .scale_bias = scale_bias};
+      .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs, .words = words, .scale_bias = scale_bias,
+      .prefetch_steps = prefetch_steps};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -312,6 +315,16 @@ TEST(Mxfp4GemvSum, ASumWithALargerCodeTakesTheExactDecode) {
 TEST(Mxfp4GemvSum, MatchesTheReferenceWithXLoadedAhead) {
   expect_the_sum_matches(4, 3, 2, 64, 2, true, true);
   expect_the_sum_matches(16, 3, 3, 128, 3, true, true);
+}
+
+// L2 asked for the weights 1, 3 and 20 steps past the loads (Mxfp4Gemv::prefetch_steps): the same
+// sums, and every prefetch inside the weights (the interpreter refuses one outside its allocation):
+// past the last step, and past the sum's last segment, the last step is asked for again.
+TEST(Mxfp4GemvPrefetch, AsksForNothingPastTheWeights) {
+  expect_matches_the_reference(4, 64, 2, true, true, 8, true, true, kMxfp4ScaleBias, 128, 3);
+  expect_matches_the_reference(16, 32, 3, true, false, kMxfp4Tokens, false, true, 0, 200, 20);
+  expect_the_sum_matches(4, 3, 3, 64, 2, true, true, true, kMxfp4ScaleBias, 0, 1);
+  expect_the_sum_matches(8, 2, 2, 128, 1, true, false, true, 0, 0, 20);
 }
 
 }  // namespace

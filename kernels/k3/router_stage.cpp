@@ -42,18 +42,6 @@ int router_splits(int experts, int hidden, int gemv_rows, int gemv_step) {
   return splits;
 }
 
-void router_prefetch(const RouterRows& r) {
-  const int row_tasks = (r.experts + r.gemv_rows - 1) / r.gemv_rows;
-  const int splits = router_splits(r.experts, r.hidden, r.gemv_rows, r.gemv_step);
-  const int64_t k_len = r.hidden / splits;
-  if_(program_id(0) < row_tasks * splits, [&] {  // the task of the stage's loop's first pass
-    auto task = program_id(0);
-    auto first_row = task % row_tasks * r.gemv_rows;
-    prefetch_row_heads(r.w_gate + first_row.to(i64) * r.hidden + (task / row_tasks).to(i64) * k_len,
-                       r.experts - first_row, r.gemv_rows, r.hidden, k_len, 2);
-  });
-}
-
 void router_rows(const RouterRows& r, const HandoffContext& hc) {
   const int row_tasks = (r.experts + r.gemv_rows - 1) / r.gemv_rows;
   const int splits = router_splits(r.experts, r.hidden, r.gemv_rows, r.gemv_step);

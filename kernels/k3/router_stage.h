@@ -57,11 +57,6 @@ int router_splits(int experts, int hidden, int gemv_rows, int gemv_step);
 // candidates): fewer steps than one network over all n.
 dsl::Sorted router_topk(const dsl::Value& keys, int64_t n, int k);
 
-// Asks L2 for this program's logits task's slice of W_gate (prefetch hints: no registers, no wait),
-// so that a call before the stage's wait for y (K2: before the MLP AttnRes, whose tasks leave DRAM
-// idle) has the slice near when the task starts.
-void router_prefetch(const RouterRows& rows);
-
 void router_rows(const RouterRows& rows, const HandoffContext& context);
 
 }  // namespace monotile::kernels::k3
