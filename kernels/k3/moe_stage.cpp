@@ -1,7 +1,6 @@
 #include "kernels/k3/moe_stage.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "dsl/dsl.h"
 #include "kernels/k3/build_support.h"

@@ -65,16 +65,6 @@ Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_o
           .x = Value()};
 }
 
-namespace {
-
-// The L2 prefetch of Mxfp4Gemv::prefetch_steps: each row's packed bytes at byte0 (one line a row
-// covers a step's step / 2 bytes up to 128).
-void prefetch_step(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
-  prefetch(g.packed + rows.to(i64) * (g.k / 2) + byte0.to(i64), row_ok);
-}
-
-}  // namespace
-
 Mxfp4Step mxfp4_decode(const Mxfp4Packed& packed) {
   auto bytes = packed.bytes.to(i32);
   auto scale = e8m0_value(packed.codes.to(i32));
@@ -182,6 +172,12 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
     }
     return out;
   });
+}
+
+// The L2 prefetch of Mxfp4Gemv::prefetch_steps: each row's packed bytes at byte0 (one line a row
+// covers a step's step / 2 bytes up to 128).
+void prefetch_step(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
+  prefetch(g.packed + rows.to(i64) * (g.k / 2) + byte0.to(i64), row_ok);
 }
 
 // The settings a GEMV's loop takes (a kernel author's error, not a user's: K2Build and the tests
