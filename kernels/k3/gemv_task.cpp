@@ -44,8 +44,9 @@ void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows,
 
 Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) { return gemv_loop(g, rows, row_ok, 0, g.k); }
 
-Value gemv_rows_span(const GemvTask& g, const Value& rows, const Value& row_ok, const Value& k_first, int64_t k_len) {
-  return gemv_loop(g, rows, row_ok, k_first, k_first + k_len);
+Value gemv_rows_span(const GemvTask& g, const Value& rows, const Value& row_ok, const Value& k_first,
+                     const Value& k_end) {
+  return gemv_loop(g, rows, row_ok, k_first, k_end);
 }
 
 Value gemv_task(const GemvTask& g, const Value& task, int64_t n) {

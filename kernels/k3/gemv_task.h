@@ -37,9 +37,9 @@ dsl::Value gemv_rows(const GemvTask& g, const dsl::Value& rows, const dsl::Value
 void prefetch_row_heads(const dsl::Value& first, const dsl::Value& rows, int64_t max_rows, int64_t row_elements,
                         int64_t count, int element_bytes);
 
-// Those rows' partial sums over K in [k_first, k_first + k_len) only (split K: k_first a multiple
-// of g.step, k_len too), so that a short GEMV can spread over more programs than it has row blocks.
+// Those rows' partial sums over K in [k_first, k_end) only (split K: both multiples of g.step), so
+// that a GEMV can spread over more programs than it has row blocks.
 dsl::Value gemv_rows_span(const GemvTask& g, const dsl::Value& rows, const dsl::Value& row_ok,
-                          const dsl::Value& k_first, int64_t k_len);
+                          const dsl::Value& k_first, const dsl::Value& k_end);
 
 }  // namespace monotile::kernels::k3

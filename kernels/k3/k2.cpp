@@ -1,6 +1,7 @@
 // K2 as one DSL program; the stage order and the hand-offs are described in k2.h.
 #include "kernels/k3/k2.h"
 
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
@@ -34,6 +35,11 @@ constexpr int kFinalSumWord = kAttnResWords + 4;
 constexpr int kMoeWords = kAttnResWords + 5;
 constexpr int kControlWords = kMoeWords + 7;
 
+// D's and E's K parts (K2Build::front_parts resolved).
+int front_parts(const K2Build& b) { return b.front_parts != 0 ? b.front_parts : front_parts_for(b.hidden, b.gemv_step); }
+
+int control_words(const K2Build& b) { return kControlWords + front_blocks(b.latent, b.latent_rows, b.shared_rows); }
+
 int64_t attn_res_partial_floats(const K2Build& b) {
   return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden, b.tokens)) * kAttnResPartials;
 }
@@ -51,6 +57,10 @@ void check(const K2Build& b, const SourceLocation& loc) {
   require(b.latent_rows >= 16 && b.latent_rows <= 128 && b.latent_rows % 16 == 0, loc, "k2_program",
           "latent_rows out of range", "16, 32, ..., 128 (the matrix unit's 16-row tiles)", std::to_string(b.latent_rows),
           "64 is the default; k2_bench --latent-rows times others");
+  const int gate_up_steps = static_cast<int>(b.hidden / looped_step(b.hidden, b.gemv_step, b.min_k_steps));
+  require(b.front_parts >= 0 && gate_up_steps / std::max(b.front_parts, 1) >= b.min_k_steps, loc, "k2_program",
+          "front_parts out of range", absl::StrCat("0 (the default) or 1..", gate_up_steps / b.min_k_steps),
+          std::to_string(b.front_parts), "each part of K keeps min_k_steps GEMV steps");
   require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
           std::to_string(b.core_width), "o_proj's K steps are powers of two from 32");
   require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
@@ -228,6 +238,9 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_l2_fetch != 0) absl::StrAppend(&name, "_l2f", b.expert_l2_fetch);
   if (b.routed_chunks != K2Build{}.routed_chunks) absl::StrAppend(&name, "_rc", b.routed_chunks);
   if (b.latent_rows != K2Build{}.latent_rows) absl::StrAppend(&name, "_lr", b.latent_rows);
+  if (b.front_parts != 0 && b.front_parts != front_parts_for(b.hidden, b.gemv_step)) {
+    absl::StrAppend(&name, "_kp", b.front_parts);
+  }
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
@@ -327,6 +340,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .l2_fetch = build.expert_l2_fetch,
             .routed_chunks = build.routed_chunks,
             .latent_rows = build.latent_rows,
+            .front_parts = front_parts(build),
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),
@@ -353,6 +367,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .partials = a.union_count + (scratch.routed_partials - scratch.union_count) / 4,
             .lat_pairs = a.union_count + (scratch.lat - scratch.union_count) / 4,
             .inter_pairs = a.union_count + (scratch.inter - scratch.union_count) / 4,
+            .front_partials = a.union_count + (scratch.front_partials - scratch.union_count) / 4,
+            .block_counters = a.counters + kControlWords,
             .counters = a.counters + kMoeWords,
             .flags = a.flags + kMoeWords,
             .clock = a.clock},
@@ -368,8 +384,8 @@ K2Scratch k2_scratch(const K2Build& b) {
   K2Scratch s;
   ScratchLayout layout;
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
-  s.counters = take(int64_t{kControlWords} * 4);
-  s.flags = take(int64_t{kControlWords} * 4);
+  s.counters = take(int64_t{control_words(b)} * 4);
+  s.flags = take(int64_t{control_words(b)} * 4);
   s.zeroed_bytes = layout.size();
   s.ares = take(attn_res_partial_floats(b) * 4);
   s.a_rows = take(int64_t{b.tokens} * b.hidden * 2);
@@ -390,6 +406,8 @@ K2Scratch k2_scratch(const K2Build& b) {
   const int64_t chunk = routed_chunk(static_cast<int>(slots), b.routed_chunks);
   s.routed_partials = take((slots + chunk - 1) / chunk * b.tokens * b.latent * 4);
   s.inter = take((slots * b.tokens + pad_rows) * b.expert_rows * 2);
+  const int parts = front_parts(b);
+  if (parts > 1) s.front_partials = take(int64_t{parts} * b.tokens * (b.latent + 2 * int64_t{b.shared_rows}) * 4);
   s.bytes = layout.size();
   return s;
 }

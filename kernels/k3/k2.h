@@ -101,6 +101,10 @@ struct K2Build {
   // on an H100: K2 6%, 3% and 2% faster at T 4, 8 and 16 than with 32). Other than 64, the name
   // ends "_lr{n}".
   int latent_rows = 64;
+  // The K parts of D's and E's tasks (moe_stage.h): 0 takes front_parts_for(hidden, gemv_step), 3
+  // at K3 (each part at least 8 steps). Another value ends the name "_kp{n}"; each part keeps at
+  // least min_k_steps of E's steps.
+  int front_parts = 0;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
   // k2_for_target takes 3 on NVIDIA (K3 TP 8 on an H100: 1.5%, 1.9% and 2.9% faster at T 4, 8 and
@@ -165,8 +169,10 @@ std::vector<std::string> k2_parameters(const K2Build& build);
 // K2's scratch, its own buffer (its control words must not be another kernel's): views each
 // 256-byte aligned, the control words first ([0, zeroed_bytes) zero once, never reset).
 struct K2Scratch {
-  int64_t counters = 0;  // i32 [44]: AttnRes's 32, o_proj, logits, route, latent sum, final sum, the MoE's 7
-  int64_t flags = 0;     // i32 [44]: AttnRes's 17 (to 31 unused), then as the counters
+  // i32 [44 + front_blocks]: AttnRes's 32, o_proj, logits, route, latent sum, final sum, the MoE's
+  // 7, then D's and E's row blocks (moe_stage.h front_blocks; the same for every width of a rank)
+  int64_t counters = 0;
+  int64_t flags = 0;  // i32, as many: AttnRes's 17 (to 31 unused), then as the counters (none for the blocks)
   int64_t zeroed_bytes = 0;
   int64_t ares = 0;        // f32: AttnRes's partials
   int64_t a_rows = 0;      // bf16 [T, H]: o_proj reduced
@@ -183,6 +189,9 @@ struct K2Scratch {
   // parameter list (which runtime/k2_launch binds by name) stays as it is; it sits in the same buffer.
   int64_t routed_partials = 0;
   int64_t inter = 0;       // bf16 [T top_k, T, Ir], then expert_token_rows - T rows of Ir likewise
+  // f32 bits as i32 [front parts, T, LAT + 2 SI] with more than one part (moe_stage.h), reached from
+  // the union_count view as routed_partials is.
+  int64_t front_partials = 0;
   int64_t bytes = 0;
 };
 K2Scratch k2_scratch(const K2Build& build);

@@ -10,7 +10,8 @@
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
 //                 [--exact-decode] [--gemv-step N[,N...]]
-//                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--together]
+//                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
+//                 [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -35,6 +36,8 @@
 // 1024) instead of 256.
 // --latent-rows N,...: likewise with stage D's tasks N latent rows each instead of 64
 // (K2Build::latent_rows, a multiple of 16 up to 128).
+// --front-parts N,...: likewise with stages D's and E's tasks in N parts of K
+// (K2Build::front_parts; 1 keeps each row block whole) instead of the build's (3 at K3).
 // --together: after those rows, one with every variant asked for at once (a list flag's first
 // value); with --clock, that build's stage clock too (its column "T n all").
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
@@ -316,9 +319,9 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 
 // The variants timed after each shape, as the flags ask for them.
 struct Variants {
-  // --ahead, --stages, --routed-chunks, --latent-rows
+  // --ahead, --stages, --routed-chunks, --latent-rows, --front-parts
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
-      gemv_steps;
+      gemv_steps, front_parts;
   bool flip_x_ahead = false, byte_pairs = false, exact_decode = false;
   // --together: one more row with every variant above at once (a list's first value)
   bool together = false;
@@ -358,6 +361,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   with(v.byte_pairs, &K2Build::mxfp4_words, false);
   with(v.exact_decode, &K2Build::mxfp4_scale_bias, 0);
   for (int n : v.latent_rows) with(true, &K2Build::latent_rows, n);
+  for (int n : v.front_parts) with(true, &K2Build::front_parts, n);
   if (v.together && out.size() > 1) {
     K2Build all = build;
     for (const K2Build& one : out) {  // each variant changed one field: take every change
@@ -374,6 +378,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::mxfp4_words);
       take(&K2Build::mxfp4_scale_bias);
       take(&K2Build::latent_rows);
+      take(&K2Build::front_parts);
     }
     out.push_back(all);
   }
@@ -525,7 +530,7 @@ int main(int argc, char** argv) {
       "[--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs] "
       "[--exact-decode] [--gemv-step N[,N...]] "
       "[--routed-chunks N[,N...]] "
-      "[--latent-rows N[,N...]] "
+      "[--latent-rows N[,N...]] [--front-parts N[,N...]] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
@@ -567,6 +572,10 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--latent-rows" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--latent-rows", argv[++i], 16, 128,
                                                variants.latent_rows))
+        return 2;
+    } else if (std::string(argv[i]) == "--front-parts" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--front-parts", argv[++i], 1, 14,
+                                               variants.front_parts))
         return 2;
     } else if (std::string(argv[i]) == "--together") {
       variants.together = true;

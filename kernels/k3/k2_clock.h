@@ -22,8 +22,8 @@ enum class K2ClockPoint : int {
   kRouteReady,    // C: its first route row's wait (every logit) passed
   kTopk,          // C: its first route row's top-k chosen
   kRouter,        // C: its route rows done
-  kLatent,        // D: its latent tasks done
-  kSharedAct,     // E: its shared experts' activation tasks done
+  kLatent,        // D and E: its latent and shared-activation tasks done (one loop takes both)
+  kSharedAct,     // E: the same point (kept so that the table's columns stay where they were)
   kUnion,         // G: the union built (program 0) or passed (the others)
   kExpertsReady,  // H: its waits (the union, the latent; once a program with tasks) passed
   kExpertFirst,   // H: its first task (32 gate and 32 up rows of a union expert's w13) done

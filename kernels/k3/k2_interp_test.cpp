@@ -43,6 +43,11 @@ std::vector<K2Case> cases() {
   // Stage D in 32-row tasks: with every program a task and with fewer programs than tasks.
   out.push_back({.tokens = 16, .programs = 64, .latent_rows = 32});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .latent_rows = 32});
+  // D's and E's tasks in two parts of K each (k3-tiny's H 256 in 4 steps of 64; K3 takes three
+  // parts on its own): the last part of a row block sums the parts, with the blocks spread over
+  // more programs than them and fewer.
+  out.push_back({.tokens = 4, .programs = 64, .front_parts = 2, .gemv_step = 64});
+  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .front_parts = 2, .gemv_step = 64});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .target = "sm_90a"});

@@ -104,6 +104,8 @@ std::string case_name(const K2Case& c) {
                                   routers[static_cast<int>(c.router)], c.stage_clock ? "_clock" : "", c.prefetch_steps != 0 ? absl::StrCat("_pf", c.prefetch_steps) : "",
                                   c.routed_chunks != K2Build{}.routed_chunks ? absl::StrCat("_rc", c.routed_chunks) : "",
                                   c.latent_rows != K2Build{}.latent_rows ? absl::StrCat("_lr", c.latent_rows) : "",
+                                  c.front_parts != 0 ? absl::StrCat("_kp", c.front_parts) : "",
+                                  c.gemv_step != 0 ? absl::StrCat("_s", c.gemv_step) : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -132,6 +134,8 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   if (c.prefetch_steps != 0) b.expert_prefetch_steps = c.prefetch_steps;  // else the target's
   b.routed_chunks = c.routed_chunks;
   b.latent_rows = c.latent_rows;
+  if (c.front_parts != 0) b.front_parts = c.front_parts;
+  if (c.gemv_step != 0) b.gemv_step = c.gemv_step;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

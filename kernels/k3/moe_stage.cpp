@@ -1,6 +1,7 @@
 #include "kernels/k3/moe_stage.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "dsl/dsl.h"
 #include "kernels/k3/build_support.h"
@@ -32,6 +33,15 @@ constexpr int kSumAhead = 4;  // chunk partials the final pass of the routed sum
 
 }  // namespace
 
+int front_parts_for(int64_t hidden, int step) {
+  constexpr int kMostParts = 3, kLeastSteps = 8;
+  return static_cast<int>(std::clamp<int64_t>(hidden / step / kLeastSteps, 1, kMostParts));
+}
+
+int front_blocks(int latent, int latent_rows, int shared_rows) {
+  return tasks_of(latent, latent_rows) + tasks_of(shared_rows, kHalfRows);
+}
+
 int routed_chunk(int slots, int chunks) {
   MT_CHECK(chunks >= 1, "K2Build::routed_chunks is at least 1");
   return std::max(1, tasks_of(slots, chunks));
@@ -61,51 +71,92 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const bool words = r.mxfp4_pairs && r.mxfp4_words;
   auto x_at = [&](const Value& e) { return words ? mxfp4_x_position(e) : e; };
 
-  // D. The latent, in tasks of latent_rows rows (K2Build::latent_rows, 64): its 51 MB at K3 are the
-  // largest read before the experts can start. A task's K loop is a chain of dependent steps that
-  // takes about as long at 64 rows as at 32 (the matrix unit's tiles of a step run side by side on
-  // the warps), so 56 tasks of 64 end when 112 of 32 would have ended on their first wave, without
-  // the programs that took a second (the H100's stage clock: D's last program 15 us earlier). Programs
-  // 0..T-1 hold the route rows (the router's top-k, the last of the router to finish) and take none;
-  // nor do E's programs, the last act_tasks, where the programs between leave none of them more
-  // than two of D's tasks. Otherwise D's tasks go round every program from program T.
+  // D and E. The latent, in row blocks of latent_rows (K2Build::latent_rows, 64: a task's K loop is
+  // a chain of dependent steps that takes about as long at 64 rows as at 32), and the shared experts'
+  // activation, in blocks of 32 gate rows and their 32 up rows, each block in front_parts tasks of a
+  // part of K. Their tasks (D's, then E's; a block's parts side by side) go round the programs past
+  // the route rows (0..T-1, which hold the router's top-k, the last of the router to finish), or
+  // round every program where there are no others. With one part a task finishes its block; with
+  // more, it stores its f32 partial, and the last part of its block to arrive sums the block's
+  // partials in part order (the same bits whichever arrives last) and finishes it.
   const int lat_tasks = tasks_of(r.latent, kRows);
-  const int down_tasks = tasks_of(r.latent, r.latent_rows);
-  const int act_tasks = tasks_of(r.shared_rows, kHalfRows);
+  const int down_blocks = tasks_of(r.latent, r.latent_rows);
+  const int act_blocks = tasks_of(r.shared_rows, kHalfRows);
+  const int parts = r.front_parts;
+  const int64_t front_width = r.latent + 2 * int64_t{r.shared_rows};  // a token's partials
   auto programs = num_programs(0);
-  auto spare = programs - (r.tokens + act_tasks);
-  auto apart = spare * 2 >= down_tasks;
-  auto down_programs = where(apart, spare, programs);
-  auto down_slot = where(apart, program_id(0) - r.tokens, (program_id(0) + programs - r.tokens % programs) % programs);
-  auto down_first = where((down_slot >= 0) & (down_slot < down_programs), down_slot, down_tasks);
-  range(down_first, down_tasks, down_programs, [&](Value task) {
+  auto others = programs > r.tokens;
+  auto workers = where(others, programs - r.tokens, programs);
+  auto worker = where(others, program_id(0) - r.tokens, program_id(0));
+  const int front_tasks = (down_blocks + act_blocks) * parts;
+  const GemvTask down{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = r.latent_rows, .step = r.gemv_step};
+  const GemvTask gate_up{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = kHalfRows,
+                         .step = looped_step(r.hidden, r.gemv_step, r.min_k_steps)};
+  // Part p's K range of a GEMV in steps of `step`: steps [p S / parts, (p + 1) S / parts).
+  auto k_at = [&](const Value& p, int step) { return p * static_cast<int>(r.hidden / step) / parts * step; };
+  // Stores a block's partial (f32 [rows, padded]) at column `first` of part p's [T, LAT + 2 SI] and
+  // returns whether this task was the block's last part; the sum of the block's parts is then
+  // `sum_parts(rows', first)`.
+  auto hand_in = [&](const Value& partial, const Value& p, const Value& first, int rows, const Value& block) {
+    auto cs = first + arange(0, rows);
+    store(r.front_partials + (p * r.tokens + row(ts)) * front_width + col(cs), partial.bitcast(i32), row(t_ok));
+    return count_arrival(r.block_counters + block, parts, arrival_span(parts));
+  };
+  auto sum_parts = [&](const Value& first, int rows) {
+    auto cs = first + arange(0, rows);
+    std::vector<Value> each;  // every load in flight at once
+    for (int q = 0; q < parts; ++q) {
+      each.push_back(load(r.front_partials + (q * r.tokens + row(ts)) * front_width + col(cs), row(t_ok), 0));
+    }
+    Value total = each[0].bitcast(f32);
+    for (int q = 1; q < parts; ++q) total = total + each[q].bitcast(f32);
+    return total;
+  };
+  auto finish_down = [&](const Value& block, const Value& sums) {
+    auto rows = block * r.latent_rows + arange(0, r.latent_rows);
+    store(r.lat + row(ts) * r.latent + col(x_at(rows)), sums.to(bf16), col(rows < r.latent) & row(t_ok));
+    arrive(counter(kLat), down_blocks, flag(kLat), hc);
+  };
+  auto finish_act = [&](const Value& block, const Value& gate_sums, const Value& up_sums) {
+    auto rows = block * kHalfRows + arange(0, kHalfRows);
+    auto gate = gate_sums.to(bf16).to(f32), up = up_sums.to(bf16).to(f32);
+    store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
+          col(rows < r.shared_rows) & row(t_ok));
+    arrive(counter(kAct), act_blocks, flag(kAct), hc);
+  };
+  range(where(worker >= 0, worker, front_tasks), front_tasks, workers, [&](Value task) {
     wait(r.y_flag, kLat, hc);
-    const GemvTask g{.w = r.w_ld, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = r.latent_rows, .step = r.gemv_step};
-    auto rows = task * r.latent_rows + arange(0, r.latent_rows);
-    store(r.lat + row(ts) * r.latent + col(x_at(rows)), gemv_task(g, task, r.latent).to(bf16),
-          col(rows < r.latent) & row(t_ok));
-    arrive(counter(kLat), down_tasks, flag(kLat), hc);
+    auto block = task / parts, p = task % parts;
+    if_(block < down_blocks, [&] {
+      auto rows = block * r.latent_rows + arange(0, r.latent_rows);
+      auto ok = rows < r.latent;
+      if (parts == 1) {
+        finish_down(block, gemv_rows(down, rows, ok));
+        return;
+      }
+      auto partial = gemv_rows_span(down, rows, ok, k_at(p, down.step), k_at(p + 1, down.step));
+      auto first = block * r.latent_rows;
+      if_(hand_in(partial, p, first, r.latent_rows, block),
+          [&] { finish_down(block, sum_parts(first, r.latent_rows)); });
+    }, [&] {
+      auto shared_block = block - down_blocks;
+      auto rows = shared_block * kHalfRows + arange(0, kHalfRows);
+      auto ok = rows < r.shared_rows;
+      if (parts == 1) {
+        finish_act(shared_block, gemv_rows(gate_up, rows, ok), gemv_rows(gate_up, r.shared_rows + rows, ok));
+        return;
+      }
+      auto k_first = k_at(p, gate_up.step), k_end = k_at(p + 1, gate_up.step);
+      auto gate = gemv_rows_span(gate_up, rows, ok, k_first, k_end);
+      auto up = gemv_rows_span(gate_up, r.shared_rows + rows, ok, k_first, k_end);
+      // The gate rows' partials, then the up rows', side by side past the latent's.
+      auto first = r.latent + shared_block * (2 * kHalfRows);
+      if_(hand_in(cat(gate, up, 0), p, first, 2 * kHalfRows, block), [&] {
+        finish_act(shared_block, sum_parts(first, kHalfRows), sum_parts(first + kHalfRows, kHalfRows));
+      });
+    });
   });
   r.clock.tick(K2ClockPoint::kLatent);
-
-  // E. The shared experts' activation, on the last programs (rotated, every task still once): where
-  // programs outnumber D's tasks the two stream their weights side by side, and the route rows'
-  // programs, the latest to reach the experts, take none of it (K3 TP 8: D's 112 and E's 24 tasks
-  // on 132 SMs).
-  auto act_first = (program_id(0) + act_tasks % num_programs(0)) % num_programs(0);
-  range(act_first, act_tasks, num_programs(0), [&](Value task) {
-    wait(r.y_flag, kAct, hc);
-    auto rows = task * kHalfRows + arange(0, kHalfRows);
-    auto ok = rows < r.shared_rows;
-    const GemvTask g{.w = r.w_gu, .x = r.y, .k = r.hidden, .tokens = r.tokens,
-                     .rows = kHalfRows,
-                     .step = looped_step(r.hidden, r.gemv_step, r.min_k_steps)};
-    auto gate = gemv_rows(g, rows, ok).to(bf16).to(f32);
-    auto up = gemv_rows(g, r.shared_rows + rows, ok).to(bf16).to(f32);
-    store(r.act + row(ts) * r.shared_rows + col(rows), situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16),
-          col(ok) & row(t_ok));
-    arrive(counter(kAct), act_tasks, flag(kAct), hc);
-  });
   r.clock.tick(K2ClockPoint::kSharedAct);
 
   // G. The union of the chosen experts, by program 0: it holds route row 0 and no task of D or E, so

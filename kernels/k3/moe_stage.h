@@ -4,6 +4,8 @@
 //   D. the latent lat = bf16(y W_ld^T) [T, LAT] (GEMV tasks; every rank computes all of it);
 //   E. the shared experts' activation a = bf16(SiTU(bf16(y W_g^T), bf16(y W_u^T))) [T, SI] (tasks of
 //      32 gate rows and their 32 up rows);
+//   (D's and E's tasks take a part of K each (front_parts): the last part of a row block to arrive
+//   sums the parts' f32 partials in part order and finishes the block;)
 //   F. the shared experts' partial bf16(a W_sd^T) [T, H];
 //   G. the union of the experts the rows chose (one program: sorted, deduplicated, ascending ids);
 //   H. per (union expert, 64 of its Ir rows): g and u from the MXFP4 w13 (mxfp4_gemv.h) on lat,
@@ -54,6 +56,7 @@ struct MoeRows {
   int l2_fetch = 0;         // L2's fetch around their weight loads (K2Build::expert_l2_fetch)
   int routed_chunks = 32;   // stage I's most union chunks (K2Build::routed_chunks)
   int latent_rows = 64;     // D's latent rows a task (K2Build::latent_rows)
+  int front_parts = 1;      // D's and E's K parts (K2Build::front_parts, resolved)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
@@ -72,6 +75,10 @@ struct MoeRows {
   dsl::Value lat, normed, act, shared, sorted, union_ids, union_count, inter, partials;
   // lat and inter as i32 words (bf16 pairs, mxfp4_gemv.h's x_pairs): views of the same bytes.
   dsl::Value lat_pairs, inter_pairs;
+  // With front_parts > 1: f32 bits as i32 [front_parts, T, LAT + 2 SI], D's and E's K parts (E's
+  // gate rows, then its up rows), and a counter per row block (front_blocks: D's, then E's), never
+  // reset (handoff.h's arrive).
+  dsl::Value front_partials, block_counters;
   dsl::Value counters, flags;  // 7 words each: lat, act, shared, union, inter, normed, partial
   K2Clock clock;               // ticks at the ends of D..K (k2_clock.h; none in a plain build)
 };
@@ -81,6 +88,17 @@ struct MoeRows {
 // 28 blocks of 128 latent rows give 32 x 28 = 896 tasks, about 7 per program on 132 SMs, each 2 to 8
 // expert GEMVs of 24 KB.
 int routed_chunk(int slots, int chunks);
+
+// The K parts D's and E's tasks take (K2Build::front_parts = 0) for `hidden` in GEMV steps of
+// `step`: 3 where each part keeps at least 8 steps, else fewer. A 64-row task streams at about an
+// SM's share of the copy bandwidth (the H100's stage clock: 917 KB, K3's 28 steps, in 40 us), so
+// K3 TP 8's 56 latent and 24 shared row blocks, whole, kept 80 programs busy 40 us while the other
+// 44 waited for them; in thirds they are 240 tasks of 9 or 10 steps, at most two a program on 124.
+int front_parts_for(int64_t hidden, int step);
+
+// Row blocks D and E hand in (their counters in MoeRows::block_counters): LAT / latent_rows, then
+// SI / 32.
+int front_blocks(int latent, int latent_rows, int shared_rows);
 
 // Health-record regions of the MoE's waits (after K2Region's).
 inline constexpr int32_t kMoeRegion = 7;

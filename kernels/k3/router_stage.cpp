@@ -55,7 +55,8 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
     auto experts = task % row_tasks * r.gemv_rows + arange(0, r.gemv_rows);
     auto ts = arange(0, gemv_padded_tokens(r.tokens));
     auto ok = experts < r.experts;
-    auto acc = gemv_rows_span(gemv, experts, ok, split * static_cast<int>(k_len), k_len);
+    auto k_first = split * static_cast<int>(k_len);
+    auto acc = gemv_rows_span(gemv, experts, ok, k_first, k_first + static_cast<int>(k_len));
     store(r.logits + (split * r.tokens + row(ts)) * r.experts + col(experts), acc, col(ok) & row(ts < r.tokens));
     arrive(r.counter, tasks, r.flag, hc);
   });
