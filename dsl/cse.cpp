@@ -34,7 +34,7 @@ std::string key(const Program& program, const Op& op) {
                   int{a.descending}, int{a.reverse}, int{a.has_mask}, int{a.has_other}, "|");
   absl::StrAppend(&text, static_cast<int>(a.cmp), static_cast<int>(a.reduce), static_cast<int>(a.atomic),
                   static_cast<int>(a.scope), static_cast<int>(a.order), static_cast<int>(a.cache),
-                  static_cast<int>(a.evict), a.l2_fetch, "|", a.text, "|");
+                  static_cast<int>(a.evict), a.l2_fetch, ",", a.stages, "|", a.text, "|");
   for (ValueId result : op.results) absl::StrAppend(&text, program.type_of(result).str(), ";");
   return text;
 }

@@ -224,6 +224,7 @@ struct Attrs {
   CacheHint cache = CacheHint::kDefault;
   EvictHint evict = EvictHint::kNormal;
   int l2_fetch = 0;  // loads: AccessOptions::l2_fetch
+  int stages = 0;    // loads: AccessOptions::stages
   std::string text;
   friend bool operator==(const Attrs&, const Attrs&) = default;
 };

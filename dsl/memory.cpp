@@ -98,8 +98,20 @@ Value build_load(const Value& ptr, const Value* mask, const Operand* other, Acce
                 std::to_string(options.l2_fetch),
                 "the bytes L2 fetches around each access: 0 leaves it to the target");
   }
+  if (options.stages != 0 && (options.stages < 2 || options.stages > kMaxLoadStages)) {
+    throw Error(at(loc), "load",
+                "stages is " + std::to_string(options.stages) + ", expected 0 or 2 to " + std::to_string(kMaxLoadStages),
+                "0, or 2 to " + std::to_string(kMaxLoadStages), std::to_string(options.stages),
+                "0 is a plain load; n stages copy the tile n - 1 loop iterations ahead");
+  }
+  if (options.stages != 0 && options.order != MemOrder::kPlain) {
+    throw Error(at(loc), "load", "an ordered load cannot be staged", "stages 0 with order " +
+                std::string(order_name(options.order)), std::to_string(options.stages),
+                "stage plain loads only: an ordered load must happen where the program puts it");
+  }
   std::vector<Value> operands{ptr};
   Attrs attrs;
+  attrs.stages = options.stages;
   attrs.cache = options.cache;
   attrs.evict = options.evict;
   attrs.l2_fetch = options.l2_fetch;

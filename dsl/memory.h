@@ -45,6 +45,9 @@ struct Cmp {
   static constexpr CmpPredicate ge = CmpPredicate::kGe;
 };
 
+// The most shared-memory stages a staged load takes (AccessOptions::stages).
+inline constexpr int kMaxLoadStages = 8;
+
 // order: plain (default), relaxed or acquire for loads; plain, relaxed or release for stores.
 struct AccessOptions {
   CacheHint cache = CacheHint::kDefault;
@@ -55,6 +58,14 @@ struct AccessOptions {
   // a stream whose accesses are narrower than that finds the rest in L2 on its next steps, with no
   // registers or request slots held for it (NVIDIA's .L2::NB prefetch size; AMD ignores it).
   int l2_fetch = 0;
+  // Loads in a `range` body: 0 (a plain load), or 2 to 8 shared-memory stages through which the
+  // tile is copied asynchronously, stages - 1 iterations ahead of its use, holding no registers
+  // meanwhile (NVIDIA sm_80+; elsewhere, or where the load does not qualify, a plain load). It
+  // qualifies as a pipelined dot's operand does (docs/lowering.md): a 2-D tile whose rows are
+  // 16-byte aligned runs of at least 16 bytes, a mask constant over each 16 bytes and no `other`,
+  // its pointer computed by pure ops from the loop index and values from before the loop. The
+  // loop must not store what its staged loads read.
+  int stages = 0;
 };
 
 // Reads *ptr per lane: a tile of the pointee dtype and the pointer's shape. With a mask (i1,

@@ -62,6 +62,18 @@ TEST(MemoryErrors, L2FetchIsAFetchSize) {
   EXPECT_DSL_ERROR(load(w + cols, {.l2_fetch = 512}), "hint: the bytes L2 fetches around each access");
 }
 
+TEST(MemoryErrors, StagesAreACountOfStagesOnAPlainLoad) {
+  Builder b("k");
+  auto w = b.arg("w", ptr(bf16));
+  auto flag = b.arg("flag", ptr(i32));
+  auto cols = arange(0, 64);
+  EXPECT_DSL_ERROR(load(w + cols, {.stages = 1}), "load at memory_errors_test.cpp");
+  EXPECT_DSL_ERROR(load(w + cols, {.stages = 1}), "stages is 1, expected 0 or 2 to 8");
+  EXPECT_DSL_ERROR(load(w + cols, {.stages = 9}), "hint: 0 is a plain load; n stages copy the tile n - 1 loop iterations ahead");
+  EXPECT_DSL_ERROR(load(flag, {.order = Order::acquire, .stages = 2}), "an ordered load cannot be staged");
+  EXPECT_DSL_ERROR(load(flag, {.order = Order::acquire, .stages = 2}), "hint: stage plain loads only");
+}
+
 TEST(MemoryErrors, StoredValueMustMatch) {
   Builder b("k");
   auto y = b.arg("y", ptr(bf16));

@@ -138,6 +138,7 @@ class Printer {
       if (a.cache != CacheHint::kDefault) absl::StrAppend(&text, " cache=", cache_text(a.cache));
       if (a.evict != EvictHint::kNormal) absl::StrAppend(&text, " evict=", evict_text(a.evict));
       if (a.l2_fetch != 0) absl::StrAppend(&text, " l2_fetch=", a.l2_fetch);
+      if (a.stages != 0) absl::StrAppend(&text, " stages=", a.stages);
       if (with_order && a.order != MemOrder::kPlain) {
         absl::StrAppend(&text, " order=", to_absl(order_name(a.order)), " scope=", to_absl(scope_name(a.scope)));
       }

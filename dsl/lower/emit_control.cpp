@@ -86,7 +86,8 @@ absl::Status OpLowering::control(const Op& op) {
     LoopPipeline pipeline;
     if (pipelined) {
       MT_RETURN_IF_ERROR(pipeline_prologue(op, *pipelined, pipeline));
-      for (const StagedDot& dot : pipelined->dots) dot_stage_[dot.dot] = pipeline.read;
+      for (const StagedDot& dot : pipelined->dots) stage_read_[dot.dot] = pipeline.read;
+      for (const StagedLoad& load : pipelined->loads) stage_read_[load.load] = pipeline.read;
     }
     std::string index_type = reg_type(op.operands[0]);
     std::string i = fresh("i");

@@ -35,7 +35,7 @@ absl::Status OpLowering::dot(const Op& op) {
   int64_t n = b_type.shape[1];
   Layout out_layout = layout_or_default(op.results[0]);
   if (const StagedDot* staged = pipelines_.staged_dot(&op))
-    return dot_staged(op, *staged, dot_stage_.at(&op));
+    return dot_staged(op, *staged, stage_read_.at(&op));
   std::optional<MatrixUnit> unit =
       choose_matrix_unit(state_.target, a_type.element.scalar, b_type.element.scalar, m, n, k);
   if (!unit) return dot_fma(op, out_layout);

@@ -66,6 +66,27 @@ absl::Status OpLowering::stage_copies(const PipelinedLoop& loop, const std::stri
     status = this->op(*op);
     if (!status.ok()) break;
   }
+  // A staged load's tile in 16-byte units, each copied by its owner thread (zero-filled where masked).
+  for (const StagedLoad& staged : loop.loads) {
+    if (!status.ok()) break;
+    const int64_t unit = 16 / staged.bytes;
+    Layout layout = Layout::blocked({staged.rows, staged.cols}, unit, state_.target.warp_size(),
+                                    state_.program.options.num_warps);
+    std::string ptrs = get(staged.load->operands[0], layout);
+    std::string mask = staged.mask == kNoValue ? "" : get(staged.mask, layout);
+    std::string guard = owner(layout);
+    unrolled("g", layout.num_regs() / unit);
+    line(absl::StrCat("const int r = ", coord(layout, 0, absl::StrCat("g * ", unit)), ";"));
+    line(absl::StrCat("const int c = ", coord(layout, 1, absl::StrCat("g * ", unit)), " / ", unit, ";"));
+    std::string dst = absl::StrCat(stage, " + ", staged.offset, " + ",
+                                   swizzled_unit("r", "c", staged.cols / unit), " * 16");
+    std::string at = absl::StrCat(ptrs, "[g * ", unit, "]");
+    line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "),
+                      mask.empty() ? absl::StrCat("mt_cp_async16(", dst, ", ", at, ");")
+                                   : absl::StrCat("mt_cp_async16_zfill(", dst, ", ", at, ", ", mask, "[g * ", unit,
+                                                  "]);")));
+    close();
+  }
   for (const StagedDot& dot : loop.dots) {
     if (!status.ok()) break;
     for (const StagedOperand* operand : {&dot.a, &dot.b}) {
@@ -102,8 +123,8 @@ absl::Status OpLowering::pipeline_prologue(const Op& op, const PipelinedLoop& lo
   state.base = fresh("stages");
   state.read = fresh("stage_read");
   state.write = fresh("stage_write");
-  line(absl::StrCat("// ", loop.dots.size(), " dot(s) pipelined over ", loop.stages, " stages of ", loop.stage_bytes,
-                    " bytes"));
+  line(absl::StrCat("// ", loop.dots.size(), " dot(s) and ", loop.loads.size(), " load(s) pipelined over ", loop.stages,
+                    " stages of ", loop.stage_bytes, " bytes"));
   if (realign) {
     line(absl::StrCat("const unsigned ", state.base, " = (mt_shared_u32(mt_smem + mt_pipe_offset) + ", loop.align - 1,
                       "u) & ~", loop.align - 1, "u;"));
@@ -162,6 +183,46 @@ void OpLowering::pipeline_advance(const PipelinedLoop& loop, const LoopPipeline&
   for (const std::string& var : {state.read, state.write}) {
     line(absl::StrCat(var, " = ", var, " == ", last, " ? ", state.base, " : ", var, " + ", loop.stage_bytes, ";"));
   }
+}
+
+// Each group of up to 16 contiguous bytes the load's layout gives a thread is one shared read, at
+// the swizzled place stage_copies put it.
+absl::Status OpLowering::load_staged(const Op& op, const StagedLoad& staged, const std::string& stage) {
+  ValueId result = op.results[0];
+  ScalarType element = type(result).element.scalar;
+  Layout layout = layout_or_default(result);
+  const int64_t regs = layout.num_regs();
+  const int64_t unit = 16 / staged.bytes;
+  int64_t vec = 1;
+  while (vec * 2 <= std::min<int64_t>(layout.dim(1).spt, unit) && layout.dim(1).spt % (vec * 2) == 0) vec *= 2;
+  const int64_t total = vec * staged.bytes;
+  std::string out = name(result);
+  declare(result, regs);
+  line(absl::StrCat("// load from the pipeline's stage (", staged.rows, " x ", staged.cols, ")"));
+  open("");
+  line(absl::StrCat("const unsigned char* mt_sp = mt_smem + (", stage, " - mt_shared_u32(mt_smem)) + ", staged.offset,
+                    ";"));
+  unrolled("g", regs / vec);
+  line(absl::StrCat("const int i = g * ", vec, ";"));
+  line(absl::StrCat("const int r = ", coord(layout, 0, "i"), ";"));
+  line(absl::StrCat("const int c = ", coord(layout, 1, "i"), ";"));
+  line(absl::StrCat("const unsigned char* mt_at = mt_sp + ", swizzled_unit("r", absl::StrCat("c / ", unit), staged.cols / unit),
+                    " * 16 + (c % ", unit, ") * ", staged.bytes, ";"));
+  line(absl::StrCat("unsigned mt_w[", std::max<int64_t>(total / 4, 1), "];"));
+  if (total >= 8) {
+    line(absl::StrCat(to_absl(word_struct(static_cast<int>(total))), " mt_t = *(const ",
+                      to_absl(word_struct(static_cast<int>(total))), "*)mt_at;"));
+    for (int64_t w = 0; w < total / 4; ++w) line(absl::StrCat("mt_w[", w, "] = mt_t.v[", w, "];"));
+  } else {
+    line(absl::StrCat("mt_w[0] = *(const ", to_absl(word_struct(static_cast<int>(total))), "*)mt_at;"));
+  }
+  for (int64_t j = 0; j < vec; ++j) {
+    line(absl::StrCat(out, "[i + ", j, "] = ", from_bits(element, extract("mt_w", static_cast<int>(j), staged.bytes)),
+                      ";"));
+  }
+  close();
+  close();
+  return absl::OkStatus();
 }
 
 absl::Status OpLowering::dot_staged(const Op& op, const StagedDot& staged, const std::string& stage) {

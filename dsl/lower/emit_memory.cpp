@@ -13,7 +13,6 @@
 #include "support/strings.h"
 
 namespace monotile::dsl::lower {
-namespace {
 
 std::string_view word_struct(int total_bytes) {
   switch (total_bytes) {
@@ -38,8 +37,6 @@ std::string extract(std::string_view words, int j, int bytes) {
   if (bytes < 4) text = absl::StrCat("(", text, " & ", bytes == 1 ? "0xffu" : "0xffffu", ")");
   return text;
 }
-
-}  // namespace
 
 std::string OpLowering::from_bits(ScalarType type, std::string_view bits) const {
   auto b = to_absl(bits);
@@ -99,6 +96,7 @@ int OpLowering::same_address_group(const Op& op, const Layout& layout) {
 }
 
 absl::Status OpLowering::load(const Op& op) {
+  if (const StagedLoad* staged = pipelines_.staged_load(&op)) return load_staged(op, *staged, stage_read_.at(&op));
   ValueId result = op.results[0];
   ScalarType element = type(result).element.scalar;
   if (type(result).element.pointer) return unsupported(op, "loading pointers is not supported");

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,11 @@ absl::StatusOr<LoweredBody> lower_ops(const LoweringState& state);
 // The C++ type of a value's registers and of its elements in memory.
 std::string register_type(ElementType type);
 std::string memory_type(ScalarType type);
+
+// The word type that moves `total_bytes` (1, 2, 4, 8 or 16) at once, and the bits of element j (of
+// `bytes` each) from the 32-bit word array `words` it was copied into (emit_memory.cpp).
+std::string_view word_struct(int total_bytes);
+std::string extract(std::string_view words, int j, int bytes);
 
 class OpLowering {
  public:
@@ -161,6 +167,8 @@ class OpLowering {
   void pipeline_epilogue(const Op& op, const PipelinedLoop& loop);
   absl::Status stage_copies(const PipelinedLoop& loop, const std::string& index, const std::string& stage);
   absl::Status dot_staged(const Op& op, const StagedDot& staged, const std::string& stage);
+  // A staged load's registers, read from its loop's stage (AccessOptions::stages).
+  absl::Status load_staged(const Op& op, const StagedLoad& staged, const std::string& stage);
   absl::Status dot_warpgroup(const Op& op, const StagedDot& staged, const std::string& stage);
   absl::Status shape_op(const Op& op);  // emit_shape.cpp
   absl::Status trans_in_registers(const Op& op);
@@ -185,7 +193,7 @@ class OpLowering {
   int64_t shared_bytes_ = 0;
   PipelinePlan pipelines_;
   std::optional<GlobalHazards> hazards_;  // made once producers_ is filled
-  std::map<const Op*, std::string> dot_stage_;  // staged dot -> its loop's read-stage variable
+  std::map<const Op*, std::string> stage_read_;  // staged dot or load -> its loop's read-stage variable
   std::map<const Op*, const Op*> next_dot_;      // find_chained_dots' pairs
   std::set<const Op*> fused_dots_;               // dots already emitted with the dot before them
   int64_t pipe_bytes_ = 0;  // the stages, placed after every other use of shared memory

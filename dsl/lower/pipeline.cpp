@@ -3,6 +3,7 @@
 // of stages: the program's num_stages, else 4; fewer while they do not fit in shared memory.
 #include "dsl/lower/pipeline.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -75,7 +76,19 @@ class Planner {
       if (dot.warpgroup) pipelined.align = kWarpgroupAlign;
       pipelined.dots.push_back(dot);
     }
-    if (pipelined.dots.empty()) return;
+    int load_stages = 0;
+    std::set<const Op*> dot_loads;  // a staged dot's operands are staged its way already
+    for (const StagedDot& dot : pipelined.dots) dot_loads.insert({dot.a.load, dot.b.load});
+    for (const Op& op : body.ops) {
+      if (op.code != OpCode::kLoad || op.attrs.stages == 0 || dot_loads.contains(&op)) continue;
+      StagedLoad staged;
+      std::set<const Op*> load_slice = slice;
+      if (!staged_load(op, body, in_body, staged, load_slice)) continue;
+      slice = std::move(load_slice);
+      load_stages = std::max(load_stages, op.attrs.stages);
+      pipelined.loads.push_back(staged);
+    }
+    if (pipelined.dots.empty() && pipelined.loads.empty()) return;
     const int64_t align = pipelined.align;
     int64_t bytes = 0;
     for (StagedDot& dot : pipelined.dots) {
@@ -84,9 +97,13 @@ class Planner {
         bytes += (staged->rows * staged->cols * 2 + align - 1) / align * align;
       }
     }
+    for (StagedLoad& staged : pipelined.loads) {
+      staged.offset = bytes;
+      bytes += (staged.rows * staged.cols * staged.bytes + align - 1) / align * align;
+    }
     int64_t budget = state_.target.shared_memory_per_block() - reserve_ - (align > kStageAlign ? align : 0);
     const int asked = state_.program.options.num_stages;
-    int stages = asked != 0 ? asked : 4;
+    int stages = pipelined.dots.empty() ? load_stages : std::max(asked != 0 ? asked : 4, load_stages);
     while (stages >= 2 && stages * bytes > budget) --stages;
     if (stages < 2) return;
     pipelined.stages = stages;
@@ -169,6 +186,32 @@ class Planner {
     return true;
   }
 
+  // Whether a load the program asked to stage qualifies (AccessOptions::stages); fills `staged` and
+  // adds its pointer's (and mask's) body ops to `slice`.
+  bool staged_load(const Op& load, const Block& body, const std::set<const Op*>& in_body, StagedLoad& staged,
+                   std::set<const Op*>& slice) {
+    if (load.attrs.has_other || load.attrs.order != MemOrder::kPlain) return false;
+    const Type& tile = type(load.results[0]);
+    if (tile.shape.size() != 2 || tile.element.pointer) return false;
+    const int bytes = scalar_type_bytes(tile.element.scalar);
+    if (bytes > 16 || 16 % bytes != 0 || tile.shape[1] * bytes % 16 != 0) return false;
+    const int64_t unit = 16 / bytes;
+    const AxisInfo& info = state_.axis[load.operands[0]];
+    if (info.contiguity.size() != 2 || info.contiguity[1] < unit || info.divisibility[1] % 16 != 0) return false;
+    if (load.attrs.has_mask && !state_.axis[load.operands[1]].known_true()) {
+      const AxisInfo& mask = state_.axis[load.operands[1]];
+      if (mask.constancy.size() != 2 || mask.constancy[1] < unit) return false;
+      if (!pointer_slice(load.operands[1], body, in_body, slice)) return false;
+      staged.mask = load.operands[1];
+    }
+    if (!pointer_slice(load.operands[0], body, in_body, slice)) return false;
+    staged.load = &load;
+    staged.rows = tile.shape[0];
+    staged.cols = tile.shape[1];
+    staged.bytes = bytes;
+    return true;
+  }
+
   // Adds the body ops `value` depends on to `slice`; false when one is not pure or reads a carried value.
   bool pointer_slice(ValueId value, const Block& body, const std::set<const Op*>& in_body,
                      std::set<const Op*>& slice) {
@@ -208,6 +251,15 @@ const StagedDot* PipelinePlan::staged_dot(const Op* dot) const {
   for (const PipelinedLoop& loop : loops) {
     for (const StagedDot& staged : loop.dots) {
       if (staged.dot == dot) return &staged;
+    }
+  }
+  return nullptr;
+}
+
+const StagedLoad* PipelinePlan::staged_load(const Op* load) const {
+  for (const PipelinedLoop& loop : loops) {
+    for (const StagedLoad& staged : loop.loads) {
+      if (staged.load == load) return &staged;
     }
   }
   return nullptr;

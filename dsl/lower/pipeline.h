@@ -37,12 +37,26 @@ struct StagedDot {
   bool warpgroup = false;
 };
 
+// A load the program asked to stage (AccessOptions::stages) that qualifies: its tile [rows, cols]
+// (cols contiguous, rows of a multiple of 16 bytes) copied into the stage in 16-byte units, then
+// read from there, where the load stands, into the registers of the load's own layout.
+struct StagedLoad {
+  const Op* load = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int bytes = 0;  // an element's
+  ValueId mask = kNoValue;  // as StagedOperand's
+  int64_t offset = 0;
+};
+
 struct PipelinedLoop {
   const Op* loop = nullptr;
   std::vector<StagedDot> dots;
+  std::vector<StagedLoad> loads;
   // Ops of the body the staged loads' pointers depend on, in program order: re-emitted with the
   // loop index of an iteration ahead. Pure ops only (no memory, no carried values).
   std::vector<const Op*> slice;
+  // The program's num_stages (0: 4) with dots; the most its staged loads ask for when more.
   int stages = 0;
   int64_t stage_bytes = 0;
   // The iterations whose copies are in flight at the top of an iteration: stages - 1, or stages - 2
@@ -63,7 +77,9 @@ struct PipelinePlan {
 
   const PipelinedLoop* loop_of(const Op* for_op) const;
   const StagedDot* staged_dot(const Op* dot) const;
-  // A load or trans whose value the pipeline moves instead (it emits nothing itself).
+  const StagedLoad* staged_load(const Op* load) const;
+  // A load or trans whose value the pipeline moves instead (it emits nothing itself; a staged load
+  // still reads its registers from the stage).
   bool is_staged(const Op* op) const;
 };
 

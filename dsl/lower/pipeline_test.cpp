@@ -169,5 +169,54 @@ TEST(Pipeline, WarpgroupDotsNeedTheTargetTheOptionAnd128ByteRows) {
   }
 }
 
+// out [rows, 64] u8 sums of a [rows, 64 steps] u8 matrix, a step a `range` iteration, its tile
+// loaded with AccessOptions::stages (rows past `live` masked, or a mask varying along the row, or
+// the pointer from a carried offset).
+enum class StagedCase { kRowMask, kMaskAlongRow, kFromCarried };
+Program staged_sum(int stages, StagedCase which = StagedCase::kRowMask, int64_t rows = 128) {
+  Builder b("staged_sum", {.num_warps = 4});
+  Value x = b.arg("x", ptr(u8)), out = b.arg("out", ptr(i32));
+  constexpr int64_t kSteps = 8;
+  Value rs = arange(0, rows), cs = arange(0, 64);
+  auto [acc, offset] = range(0, kSteps, 1, zeros({rows, 64}, i32), zeros({}, i32), [&](Value s, Value acc, Value offset) {
+    Value at = x + col(rs) * (kSteps * 64) + row((which == StagedCase::kFromCarried ? offset : s * 64) + cs);
+    Value mask = which == StagedCase::kMaskAlongRow ? row(cs) < 60 : col(rs) < rows - 3;
+    return std::make_tuple(acc + load(at, mask, {.stages = stages}).to(i32), offset + 64);
+  });
+  store(out + col(rs) * 64 + row(cs), acc);
+  return b.finish();
+}
+
+TEST(Pipeline, StagedLoadsAreCopiedAheadAndReadFromTheStage) {
+  LoweredKernel kernel = lowered(staged_sum(3), "sm_90a");
+  EXPECT_THAT(kernel.source, HasSubstr("0 dot(s) and 1 load(s) pipelined over 3 stages of 8192 bytes"));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_cp_async16_zfill(mt_stage"));
+  EXPECT_THAT(kernel.source, HasSubstr("mt_cp_async_wait<1>();"));
+  EXPECT_THAT(kernel.source, HasSubstr("// load from the pipeline's stage (128 x 64)"));
+  EXPECT_EQ(kernel.dynamic_shared_bytes, 3 * 8192);
+  EXPECT_THAT(lowered(staged_sum(5), "sm_90a").source, HasSubstr("over 5 stages of 8192 bytes"));
+}
+
+TEST(Pipeline, StagedLoadsThatDoNotQualifyAreLoadedWhereTheyStand) {
+  for (StagedCase which : {StagedCase::kMaskAlongRow, StagedCase::kFromCarried}) {
+    LoweredKernel kernel = lowered(staged_sum(3, which), "sm_90a");
+    EXPECT_THAT(kernel.source, Not(HasSubstr("pipelined over"))) << static_cast<int>(which);
+  }
+  EXPECT_THAT(lowered(staged_sum(3), "gfx90a").source, Not(HasSubstr("pipelined over")));
+}
+
+TEST(Pipeline, AStagedDotOperandAskingForStagesIsStagedOnce) {
+  Builder b("staged_dot_operand", {.num_warps = 4});
+  Value pa = b.arg("a", ptr(bf16)), pb = b.arg("b", ptr(bf16)), out = b.arg("out", ptr(f32));
+  Value acc = range(0, 256, 32, zeros({64, 64}, f32), [&](Value k0, Value acc) {
+    Value ks = row(k0 + arange(0, 32));
+    return dot(load(pa + col(arange(0, 64)) * 256 + ks, {.stages = 3}), trans(load(pb + col(arange(0, 64)) * 256 + ks)),
+               acc);
+  });
+  store(out + col(arange(0, 64)) * 64 + row(arange(0, 64)), acc);
+  LoweredKernel kernel = lowered(b.finish(), "sm_90a");
+  EXPECT_THAT(kernel.source, HasSubstr("1 dot(s) and 0 load(s) pipelined over 4 stages of 8192 bytes"));
+}
+
 }  // namespace
 }  // namespace monotile::dsl::lower

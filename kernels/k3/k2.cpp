@@ -61,6 +61,9 @@ void check(const K2Build& b, const SourceLocation& loc) {
   require(b.front_parts >= 0 && gate_up_steps / std::max(b.front_parts, 1) >= b.min_k_steps, loc, "k2_program",
           "front_parts out of range", absl::StrCat("0 (the default) or 1..", gate_up_steps / b.min_k_steps),
           std::to_string(b.front_parts), "each part of K keeps min_k_steps GEMV steps");
+  require(b.expert_stages == 0 || (b.expert_stages >= 2 && b.expert_stages <= dsl::kMaxLoadStages), loc, "k2_program",
+          "expert_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.expert_stages),
+          "0 keeps stage H's register pipeline");
   require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
           std::to_string(b.core_width), "o_proj's K steps are powers of two from 32");
   require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
@@ -238,6 +241,7 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_l2_fetch != 0) absl::StrAppend(&name, "_l2f", b.expert_l2_fetch);
   if (b.routed_chunks != K2Build{}.routed_chunks) absl::StrAppend(&name, "_rc", b.routed_chunks);
   if (b.latent_rows != K2Build{}.latent_rows) absl::StrAppend(&name, "_lr", b.latent_rows);
+  if (b.expert_stages != 0) absl::StrAppend(&name, "_es", b.expert_stages);
   if (b.front_parts != 0 && b.front_parts != front_parts_for(b.hidden, b.gemv_step)) {
     absl::StrAppend(&name, "_kp", b.front_parts);
   }
@@ -341,6 +345,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .routed_chunks = build.routed_chunks,
             .latent_rows = build.latent_rows,
             .front_parts = front_parts(build),
+            .expert_stages = build.mxfp4_pairs && build.mxfp4_words ? build.expert_stages : 0,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),

@@ -105,6 +105,10 @@ struct K2Build {
   // at K3 (each part at least 8 steps). Another value ends the name "_kp{n}"; each part keeps at
   // least min_k_steps of E's steps.
   int front_parts = 0;
+  // Stage H's MXFP4 GEMV with its packed words and x copied through shared memory this many stages
+  // (Mxfp4Gemv::stages: 2 to 8; 0 keeps the register pipeline of expert_ahead steps). It then
+  // loads x in its own step (expert_x_ahead has no effect). Other than 0, the name ends "_es{n}".
+  int expert_stages = 0;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
   // k2_for_target takes 3 on NVIDIA (K3 TP 8 on an H100: 1.5%, 1.9% and 2.9% faster at T 4, 8 and

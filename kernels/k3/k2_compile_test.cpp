@@ -176,6 +176,29 @@ void expect_mxfp4_compiles(const std::string& arch) {
 }
 
 TEST(K2Mxfp4Compile, Sm90a) { expect_mxfp4_compiles("sm_90a"); }
+
+// The GEMV whose words and x come through shared memory (Mxfp4Gemv::stages): its loop copies them
+// ahead and reads them back into the dot's operand registers, with no spills.
+TEST(K2Mxfp4Compile, StagedSm90a) {
+  dsl::Target target = *dsl::Target::parse("sm_90a");
+  absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
+  if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 3584}, {3584, 384}}) {
+    absl::StatusOr<jit::ProgramBuild> made = jit::make_build(
+        mxfp4_gemv_program(n, k, 4, 8, 128, 2, true, true, 8, false, true, kMxfp4ScaleBias, 0, 0, 4), target);
+    ASSERT_TRUE(made.ok()) << made.status();
+    const std::string& source = made->build.source;
+    EXPECT_NE(source.find("0 dot(s) and 2 load(s) pipelined over 4 stages"), std::string::npos);
+    EXPECT_NE(source.find("// load from the pipeline's stage (128 x 16)"), std::string::npos);
+    EXPECT_NE(source.find("A's fragments from its registers and B's"), std::string::npos);
+    absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(made->build.request());
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->report.stack_frame, 0);
+    EXPECT_EQ(result->report.spill_stores, 0);
+    std::cout << "resources sm_90a staged mxfp4_gemv n " << n << " k " << k << ": registers "
+              << result->report.registers << ", shared " << made->build.launch.dynamic_shared_memory << " B\n";
+  }
+}
 TEST(K2Mxfp4Compile, Gfx90a) { expect_mxfp4_compiles("gfx90a"); }
 TEST(K2Mxfp4Compile, Gfx942) { expect_mxfp4_compiles("gfx942"); }
 

@@ -210,12 +210,13 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                                             r.min_k_steps),
                         .ahead = r.expert_ahead,
                         .x_padded = true,
-                        .x_ahead = r.x_ahead,
+                        .x_ahead = r.x_ahead && r.expert_stages == 0,
                         .pairs = r.mxfp4_pairs,
                         .words = words,
                         .scale_bias = r.mxfp4_scale_bias,
                         .prefetch_steps = r.prefetch_steps,
-                        .l2_fetch = r.l2_fetch};
+                        .l2_fetch = r.l2_fetch,
+                        .stages = r.expert_stages};
       // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
       // true costs no predicate and no zeroed registers a load.
       auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;

@@ -57,6 +57,7 @@ struct MoeRows {
   int routed_chunks = 32;   // stage I's most union chunks (K2Build::routed_chunks)
   int latent_rows = 64;     // D's latent rows a task (K2Build::latent_rows)
   int front_parts = 1;      // D's and E's K parts (K2Build::front_parts, resolved)
+  int expert_stages = 0;    // H's GEMV through shared memory (K2Build::expert_stages)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32

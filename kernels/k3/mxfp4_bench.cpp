@@ -44,6 +44,7 @@ struct Shape {
   int scale_bias = kMxfp4ScaleBias;
   int prefetch_steps = 0;  // Mxfp4Gemv::prefetch_steps: L2 asked for the weights this many steps on
   int l2_fetch = 0;        // Mxfp4Gemv::l2_fetch: bytes L2 fetches around each weight load
+  int stages = 0;  // Mxfp4Gemv::stages: words and x through shared memory, stages - 1 steps ahead
 };
 
 // The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
@@ -62,11 +63,11 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
                                  int iterations) {
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
-      jit::make_build(
-          mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs, s.x_padded,
-                             s.token_rows, s.x_ahead, s.pairs && s.words,
-                             s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps, s.l2_fetch),
-          device.info().target));
+      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
+                                         s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words,
+                                         s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps,
+                                         s.l2_fetch, s.stages),
+                      device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
   MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
@@ -134,11 +135,25 @@ int run(int iterations) {
       "%d\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations);
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %8s %9s %9s %9s %6s\n",
+  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %8s %9s %9s %9s %6s\n",
               "shape", "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad",
-              "rows", "xahead", "pf", "l2f", "MB", "median us", "best us", "floor us", "ratio");
+              "rows", "xahead", "pf", "l2f", "st", "MB", "median us", "best us", "floor us",
+              "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
+  // The words and x staged through shared memory (Mxfp4Gemv::stages): K2's w13 and w2 at 4 tokens.
+  auto staged = [&](const char* name, int64_t n, int64_t k, int tokens, int rows, int stages,
+                    int programs) {
+    return Shape{name, n,     k,    tokens,          128, programs, 8,     2, true, true,
+                 rows, false, true, kMxfp4ScaleBias, 0,   0,        stages};
+  };
   const std::vector<Shape> shapes = {
+      staged("w13", w13_rows, 3584, 4, 8, 3, 1),
+      staged("w13", w13_rows, 3584, 4, 8, 4, 1),
+      staged("w13", w13_rows, 3584, 4, 8, 6, 1),
+      staged("w13", w13_rows, 3584, 4, 8, 8, 1),
+      staged("w13", w13_rows, 3584, 4, 8, 4, 2),
+      staged("w13", w13_rows, 3584, 16, 16, 4, 1),
+      staged("w2", w2_rows, 384, 4, 8, 3, 1),
       // K2's experts as K2 builds them on NVIDIA at 4 and 8 tokens: x unmasked and loaded with the
       // weights two steps ahead, 8 token rows, one program of 8 warps a unit.
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true},
@@ -186,12 +201,12 @@ int run(int iterations) {
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
     std::printf(
-        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %8.2f %9.2f %9.2f %9.2f "
+        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %3d %8.2f %9.2f %9.2f %9.2f "
         "%6.3f\n",
         s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
         device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead, decode_name(s),
         s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no", s.prefetch_steps,
-        s.l2_fetch, bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
+        s.l2_fetch, s.stages, bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
   }
   return status;
 }

@@ -52,7 +52,8 @@ Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_o
     // Four bytes a word; a group's 4 words give one scale address, read once.
     auto words_in_step = (byte0 >> 2) + arange(0, g.step / 8);
     return {.bytes = load(bitcast(g.packed, ptr(i32)) + base * (g.k / 8) + row(words_in_step),
-                          col(row_ok), {.cache = Cache::streaming, .l2_fetch = g.l2_fetch}),
+                          col(row_ok),
+                          {.cache = Cache::streaming, .l2_fetch = g.l2_fetch, .stages = g.stages}),
             .codes = load(g.scales + base * (g.k / kGroup) + row(words_in_step >> 2), col(row_ok)),
             .x = Value()};
   }
@@ -101,7 +102,8 @@ Value load_x(const Mxfp4Gemv& g, const Value& x_pairs, const Value& byte0) {
   const int64_t row_bytes = g.k / 2, step_bytes = g.step / 2;
   auto ms = arange(0, g.token_rows);
   auto at = x_pairs + col(ms) * row_bytes + row(byte0 + arange(0, step_bytes));
-  return g.x_padded ? load(at) : load(at, col(ms < g.tokens));
+  return g.x_padded ? load(at, {.stages = g.stages})
+                    : load(at, col(ms < g.tokens), {.stages = g.stages});
 }
 
 // `bias`: the decode's scale bias (0, or g.scale_bias on a task whose codes allow it).
@@ -191,6 +193,8 @@ void check_shape(const Mxfp4Gemv& g) {
            "Mxfp4Gemv::token_rows is 8 or 16, at least tokens");
   MT_CHECK(g.prefetch_steps >= 0 && (g.prefetch_steps == 0 || g.step / 2 <= 128),
            "Mxfp4Gemv::prefetch_steps is at least 0, with steps of at most 128 bytes a row");
+  MT_CHECK(g.stages == 0 || (g.stages >= 2 && g.stages <= kMaxLoadStages && g.words && !g.x_ahead),
+           "Mxfp4Gemv::stages is 0, or 2 to 8 with words and without x_ahead");
 }
 
 // `loop(bias)`'s result (a GEMV's f32 sums [g.rows, g.token_rows]) at g.scale_bias, multiplied
@@ -220,6 +224,22 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
   // last step the loads repeat the last step (an L2 hit, where a mask would be a branch).
   auto zero = zeros({g.rows, g.token_rows}, f32);
+  if (g.stages > 0) {
+    // Each step's words and x come from shared memory, copied stages - 1 steps before.
+    auto staged = [&](int bias) {
+      return range(0, static_cast<int>(steps), 1, zero, [&](Value i, Value acc) {
+        auto byte0 = i * static_cast<int>(step_bytes);
+        Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
+        if (g.prefetch_steps > 0) {
+          prefetch_step(g, rows, row_ok,
+                        minimum(i + g.prefetch_steps, static_cast<int>(steps - 1)) *
+                            static_cast<int>(step_bytes));
+        }
+        return accumulate_step(g, g.x_pairs, byte0, {acc, acc}, p, 0, bias)[0];
+      });
+    };
+    return trans(with_scale_bias(g, staged));
+  }
   auto loop = [&](int bias) {
     auto carried = pipelined_steps(
         g.ahead, full({}, static_cast<int32_t>(steps), i32), steps % (g.ahead + 1) == 0,
@@ -303,12 +323,13 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
                            bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words,
-                           int scale_bias, int prefetch_steps, int l2_fetch) {
+                           int scale_bias, int prefetch_steps, int l2_fetch, int stages) {
   Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
                          x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
                          scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
                          prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
-                         l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : ""),
+                         l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : "",
+                         stages != 0 ? absl::StrCat("_st", stages) : ""),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
@@ -324,7 +345,8 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .words = words,
               .scale_bias = scale_bias,
               .prefetch_steps = prefetch_steps,
-              .l2_fetch = l2_fetch};
+              .l2_fetch = l2_fetch,
+              .stages = stages};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

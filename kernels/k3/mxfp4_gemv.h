@@ -73,6 +73,13 @@ struct Mxfp4Gemv {
   // row's step is step / 2 bytes (64 at K2's step of 128), so 256 brings the next 3 steps of each
   // row into L2 with this one, without registers or request slots held for them.
   int l2_fetch = 0;
+  // 0: the register pipeline above (ahead, x_ahead). 2 to 8: a plain loop over the K steps whose
+  // packed words and x words are copied into shared memory `stages` - 1 steps ahead
+  // (AccessOptions::stages; NVIDIA sm_80 and later, with words), holding no registers and asking
+  // for whole 16-byte runs of each row; the scale codes are plain loads (a row's 4 a step, from
+  // L1 after its first). mxfp4_gemv_rows only (the weighted sum's segment pointers come from
+  // memory, which a staged load's pointer may not).
+  int stages = 0;
 };
 
 // Mxfp4Gemv::scale_bias for the K3 kernels: one multiply for scales up to 2^33 (real checkpoints
@@ -168,11 +175,12 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // number of programs.
 // With words, x holds each run of 8 in mxfp4_x_position's order; scale_bias as Mxfp4Gemv's (the
 // name then ends "_sb{-scale_bias}").
-// prefetch_steps and l2_fetch as Mxfp4Gemv's (the name then ends "_pf{n}", "_l2f{bytes}").
+// prefetch_steps, l2_fetch and stages as Mxfp4Gemv's (the name then ends "_pf{n}", "_l2f{bytes}",
+// "_st{n}").
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
                                 int token_rows = kMxfp4Tokens, bool x_ahead = false,
                                 bool words = false, int scale_bias = 0, int prefetch_steps = 0,
-                                int l2_fetch = 0);
+                                int l2_fetch = 0, int stages = 0);
 
 }  // namespace monotile::kernels::k3

@@ -86,7 +86,8 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 // scale's code far from 1; with a scale bias (Mxfp4Gemv::scale_bias) it chooses the task's decode.
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
                                   int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false,
-                                  int scale_bias = 0, int large_code = 200, int prefetch_steps = 0) {
+                                  int scale_bias = 0, int large_code = 200, int prefetch_steps = 0,
+                                  int stages = 0) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -108,7 +109,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
 
   const std::vector<float> out = run(
       mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words, scale_bias,
-                         prefetch_steps),
+                         prefetch_steps, 0, stages),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -193,6 +194,15 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceAtOneMultiplyAWord) {
   expect_matches_the_reference(GetParam(), 64, 3, true, false, 8 < GetParam() ? kMxfp4Tokens : 8, true, true,
                                kMxfp4ScaleBias, largest);
 }
+// The plain loop whose words and x a GPU stages through shared memory (Mxfp4Gemv::stages): x masked
+// and padded, 16 and 8 token rows, both decodes, a step and several.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceWithStagedLoads) {
+  const int rows = GetParam() <= 8 ? 8 : kMxfp4Tokens;
+  expect_matches_the_reference(GetParam(), 128, 2, true, false, kMxfp4Tokens, false, true, 0, 200, 0, 3);
+  expect_matches_the_reference(GetParam(), 64, 2, true, true, rows, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 2, 4);
+  expect_matches_the_reference(GetParam(), 512, 2, true, true, rows, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 0, 2);
+}
+
 TEST_P(Mxfp4Gemv, ATaskWithALargerCodeTakesTheExactDecode) {
   const int beyond = 129 - kMxfp4ScaleBias;
   expect_matches_the_reference(GetParam(), 256, 2, true, false, kMxfp4Tokens, false, true, kMxfp4ScaleBias, beyond);

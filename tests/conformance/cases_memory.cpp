@@ -2,7 +2,12 @@
 // grid with a bound, pointer arithmetic, ordered and hinted accesses, atomics (contended, where
 // the result is order-independent, and uncontended, where the old values are checked), the timer,
 // and wait_until that succeeds or times out.
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "absl/strings/str_cat.h"
 
 #include "dsl/interp/float16.h"
 #include "tests/conformance/cases.h"
@@ -108,6 +113,86 @@ Case hinted_access_case() {
   c.reference = [](Tensors& t) {
     for (int64_t i = 0; i < 64; ++i) t["y"].set(i, t["x"].get(i) * 3);
     t["flag"].set_int(0, t["flag"].get_int(0) + 1);
+  };
+  return c;
+}
+
+// Loads staged through shared memory ahead of their loop iteration (AccessOptions::stages) read what
+// plain loads read: out[r, c] = sum over the steps s of x[r, s cols + c], rows past `live` masked
+// (read as zero), at 2 to 4 stages and any number of steps (fewer than the stages too).
+Case staged_load_case(ScalarType dtype, int64_t rows, int64_t cols, int64_t steps, int stages) {
+  Case c;
+  c.name = case_name(absl::StrCat("load_staged_", stages), dtype, {rows, cols, steps});
+  const int64_t live = rows - 3;
+  c.build = [=] {
+    Builder b("staged_load");
+    Value x = b.arg("x", ptr(ElementType{dtype})), out = b.arg("out", ptr(f32));
+    Value rs = arange(0, rows), cs = arange(0, cols);
+    Value acc = range(0, static_cast<int>(steps), 1, zeros({rows, cols}, f32), [&](Value s, Value acc) {
+      Value tile = load(x + col(rs) * (steps * cols) + row(s * static_cast<int>(cols) + cs), col(rs < live),
+                        {.stages = stages});
+      return acc + tile.to(f32);
+    });
+    store(out + col(rs) * cols + row(cs), acc);
+    return b.finish();
+  };
+  c.tensors = {{"x", dtype, {rows, steps * cols}, Role::kInput, integers(-8, 8), std::nullopt},
+               {"out", kF32, {rows, cols}, Role::kOutput, nullptr, Tolerance::exact()}};
+  c.reference = [=](Tensors& t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < cols; ++k) {
+        double sum = 0;
+        for (int64_t s = 0; r < live && s < steps; ++s) sum += t["x"].get(r * steps * cols + s * cols + k);
+        t["out"].set(r * cols + k, sum);
+      }
+    }
+  };
+  return c;
+}
+
+// A staged tile read back in a matrix unit's fragment layout: bf16 pairs staged as i32 words, taken
+// apart by unpack_bf16 into a dot's A operand (as the MXFP4 GEMV's weights are):
+// out [16, 8] = sum over K steps of 32 of unpack_bf16(w words) y^T.
+Case staged_fragment_case(int64_t steps) {
+  Case c;
+  c.name = case_name("load_staged_fragments", kI32, {16, 16, steps});
+  c.build = [=] {
+    Builder b("staged_fragments", {.num_warps = 1});
+    Value w = b.arg("w", ptr(i32)), y = b.arg("y", ptr(bf16)), out = b.arg("out", ptr(f32));
+    Value rs = arange(0, 16), ts = arange(0, 8);
+    Value acc = range(0, static_cast<int>(steps), 1, zeros({16, 8}, f32), [&](Value s, Value acc) {
+      Value words = load(w + col(rs) * (steps * 16) + row(s * 16 + arange(0, 16)), {.stages = 3});
+      Value ys = load(y + col(ts) * (steps * 32) + row(s * 32 + arange(0, 32)));
+      return dot(unpack_bf16(words), trans(ys), acc);
+    });
+    store(out + col(rs) * 8 + row(ts), acc);
+    return b.finish();
+  };
+  // Words whose halves are small integers as bf16 (exact products and sums).
+  Generator pairs = [](HostTensor& t, Rng& rng) {
+    std::uniform_int_distribution<int> value(-8, 8);
+    for (int64_t i = 0; i < t.size(); ++i) {
+      auto bits = [&] { return static_cast<uint32_t>(std::bit_cast<uint32_t>(static_cast<float>(value(rng))) >> 16); };
+      t.set_int(i, static_cast<int32_t>(bits() | (bits() << 16)));
+    }
+  };
+  c.tensors = {{"w", kI32, {16, steps * 16}, Role::kInput, pairs, std::nullopt},
+               {"y", kBf16, {8, steps * 32}, Role::kInput, integers(-8, 8), std::nullopt},
+               {"out", kF32, {16, 8}, Role::kOutput, nullptr, Tolerance::exact()}};
+  c.reference = [=](Tensors& t) {
+    auto half = [](int64_t word, int which) {
+      const uint32_t bits = static_cast<uint32_t>(word) >> (16 * which) & 0xffffu;
+      return static_cast<double>(std::bit_cast<float>(bits << 16));
+    };
+    for (int64_t r = 0; r < 16; ++r) {
+      for (int64_t n = 0; n < 8; ++n) {
+        double sum = 0;
+        for (int64_t k = 0; k < steps * 32; ++k) {
+          sum += half(t["w"].get_int(r * steps * 16 + k / 2), static_cast<int>(k % 2)) * t["y"].get(n * steps * 32 + k);
+        }
+        t["out"].set(r * 8 + n, sum);
+      }
+    }
   };
   return c;
 }
@@ -272,6 +357,12 @@ std::vector<Case> memory_cases() {
     for (int64_t n : {1000, 128, 77}) cases.push_back(grid_case(dtype, n));
   }
   cases.push_back(hinted_access_case());
+  for (ScalarType dtype : {kU8, kBf16, kI32, kF32}) {
+    cases.push_back(staged_load_case(dtype, 16, 64, 5, 3));
+    cases.push_back(staged_load_case(dtype, 32, 16, 1, 4));
+  }
+  cases.push_back(staged_load_case(kBf16, 64, 128, 7, 2));
+  for (int64_t steps : {1, 6}) cases.push_back(staged_fragment_case(steps));
   for (ScalarType dtype : {kI32, kI64, kU32}) {
     for (const char* op : {"add", "max", "min", "and", "or", "xor"}) cases.push_back(contended_atomic_case(op, dtype));
     cases.push_back(uncontended_atomic_case(dtype));
