@@ -213,6 +213,9 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
     // AMD decodes in f32 (no bf16x2 FMA): the biased decode saves no multiply there, and its
     // second loop costs K3's K2 about 56 VGPRs on gfx90a.
     build.mxfp4_scale_bias = 0;
+    // Whole row blocks for D and E: their parts of K, each summed by the block's last, kept 116 to
+    // 177 SGPRs in VGPR lanes at K3's widths on gfx90a (kAmdSgprSpillBound is 96).
+    build.front_parts = 1;
   }
   if (target.vendor() == dsl::Vendor::kNvidia) build.num_stages = 3;
   if (target.vendor() == dsl::Vendor::kNvidia && build.tokens <= 8) {

@@ -138,8 +138,8 @@ struct K2Build {
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
                                  int core_width, int tokens);
 
-// The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1 and
-// the exact MXFP4 decode (mxfp4_scale_bias 0); on NVIDIA 3 pipeline stages and, up to 8 tokens,
+// The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1,
+// the exact MXFP4 decode (mxfp4_scale_bias 0) and D's and E's row blocks whole (front_parts 1); on NVIDIA 3 pipeline stages and, up to 8 tokens,
 // the experts' GEMVs 8 token rows wide, x loaded with their weights and L2 asked for the weights
 // 2 steps on (not in a stage clock build of up to 4 tokens, where it spills: set stage_clock
 // before); past 8 tokens, L2 fetching 128 bytes around each of their weight loads.
