@@ -102,12 +102,15 @@ struct K2Build {
   // ends "_lr{n}".
   int latent_rows = 64;
   // The K parts of D's and E's tasks (moe_stage.h): 0 takes front_parts_for(hidden, gemv_step), 3
-  // at K3 (each part at least 8 steps). Another value ends the name "_kp{n}"; each part keeps at
-  // least min_k_steps of E's steps.
+  // at K3 (each part at least 8 steps; H100: K2 2.5% and 1.2% faster at T 4 and 8 than whole
+  // blocks, the same at 16). Another value ends the name "_kp{n}"; each part keeps at least
+  // min_k_steps of E's steps.
   int front_parts = 0;
   // Stage H's MXFP4 GEMV with its packed words and x copied through shared memory this many stages
   // (Mxfp4Gemv::stages: 2 to 8; 0 keeps the register pipeline of expert_ahead steps). It then
-  // loads x in its own step (expert_x_ahead has no effect). Other than 0, the name ends "_es{n}".
+  // loads x in its own step (expert_x_ahead has no effect). H100, 4 stages: K2 5.3% faster at T 16,
+  // 0.6% and 1.1% slower at T 4 and 8; off until K2 with it is checked against float64 on a GPU.
+  // Other than 0, the name ends "_es{n}".
   int expert_stages = 0;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
