@@ -64,6 +64,13 @@ void check(const K2Build& b, const SourceLocation& loc) {
   require(b.expert_stages == 0 || (b.expert_stages >= 2 && b.expert_stages <= dsl::kMaxLoadStages), loc, "k2_program",
           "expert_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.expert_stages),
           "0 keeps stage H's register pipeline");
+  require(b.routed_stages == 0 || (b.routed_stages >= 2 && b.routed_stages <= dsl::kMaxLoadStages), loc, "k2_program",
+          "routed_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.routed_stages),
+          "0 keeps stage I's register pipeline");
+  const int chunk = routed_chunk(b.tokens * b.top_k, b.routed_chunks);
+  require(b.routed_stages == 0 || chunk <= kMaxStagedChunk, loc, "k2_program", "routed_stages with chunks too long",
+          absl::StrCat("at most ", kMaxStagedChunk, " union slots a chunk"), std::to_string(chunk),
+          "a staged chunk selects its experts' addresses from ids read before its loop: raise routed_chunks");
   require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
           std::to_string(b.core_width), "o_proj's K steps are powers of two from 32");
   require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
@@ -245,6 +252,7 @@ std::string k2_name(const K2Build& b) {
   if (b.routed_chunks != K2Build{}.routed_chunks) absl::StrAppend(&name, "_rc", b.routed_chunks);
   if (b.latent_rows != K2Build{}.latent_rows) absl::StrAppend(&name, "_lr", b.latent_rows);
   if (b.expert_stages != 0) absl::StrAppend(&name, "_es", b.expert_stages);
+  if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
   if (b.front_parts != 0 && b.front_parts != front_parts_for(b.hidden, b.gemv_step)) {
     absl::StrAppend(&name, "_kp", b.front_parts);
   }
@@ -349,6 +357,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .latent_rows = build.latent_rows,
             .front_parts = front_parts(build),
             .expert_stages = build.mxfp4_pairs && build.mxfp4_words ? build.expert_stages : 0,
+            .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),

@@ -112,6 +112,10 @@ struct K2Build {
   // 0.6% and 1.1% slower at T 4 and 8; off until K2 with it is checked against float64 on a GPU.
   // Other than 0, the name ends "_es{n}".
   int expert_stages = 0;
+  // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
+  // are read before its loop, so that a step's addresses are known stages - 1 steps ahead. Other
+  // than 0, the name ends "_rs{n}".
+  int routed_stages = 0;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
   // k2_for_target takes 3 on NVIDIA (K3 TP 8 on an H100: 1.5%, 1.9% and 2.9% faster at T 4, 8 and

@@ -48,6 +48,12 @@ std::vector<K2Case> cases() {
   // more programs than them and fewer.
   out.push_back({.tokens = 4, .programs = 64, .front_parts = 2, .gemv_step = 64});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .front_parts = 2, .gemv_step = 64});
+  // Stages H and I staged through shared memory (K2Build::expert_stages, routed_stages): I's chunks
+  // of 2 and of 8 experts (each step selecting its expert from ids read before the loop), on fewer
+  // programs than tasks, and NVIDIA's 8-row build with L2 asked 2 steps on.
+  out.push_back({.layer = 5, .tokens = 16, .programs = 3, .expert_stages = 2, .routed_stages = 3});
+  out.push_back({.tokens = 16, .programs = 64, .routed_chunks = 8, .expert_stages = 4, .routed_stages = 4});
+  out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 4, .routed_stages = 4});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .target = "sm_90a"});

@@ -106,6 +106,8 @@ std::string case_name(const K2Case& c) {
                                   c.latent_rows != K2Build{}.latent_rows ? absl::StrCat("_lr", c.latent_rows) : "",
                                   c.front_parts != 0 ? absl::StrCat("_kp", c.front_parts) : "",
                                   c.gemv_step != 0 ? absl::StrCat("_s", c.gemv_step) : "",
+                                  c.expert_stages != 0 ? absl::StrCat("_es", c.expert_stages) : "",
+                                  c.routed_stages != 0 ? absl::StrCat("_rs", c.routed_stages) : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -136,6 +138,8 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   b.latent_rows = c.latent_rows;
   if (c.front_parts != 0) b.front_parts = c.front_parts;
   if (c.gemv_step != 0) b.gemv_step = c.gemv_step;
+  if (c.expert_stages != 0) b.expert_stages = c.expert_stages;
+  if (c.routed_stages != 0) b.routed_stages = c.routed_stages;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

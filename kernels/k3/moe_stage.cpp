@@ -96,7 +96,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   auto k_at = [&](const Value& p, int step) { return p * static_cast<int>(r.hidden / step) / parts * step; };
   // Stores a block's partial (f32 [rows, padded]) at column `first` of part p's [T, LAT + 2 SI] and
   // returns whether this task was the block's last part; the sum of the block's parts is then
-  // `sum_parts(rows', first)`.
+  // `sum_parts(first, rows)`.
   auto hand_in = [&](const Value& partial, const Value& p, const Value& first, int rows, const Value& block) {
     auto cs = first + arange(0, rows);
     store(r.front_partials + (p * r.tokens + row(ts)) * front_width + col(cs), partial.bitcast(i32), row(t_ok));
@@ -262,26 +262,40 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       // As H's rows where blocks tile the latent, up to 8 tokens: at 16 the mask-free loop's schedule
       // spills on sm_90a (k3-tiny and K3 at TP 1).
       auto rows_ok = r.latent % kExpertRows == 0 && r.tokens <= 8 ? arange(0, kExpertRows) < kExpertRows : rows < r.latent;
+      // Staged (routed_stages), a step's addresses must be known stages - 1 steps ahead: the chunk's
+      // expert ids are read before the loop, and each step selects its own from them.
+      std::vector<Value> ids;
+      if (r.routed_stages > 0) {
+        MT_CHECK(chunk <= kMaxStagedChunk, "k2_program refuses longer staged chunks");
+        for (int j = 0; j < chunk; ++j) ids.push_back(expert_at(minimum(first + j, count - 1)));
+      }
+      auto chunk_expert = [&](const Value& j) {
+        if (ids.empty()) return expert_at(first + j);
+        Value e = ids.back();
+        for (int i = chunk - 2; i >= 0; --i) e = where(j == i, ids[i], e);
+        return e;
+      };
       const Mxfp4Gemv shape{.packed = r.w2, .scales = r.w2_scale, .x_pairs = r.inter_pairs, .k = r.expert_rows,
                             .tokens = r.tokens, .token_rows = r.token_rows, .rows = kExpertRows,
                             .step = mxfp4_step(r.expert_rows, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / kExpertRows)),
                             .ahead = r.expert_ahead,
                             .x_padded = true,
-                            .x_ahead = r.x_ahead,
+                            .x_ahead = r.x_ahead && r.routed_stages == 0,
                             .pairs = r.mxfp4_pairs,
                             .words = words,
                             .scale_bias = r.mxfp4_scale_bias,
-                        .prefetch_steps = r.prefetch_steps,
-                        .l2_fetch = r.l2_fetch};
+                            .prefetch_steps = r.prefetch_steps,
+                            .l2_fetch = r.l2_fetch,
+                            .stages = r.routed_stages};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows_ok, minimum(count - first, chunk),
           [&](const Value& j) {
-            auto e = expert_at(first + j).to(i64);
+            auto e = chunk_expert(j).to(i64);
             return Mxfp4Segment{.packed = r.w2 + e * w2_bytes, .scales = r.w2_scale + e * w2_scales,
                                 .x_pairs = r.inter_pairs + (first + j) * r.tokens * (r.expert_rows / 2)};
           },
           // [16]: the expert's weight per token, 0 for rows that did not choose it
-          [&](const Value& j) { return sum(where(chosen == expert_at(first + j), chosen_weight, 0.0f), 1); });
+          [&](const Value& j) { return sum(where(chosen == chunk_expert(j), chosen_weight, 0.0f), 1); });
       // f32 as its bits: the slot lives in an i32 view (pointers cannot be cast; k2.h's K2Scratch).
       store(r.partials + (c * r.tokens + col(ms)) * r.latent + row(rows), routed.bitcast(i32),
             row(rows < r.latent) & col(m_ok));

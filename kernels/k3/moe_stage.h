@@ -58,6 +58,7 @@ struct MoeRows {
   int latent_rows = 64;     // D's latent rows a task (K2Build::latent_rows)
   int front_parts = 1;      // D's and E's K parts (K2Build::front_parts, resolved)
   int expert_stages = 0;    // H's GEMV through shared memory (K2Build::expert_stages)
+  int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
@@ -89,6 +90,10 @@ struct MoeRows {
 // 28 blocks of 128 latent rows give 32 x 28 = 896 tasks, about 7 per program on 132 SMs, each 2 to 8
 // expert GEMVs of 24 KB.
 int routed_chunk(int slots, int chunks);
+
+// The longest chunk stage I takes through shared memory (K2Build::routed_stages): each step selects
+// its expert among the chunk's ids, read before the loop, by a chain of that many selects.
+inline constexpr int kMaxStagedChunk = 16;
 
 // The K parts D's and E's tasks take (K2Build::front_parts = 0) for `hidden` in GEMV steps of
 // `step`: 3 where each part keeps at least 8 steps, else fewer. A 64-row task streams at about an

@@ -154,6 +154,8 @@ int run(int iterations) {
       staged("w13", w13_rows, 3584, 4, 8, 4, 2),
       staged("w13", w13_rows, 3584, 16, 16, 4, 1),
       staged("w2", w2_rows, 384, 4, 8, 3, 1),
+      staged("w13", w13_rows, 3584, 4, 8, 8, 2),
+      staged("w2", w2_rows, 384, 4, 8, 6, 1),
       // K2's experts as K2 builds them on NVIDIA at 4 and 8 tokens: x unmasked and loaded with the
       // weights two steps ahead, 8 token rows, one program of 8 warps a unit.
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true},

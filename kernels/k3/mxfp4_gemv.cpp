@@ -292,6 +292,39 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   // (a loop per segment would wait for each segment's first loads). A segment's last step adds its
   // sum, times its coefficients, to the total and restarts the accumulators.
   auto zero = zeros({g.rows, g.token_rows}, f32);
+  if (g.stages > 0) {
+    // The same loop with each step's words and x copied through shared memory stages - 1 steps
+    // before (segment(j) must then compute its pointers from j and values defined before the loop).
+    auto staged = [&](int bias) {
+      auto [total, acc] =
+          range(0, count * steps, 1, zero, zero, [&](Value i, Value total, Value acc) {
+            auto j = i / steps;
+            auto byte0 = i % steps * step_bytes;
+            Mxfp4Segment s = segment(j);
+            Mxfp4Gemv gs = g;
+            gs.packed = s.packed;
+            gs.scales = s.scales;
+            Mxfp4Packed p = mxfp4_load(gs, rows, row_ok, byte0);
+            if (g.prefetch_steps > 0) {
+              auto later = minimum(i + g.prefetch_steps, count * steps - 1);
+              Mxfp4Gemv gl = g;
+              gl.packed = segment(later / steps).packed;
+              prefetch_step(gl, rows, row_ok, later % steps * step_bytes);
+            }
+            auto sum = accumulate_step(g, s.x_pairs, byte0, {acc, acc}, p, 0, bias)[0];
+            return if_(
+                i % steps == steps - 1,
+                [&] {
+                  return std::array{total + sum * row(coef(j)), zero};
+                },
+                [&] {
+                  return std::array{total, sum};
+                });
+          });
+      return total;
+    };
+    return trans(with_scale_bias(g, staged));
+  }
   auto loop = [&](int bias) {
     auto carried = pipelined_steps(
         g.ahead, count * steps, false, {zero, zero, zero}, load_step,

@@ -216,7 +216,7 @@ INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 // last counted segment: every segment's codes choose the sum's decode.
 void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false,
                             bool x_ahead = false, bool words = false, int scale_bias = 0, int large_code = 0,
-                            int prefetch_steps = 0) {
+                            int prefetch_steps = 0, int stages = 0) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -244,7 +244,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   const k3::Mxfp4Gemv g{
       .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
       .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs, .words = words, .scale_bias = scale_bias,
-      .prefetch_steps = prefetch_steps};
+      .prefetch_steps = prefetch_steps, .stages = stages};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -325,6 +325,14 @@ TEST(Mxfp4GemvSum, ASumWithALargerCodeTakesTheExactDecode) {
 TEST(Mxfp4GemvSum, MatchesTheReferenceWithXLoadedAhead) {
   expect_the_sum_matches(4, 3, 2, 64, 2, true, true);
   expect_the_sum_matches(16, 3, 3, 128, 3, true, true);
+}
+
+// The loop whose words and x a GPU stages through shared memory (Mxfp4Gemv::stages) across segment
+// boundaries: 2 to 4 stages, segments of 1 and 4 steps, both decodes, L2 asked 3 steps on.
+TEST(Mxfp4GemvSum, MatchesTheReferenceWithStagedLoads) {
+  expect_the_sum_matches(4, 3, 2, 64, 2, true, false, true, 0, 0, 0, 3);
+  expect_the_sum_matches(16, 3, 3, 256, 2, true, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 0, 2);
+  expect_the_sum_matches(8, 3, 3, 64, 2, true, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 3, 4);
 }
 
 // L2 asked for the weights 1, 3 and 20 steps past the loads (Mxfp4Gemv::prefetch_steps): the same
