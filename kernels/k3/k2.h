@@ -108,13 +108,14 @@ struct K2Build {
   int front_parts = 0;
   // Stage H's MXFP4 GEMV with its packed words and x copied through shared memory this many stages
   // (Mxfp4Gemv::stages: 2 to 8; 0 keeps the register pipeline of expert_ahead steps). It then
-  // loads x in its own step (expert_x_ahead has no effect). H100, 4 stages: K2 5.3% faster at T 16,
-  // 0.6% and 1.1% slower at T 4 and 8; off until K2 with it is checked against float64 on a GPU.
-  // Other than 0, the name ends "_es{n}".
+  // loads x in its own step (expert_x_ahead has no effect). k2_for_target takes 4 on NVIDIA past 8
+  // tokens (with routed_stages, below). Other than 0, the name ends "_es{n}".
   int expert_stages = 0;
   // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
-  // are read before its loop, so that a step's addresses are known stages - 1 steps ahead. Other
-  // than 0, the name ends "_rs{n}".
+  // are read before its loop, so that a step's addresses are known stages - 1 steps ahead; a chunk
+  // is then at most kMaxStagedChunk slots. k2_for_target takes 4 on NVIDIA (H100, K3 TP 8: K2 0.9%
+  // and 1.7% faster at T 4 and 8; with expert_stages 4 as well, 8.1% at T 16). Other than 0, the
+  // name ends "_rs{n}".
   int routed_stages = 0;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
@@ -146,10 +147,11 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
                                  int core_width, int tokens);
 
 // The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1,
-// the exact MXFP4 decode (mxfp4_scale_bias 0) and D's and E's row blocks whole (front_parts 1); on NVIDIA 3 pipeline stages and, up to 8 tokens,
-// the experts' GEMVs 8 token rows wide, x loaded with their weights and L2 asked for the weights
-// 2 steps on (not in a stage clock build of up to 4 tokens, where it spills: set stage_clock
-// before); past 8 tokens, L2 fetching 128 bytes around each of their weight loads.
+// the exact MXFP4 decode (mxfp4_scale_bias 0) and D's and E's row blocks whole (front_parts 1); on NVIDIA 3 pipeline stages, stage I's loads
+// through 4 shared-memory stages and, up to 8 tokens, the experts' GEMVs 8 token rows wide, x
+// loaded with their weights and L2 asked for the weights 2 steps on (not in a stage clock build of
+// up to 4 tokens, where it spills: set stage_clock before); past 8 tokens, L2 fetching 128 bytes
+// around each of their weight loads and stage H's loads through 4 shared-memory stages too.
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
