@@ -260,6 +260,7 @@ std::string k2_name(const K2Build& b) {
   if (b.latent_rows != K2Build{}.latent_rows) absl::StrAppend(&name, "_lr", b.latent_rows);
   if (b.expert_stages != 0) absl::StrAppend(&name, "_es", b.expert_stages);
   if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
+  if (b.shared_early) absl::StrAppend(&name, "_fe");
   if (b.front_parts != 0 && b.front_parts != front_parts_for(b.hidden, b.gemv_step)) {
     absl::StrAppend(&name, "_kp", b.front_parts);
   }
@@ -365,6 +366,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .front_parts = front_parts(build),
             .expert_stages = build.mxfp4_pairs && build.mxfp4_words ? build.expert_stages : 0,
             .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
+            .shared_early = build.shared_early,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),

@@ -117,6 +117,9 @@ struct K2Build {
   // and 1.7% faster at T 4 and 8; with expert_stages 4 as well, 8.1% at T 16). Other than 0, the
   // name ends "_rs{n}".
   int routed_stages = 0;
+  // Stage F (the shared experts' down-projection) between H and I, taken first by the programs with
+  // the fewest H tasks, instead of after I and the routed norm. True: the name ends "_fe".
+  bool shared_early = false;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
   // k2_for_target takes 3 on NVIDIA (K3 TP 8 on an H100: 1.5%, 1.9% and 2.9% faster at T 4, 8 and

@@ -11,7 +11,7 @@
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
 //                 [--exact-decode] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
-//                 [--expert-stages N[,N...]] [--routed-stages N[,N...]] [--together]
+//                 [--expert-stages N[,N...]] [--routed-stages N[,N...]] [--shared-early] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -39,6 +39,7 @@
 // --expert-stages N,...: likewise with stage H's MXFP4 words and x copied through N shared-memory
 // stages (K2Build::expert_stages, 2 to 8) instead of the register pipeline.
 // --routed-stages N,...: likewise stage I's (K2Build::routed_stages).
+// --shared-early: likewise with stage F between H and I (K2Build::shared_early).
 // --front-parts N,...: likewise with stages D's and E's tasks in N parts of K
 // (K2Build::front_parts; 1 keeps each row block whole) instead of the build's (3 at K3).
 // --together: after those rows, one with every variant asked for at once (a list flag's first
@@ -326,7 +327,7 @@ struct Variants {
   // --ahead, --stages, --routed-chunks, --latent-rows, --front-parts
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
       gemv_steps, front_parts, expert_stages, routed_stages;
-  bool flip_x_ahead = false, byte_pairs = false, exact_decode = false;
+  bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shared_early = false;
   // --together: one more row with every variant above at once (a list's first value)
   bool together = false;
 };
@@ -368,6 +369,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   for (int n : v.front_parts) with(true, &K2Build::front_parts, n);
   for (int n : v.expert_stages) with(true, &K2Build::expert_stages, n);
   for (int n : v.routed_stages) with(true, &K2Build::routed_stages, n);
+  with(v.shared_early, &K2Build::shared_early, true);
   if (v.together && out.size() > 1) {
     K2Build all = build;
     for (const K2Build& one : out) {  // each variant changed one field: take every change
@@ -387,6 +389,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::front_parts);
       take(&K2Build::expert_stages);
       take(&K2Build::routed_stages);
+      take(&K2Build::shared_early);
     }
     out.push_back(all);
   }
@@ -539,7 +542,7 @@ int main(int argc, char** argv) {
       "[--exact-decode] [--gemv-step N[,N...]] "
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
-      "[--routed-stages N[,N...]] "
+      "[--routed-stages N[,N...]] [--shared-early] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
@@ -587,6 +590,8 @@ int main(int argc, char** argv) {
                                                monotile::dsl::kMaxLoadStages,
                                                variants.expert_stages))
         return 2;
+    } else if (std::string(argv[i]) == "--shared-early") {
+      variants.shared_early = true;
     } else if (std::string(argv[i]) == "--routed-stages" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--routed-stages", argv[++i], 2,
                                                monotile::dsl::kMaxLoadStages,

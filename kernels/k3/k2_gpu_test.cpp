@@ -34,6 +34,8 @@ std::vector<K2Case> cases() {
   // Stage H's loads staged through shared memory at 8 tokens too (K2Build::expert_stages; NVIDIA's
   // builds stage I's at every width, and H's past 8 tokens).
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4});
+  // Stage F between H and I (K2Build::shared_early).
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .shared_early = true});
   out.push_back({.tokens = 16});
   out.push_back({.layer = 12, .tokens = 6});
   out.push_back({.tokens = 4, .router = Router::kTies});

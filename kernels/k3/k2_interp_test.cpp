@@ -54,6 +54,9 @@ std::vector<K2Case> cases() {
   out.push_back({.layer = 5, .tokens = 16, .programs = 3, .expert_stages = 2, .routed_stages = 3});
   out.push_back({.tokens = 16, .programs = 64, .routed_chunks = 8, .expert_stages = 4, .routed_stages = 4});
   out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 4, .routed_stages = 4});
+  // Stage F between H and I, on fewer programs than its tasks and on more.
+  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
+  out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .target = "sm_90a"});

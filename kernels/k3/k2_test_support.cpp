@@ -108,6 +108,7 @@ std::string case_name(const K2Case& c) {
                                   c.gemv_step != 0 ? absl::StrCat("_s", c.gemv_step) : "",
                                   c.expert_stages != 0 ? absl::StrCat("_es", c.expert_stages) : "",
                                   c.routed_stages != 0 ? absl::StrCat("_rs", c.routed_stages) : "",
+                                  c.shared_early ? "_fe" : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -140,6 +141,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   if (c.gemv_step != 0) b.gemv_step = c.gemv_step;
   if (c.expert_stages != 0) b.expert_stages = c.expert_stages;
   if (c.routed_stages != 0) b.routed_stages = c.routed_stages;
+  b.shared_early = c.shared_early;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

@@ -231,6 +231,24 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kExperts);
 
+  // F. The shared experts' partial: only K reads it. Ahead of the experts it held every program's
+  // first expert task behind E's slowest task; so it runs after the routed sum or, with
+  // shared_early, between H and I, where the programs with the fewest H tasks (the last ones) take
+  // it first while the others finish H.
+  const int shared_tasks = tasks_of(r.hidden, kRows);
+  auto shared_partials = [&](const Value& first) {
+    range(first, shared_tasks, num_programs(0), [&](Value task) {
+      wait(flag(kAct), kShared, hc);
+      const GemvTask g{.w = r.w_sd, .x = r.act, .k = r.shared_rows, .tokens = r.tokens, .rows = kRows,
+                       .step = mxfp4_step(r.shared_rows, r.gemv_step)};
+      auto rows = task * kRows + arange(0, kRows);
+      store(r.shared + row(ts) * r.hidden + col(rows), gemv_task(g, task, r.hidden).to(bf16),
+            col(rows < r.hidden) & row(t_ok));
+      arrive(counter(kShared), shared_tasks, flag(kShared), hc);
+    });
+  };
+  if (r.shared_early) shared_partials(num_programs(0) - 1 - program_id(0));
+
   // I. The routed sum, wide: a task per (union chunk of `chunk` slots, 128 latent rows), so that every
   // program holds a few tasks at once and the union's experts run concurrently across the SMs (a task
   // per 64 rows over the whole union left 56 programs each a chain of up to 223 dependent GEMVs).
@@ -304,7 +322,6 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     r.clock.tick_if(task == program_id(0), K2ClockPoint::kRoutedFirst);
   });
   r.clock.tick(K2ClockPoint::kRouted);
-  const int shared_tasks = tasks_of(r.hidden, kRows);
 
   // I'. Per 64 latent rows, the live chunks' partials summed in chunk order (union order, as one loop
   // over the union would add them up to f32 association), into the latent exchange.
@@ -344,17 +361,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   });
   r.clock.tick(K2ClockPoint::kNormed);
 
-  // F. The shared experts' partial, after the routed sum: only K reads it, and ahead of the experts
-  // it held every program's first expert task behind E's slowest task.
-  range(program_id(0), shared_tasks, num_programs(0), [&](Value task) {
-    wait(flag(kAct), kShared, hc);
-    const GemvTask g{.w = r.w_sd, .x = r.act, .k = r.shared_rows, .tokens = r.tokens, .rows = kRows,
-                     .step = mxfp4_step(r.shared_rows, r.gemv_step)};
-    auto rows = task * kRows + arange(0, kRows);
-    store(r.shared + row(ts) * r.hidden + col(rows), gemv_task(g, task, r.hidden).to(bf16),
-          col(rows < r.hidden) & row(t_ok));
-    arrive(counter(kShared), shared_tasks, flag(kShared), hc);
-  });
+  if (!r.shared_early) shared_partials(program_id(0));
   r.clock.tick(K2ClockPoint::kShared);
 
   // K. Shared + up-projection per 64 hidden columns, into the final exchange.

@@ -59,6 +59,7 @@ struct MoeRows {
   int front_parts = 1;      // D's and E's K parts (K2Build::front_parts, resolved)
   int expert_stages = 0;    // H's GEMV through shared memory (K2Build::expert_stages)
   int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
+  bool shared_early = false;  // F between H and I (K2Build::shared_early)
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
