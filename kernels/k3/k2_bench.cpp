@@ -11,7 +11,8 @@
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
 //                 [--exact-decode] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
-//                 [--expert-stages N[,N...]] [--routed-stages N[,N...]] [--shared-early] [--together]
+//                 [--expert-stages N[,N...]] [--routed-stages N[,N...]] [--shared-early]
+//                 [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
