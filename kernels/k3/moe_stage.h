@@ -15,10 +15,11 @@
 //   I. per (chunk of routed_chunk union slots, 128 latent rows): the chunk's routed sum,
 //      sum_u w[t, u] (W2_u h_u) in union order, as an f32 partial in the chunk's own scratch slot;
 //      then per 64 latent rows the chunks summed in chunk order (deterministic, no atomics), through
-//      the latent Exchange (exchange.h);
+//      the latent Exchange (exchange.h); (H's and I's MXFP4 loads may come through shared-memory
+//      stages: expert_stages, routed_stages;)
 //   J. per row: the routed RMSNorm of the reduced latent, bf16(bf16(x rstd) w) (two roundings, as
 //      vLLM's RMSNorm kernel), or the latent itself without the norm;
-//   (F runs here, after J: only K reads it;)
+//   (F runs here, after J: only K reads it; with shared_early, between H and I instead;)
 //   K. per 64 hidden columns: shared + the rank's up-projection rows bf16(normed W_up^T), rounded
 //      once, through the final Exchange: the layer's MoE output.
 #pragma once
