@@ -77,29 +77,20 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
   const int tasks = r.tokens * chunks;
   auto ss = arange(0, kS);
   auto offsets = arange(0, chunk);
-  // The chunk's blocks as [16, chunk], the rows from nblocks on zero.
-  auto block_tile = [&](const Value& t, const Value& cols) {
-    auto block_rows = minimum(ss, sources - 1);  // the prefix row and the padding read a real row...
-    return load(r.blocks + t * r.token_stride + col(block_rows).to(i64) * r.block_stride + row(cols),
-                col(ss < r.nblocks));  // ...that the mask leaves unread
-  };
   // The chunk's sources as [16, chunk]: the blocks, `prefix` (the prefix row's values), zero rows.
-  auto with_prefix = [&](const Value& blocks, const Value& prefix) {
-    return where(col(ss == r.nblocks), row(prefix), blocks);
-  };
   auto source_tile = [&](const Value& t, const Value& cols, const Value& prefix) {
-    return with_prefix(block_tile(t, cols), prefix);
+    auto block_rows = minimum(ss, sources - 1);  // the prefix row and the padding read a real row...
+    auto tile = load(r.blocks + t * r.token_stride + col(block_rows).to(i64) * r.block_stride + row(cols),
+                     col(ss < r.nblocks));       // ...that the mask leaves unread
+    return where(col(ss == r.nblocks), row(prefix), tile);
   };
 
   // First half: the prefix updated and stored, the tile, the partials; returns the tile.
   auto first_half = [&](const Value& task, bool first) {
     auto t = task / chunks, c = task % chunks;
     auto cols = c * chunk + offsets;
-    // Everything but the delta is read before its wait, so that those loads' latency passes during it.
     Value prefix;
     if (!r.reset) prefix = load(r.prefix + t * r.hidden + cols);
-    auto blocks = block_tile(t, cols);
-    auto weight = load(r.norm + cols).to(f32) * load(r.proj + cols).to(f32);
     if (r.delta) {
       if (r.delta_flag) wait_flag(*r.delta_flag, kDeltaRegion, t, hc);
       if (first) r.clock.tick(K2ClockPoint::kAttnResDelta);
@@ -107,8 +98,9 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
       prefix = r.reset ? delta : (prefix.to(f32) + delta.to(f32)).to(bf16);
       store(r.prefix + t * r.hidden + cols, prefix);
     }
-    auto v = with_prefix(blocks, prefix);
+    auto v = source_tile(t, cols, prefix);
     if (r.write_index >= 0) store(r.blocks + t * r.token_stride + r.write_index * r.block_stride + cols, prefix);
+    auto weight = load(r.norm + cols).to(f32) * load(r.proj + cols).to(f32);
     auto gram = dot(v, trans(v));
     auto dots = sum(v.to(f32) * row(weight), 1);
     auto mine = r.partials + (t * chunks + c) * kAttnResPartials;

@@ -118,7 +118,8 @@ struct K2Build {
   // name ends "_rs{n}".
   int routed_stages = 0;
   // Stage F (the shared experts' down-projection) between H and I, taken first by the programs with
-  // the fewest H tasks, instead of after I and the routed norm. True: the name ends "_fe".
+  // the fewest H tasks, instead of after I and the routed norm (H100, K3 TP 8: K2 1.0%, 1.6% and
+  // 1.7% faster at T 4, 8 and 16; off until the GPU label runs with it). True: the name ends "_fe".
   bool shared_early = false;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
