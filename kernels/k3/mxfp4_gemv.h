@@ -77,8 +77,9 @@ struct Mxfp4Gemv {
   // packed words and x words are copied into shared memory `stages` - 1 steps ahead
   // (AccessOptions::stages; NVIDIA sm_80 and later, with words), holding no registers and asking
   // for whole 16-byte runs of each row; the scale codes are plain loads (a row's 4 a step, from
-  // L1 after its first). mxfp4_gemv_rows only (the weighted sum's segment pointers come from
-  // memory, which a staged load's pointer may not).
+  // L1 after its first). In mxfp4_gemv_sum, each segment's pointers must then be computed from the
+  // segment number and values defined before the loop (a staged load's address may not come from
+  // memory read inside it).
   int stages = 0;
 };
 
