@@ -141,7 +141,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   if (c.gemv_step != 0) b.gemv_step = c.gemv_step;
   if (c.expert_stages != 0) b.expert_stages = c.expert_stages;
   if (c.routed_stages != 0) b.routed_stages = c.routed_stages;
-  b.shared_early = c.shared_early;
+  if (c.shared_early) b.shared_early = true;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();

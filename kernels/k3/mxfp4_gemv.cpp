@@ -299,19 +299,8 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
       auto [total, acc] =
           range(0, count * steps, 1, zero, zero, [&](Value i, Value total, Value acc) {
             auto j = i / steps;
-            auto byte0 = i % steps * step_bytes;
-            Mxfp4Segment s = segment(j);
-            Mxfp4Gemv gs = g;
-            gs.packed = s.packed;
-            gs.scales = s.scales;
-            Mxfp4Packed p = mxfp4_load(gs, rows, row_ok, byte0);
-            if (g.prefetch_steps > 0) {
-              auto later = minimum(i + g.prefetch_steps, count * steps - 1);
-              Mxfp4Gemv gl = g;
-              gl.packed = segment(later / steps).packed;
-              prefetch_step(gl, rows, row_ok, later % steps * step_bytes);
-            }
-            auto sum = accumulate_step(g, s.x_pairs, byte0, {acc, acc}, p, 0, bias)[0];
+            auto sum = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes, {acc, acc},
+                                       load_step(i), 0, bias)[0];
             return if_(
                 i % steps == steps - 1,
                 [&] {
