@@ -106,8 +106,8 @@ std::optional<cache::KeyBuilder> direct_key(Jit& jit, const dsl::Program& progra
                                             const std::optional<std::string>& lowering_identity) {
   // A dump is asked of the lowering or of the compiler, which a direct entry would skip.
   if (!jit.config().direct_mode || !lowering_identity || options.lower.dump_after_each ||
-      options.lower.line_directives || dsl::lower::dump_ir_requested() ||
-      !jit.config().dump_dir.empty()) {
+      options.lower.line_directives || dsl::lower::line_info_requested() ||
+      dsl::lower::dump_ir_requested() || !jit.config().dump_dir.empty()) {
     return std::nullopt;
   }
   absl::StatusOr<CompilerFacts> facts = jit.compiler_facts(target);

@@ -156,6 +156,13 @@ TEST(DirectMode, OffWhenTurnedOffWithoutIdentityOrWhenDumping) {
   EXPECT_FALSE(direct_key(jit, programs()[0](), sm90(), line_directives.build,
                           dsl::lower::lowering_identity())
                    .has_value());
+  ::setenv("MONOTILE_LINE_INFO", "1", 1);  // the same, asked of every build
+  const bool keyed =
+      direct_key(jit, programs()[0](), sm90(), {}, dsl::lower::lowering_identity()).has_value();
+  ::unsetenv("MONOTILE_LINE_INFO");
+  EXPECT_FALSE(keyed);
+  EXPECT_TRUE(
+      direct_key(jit, programs()[0](), sm90(), {}, dsl::lower::lowering_identity()).has_value());
 }
 
 TEST(DirectMode, KeyFollowsTheProgramAndItsOptions) {

@@ -6,6 +6,7 @@
 #include "dsl/dsl.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "jit/test_support.h"
 
 namespace monotile::jit {
 namespace {
@@ -23,7 +24,9 @@ dsl::Program vector_add() {
   return b.finish();
 }
 
-dsl::Target target(const char* text) { return *dsl::Target::parse(text); }
+dsl::Target target(const char* text) {
+  return *dsl::Target::parse(text);
+}
 
 // Every op moved to another file and 7 lines down, as in a second checkout with a comment added.
 void relocate(dsl::Block& block) {
@@ -38,9 +41,11 @@ TEST(MakeBuild, TheSourceDoesNotDependOnWhereTheProgramWasWritten) {
   dsl::Program here = vector_add(), there = vector_add();
   relocate(there.body);
   for (const char* text : {"sm_90a", "gfx90a"}) {
-    absl::StatusOr<ProgramBuild> a = make_build(here, target(text)), b = make_build(there, target(text));
+    absl::StatusOr<ProgramBuild> a = make_build(here, target(text)),
+                                 b = make_build(there, target(text));
     ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(a->build.source, b->build.source) << text;  // the key hashes the source, never origins
+    EXPECT_EQ(a->build.source, b->build.source)
+        << text;  // the key hashes the source, never origins
     EXPECT_THAT(a->build.source, Not(HasSubstr("program_build_test.cpp")));
     ASSERT_FALSE(a->build.origins.empty());
     EXPECT_EQ(a->build.origins.front().loc.line + 7, b->build.origins.front().loc.line);
@@ -84,12 +89,61 @@ TEST(MakeBuild, PassesOptionsAndPolicyThrough) {
   EXPECT_EQ(made->build.options, std::vector<std::string>{"-DMONOTILE_TEST=1"});
 }
 
+// MONOTILE_LINE_INFO set for the scope's life, unset after it.
+class LineInfoRequested {
+ public:
+  LineInfoRequested() { ::setenv("MONOTILE_LINE_INFO", "1", 1); }
+  ~LineInfoRequested() { ::unsetenv("MONOTILE_LINE_INFO"); }
+};
+
+TEST(MakeBuild, LineInfoPointsTheSourceAndTheLineTableAtTheUsersLines) {
+  for (const char* text : {"sm_90a", "gfx90a"}) {
+    const std::string table =
+        target(text).vendor() == dsl::Vendor::kNvidia ? "-lineinfo" : "-gline-tables-only";
+    absl::StatusOr<ProgramBuild> plain = make_build(vector_add(), target(text));
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_THAT(plain->build.source, Not(HasSubstr("#line")));
+    EXPECT_THAT(plain->build.options, Not(::testing::Contains(table)));
+    LineInfoRequested requested;
+    absl::StatusOr<ProgramBuild> lined = make_build(vector_add(), target(text));
+    ASSERT_TRUE(lined.ok()) << lined.status();
+    EXPECT_THAT(lined->build.source, HasSubstr("program_build_test.cpp\""));
+    EXPECT_THAT(lined->build.options, ::testing::Contains(table)) << text;
+  }
+}
+
+// The compilers take the flag, and their code objects then carry a line table for the profilers.
+TEST(MakeBuild, LineInfoBuildsCompileWithALineTable) {
+  for (const char* text : {"sm_90a", "gfx90a"}) {
+    if (std::optional<std::string> missing = testing::missing_compiler(text)) {
+      std::printf("[  SKIPPED ] %s: %s\n", text, missing->c_str());
+      continue;
+    }
+    testing::TempDir dir;
+    Jit jit(testing::config_in(dir.path()));
+    absl::StatusOr<ProgramBuild> plain = make_build(vector_add(), target(text));
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    absl::StatusOr<CompiledBuild> without = jit.compile_build(plain->build);
+    ASSERT_TRUE(without.ok()) << without.status();
+    EXPECT_THAT(without->code_object, Not(HasSubstr(".debug_line"))) << text;
+    LineInfoRequested requested;
+    absl::StatusOr<ProgramBuild> lined = make_build(vector_add(), target(text));
+    ASSERT_TRUE(lined.ok()) << lined.status();
+    absl::StatusOr<CompiledBuild> with = jit.compile_build(lined->build);
+    ASSERT_TRUE(with.ok()) << with.status();
+    EXPECT_THAT(with->code_object, HasSubstr(".debug_line")) << text;
+    EXPECT_NE(with->key, without->key);
+  }
+}
+
 TEST(MakeBuild, ErrorNamesTheProgramAndTarget) {
   absl::StatusOr<ProgramBuild> made = make_build(vector_add(), dsl::Target::cpu());
   ASSERT_FALSE(made.ok());
   EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(made.status().message()), StartsWith("make_build of \"vector_add\" for cpu: "));
-  EXPECT_THAT(std::string(made.status().message()), HasSubstr("the cpu target has no generated code"));
+  EXPECT_THAT(std::string(made.status().message()),
+              StartsWith("make_build of \"vector_add\" for cpu: "));
+  EXPECT_THAT(std::string(made.status().message()),
+              HasSubstr("the cpu target has no generated code"));
 }
 
 }  // namespace

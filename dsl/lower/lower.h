@@ -1,6 +1,7 @@
-// lower(): one tile program -> one HIP/CUDA C++ kernel for a GPU target. The function is the list of
-// passes (verify, simplify, layouts, axis analysis, op lowering, emission), each in its own file.
-// The generated source needs no header and is the same text for the same (program, target, options).
+// lower(): one tile program -> one HIP/CUDA C++ kernel for a GPU target. The function is the list
+// of passes (verify, simplify, layouts, axis analysis, op lowering, emission), each in its own
+// file. The generated source needs no header and is the same text for the same (program, target,
+// options).
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,11 @@ struct LowerOptions {
   // Keep the IR text after each pass in LoweredKernel::dumps; also on when MONOTILE_DUMP_IR is set
   // (to anything but "0"), in which case the dumps also go to stderr.
   bool dump_after_each = false;
-  // Emit #line directives pointing at the user's C++, for reading a dumped source by hand. Off by
-  // default: a path in the source would make the cache key depend on where the checkout lives and
-  // on every line above the kernel. Diagnostics use LoweredKernel::origins instead.
+  // Emit #line directives pointing at the user's C++, for reading a dumped source by hand or, with
+  // the compiler's line table (jit::make_build adds it), for a profiler to charge its samples to
+  // the user's lines. Off by default: a path in the source would make the cache key depend on where
+  // the checkout lives and on every line above the kernel. Diagnostics use LoweredKernel::origins
+  // instead. Also on when MONOTILE_LINE_INFO is set (line_info_requested).
   bool line_directives = false;
 };
 
@@ -43,10 +46,10 @@ struct SourceOrigin {
 
 // One kernel parameter as the launcher must pass it (in order).
 struct KernelParam {
-  std::string name;       // the program's parameter name
-  ElementType type;       // pointer or scalar
-  std::string c_type;     // its spelling in the kernel signature: "mt_bf16*", "int", ...
-  int size = 0;           // bytes in the argument buffer
+  std::string name;    // the program's parameter name
+  ElementType type;    // pointer or scalar
+  std::string c_type;  // its spelling in the kernel signature: "mt_bf16*", "int", ...
+  int size = 0;        // bytes in the argument buffer
   int alignment = 0;
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
@@ -60,10 +63,11 @@ struct LoweredKernel {
   std::string source;       // complete CUDA/HIP C++ text
   std::string kernel_name;  // the extern "C" __global__ function
   int block_threads = 0;    // num_warps * target.warp_size()
-  int64_t dynamic_shared_bytes = 0;  // pass at launch (above 48 KiB NVIDIA needs the opt-in attribute)
+  int64_t dynamic_shared_bytes =
+      0;  // pass at launch (above 48 KiB NVIDIA needs the opt-in attribute)
   std::vector<KernelParam> params;
   std::vector<SourceOrigin> origins;  // generated lines -> the user's file:line, in source order
-  std::vector<PassDump> dumps;  // when requested
+  std::vector<PassDump> dumps;        // when requested
 };
 
 // Errors: InvalidArgument for a program this target cannot run (a CPU target, a malformed program,
@@ -74,5 +78,10 @@ absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target
 
 // Whether MONOTILE_DUMP_IR asks every lower() to print its passes to stderr.
 bool dump_ir_requested();
+
+// Whether MONOTILE_LINE_INFO (set to anything but "" or "0") asks every lower() for #line
+// directives and every build for a line table, so that a profiler (Nsight Compute's source view,
+// rocprof) shows the user's C++ lines. Such builds get their own cache entries.
+bool line_info_requested();
 
 }  // namespace monotile::dsl::lower
