@@ -24,9 +24,7 @@ dsl::Program vector_add() {
   return b.finish();
 }
 
-dsl::Target target(const char* text) {
-  return *dsl::Target::parse(text);
-}
+dsl::Target target(const char* text) { return *dsl::Target::parse(text); }
 
 // Every op moved to another file and 7 lines down, as in a second checkout with a comment added.
 void relocate(dsl::Block& block) {
@@ -41,11 +39,9 @@ TEST(MakeBuild, TheSourceDoesNotDependOnWhereTheProgramWasWritten) {
   dsl::Program here = vector_add(), there = vector_add();
   relocate(there.body);
   for (const char* text : {"sm_90a", "gfx90a"}) {
-    absl::StatusOr<ProgramBuild> a = make_build(here, target(text)),
-                                 b = make_build(there, target(text));
+    absl::StatusOr<ProgramBuild> a = make_build(here, target(text)), b = make_build(there, target(text));
     ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(a->build.source, b->build.source)
-        << text;  // the key hashes the source, never origins
+    EXPECT_EQ(a->build.source, b->build.source) << text;  // the key hashes the source, never origins
     EXPECT_THAT(a->build.source, Not(HasSubstr("program_build_test.cpp")));
     ASSERT_FALSE(a->build.origins.empty());
     EXPECT_EQ(a->build.origins.front().loc.line + 7, b->build.origins.front().loc.line);
@@ -140,10 +136,8 @@ TEST(MakeBuild, ErrorNamesTheProgramAndTarget) {
   absl::StatusOr<ProgramBuild> made = make_build(vector_add(), dsl::Target::cpu());
   ASSERT_FALSE(made.ok());
   EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(made.status().message()),
-              StartsWith("make_build of \"vector_add\" for cpu: "));
-  EXPECT_THAT(std::string(made.status().message()),
-              HasSubstr("the cpu target has no generated code"));
+  EXPECT_THAT(std::string(made.status().message()), StartsWith("make_build of \"vector_add\" for cpu: "));
+  EXPECT_THAT(std::string(made.status().message()), HasSubstr("the cpu target has no generated code"));
 }
 
 }  // namespace

@@ -29,8 +29,7 @@ bool line_info_requested() {
   return value != nullptr && std::string_view(value) != "0" && std::string_view(value) != "";
 }
 
-absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target,
-                                    const LowerOptions& requested) {
+absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target, const LowerOptions& requested) {
   LowerOptions options = requested;
   options.line_directives = options.line_directives || line_info_requested();
   LoweringState state{program, target, options, {}, {}, {}, {}};
@@ -38,9 +37,8 @@ absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target
   bool dumping = options.dump_after_each || to_stderr;
   auto dump = [&](std::string_view pass, std::string text) {
     if (!dumping) return;
-    if (to_stderr)
-      std::fprintf(stderr, "// ---- monotile IR after %.*s ----\n%s\n",
-                   static_cast<int>(pass.size()), pass.data(), text.c_str());
+    if (to_stderr) std::fprintf(stderr, "// ---- monotile IR after %.*s ----\n%s\n", static_cast<int>(pass.size()),
+                                pass.data(), text.c_str());
     state.dumps.push_back(PassDump{std::string(pass), std::move(text)});
   };
 
@@ -59,12 +57,10 @@ absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target
   dump("emit", dumping ? kernel.source : "");
 
   if (kernel.dynamic_shared_bytes > target.shared_memory_per_block()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("lowering \"", program.name, "\" for ", target.str(), ": needs ",
-                     kernel.dynamic_shared_bytes, " bytes of shared memory, the target has ",
-                     target.shared_memory_per_block(),
-                     "; hint: use smaller tiles for the ops that go through shared memory (dot, "
-                     "sort, trans, conversions)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "lowering \"", program.name, "\" for ", target.str(), ": needs ", kernel.dynamic_shared_bytes,
+        " bytes of shared memory, the target has ", target.shared_memory_per_block(),
+        "; hint: use smaller tiles for the ops that go through shared memory (dot, sort, trans, conversions)"));
   }
   kernel.dumps = std::move(state.dumps);
   return kernel;

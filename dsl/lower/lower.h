@@ -1,7 +1,6 @@
-// lower(): one tile program -> one HIP/CUDA C++ kernel for a GPU target. The function is the list
-// of passes (verify, simplify, layouts, axis analysis, op lowering, emission), each in its own
-// file. The generated source needs no header and is the same text for the same (program, target,
-// options).
+// lower(): one tile program -> one HIP/CUDA C++ kernel for a GPU target. The function is the list of
+// passes (verify, simplify, layouts, axis analysis, op lowering, emission), each in its own file.
+// The generated source needs no header and is the same text for the same (program, target, options).
 #pragma once
 
 #include <cstdint>
@@ -46,10 +45,10 @@ struct SourceOrigin {
 
 // One kernel parameter as the launcher must pass it (in order).
 struct KernelParam {
-  std::string name;    // the program's parameter name
-  ElementType type;    // pointer or scalar
-  std::string c_type;  // its spelling in the kernel signature: "mt_bf16*", "int", ...
-  int size = 0;        // bytes in the argument buffer
+  std::string name;       // the program's parameter name
+  ElementType type;       // pointer or scalar
+  std::string c_type;     // its spelling in the kernel signature: "mt_bf16*", "int", ...
+  int size = 0;           // bytes in the argument buffer
   int alignment = 0;
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
@@ -63,11 +62,10 @@ struct LoweredKernel {
   std::string source;       // complete CUDA/HIP C++ text
   std::string kernel_name;  // the extern "C" __global__ function
   int block_threads = 0;    // num_warps * target.warp_size()
-  int64_t dynamic_shared_bytes =
-      0;  // pass at launch (above 48 KiB NVIDIA needs the opt-in attribute)
+  int64_t dynamic_shared_bytes = 0;  // pass at launch (above 48 KiB NVIDIA needs the opt-in attribute)
   std::vector<KernelParam> params;
   std::vector<SourceOrigin> origins;  // generated lines -> the user's file:line, in source order
-  std::vector<PassDump> dumps;        // when requested
+  std::vector<PassDump> dumps;  // when requested
 };
 
 // Errors: InvalidArgument for a program this target cannot run (a CPU target, a malformed program,
