@@ -2,6 +2,10 @@
 // width, matrix instruction, atomics' scope, the timer, no headers, #line, launch ABI, errors).
 #include <algorithm>
 #include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 #include "dsl/dsl.h"
 #include "dsl/lower/lower.h"
@@ -415,6 +419,38 @@ TEST(Codegen, OriginsPointAtTheUsersFileAndTheSourceCarriesNoPath) {
   LoweredKernel with = lowered(vector_add(256, f32), "gfx90a", {.line_directives = true});
   EXPECT_THAT(with.source, HasSubstr("#line "));
   EXPECT_THAT(with.source, HasSubstr("codegen_test.cpp\""));
+}
+
+// A directive numbers the lines after it, so each line an op writes gets its own: an op of several
+// lines is charged to its line alone, never to the lines below it in the user's file.
+TEST(Codegen, LineDirectivesChargeEveryGeneratedLineToItsOp) {
+  Builder b("row_sums", {.num_warps = 2});
+  Value x = b.arg("x", ptr(f32)), out = b.arg("out", ptr(f32));
+  auto rows = arange(0, 16), cols = arange(0, 64);
+  auto tile = load(x + col(rows) * 64 + row(cols));
+  const int sum_line = __LINE__ + 1;
+  auto sums = sum(tile * tile, 1);
+  store(out + rows, sums);
+  LoweredKernel kernel = lowered(b.finish(), "sm_90a", {.line_directives = true});
+  std::vector<std::string> lines = absl::StrSplit(kernel.source, '\n');
+  auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("#line", 0) == 0; });
+  ASSERT_NE(first, lines.end());
+  int charged_to_sum = 0;
+  std::string directive;
+  for (auto it = first; it != lines.end(); ++it) {
+    const std::string& text = *it;
+    if (text.rfind("#line", 0) == 0) {
+      directive = text;
+      continue;
+    }
+    if (text.empty() || text.rfind("#pragma", 0) == 0 || text == "}") continue;
+    const std::string& before = *(it - 1);
+    const bool directly = before.rfind("#line", 0) == 0 ||
+                          (before.rfind("#pragma", 0) == 0 && (it - 2)->rfind("#line", 0) == 0);
+    EXPECT_TRUE(directly) << "line without its own directive: " << text;
+    if (directive.rfind(absl::StrCat("#line ", sum_line, " "), 0) == 0) ++charged_to_sum;
+  }
+  EXPECT_GT(charged_to_sum, 3);  // the reduction is several lines, each charged to sum_line
 }
 
 TEST(Codegen, BlockThreadsAndParametersFollowTheTarget) {

@@ -258,7 +258,12 @@ std::vector<int64_t> OpLowering::row_major(const std::vector<int64_t>& shape) {
 }
 
 void OpLowering::line(std::string_view text) {
-  if (!text.empty() && text[0] == '#') {
+  const bool directive = !text.empty() && text[0] == '#';
+  if (!directive_.empty() && !after_pragma_ && !(directive && text.rfind("#line", 0) == 0)) {
+    absl::StrAppend(&body_, directive_, "\n");
+  }
+  after_pragma_ = directive && text.rfind("#pragma", 0) == 0;
+  if (directive) {
     absl::StrAppend(&body_, to_absl(text), "\n");
     return;
   }
@@ -339,7 +344,7 @@ absl::Status OpLowering::unsupported(const Op& op, std::string_view what) const 
 absl::Status OpLowering::op(const Op& op) {
   if (pipelines_.is_staged(&op)) return absl::OkStatus();  // moved by its loop's pipeline
   if (op.loc.line > 0 && (origins_.empty() || !(origins_.back().loc == op.loc))) {
-    if (state_.options.line_directives) line(absl::StrCat("#line ", op.loc.line, " \"", escape(op.loc.file), "\""));
+    if (state_.options.line_directives) directive_ = absl::StrCat("#line ", op.loc.line, " \"", escape(op.loc.file), "\"");
     // Lines counted incrementally: a count over the whole body per op would be quadratic.
     body_lines_ += static_cast<int>(std::count(body_.begin() + static_cast<std::ptrdiff_t>(body_counted_), body_.end(), '\n'));
     body_counted_ = body_.size();

@@ -184,6 +184,12 @@ class OpLowering {
   std::string body_;
   std::vector<SourceOrigin> origins_;
   size_t body_counted_ = 0;  // body_ chars whose newlines are in body_lines_
+  // With LowerOptions::line_directives: the current op's "#line N \"file\"", written before each of
+  // its lines (a directive numbers the lines after it on, so one per op would charge an op's later
+  // lines to the lines below its own), and whether the last line was a #pragma (which must stay
+  // right before its loop).
+  std::string directive_;
+  bool after_pragma_ = false;
   int body_lines_ = 0;
   int indent_ = 1;
   std::string preamble_;
