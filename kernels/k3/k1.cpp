@@ -430,7 +430,7 @@ std::string k1_name(const K1Build& b) {
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
                                   b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "",
-                                  b.stage_clock ? "_clock" : "");
+                                  b.prefetch_weights ? "" : "_np", b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
@@ -460,7 +460,7 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   Args a = declare(b, build);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   tick(a, 0);
-  prefetch_in_proj(build, a);
+  if (build.prefetch_weights) prefetch_in_proj(build, a);
   attn_res_rows(attn_res(build, a), hc);
   tick(a, 1);
   // A program without a KDA task loads the last task's inputs instead (L2 hits, never used).

@@ -56,6 +56,9 @@ struct K1Build {
   // the most that fit; fewer leave L1 more room (K2 on NVIDIA runs 3, k2.h). Other than 0, the name
   // ends "_st{n}" (k1_bench --pipeline times others).
   int num_stages = 0;
+  // Before stage A, each in_proj task's program asks L2 for the first third of its W_in rows
+  // (k1.cpp prefetch_in_proj). Off, the name ends "_np" (k1_bench --no-prefetch times it).
+  bool prefetch_weights = true;
   // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
@@ -80,7 +83,8 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" with
-// the early inputs, "_st{n}" with num_stages, "_clock" with the stage clock, plus a hash of the eps
+// the early inputs, "_st{n}" with num_stages, "_np" without the weights' prefetch, "_clock" with the
+// stage clock, plus a hash of the eps
 // values and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
 

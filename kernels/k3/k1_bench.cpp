@@ -10,13 +10,15 @@
 // the L2 flush before each K1 + GEMV pair, events around the pair), its launches interleaved with
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
-// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]]
+// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--no-prefetch]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
 // for bench/tables/kda_half.py; without a GPU the file says why ("gpu": false, "reason").
 // --pipeline N,...: after each shape, the same shape again with N shared-memory stages for the
 // in_proj GEMV (K1Build::num_stages, 2 to 4) instead of the most that fit, a row each (not in --json).
+// --no-prefetch: after each shape, the same shape without the weights' L2 prefetch before stage A
+// (K1Build::prefetch_weights), a row (and with --stages its clock) each.
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
 // weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
@@ -262,7 +264,8 @@ std::string shape_json(const ShapeResult& r) {
   return text;
 }
 
-int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines) {
+int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines,
+        bool no_prefetch) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -315,18 +318,25 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
       out.push_back(b);
       out.back().num_stages = n;
     }
+    if (no_prefetch) {
+      out.push_back(b);
+      out.back().prefetch_weights = false;
+    }
     return out;
   };
   // Every program the run times (with --stages, each shape's clock build too; the half's o_proj GEMV).
+  auto clocked = [](K1Build b) {
+    b.stage_clock = true;
+    return b;
+  };
   std::vector<dsl::Program> programs;
   for (const K1Build& b : shapes) {
-    if (stages) {
-      K1Build clocked = b;
-      clocked.stage_clock = true;
-      programs.push_back(k1_program(clocked));
-    }
+    if (stages) programs.push_back(k1_program(clocked(b)));
     programs.push_back(k1_program(b));
-    for (const K1Build& v : variants_of(b)) programs.push_back(k1_program(v));
+    for (const K1Build& v : variants_of(b)) {
+      programs.push_back(k1_program(v));
+      if (stages && !v.prefetch_weights) programs.push_back(k1_program(clocked(v)));
+    }
     const int m = b.tokens, n_out = b.hidden, k_in = static_cast<int>(b.projection());
     programs.push_back(bench::gemv_kernel(m, n_out, k_in, bench::gemv_config(m, n_out, k_in)).program);
   }
@@ -355,19 +365,20 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
                 r.bytes / 1e6, half_us, timing->half.best_ms * 1e3, r.floor_us, half_us / r.floor_us);
     return r;
   };
+  // Three launches of the build's stage_clock twin, which print when its stages end.
+  auto print_clock = [&](const K1Build& build) {
+    absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked(build), 3, false, flush);
+    if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
+  };
   for (const K1Build& build : shapes) {
-    if (stages) {
-      K1Build clocked = build;
-      clocked.stage_clock = true;
-      absl::StatusOr<HalfTimings> timing = time_k1(device, *stream, clocked, 3, false, flush);
-      if (!timing.ok()) std::fprintf(stderr, "k1_bench: %s\n", timing.status().ToString().c_str());
-    }
+    if (stages) print_clock(build);
     std::optional<ShapeResult> r = time_row(build);
     if (!r) {
       status = 1;
       continue;
     }
     for (const K1Build& v : variants_of(build)) {
+      if (stages && !v.prefetch_weights) print_clock(v);
       if (!time_row(v)) status = 1;
     }
     results.push_back(std::move(*r));
@@ -393,7 +404,9 @@ int main(int argc, char** argv) {
   bool flush = true;
   std::string json;
   std::vector<int> pipelines;
-  const char* usage = "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]]\n";
+  bool no_prefetch = false;
+  const char* usage =
+      "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--no-prefetch]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -405,6 +418,8 @@ int main(int argc, char** argv) {
         }
         pipelines.push_back(n);
       }
+    } else if (std::string(argv[i]) == "--no-prefetch") {
+      no_prefetch = true;
     } else if (std::string(argv[i]) == "--stages") {
       stages = true;
     } else if (std::string(argv[i]) == "--warm") {
@@ -418,5 +433,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines);
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, no_prefetch);
 }
