@@ -263,8 +263,11 @@ std::vector<Value> decays(const K1Build& b, const Args& a, const Request& r, con
   auto g = dot(f_a, trans(w_fb)).to(bf16).to(f32);
   auto scale = exp(load(a.a_log + h));
   auto bias = load(a.dt_bias + h * kHeadDim + kk);
+  // On the whole [padded, 128] tile, whose elements the threads share out, rather than a token's
+  // row at a time, which every thread repeats: a quarter of the exp and sigmoid code at q = 4.
+  auto decay = exp(b.lower_bound * sigmoid(scale * (g + row(bias))));
   std::vector<Value> out;
-  for (int t = 0; t < b.q; ++t) out.push_back(exp(b.lower_bound * sigmoid(scale * (row_of(g, t) + bias))));
+  for (int t = 0; t < b.q; ++t) out.push_back(row_of(decay, t));
   return out;
 }
 
@@ -334,32 +337,30 @@ void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p) {
   // old conv state are ordered before its arrival.
   if_(count_arrival(a.counters + kHeadCounters + r.n * heads + h, kTasksPerHead), [&] {
     fence(Order::acquire, Scope::gpu);
-    // Every load first (plain loads, which the acquire covers), so they are in flight together.
+    // The request's tokens as one [tokens, 128] tile (plain loads, which the acquire covers): one
+    // pass of the norm's and the gate's code for all of them, not one a token.
+    auto ts = arange(0, pow2_at_least(b.q));
+    auto real = col(ts < b.q);
+    auto tokens = col(r.n * b.q + ts);
     auto w = load(a.o_norm + kk).to(f32);
-    std::vector<Value> o, gate;
-    for (int t = 0; t < b.q; ++t) {
-      auto token = r.n * b.q + t;
-      o.push_back(load(a.o_rows + ((r.n * heads + h) * b.q + t) * kHeadDim + kk));
-      gate.push_back(load(a.proj + token * b.in_proj_rows + 3 * pl + h * kHeadDim + kk).to(f32));
-    }
-    for (int t = 0; t < b.q; ++t) {
-      auto token = r.n * b.q + t;
-      auto y = o[t] * rsqrt(sum(o[t] * o[t]) / float(kHeadDim) + b.onorm_eps) * w * sigmoid(gate[t]);
-      store(a.core + token * pl + h * kHeadDim + kk, y.to(bf16));
-    }
+    auto o = load(a.o_rows + ((r.n * heads + h) * b.q + col(ts)) * kHeadDim + row(kk), real);
+    auto gate = load(a.proj + tokens * b.in_proj_rows + 3 * pl + h * kHeadDim + row(kk), real).to(f32);
+    auto y = o * col(rsqrt(sum(o * o, 1) / float(kHeadDim) + b.onorm_eps)) * row(w) * sigmoid(gate);
+    store(a.core + tokens * pl + h * kHeadDim + row(kk), y.to(bf16), real);
     // The head's new conv state: entries 0..q+1 = [old[a + 1], old[a + 2], x_0 .. x_{q-1}] for its
-    // q, k and v channels (entries past q + 1 are left as they are); a part's loads go together
-    // (three parts at once would hold 3 (q + 2) tiles: they spill at q = 8).
+    // q, k and v channels (entries past q + 1 are left as they are), a part as one [entries, 128]
+    // tile: its element addresses (any strides) are then computed once, not once an entry, which
+    // made this the longest run of code on K1's critical path.
+    const int kept = kConvWidth - 2;  // old entries that stay
+    auto es = arange(0, pow2_at_least(b.q + kept));
+    auto from_state = col(es < kept) & r.has_conv;
+    auto from_proj = col((es >= kept) & (es < b.q + kept));
+    auto x_rows = r.n * b.q + maximum(es - kept, 0);
     for (int part = 0; part < 3; ++part) {
-      auto channels = part * pl + h * kHeadDim + kk;
-      std::vector<Value> entries;
-      for (int j = 1; j < kConvWidth - 1; ++j) {
-        entries.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv));
-      }
-      for (int t = 0; t < b.q; ++t) entries.push_back(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + channels));
-      for (size_t e = 0; e < entries.size(); ++e) {
-        store(conv_entry(a, r, channels, full({}, static_cast<int>(e), i32)), entries[e], r.has_conv);
-      }
+      auto channels = row(part * pl + h * kHeadDim + kk);
+      auto old = load(conv_entry(a, r, channels, col(r.accepted_index + 1 + es)), from_state);
+      auto x = load(a.proj + col(x_rows) * b.in_proj_rows + channels, from_proj);
+      store(conv_entry(a, r, channels, col(es)), where(from_state, old, x), (from_state | from_proj) & r.has_conv);
     }
   });
 }
@@ -430,7 +431,7 @@ std::string k1_name(const K1Build& b) {
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
                                   b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "",
-                                  b.prefetch_weights ? "" : "_np", b.stage_clock ? "_clock" : "");
+                                  b.prefetch_weights ? "_pw" : "", b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {

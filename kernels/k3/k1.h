@@ -57,8 +57,10 @@ struct K1Build {
   // ends "_st{n}" (k1_bench --pipeline times others).
   int num_stages = 0;
   // Before stage A, each in_proj task's program asks L2 for the first third of its W_in rows
-  // (k1.cpp prefetch_in_proj). Off, the name ends "_np" (k1_bench --no-prefetch times it).
-  bool prefetch_weights = true;
+  // (k1.cpp prefetch_in_proj). Off: on an H100 K1 was 4-6% faster without it at every K3 shape
+  // (its 30 MB held up stage A's loads, and stage B did not gain that back). On, the name ends
+  // "_pw" (k1_bench --prefetch times it).
+  bool prefetch_weights = false;
   // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
@@ -83,7 +85,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" with
-// the early inputs, "_st{n}" with num_stages, "_np" without the weights' prefetch, "_clock" with the
+// the early inputs, "_st{n}" with num_stages, "_pw" with the weights' prefetch, "_clock" with the
 // stage clock, plus a hash of the eps
 // values and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);

@@ -10,14 +10,18 @@
 // the L2 flush before each K1 + GEMV pair, events around the pair), its launches interleaved with
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
-// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--no-prefetch]
+// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]
+//                 [--gemv STEPxROWS[,...]]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
 // for bench/tables/kda_half.py; without a GPU the file says why ("gpu": false, "reason").
 // --pipeline N,...: after each shape, the same shape again with N shared-memory stages for the
 // in_proj GEMV (K1Build::num_stages, 2 to 4) instead of the most that fit, a row each (not in --json).
-// --no-prefetch: after each shape, the same shape without the weights' L2 prefetch before stage A
+// --gemv STEPxROWS,...: after each shape, the same shape with the in_proj GEMV's K step and rows a
+// task set (K1Build::gemv_step, gemv_rows; e.g. 512x64, 256x48), a row (and with --stages its
+// clock) each.
+// --prefetch: after each shape, the same shape with the weights' L2 prefetch before stage A
 // (K1Build::prefetch_weights), a row (and with --stages its clock) each.
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
@@ -265,7 +269,7 @@ std::string shape_json(const ShapeResult& r) {
 }
 
 int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines,
-        bool no_prefetch) {
+        bool prefetch, const std::vector<std::pair<int, int>>& gemvs) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -318,9 +322,14 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
       out.push_back(b);
       out.back().num_stages = n;
     }
-    if (no_prefetch) {
+    if (prefetch) {
       out.push_back(b);
-      out.back().prefetch_weights = false;
+      out.back().prefetch_weights = true;
+    }
+    for (auto [step, rows] : gemvs) {
+      out.push_back(b);
+      out.back().gemv_step = step;
+      out.back().gemv_rows = rows;
     }
     return out;
   };
@@ -335,7 +344,7 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
     programs.push_back(k1_program(b));
     for (const K1Build& v : variants_of(b)) {
       programs.push_back(k1_program(v));
-      if (stages && !v.prefetch_weights) programs.push_back(k1_program(clocked(v)));
+      if (stages && v.num_stages == 0) programs.push_back(k1_program(clocked(v)));
     }
     const int m = b.tokens, n_out = b.hidden, k_in = static_cast<int>(b.projection());
     programs.push_back(bench::gemv_kernel(m, n_out, k_in, bench::gemv_config(m, n_out, k_in)).program);
@@ -378,7 +387,7 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
       continue;
     }
     for (const K1Build& v : variants_of(build)) {
-      if (stages && !v.prefetch_weights) print_clock(v);
+      if (stages && v.num_stages == 0) print_clock(v);
       if (!time_row(v)) status = 1;
     }
     results.push_back(std::move(*r));
@@ -404,9 +413,11 @@ int main(int argc, char** argv) {
   bool flush = true;
   std::string json;
   std::vector<int> pipelines;
-  bool no_prefetch = false;
+  bool prefetch = false;
+  std::vector<std::pair<int, int>> gemvs;
   const char* usage =
-      "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--no-prefetch]\n";
+      "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]\n"
+      "                [--gemv STEPxROWS[,...]]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -418,8 +429,18 @@ int main(int argc, char** argv) {
         }
         pipelines.push_back(n);
       }
-    } else if (std::string(argv[i]) == "--no-prefetch") {
-      no_prefetch = true;
+    } else if (std::string(argv[i]) == "--gemv" && i + 1 < argc) {
+      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      for (const std::string& v : values) {
+        int step = 0, rows = 0;
+        if (std::sscanf(v.c_str(), "%dx%d", &step, &rows) != 2 || step < 16 || (rows != 48 && rows != 64)) {
+          std::fprintf(stderr, "k1_bench: --gemv %s: expected STEPxROWS, rows 48 or 64 (e.g. 512x64)\n", v.c_str());
+          return 2;
+        }
+        gemvs.emplace_back(step, rows);
+      }
+    } else if (std::string(argv[i]) == "--prefetch") {
+      prefetch = true;
     } else if (std::string(argv[i]) == "--stages") {
       stages = true;
     } else if (std::string(argv[i]) == "--warm") {
@@ -433,5 +454,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, no_prefetch);
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, gemvs);
 }

@@ -81,6 +81,20 @@ std::vector<K1Build> builds() {
 }
 
 TEST(K1Compile, Sm90a) { expect_compiles("sm_90a", builds()); }
+
+// k1_bench --gemv 512x64 at K3 TP 8's widest q 4 build: in_proj in 512-wide K steps (half the
+// barriers; the pipeline takes fewer stages). 48-row tasks spilled there (4 spill stores at 256,
+// and 512 x 48 needed 262400 bytes of shared memory).
+TEST(K1Compile, Sm90aGemvVariants) {
+  std::vector<K1Build> variants;
+  for (auto [step, rows] : {std::pair{512, 64}}) {
+    K1Build build = k1_for_target(k3_rank_build(16, 4, 1), *dsl::Target::parse("sm_90a"));
+    build.gemv_step = step;
+    build.gemv_rows = rows;
+    variants.push_back(build);
+  }
+  expect_compiles("sm_90a", variants);
+}
 TEST(K1Compile, Gfx90a) { expect_compiles("gfx90a", builds()); }
 TEST(K1Compile, Gfx942) { expect_compiles("gfx942", builds()); }
 
