@@ -58,6 +58,16 @@ Value count_arrival(const Value& counter, int arrivals, int span) {
   return last;
 }
 
+Value count_arrival(const Value& counter, const Value& arrivals, int span) {
+  MT_CHECK(span > 0 && (span & (span - 1)) == 0, "an arrival span is a power of two");
+  fence(Order::release, Scope::gpu);
+  barrier();
+  auto before = atomic_add(counter, 1, Scope::gpu, Order::acq_rel);
+  auto last = (before & (span - 1)) == arrivals - 1;
+  if_(last & (arrivals < span), [&] { atomic_add(counter, span - arrivals, Scope::gpu, Order::relaxed); });
+  return last;
+}
+
 void arrive(const Value& counter, int arrivals, const Value& flag, const HandoffContext& context, int span) {
   // The last arrival's acquire makes every earlier share happen before its release of the flag.
   if_(count_arrival(counter, arrivals, span), [&] { store_release(flag, context.tag, Scope::gpu); });

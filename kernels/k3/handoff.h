@@ -41,6 +41,8 @@ int arrival_span(int arrivals);
 // Counts this program on *counter as arrive() does, without a flag, and returns whether it was the
 // last of the `arrivals` (an i1 scalar); the last one's acquire covers every earlier share.
 dsl::Value count_arrival(const dsl::Value& counter, int arrivals, int span = 0);
+// The same for a number of arrivals known only at run time (i32 scalar, 1..span).
+dsl::Value count_arrival(const dsl::Value& counter, const dsl::Value& arrivals, int span);
 
 // Waits (wait_until, acquire) until *flag holds the tag, the timeout passes (recorded under
 // `region` and `index` with the value seen), or the rank has already failed (no wait at all). The

@@ -41,6 +41,11 @@ constexpr int kAttnResWords = 2 * kMaxTokens;
 constexpr int kProjFlag = kAttnResWords;
 constexpr int kProjCounter = kAttnResWords;
 constexpr int kHeadCounters = kAttnResWords + 1;
+// Stream-K: at most this many programs share a row block (a program's run is at least half a row
+// block's steps), which is also the span their counter grows by each launch.
+constexpr int kMaxSegments = 3;
+constexpr int kSegmentSpan = 4;
+int row_block_counters(const K1Build& b) { return kHeadCounters + kMaxTokens / 2 * b.heads; }
 
 
 int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + b.gemv_rows - 1) / b.gemv_rows; }
@@ -182,6 +187,50 @@ void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
     auto acc = gemv_task(gemv, task, b.in_proj_rows);
     store(a.proj + row(ms) * b.in_proj_rows + col(rows), acc.to(bf16), col(rows < b.in_proj_rows) & row(ms < b.tokens));
     arrive(a.counters + kProjCounter, tasks, a.flags + kProjFlag, hc);
+  });
+}
+
+// Stage B as stream-K (K1Build::stream_k): the row blocks' K steps in one row-major sequence of
+// units, an equal run of them a program (at least half a row block, so at most three programs share
+// one). A program's run covers the tail of one row block and the head of the next (or, with few
+// programs, whole blocks between); each part's f32 partial goes to its slot of the row block, and
+// the last of the block's programs to arrive sums the slots in slot order (the same bits whatever
+// the order of arrival), stores proj's rows and counts the block done.
+void stage_in_proj_stream(const K1Build& b, const Args& a, const HandoffContext& hc) {
+  const int blocks = gemv_tasks(b);
+  const int steps = static_cast<int>(b.hidden / b.gemv_step);
+  const int units = blocks * steps;
+  const int64_t padded = gemv_padded_tokens(b.tokens);
+  const GemvTask gemv{.w = a.w_in, .x = a.x_rows, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows,
+                      .step = b.gemv_step};
+  auto per = maximum((units + num_programs(0) - 1) / num_programs(0), (steps + 1) / 2);
+  auto u0 = program_id(0) * per;
+  auto u1 = minimum(u0 + per, units);
+  auto rs = arange(0, b.gemv_rows);
+  auto ms = arange(0, padded);
+  if_(u0 < units, [&] {
+    wait_flag(attn_res_done_flag(attn_res(b, a)), static_cast<int32_t>(K1Region::kXRows), full({}, 0, i32), hc);
+    range(u0 / steps, (u1 - 1) / steps + 1, 1, [&](Value block) {
+      auto first = maximum(u0 - block * steps, 0), end = minimum(u1 - block * steps, steps);
+      auto rows = block * b.gemv_rows + rs;
+      auto acc = gemv_rows_span(gemv, rows, rows < b.in_proj_rows, first * b.gemv_step, end * b.gemv_step);
+      auto first_program = block * steps / per;
+      auto sharing = (block * steps + steps - 1) / per - first_program + 1;
+      auto slots = a.ares + (block * kMaxSegments) * (b.gemv_rows * padded);
+      store(slots + (program_id(0) - first_program) * (b.gemv_rows * padded) + col(rs) * padded + row(ms), acc);
+      if_(count_arrival(a.counters + row_block_counters(b) + block, sharing, kSegmentSpan), [&] {
+        fence(Order::acquire, Scope::gpu);
+        std::vector<Value> parts;
+        for (int j = 0; j < kMaxSegments; ++j) {  // every load in flight at once
+          parts.push_back(load(slots + j * (b.gemv_rows * padded) + col(rs) * padded + row(ms), sharing > j));
+        }
+        Value sum = parts[0];
+        for (int j = 1; j < kMaxSegments; ++j) sum = sum + parts[j];
+        store(a.proj + row(ms) * b.in_proj_rows + col(rows), sum.to(bf16),
+              col(rows < b.in_proj_rows) & row(ms < b.tokens));
+        arrive(a.counters + kProjCounter, blocks, a.flags + kProjFlag, hc);
+      });
+    });
   });
 }
 
@@ -430,7 +479,7 @@ std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
-                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "",
+                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
                                   b.prefetch_weights ? "_pw" : "", b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
@@ -468,7 +517,11 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   const int kda_tasks = build.requests() * build.heads * kTasksPerHead;
   std::optional<KdaPrologue> first;
   if (build.early_inputs) first = kda_prologue(build, a, minimum(program_id(0), kda_tasks - 1));
-  stage_in_proj(build, a, hc);
+  if (build.stream_k) {
+    stage_in_proj_stream(build, a, hc);
+  } else {
+    stage_in_proj(build, a, hc);
+  }
   tick(a, 2);
   stage_kda(build, a, hc, first);
   tick(a, 3);
@@ -485,10 +538,11 @@ K1Scratch k1_scratch(const K1Build& b) {
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
   // The control words first, at offsets every width of the rank shares: a width's data never lands
   // where another width keeps a counter or a flag.
-  s.counters = take(int64_t{kHeadCounters + kMaxTokens / 2 * b.heads} * 4);
+  s.counters = take(int64_t{row_block_counters(b) + gemv_tasks(b)} * 4);
   s.flags = take(int64_t{kProjFlag + 1} * 4);
   s.zeroed_bytes = layout.size();
-  s.ares = take(attn_res_partial_floats(b) * 4);
+  const int64_t stream_partials = int64_t{gemv_tasks(b)} * kMaxSegments * b.gemv_rows * gemv_padded_tokens(b.tokens);
+  s.ares = take(std::max(attn_res_partial_floats(b), b.stream_k ? stream_partials : 0) * 4);
   s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);
   s.o_rows = take(int64_t{b.requests()} * b.heads * b.q * kHeadDim * 4);

@@ -56,6 +56,10 @@ struct K1Build {
   // the most that fit; fewer leave L1 more room (K2 on NVIDIA runs 3, k2.h). Other than 0, the name
   // ends "_st{n}" (k1_bench --pipeline times others).
   int num_stages = 0;
+  // Stage B as stream-K: every program takes an equal run of the (row block, K step) units, so that
+  // all of them stream W_in (K3's TP 8 rank has 99 row blocks for 132 SMs); the programs sharing a
+  // row block sum their f32 partials in a fixed order. On, the name ends "_sk" (k1_bench --stream-k).
+  bool stream_k = false;
   // Before stage A, each in_proj task's program asks L2 for the first third of its W_in rows
   // (k1.cpp prefetch_in_proj). Off: on an H100 K1 was 4-6% faster without it at every K3 shape
   // (its 30 MB held up stage A's loads, and stage B did not gain that back). On, the name ends
@@ -85,7 +89,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" with
-// the early inputs, "_st{n}" with num_stages, "_pw" with the weights' prefetch, "_clock" with the
+// the early inputs, "_st{n}" with num_stages, "_sk" with stream-K, "_pw" with the weights' prefetch, "_clock" with the
 // stage clock, plus a hash of the eps
 // values and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
@@ -116,10 +120,11 @@ std::vector<std::string> k1_parameters(const K1Build& build);
 // the buffer is made, and no launch needs them reset (flags compare with the launch's tag; a counter
 // grows by the same power of two every launch, wrapping at 2^32: handoff.h arrive). The buffer of the widest build serves every width.
 struct K1Scratch {
-  int64_t counters = 0;  // i32 [33 + 8 NHl]: AttnRes's, in_proj tasks done, quarters per (request, head)
+  int64_t counters = 0;  // i32 [33 + 8 NHl + row blocks]: AttnRes's, in_proj tasks done, quarters per
+                         // (request, head), stream-K's segments per in_proj row block
   int64_t flags = 0;     // i32 [33]: AttnRes's (a row's partials, x written), then "proj written"
   int64_t zeroed_bytes = 0;  // [0, zeroed_bytes) must be zero before the first launch
-  int64_t ares = 0;      // f32: AttnRes's partials
+  int64_t ares = 0;      // f32: AttnRes's partials, then stream-K's (stage B starts after AttnRes ends)
   int64_t x_rows = 0;    // bf16 [T, H]
   int64_t proj = 0;      // bf16 [T, rows]
   int64_t o_rows = 0;    // f32 [N, NHl, q, 128]

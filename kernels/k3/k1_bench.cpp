@@ -11,7 +11,7 @@
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]
-//                 [--gemv STEPxROWS[,...]]
+//                 [--gemv STEPxROWS[,...]] [--stream-k]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
@@ -21,6 +21,8 @@
 // --gemv STEPxROWS,...: after each shape, the same shape with the in_proj GEMV's K step and rows a
 // task set (K1Build::gemv_step, gemv_rows; e.g. 512x64, 256x48), a row (and with --stages its
 // clock) each.
+// --stream-k: after each shape, the same shape with stage B as stream-K (K1Build::stream_k), a row
+// (and with --stages its clock).
 // --prefetch: after each shape, the same shape with the weights' L2 prefetch before stage A
 // (K1Build::prefetch_weights), a row (and with --stages its clock) each.
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
@@ -269,7 +271,7 @@ std::string shape_json(const ShapeResult& r) {
 }
 
 int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines,
-        bool prefetch, const std::vector<std::pair<int, int>>& gemvs) {
+        bool prefetch, const std::vector<std::pair<int, int>>& gemvs, bool stream_k) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -330,6 +332,10 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
       out.push_back(b);
       out.back().gemv_step = step;
       out.back().gemv_rows = rows;
+    }
+    if (stream_k) {
+      out.push_back(b);
+      out.back().stream_k = true;
     }
     return out;
   };
@@ -415,9 +421,10 @@ int main(int argc, char** argv) {
   std::vector<int> pipelines;
   bool prefetch = false;
   std::vector<std::pair<int, int>> gemvs;
+  bool stream_k = false;
   const char* usage =
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]\n"
-      "                [--gemv STEPxROWS[,...]]\n";
+      "                [--gemv STEPxROWS[,...]] [--stream-k]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -439,6 +446,8 @@ int main(int argc, char** argv) {
         }
         gemvs.emplace_back(step, rows);
       }
+    } else if (std::string(argv[i]) == "--stream-k") {
+      stream_k = true;
     } else if (std::string(argv[i]) == "--prefetch") {
       prefetch = true;
     } else if (std::string(argv[i]) == "--stages") {
@@ -454,5 +463,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, gemvs);
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, gemvs, stream_k);
 }

@@ -56,6 +56,16 @@ std::vector<K1Case> cases() {
   // Three launches on the same inputs, each equal to the first bit for bit (new epoch, counters
   // carried over, scratch poisoned again).
   out.push_back({.requests = 2, .q = 2, .launches = 3});
+  // Stream-K's in_proj: k3-tiny in 64-wide steps (4 a row block), so that row blocks are shared by
+  // two programs (8 programs, runs of 34 units) and by three (132 programs, runs of 3 units); its
+  // counters past the wrap; repeated launches bit for bit; K3's TP 8 rank on 132 programs.
+  out.push_back({.requests = 2, .q = 4, .stream_k = true, .gemv_step = 64});
+  out.push_back({.requests = 1, .q = 2, .programs = 132, .stream_k = true, .gemv_step = 64});
+  out.push_back({.requests = 4, .q = 2, .programs = 5, .counter_start = std::numeric_limits<int32_t>::max() - 255,
+                 .stream_k = true, .gemv_step = 64});
+  out.push_back({.requests = 2, .q = 2, .launches = 3, .stream_k = true, .gemv_step = 64});
+  out.push_back({.model = "k3", .tp = 8, .rank = 5, .layer = 1, .requests = 2, .q = 4, .programs = 132,
+                 .target = "sm_90a", .stream_k = true});
   return out;
 }
 

@@ -159,7 +159,8 @@ std::string case_name(const K1Case& c) {
   return absl::StrCat(c.model, "_tp", c.tp, "r", c.rank, "_L", c.layer, "_n", c.requests, "_q", c.q, "_sl",
                       c.state_len == 0 ? c.q + 2 : c.state_len, c.delta ? "_delta" : "", c.padded ? "_padded" : "",
                       c.dim_first ? "_dimfirst" : "", c.counter_start != 0 ? "_counters_far" : "",
-                      c.launches > 1 ? absl::StrCat("_x", c.launches) : "", c.cold ? "_cold" : "");
+                      c.launches > 1 ? absl::StrCat("_x", c.launches) : "", c.cold ? "_cold" : "",
+                      c.stream_k ? "_sk" : "", c.gemv_step > 0 ? absl::StrCat("_k", c.gemv_step) : "");
 }
 
 bool K1Result::ok() const {
@@ -204,6 +205,13 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   // 132-program cases take seconds), so it is minutes there unless the case sets it.
   if (executor.name() == "interpreter") build.wait_ns = kInterpreterWaitNs;
   if (c.wait_ns > 0) build.wait_ns = c.wait_ns;
+  // Shaped before the scratch is laid out: stream-K's partials and counters live there.
+  if (!c.target.empty()) {
+    MT_ASSIGN_OR_RETURN(dsl::Target target, dsl::Target::parse(c.target));
+    build = k1_for_target(build, target);
+  }
+  if (c.stream_k) build.stream_k = true;
+  if (c.gemv_step > 0) build.gemv_step = c.gemv_step;
   RankLayerWeights w = random_weights(config, dims, rng);
 
   // The step: request i uses slots from 1 + i q (a fresh slot per position), accepted count drawn
@@ -310,10 +318,6 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   MT_ASSIGN_OR_RETURN(DeviceBuffer health_buffer, i32_arg(health, "health"));
   MT_RETURN_IF_ERROR(i32_arg({0}, "alarm").status());
 
-  if (!c.target.empty()) {
-    MT_ASSIGN_OR_RETURN(dsl::Target target, dsl::Target::parse(c.target));
-    build = k1_for_target(build, target);
-  }
   const dsl::Program program = k1_program(build);
   // A buffer larger than any GPU's L2 (H200: 60 MB), written before each launch of a cold case.
   std::vector<uint8_t> evict_host(c.cold ? size_t{192} << 20 : 0);

@@ -36,6 +36,8 @@ struct K1Case {
                               // outputs and hand-off rows equal to the first's bit for bit
   bool cold = false;          // before each launch, overwrite a buffer larger than the L2 so that
                               // the weights come from memory, as in a model's step
+  bool stream_k = false;      // stage B as stream-K (K1Build::stream_k)
+  int gemv_step = 0;          // > 0: in_proj's K step (k3-tiny's 256 columns make one step of 256)
 };
 
 std::string case_name(const K1Case& c);
