@@ -47,6 +47,12 @@ std::vector<K1Case> cases() {
   out.push_back({.layer = 8, .requests = 2, .q = 4, .launches = 200, .cold = true});
   out.push_back({.requests = 4, .q = 4, .launches = 100, .cold = true});
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true});
+  // Stage B as stream-K (K1Build::stream_k): K3's rank at 4 and 16 tokens, repeated and cold, and
+  // k3-tiny in 64-wide steps, whose row blocks two or three programs share.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .stream_k = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .stream_k = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true, .stream_k = true});
+  out.push_back({.requests = 2, .q = 4, .launches = 100, .stream_k = true, .gemv_step = 64});
   return out;
 }
 
