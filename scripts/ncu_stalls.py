@@ -13,12 +13,28 @@ per instruction; `--import-source no` keeps the report small):
 
 --range prints every instruction from index FIRST to LAST (the indices the other tables print) with
 its samples and its main stall reason: the code around a hot instruction, to tell which stage it is.
+
+--lines LISTING charges the samples to the kernel's own C++ lines. Build the same kernel with
+MONOTILE_LINE_INFO=1 on both machines (the profile's run and the listing): the lowering then writes
+#line directives naming each DSL op's file and line, and the compiler a line table, which
+`nvdisasm -g` prints above the instructions:
+
+    MONOTILE_LINE_INFO=1 MONOTILE_JIT_DUMP_DIR=/tmp/d build/tools/monotile compile k3_k1_tp8_t4_q4 --target sm_90a
+    ptxas -arch=sm_90a -lineinfo /tmp/d/k3_k1_tp8_t4_q4-sm_90a.ptx -o /tmp/k1.cubin
+    nvdisasm -c -g /tmp/k1.cubin > /tmp/k1.sass
+    scripts/ncu_stalls.py k1_sass.csv.gz --lines /tmp/k1.sass [--top 40]
+
+The listing must be the profiled code instruction for instruction (the script checks the opcodes).
+Instructions of an inlined helper of the generated source (its math functions) are charged to the
+DSL line that ran before them.
 """
 
 import argparse
 import collections
 import csv
 import gzip
+import os
+import re
 import sys
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
@@ -52,14 +68,58 @@ def opcode(source):
     return words[0].split(".")[0] if words else ""
 
 
+def listing_lines(path):
+    """Each instruction's (opcode, "file:line") from an `nvdisasm -c -g` listing."""
+    here, out = "?", []
+    location = re.compile(r'//## File "([^"]+)", line (\d+)')
+    instruction = re.compile(r"\s+/\*[0-9a-f]{4,}\*/\s+(.*?);")
+    with open(path) as f:
+        for line in f:
+            found = location.search(line)
+            if found:
+                here = f"{os.path.basename(found.group(1))}:{found.group(2)}"
+                continue
+            found = instruction.match(line)
+            if found:
+                out.append((opcode(found.group(1)), here))
+    return out
+
+
+def by_line(body, columns, reasons, listing, top):
+    if len(listing) != len(body):
+        sys.exit(f"ncu_stalls: the listing has {len(listing)} instructions, the profile {len(body)}: not the same code")
+    differ = sum(1 for row, (op, _) in zip(body, listing) if opcode(row[columns["Source"]]) != op)
+    if differ:
+        sys.exit(f"ncu_stalls: {differ} instructions differ between the listing and the profile: not the same code")
+    samples, executed, why = collections.Counter(), collections.Counter(), collections.defaultdict(collections.Counter)
+    last = "?"
+    for row, (_, where) in zip(body, listing):
+        # The generated source's own lines are its helpers, inlined where a DSL op called them.
+        if not where.split(":")[0].endswith((".cu", ".hip")):
+            last = where
+        samples[last] += number(row, columns, SAMPLES)
+        executed[last] += number(row, columns, EXECUTED)
+        for r in reasons:
+            why[last][r[len("stall_"):]] += number(row, columns, r)
+    total = sum(samples.values())
+    print(f"{total} stall samples; the {top} lines with the most (share, warp instructions, line, main reasons):")
+    for where, count in samples.most_common(top):
+        main = ", ".join(f"{r} {100 * c / count:.0f}%" for r, c in why[where].most_common(2) if c)
+        print(f"  {100 * count / total:5.1f}% {executed[where]:10d}  {where:28s} {main}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv")
     parser.add_argument("--top", type=int, default=30, help="instructions with the most samples to print")
     parser.add_argument("--window", type=int, default=500, help="instructions a window of the listing")
     parser.add_argument("--range", type=int, nargs=2, metavar=("FIRST", "LAST"))
+    parser.add_argument("--lines", metavar="LISTING", help="nvdisasm -c -g listing of the same code")
     args = parser.parse_args()
     body, columns, reasons = read(args.csv)
+    if args.lines:
+        by_line(body, columns, reasons, listing_lines(args.lines), args.top)
+        return
 
     def main_reason(row):
         best = max(reasons, key=lambda r: number(row, columns, r))
