@@ -24,8 +24,10 @@ endfunction()
 
 # monotile_test(<name> LABELS ... SOURCES ... [DEPS ...] [TIMEOUT s]): a GoogleTest binary whose
 # tests CTest runs one by one (gtest_discover_tests), each carrying the labels.
+# SERIAL_TESTS: a regex of the tests that time kernels; CTest runs them alone (RUN_SERIAL), since a
+# GPU shared with other tests (CTEST_PARALLEL_LEVEL > 1) would slow some of their launches.
 function(monotile_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SERIAL_TESTS" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
@@ -38,8 +40,12 @@ function(monotile_test name)
     DISCOVERY_TIMEOUT 60)
   # gtest_discover_tests flattens a list-valued property, so several labels are applied by a
   # script CTest runs after the discovered tests are defined (<name>_TESTS is their list).
+  set(serial "")
+  if(ARG_SERIAL_TESTS)
+    set(serial "  if(\"\${test}\" MATCHES \"${ARG_SERIAL_TESTS}\")\n    set_tests_properties(\"\${test}\" PROPERTIES RUN_SERIAL TRUE)\n  endif()\n")
+  endif()
   file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake CONTENT
-    "foreach(test IN LISTS ${name}_TESTS)\n  set_tests_properties(\"\${test}\" PROPERTIES LABELS \"${ARG_LABELS}\")\nendforeach()\n")
+    "foreach(test IN LISTS ${name}_TESTS)\n  set_tests_properties(\"\${test}\" PROPERTIES LABELS \"${ARG_LABELS}\")\n${serial}endforeach()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES
     ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
 endfunction()
