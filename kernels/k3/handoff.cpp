@@ -28,6 +28,15 @@ void record_give_up(const HandoffContext& c, int32_t region, const Value& index,
   store_release(c.health, 1, Scope::system);
 }
 
+// This program's earlier stores made visible, then its arrival counted: its number among the
+// launch's arrivals. `& (span - 1)` is that number in two's complement, wrapped or not (a signed %
+// would turn negative past the wrap); the counter is a multiple of span when a launch starts.
+Value arrival_number(const Value& counter, int span) {
+  fence(Order::release, Scope::gpu);
+  barrier();
+  return atomic_add(counter, 1, Scope::gpu, Order::acq_rel) & (span - 1);
+}
+
 }  // namespace
 
 Value launch_tag(const Value& epoch, const Value& slot) {
@@ -46,12 +55,7 @@ int arrival_span(int arrivals) { return static_cast<int>(pow2_at_least(arrivals)
 Value count_arrival(const Value& counter, int arrivals, int span) {
   if (span == 0) span = arrival_span(arrivals);
   MT_CHECK(span >= arrivals && (span & (span - 1)) == 0, "an arrival span is a power of two >= the arrivals");
-  fence(Order::release, Scope::gpu);
-  barrier();
-  auto before = atomic_add(counter, 1, Scope::gpu, Order::acq_rel);
-  // `& (span - 1)` is the launch's arrival number in two's complement, wrapped or not (a signed %
-  // would turn negative past the wrap); the counter is a multiple of span when a launch starts.
-  auto last = (before & (span - 1)) == arrivals - 1;
+  auto last = arrival_number(counter, span) == arrivals - 1;
   if (span > arrivals) {
     if_(last, [&] { atomic_add(counter, span - arrivals, Scope::gpu, Order::relaxed); });
   }
@@ -60,10 +64,7 @@ Value count_arrival(const Value& counter, int arrivals, int span) {
 
 Value count_arrival(const Value& counter, const Value& arrivals, int span) {
   MT_CHECK(span > 0 && (span & (span - 1)) == 0, "an arrival span is a power of two");
-  fence(Order::release, Scope::gpu);
-  barrier();
-  auto before = atomic_add(counter, 1, Scope::gpu, Order::acq_rel);
-  auto last = (before & (span - 1)) == arrivals - 1;
+  auto last = arrival_number(counter, span) == arrivals - 1;
   if_(last & (arrivals < span), [&] { atomic_add(counter, span - arrivals, Scope::gpu, Order::relaxed); });
   return last;
 }

@@ -89,9 +89,9 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" with
-// the early inputs, "_st{n}" with num_stages, "_sk" with stream-K, "_pw" with the weights' prefetch, "_clock" with the
-// stage clock, plus a hash of the eps
-// values and the lower bound when they differ from the defaults.
+// the early inputs, "_st{n}" with num_stages, "_sk" with stream-K, "_pw" with the weights' prefetch,
+// "_clock" with the stage clock, plus a hash of the eps values and the lower bound when they differ
+// from the defaults.
 std::string k1_name(const K1Build& build);
 
 // The program. Parameters, in order:

@@ -82,25 +82,22 @@ std::vector<K1Build> builds() {
 
 TEST(K1Compile, Sm90a) { expect_compiles("sm_90a", builds()); }
 
-// k1_bench --gemv 512x64 at K3 TP 8's widest q 4 build: in_proj in 512-wide K steps (half the
-// barriers; the pipeline takes fewer stages); k1_bench --stream-k's builds. 48-row tasks spilled there (4 spill stores at 256,
-// and 512 x 48 needed 262400 bytes of shared memory).
+// k1_bench's in_proj variants at K3 TP 8's widest builds: 512-wide K steps (`--gemv 512x64`; the
+// pipeline takes fewer stages) and stream-K (`--stream-k`, q 4 and q 8). 48-row tasks spill there
+// (4 spill stores at 256-wide steps; 512 x 48 needs 262400 bytes of shared memory).
 TEST(K1Compile, Sm90aGemvVariants) {
-  std::vector<K1Build> variants;
-  for (auto [step, rows] : {std::pair{512, 64}}) {
-    K1Build build = k1_for_target(k3_rank_build(16, 4, 1), *dsl::Target::parse("sm_90a"));
-    build.gemv_step = step;
-    build.gemv_rows = rows;
-    variants.push_back(build);
-  }
-  // k1_bench --stream-k: stage B as stream-K, at the widest q 4 and q 8 builds.
+  const dsl::Target target = *dsl::Target::parse("sm_90a");
+  K1Build wide = k1_for_target(k3_rank_build(16, 4, 1), target);
+  wide.gemv_step = 512;
+  std::vector<K1Build> variants = {wide};
   for (auto [tokens, q] : {std::pair{16, 4}, std::pair{16, 8}}) {
-    K1Build build = k1_for_target(k3_rank_build(tokens, q, 1), *dsl::Target::parse("sm_90a"));
+    K1Build build = k1_for_target(k3_rank_build(tokens, q, 1), target);
     build.stream_k = true;
     variants.push_back(build);
   }
   expect_compiles("sm_90a", variants);
 }
+
 TEST(K1Compile, Gfx90a) { expect_compiles("gfx90a", builds()); }
 TEST(K1Compile, Gfx942) { expect_compiles("gfx942", builds()); }
 
