@@ -146,8 +146,8 @@ class Planner {
                StagedOperand& staged, std::set<const Op*>& slice) {
     ValueId value = dot.operands[which];
     if (uses_[value] != 1) return false;
-    const Op* producer = producers_.at(value);
-    if (!in_body.contains(producer)) return false;
+    const Op* producer = producer_of(value);  // none: a parameter, the index or a carried value
+    if (producer == nullptr || !in_body.contains(producer)) return false;
     const Type& a = type(dot.operands[0]);
     const Type& b = type(dot.operands[1]);
     std::optional<MatrixUnit> unit =
@@ -159,8 +159,8 @@ class Planner {
       staged.trans = producer;
       value = producer->operands[0];
       if (uses_[value] != 1) return false;
-      producer = producers_.at(value);
-      if (!in_body.contains(producer)) return false;
+      producer = producer_of(value);
+      if (producer == nullptr || !in_body.contains(producer)) return false;
     }
     if (producer->code != OpCode::kLoad) return false;
     const Op& load = *producer;
@@ -210,6 +210,11 @@ class Planner {
     staged.cols = tile.shape[1];
     staged.bytes = bytes;
     return true;
+  }
+
+  const Op* producer_of(ValueId value) const {
+    auto found = producers_.find(value);
+    return found == producers_.end() ? nullptr : found->second;
   }
 
   // Adds the body ops `value` depends on to `slice`; false when one is not pure or reads a carried value.

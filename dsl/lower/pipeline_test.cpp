@@ -218,5 +218,28 @@ TEST(Pipeline, AStagedDotOperandAskingForStagesIsStagedOnce) {
   EXPECT_THAT(kernel.source, HasSubstr("1 dot(s) and 0 load(s) pipelined over 4 stages of 8192 bytes"));
 }
 
+// A dot whose operand is a value the loop carries (here B: trans of the tile the previous iteration
+// loaded, as a software pipeline's slot) is not the planner's to stage: it lowers, unstaged. The
+// planner had looked the carried value's producer up and thrown.
+TEST(Pipeline, ADotOfACarriedOperandIsNotStaged) {
+  for (bool through_trans : {true, false}) {
+    Builder b("carried_b", {.num_warps = 4});
+    Value pa = b.arg("a", ptr(bf16)), pb = b.arg("b", ptr(bf16)), out = b.arg("out", ptr(f32));
+    auto load_b = [&](const Value& k0) {
+      Value tile = load(pb + col(arange(0, 64)) * 256 + row(k0 + arange(0, 32)));
+      return through_trans ? tile : trans(tile);
+    };
+    auto [acc, last] = range(0, 256, 32, zeros({64, 64}, f32), load_b(zeros({}, i32)), [&](Value k0, Value acc, Value held) {
+      Value a = load(pa + col(arange(0, 64)) * 256 + row(k0 + arange(0, 32)));
+      Value bt = through_trans ? trans(held) : held;
+      return std::make_tuple(dot(a, bt, acc), load_b(minimum(k0 + 32, 224)));
+    });
+    store(out + col(arange(0, 64)) * 64 + row(arange(0, 64)), acc);
+    LoweredKernel kernel = lowered(b.finish(), "sm_90a");
+    EXPECT_THAT(kernel.source, HasSubstr("mma.sync.aligned.m16n8k16")) << through_trans;
+    EXPECT_THAT(kernel.source, Not(HasSubstr("pipelined over"))) << through_trans;
+  }
+}
+
 }  // namespace
 }  // namespace monotile::dsl::lower

@@ -4,12 +4,22 @@
 
 #include "dsl/dsl.h"
 #include "kernels/k3/build_support.h"
+#include "kernels/k3/pipeline.h"
+#include "support/check.h"
 
 namespace monotile::kernels::k3 {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
 
-int64_t gemv_padded_tokens(int tokens) { return std::max<int64_t>(8, pow2_at_least(tokens)); }
+namespace {
+
+constexpr int64_t kRegisterTokens = 16;  // the A operand's M on every target's unit
+
+}  // namespace
+
+int64_t gemv_padded_tokens(int tokens, int ahead) {
+  return ahead > 0 ? kRegisterTokens : std::max<int64_t>(8, pow2_at_least(tokens));
+}
 
 namespace {
 
@@ -27,6 +37,35 @@ Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const
   });
 }
 
+// GemvTask::ahead's loop over `steps` K steps (an i32 scalar) from k_first: x [16, step] A times
+// W [rows, step] B. Both are read as i32 words of bf16 pairs and unpacked where the dot takes them
+// (unpack_bf16 moves nothing there), so a step's W tile holds one register a pair. W's tile is
+// loaded g.ahead steps before its dot (past the last step, the last step again: an L1 hit where a
+// mask would be a branch); x's, the same for every warp, at its step (L1 hits after the first
+// warp's).
+Value gemv_register_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const Value& k_first,
+                         const Value& steps, bool exact) {
+  MT_CHECK(g.tokens <= kRegisterTokens, "GemvTask: at most 16 tokens");
+  const int64_t row_words = g.k / 2;
+  const int step_words = g.step / 2;
+  auto w_words = bitcast(g.w, ptr(i32));
+  auto x_words = bitcast(g.x, ptr(i32));
+  auto ms = arange(0, kRegisterTokens);
+  auto words = [&](const Value& step) { return k_first / 2 + step * step_words + arange(0, step_words); };
+  auto last = steps - 1;
+  auto sums = pipelined_steps(
+      g.ahead, steps, exact, {zeros({kRegisterTokens, g.rows}, f32)},
+      [&](const Value& i) {
+        return std::vector<Value>{load(w_words + col(rows).to(i64) * row_words + row(words(minimum(i, last))),
+                                       col(row_ok), {.cache = Cache::streaming})};
+      },
+      [&](const Value& i, int, const std::vector<Value>& acc, const std::vector<Value>& w) {
+        auto xs = load(x_words + col(ms) * row_words + row(words(i)), col(ms < g.tokens));
+        return std::vector<Value>{dot(unpack_bf16(xs), trans(unpack_bf16(w[0])), acc[0])};
+      });
+  return trans(sums[0]);
+}
+
 }  // namespace
 
 void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows, int64_t row_elements, int64_t count,
@@ -42,10 +81,18 @@ void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows,
   });
 }
 
-Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) { return gemv_loop(g, rows, row_ok, 0, g.k); }
+Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) {
+  if (g.ahead > 0) {
+    const int64_t steps = g.k / g.step;
+    return gemv_register_loop(g, rows, row_ok, full({}, 0, i32), full({}, static_cast<int32_t>(steps), i32),
+                              steps % (g.ahead + 1) == 0);
+  }
+  return gemv_loop(g, rows, row_ok, 0, g.k);
+}
 
 Value gemv_rows_span(const GemvTask& g, const Value& rows, const Value& row_ok, const Value& k_first,
                      const Value& k_end) {
+  if (g.ahead > 0) return gemv_register_loop(g, rows, row_ok, k_first, (k_end - k_first) / g.step, false);
   return gemv_loop(g, rows, row_ok, k_first, k_end);
 }
 

@@ -1,7 +1,8 @@
 // One task of a decode GEMV inside a layer kernel: a block of W's rows times every token's row of
-// x, on the matrix unit with W as the A operand (its rows fill the unit's M; the few tokens are
-// padded to its N), K in steps through shared memory / LDS. K1's in_proj and K2's o_proj and
-// router take their tasks from here.
+// x on the matrix unit. By default W is the A operand (its rows fill the unit's M; the few tokens
+// are padded to its N), K in steps through shared memory / LDS. With GemvTask::ahead, W is the B
+// operand straight from registers, its loads issued steps ahead (pipeline.h). K1's in_proj and
+// K2's o_proj and router take their tasks from here.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,16 @@ struct GemvTask {
   int tokens = 0;    // x's rows, at most 16
   int rows = 64;     // W's rows a task takes: a multiple of 16
   int step = 256;    // K per step
+  // 0: W's step tiles go through shared memory / LDS, where the dot stages them (a barrier a step).
+  // n >= 1: each warp loads its own rows' fragments of W into registers n steps before their dot
+  // (the B operand; x, padded to 16 rows, is the A operand): no shared memory, no barrier. A slot
+  // holds rows * step / (32 * warps) W elements a thread.
+  int ahead = 0;
 };
 
-// The tokens padded to the matrix unit's N: the least power of two >= tokens, at least 8.
-int64_t gemv_padded_tokens(int tokens);
+// The tokens padded to the matrix unit's side: with `ahead` (GemvTask::ahead) 16, the A operand's
+// M; else the least power of two >= tokens, at least 8 (the unit's N).
+int64_t gemv_padded_tokens(int tokens, int ahead = 0);
 
 // The accumulator [rows, padded tokens] f32 of the task whose first row is task * rows; rows past
 // `n` read zero weights. Columns past `tokens` are zero.

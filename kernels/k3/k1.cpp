@@ -172,18 +172,23 @@ void prefetch_in_proj(const K1Build& b, const Args& a) {
   });
 }
 
-// Stage B: proj = bf16(x W_in^T), 64 rows of W_in a task, W as the matrix unit's A operand and x's
-// rows padded to the unit's N; each task's rows published by its flag.
+// In_proj's GEMV task: W_in's rows times x's.
+GemvTask in_proj_gemv(const K1Build& b, const Args& a) {
+  return {.w = a.w_in, .x = a.x_rows, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows, .step = b.gemv_step,
+          .ahead = b.gemv_ahead};
+}
+
+// Stage B: proj = bf16(x W_in^T), 64 rows of W_in a task on the matrix unit (gemv_task.h); each
+// task's rows published by its flag.
 void stage_in_proj(const K1Build& b, const Args& a, const HandoffContext& hc) {
   const int tasks = gemv_tasks(b);
-  const GemvTask gemv{.w = a.w_in, .x = a.x_rows, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows,
-                      .step = b.gemv_step};
+  const GemvTask gemv = in_proj_gemv(b, a);
   if_(program_id(0) < tasks, [&] {
     wait_flag(attn_res_done_flag(attn_res(b, a)), static_cast<int32_t>(K1Region::kXRows), full({}, 0, i32), hc);
   });
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     auto rows = task * b.gemv_rows + arange(0, b.gemv_rows);
-    auto ms = arange(0, gemv_padded_tokens(b.tokens));
+    auto ms = arange(0, gemv_padded_tokens(b.tokens, b.gemv_ahead));
     auto acc = gemv_task(gemv, task, b.in_proj_rows);
     store(a.proj + row(ms) * b.in_proj_rows + col(rows), acc.to(bf16), col(rows < b.in_proj_rows) & row(ms < b.tokens));
     arrive(a.counters + kProjCounter, tasks, a.flags + kProjFlag, hc);
@@ -200,9 +205,8 @@ void stage_in_proj_stream(const K1Build& b, const Args& a, const HandoffContext&
   const int blocks = gemv_tasks(b);
   const int steps = static_cast<int>(b.hidden / b.gemv_step);
   const int units = blocks * steps;
-  const int64_t padded = gemv_padded_tokens(b.tokens);
-  const GemvTask gemv{.w = a.w_in, .x = a.x_rows, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows,
-                      .step = b.gemv_step};
+  const int64_t padded = gemv_padded_tokens(b.tokens, b.gemv_ahead);
+  const GemvTask gemv = in_proj_gemv(b, a);
   auto per = maximum((units + num_programs(0) - 1) / num_programs(0), (steps + 1) / 2);
   auto u0 = program_id(0) * per;
   auto u1 = minimum(u0 + per, units);
@@ -479,7 +483,7 @@ std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
-                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
+                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "", b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
@@ -541,7 +545,7 @@ K1Scratch k1_scratch(const K1Build& b) {
   s.counters = take(int64_t{row_block_counters(b) + gemv_tasks(b)} * 4);
   s.flags = take(int64_t{kProjFlag + 1} * 4);
   s.zeroed_bytes = layout.size();
-  const int64_t stream_partials = int64_t{gemv_tasks(b)} * kMaxSegments * b.gemv_rows * gemv_padded_tokens(b.tokens);
+  const int64_t stream_partials = int64_t{gemv_tasks(b)} * kMaxSegments * b.gemv_rows * gemv_padded_tokens(b.tokens, b.gemv_ahead);
   s.ares = take(std::max(attn_res_partial_floats(b), b.stream_k ? stream_partials : 0) * 4);
   s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);

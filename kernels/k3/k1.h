@@ -49,6 +49,10 @@ struct K1Build {
   int num_warps = 8;
   int gemv_step = 256;
   int gemv_rows = 64;  // rows of W_in an in_proj task takes: 64, or 48 to fit the tasks in one round
+  // GemvTask::ahead of the in_proj GEMV: 0 stages W_in's tiles through shared memory / LDS; n >= 1
+  // takes them into the matrix unit's registers n K steps ahead, with no barrier in the loop. Other
+  // than 0, the name ends "_a{n}" (k1_bench --gemv-ahead times it).
+  int gemv_ahead = 0;
   // A program's first stage C task loads its inputs that no stage writes before stage B (k1.cpp
   // KdaPrologue); off where holding them through stage B would spill (AMD, q > 4).
   bool early_inputs = true;
@@ -89,9 +93,9 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" with
-// the early inputs, "_st{n}" with num_stages, "_sk" with stream-K, "_pw" with the weights' prefetch,
-// "_clock" with the stage clock, plus a hash of the eps values and the lower bound when they differ
-// from the defaults.
+// the early inputs, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
+// the weights' prefetch, "_clock" with the stage clock, plus a hash of the eps values and the lower
+// bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
 
 // The program. Parameters, in order:

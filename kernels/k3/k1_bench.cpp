@@ -11,16 +11,17 @@
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]
-//                 [--gemv STEPxROWS[,...]] [--stream-k]
+//                 [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
 // for bench/tables/kda_half.py; without a GPU the file says why ("gpu": false, "reason").
 // --pipeline N,...: after each shape, the same shape again with N shared-memory stages for the
 // in_proj GEMV (K1Build::num_stages, 2 to 4) instead of the most that fit, a row each (not in --json).
-// --gemv STEPxROWS,...: after each shape, the same shape with the in_proj GEMV's K step and rows a
-// task set (K1Build::gemv_step, gemv_rows; e.g. 512x64, 256x48), a row (and with --stages its
-// clock) each.
+// --gemv STEPxROWS[aAHEAD],...: after each shape, the same shape with the in_proj GEMV's K step and
+// rows a task set (K1Build::gemv_step, gemv_rows; e.g. 512x64, 256x48), and with "aN" its W tiles
+// taken into registers N steps ahead (K1Build::gemv_ahead; e.g. 128x64a2), a row (and with
+// --stages its clock) each.
 // --stream-k: after each shape, the same shape with stage B as stream-K (K1Build::stream_k), a row
 // (and with --stages its clock).
 // --prefetch: after each shape, the same shape with the weights' L2 prefetch before stage A
@@ -270,8 +271,15 @@ std::string shape_json(const ShapeResult& r) {
   return text;
 }
 
+// A --gemv variant: the in_proj GEMV's K step, rows a task and GemvTask::ahead.
+struct GemvShape {
+  int step = 0;
+  int rows = 0;
+  int ahead = 0;
+};
+
 int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines,
-        bool prefetch, const std::vector<std::pair<int, int>>& gemvs, bool stream_k) {
+        bool prefetch, const std::vector<GemvShape>& gemvs, bool stream_k) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -328,10 +336,11 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
       out.push_back(b);
       out.back().prefetch_weights = true;
     }
-    for (auto [step, rows] : gemvs) {
+    for (const GemvShape& g : gemvs) {
       out.push_back(b);
-      out.back().gemv_step = step;
-      out.back().gemv_rows = rows;
+      out.back().gemv_step = g.step;
+      out.back().gemv_rows = g.rows;
+      out.back().gemv_ahead = g.ahead;
     }
     if (stream_k) {
       out.push_back(b);
@@ -420,11 +429,11 @@ int main(int argc, char** argv) {
   std::string json;
   std::vector<int> pipelines;
   bool prefetch = false;
-  std::vector<std::pair<int, int>> gemvs;
+  std::vector<monotile::kernels::k3::GemvShape> gemvs;
   bool stream_k = false;
   const char* usage =
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]\n"
-      "                [--gemv STEPxROWS[,...]] [--stream-k]\n";
+      "                [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -439,12 +448,17 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--gemv" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
       for (const std::string& v : values) {
-        int step = 0, rows = 0;
-        if (std::sscanf(v.c_str(), "%dx%d", &step, &rows) != 2 || step < 16 || (rows != 48 && rows != 64)) {
-          std::fprintf(stderr, "k1_bench: --gemv %s: expected STEPxROWS, rows 48 or 64 (e.g. 512x64)\n", v.c_str());
+        monotile::kernels::k3::GemvShape g;
+        char end = 0;
+        const int read = std::sscanf(v.c_str(), "%dx%da%d%c", &g.step, &g.rows, &g.ahead, &end);
+        if ((read != 2 && read != 3) || g.step < 16 || (g.rows != 48 && g.rows != 64) || g.ahead < 0 || g.ahead > 4) {
+          std::fprintf(stderr,
+                       "k1_bench: --gemv %s: expected STEPxROWS[aAHEAD], rows 48 or 64, ahead 0 to 4 (e.g. 512x64, "
+                       "128x64a2)\n",
+                       v.c_str());
           return 2;
         }
-        gemvs.emplace_back(step, rows);
+        gemvs.push_back(g);
       }
     } else if (std::string(argv[i]) == "--stream-k") {
       stream_k = true;

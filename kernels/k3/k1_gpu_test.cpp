@@ -53,6 +53,13 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .stream_k = true});
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true, .stream_k = true});
   out.push_back({.requests = 2, .q = 4, .launches = 100, .stream_k = true, .gemv_step = 64});
+  // In_proj's W tiles in registers, steps ahead (K1Build::gemv_ahead): K3's rank at 4 and 16 tokens
+  // (128-wide steps one ahead; 64-wide three ahead, cold and repeated), with stream-K's spans.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .gemv_step = 128, .gemv_ahead = 1});
+  out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .gemv_step = 64, .gemv_ahead = 3});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true, .gemv_step = 64,
+                 .gemv_ahead = 3});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 2, .stream_k = true, .gemv_step = 128, .gemv_ahead = 1});
   return out;
 }
 

@@ -66,6 +66,14 @@ std::vector<K1Case> cases() {
   out.push_back({.requests = 2, .q = 2, .launches = 3, .stream_k = true, .gemv_step = 64});
   out.push_back({.model = "k3", .tp = 8, .rank = 5, .layer = 1, .requests = 2, .q = 4, .programs = 132,
                  .target = "sm_90a", .stream_k = true});
+  // In_proj's W tiles in registers, steps ahead (K1Build::gemv_ahead): k3-tiny in 32-wide steps (8
+  // a row, so ahead 2 leaves the last iteration's third sub-step past the end), with stream-K's
+  // spans of a row; K3's TP 8 rank in 128-wide steps at 16 tokens (the A operand's 16 rows full).
+  out.push_back({.requests = 2, .q = 4, .gemv_step = 32, .gemv_ahead = 2});
+  out.push_back({.requests = 3, .q = 3, .programs = 132, .stream_k = true, .gemv_step = 32, .gemv_ahead = 1});
+  out.push_back({.requests = 4, .q = 2, .padded = 1, .gemv_step = 64, .gemv_ahead = 3});
+  out.push_back({.model = "k3", .tp = 8, .rank = 1, .layer = 1, .requests = 4, .q = 4, .programs = 132,
+                 .target = "sm_90a", .gemv_step = 128, .gemv_ahead = 2});
   return out;
 }
 

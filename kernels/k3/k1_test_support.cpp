@@ -160,7 +160,8 @@ std::string case_name(const K1Case& c) {
                       c.state_len == 0 ? c.q + 2 : c.state_len, c.delta ? "_delta" : "", c.padded ? "_padded" : "",
                       c.dim_first ? "_dimfirst" : "", c.counter_start != 0 ? "_counters_far" : "",
                       c.launches > 1 ? absl::StrCat("_x", c.launches) : "", c.cold ? "_cold" : "",
-                      c.stream_k ? "_sk" : "", c.gemv_step > 0 ? absl::StrCat("_k", c.gemv_step) : "");
+                      c.stream_k ? "_sk" : "", c.gemv_step > 0 ? absl::StrCat("_k", c.gemv_step) : "",
+                      c.gemv_ahead > 0 ? absl::StrCat("_a", c.gemv_ahead) : "");
 }
 
 bool K1Result::ok() const {
@@ -212,6 +213,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   }
   if (c.stream_k) build.stream_k = true;
   if (c.gemv_step > 0) build.gemv_step = c.gemv_step;
+  build.gemv_ahead = c.gemv_ahead;
   RankLayerWeights w = random_weights(config, dims, rng);
 
   // The step: request i uses slots from 1 + i q (a fresh slot per position), accepted count drawn

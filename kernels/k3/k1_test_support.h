@@ -38,6 +38,7 @@ struct K1Case {
                               // the weights come from memory, as in a model's step
   bool stream_k = false;      // stage B as stream-K (K1Build::stream_k)
   int gemv_step = 0;          // > 0: in_proj's K step (k3-tiny's 256 columns make one step of 256)
+  int gemv_ahead = 0;         // > 0: in_proj's W tiles in registers this many steps ahead (K1Build)
 };
 
 std::string case_name(const K1Case& c);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
+#include "kernels/k3/pipeline.h"
 #include "support/check.h"
 
 namespace monotile::kernels::k3 {
@@ -124,56 +125,16 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
   return {dot(w.low, trans(x_low), acc[0]), dot(w.high, trans(x_high), acc[1])};
 }
 
-// A software pipeline over `steps` K steps (an i32 scalar or literal) with `ahead` steps' loads in
-// flight while one decodes. The loop carries `state` (accumulators), then ahead + 1 pending steps'
-// bytes and codes (slots), and is unrolled ahead + 1 times: sub-step s consumes slot s, then
-// refills it with the step ahead + 1 later. Each load so goes into registers its slot has just
-// freed, and every slot keeps its registers across the loop's back edge: a load issued before its
-// slot's step was consumed (ahead slots, unrolled ahead times) needed a fresh register set and a
-// move of each of its words into the slot at the end of the iteration (about 45 moves a 64-byte
-// step in K2's loops). load(i) loads step i (callers clamp past the last); consume(i, s, state,
-// packed) returns the state after step i, sub-step s of its iteration. Where ahead + 1 may not
-// divide `steps` (`exact` false), a sub-step past the last step passes the state through.
-using StepLoad = std::function<Mxfp4Packed(const Value&)>;
-using StepConsume = std::function<std::vector<Value>(const Value&, int, const std::vector<Value>&,
-                                                     const Mxfp4Packed&)>;
-std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
-                                   std::vector<Value> state, const StepLoad& load_step,
-                                   const StepConsume& consume) {
-  const auto fixed = static_cast<int64_t>(state.size());
-  const int slots = ahead + 1;
-  // A pending step's slot: its bytes and codes, and its x words where they come with them.
-  int slot = 0;
-  for (int s = 0; s < slots; ++s) {
-    Mxfp4Packed p = load_step(full({}, s, i32));
-    slot = p.x.empty() ? 2 : 3;
-    state.push_back(p.bytes);
-    state.push_back(p.codes);
-    if (!p.x.empty()) state.push_back(p.x);
-  }
-  return range_carrying(0, steps, slots, state, [&](Value i0, const std::vector<Value>& carried) {
-    std::vector<Value> out = carried;
-    for (int s = 0; s < slots; ++s) {
-      auto i = i0 + s;
-      const int64_t at = fixed + int64_t{slot} * s;
-      const Mxfp4Packed pending{
-          .bytes = out[at], .codes = out[at + 1], .x = slot == 3 ? out[at + 2] : Value()};
-      std::vector<Value> now(out.begin(), out.begin() + fixed);
-      std::vector<Value> after;
-      if (exact) {
-        after = consume(i, s, now, pending);
-      } else {
-        after = if_(
-            i < steps, [&] { return consume(i, s, now, pending); }, [&] { return now; });
-      }
-      std::copy(after.begin(), after.end(), out.begin());
-      Mxfp4Packed next = load_step(i + slots);
-      out[at] = next.bytes;
-      out[at + 1] = next.codes;
-      if (slot == 3) out[at + 2] = next.x;
-    }
-    return out;
-  });
+// A step's loads as the pipeline carries them (pipeline.h): bytes, codes, then x where it comes
+// with them.
+std::vector<Value> carried_values(const Mxfp4Packed& p) {
+  std::vector<Value> values{p.bytes, p.codes};
+  if (!p.x.empty()) values.push_back(p.x);
+  return values;
+}
+
+Mxfp4Packed carried_packed(const std::vector<Value>& values) {
+  return {.bytes = values[0], .codes = values[1], .x = values.size() == 3 ? values[2] : Value()};
 }
 
 // The L2 prefetch of Mxfp4Gemv::prefetch_steps: each row's packed bytes at byte0 (one line a row
@@ -253,11 +214,11 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
                               static_cast<int>(step_bytes));
           }
           if (g.x_ahead) p.x = load_x(g, g.x_pairs, byte0);
-          return p;
+          return carried_values(p);
         },
-        [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+        [&](const Value& i, int s, const std::vector<Value>& acc, const std::vector<Value>& loaded) {
           auto [low, high] = accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes),
-                                             {acc[0], acc[1]}, packed, s % 2, bias);
+                                             {acc[0], acc[1]}, carried_packed(loaded), s % 2, bias);
           return std::vector<Value>{low, high};
         });
     return carried[0] + carried[1];
@@ -316,12 +277,13 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   }
   auto loop = [&](int bias) {
     auto carried = pipelined_steps(
-        g.ahead, count * steps, false, {zero, zero, zero}, load_step,
-        [&](const Value& i, int s, const std::vector<Value>& acc, const Mxfp4Packed& packed) {
+        g.ahead, count * steps, false, {zero, zero, zero},
+        [&](const Value& i) { return carried_values(load_step(i)); },
+        [&](const Value& i, int s, const std::vector<Value>& acc, const std::vector<Value>& loaded) {
           const Value& total = acc[0];
           auto j = i / steps;
           auto [low, high] = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes,
-                                             {acc[1], acc[2]}, packed, s % 2, bias);
+                                             {acc[1], acc[2]}, carried_packed(loaded), s % 2, bias);
           auto [sum_to, low_to, high_to] = if_(
               i % steps == steps - 1,
               [&] {
