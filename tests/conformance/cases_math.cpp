@@ -71,6 +71,17 @@ std::vector<Case> math_cases() {
       }
     }
   }
+  // f32 sigmoid down into the subnormals (x < -87.3; e^-104 rounds to the least one), held to a few
+  // subnormal steps: a reciprocal that flushed its subnormal results to zero would miss by the
+  // result itself.
+  {
+    ElementwiseSpec spec;
+    spec.op = "sigmoid_tails", spec.in = kF32, spec.out = kF32, spec.shape = {256};
+    spec.generate_a = uniform(-104, 0);
+    spec.float_unary = sigmoid_ref;
+    spec.tolerance = Tolerance{.abs = 1e-44, .rel = 1e-5};
+    cases.push_back(unary_case(spec, [](Value x) { return sigmoid(x); }));
+  }
   for (ScalarType dtype : {kI32, kI64, kI8}) {
     ElementwiseSpec spec;
     spec.in = dtype, spec.out = dtype, spec.shape = {64, 32};
