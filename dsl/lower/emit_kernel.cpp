@@ -33,7 +33,14 @@ __device__ __forceinline__ float mt_f32_round_odd(double x) {
 }
 __device__ __forceinline__ double mt_fmin(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
 __device__ __forceinline__ double mt_fmax(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
-__device__ __forceinline__ float mt_sigmoid(float x) { return mt_rcp(1.0f + expf(-x)); }
+// e^-|x| never overflows: for x < 0 the sigmoid is e^x / (1 + e^x), accurate to a few ulps down into
+// the subnormals, where 1 / (1 + e^-x) is zero once e^-x overflows (x < -88.7). The reciprocal's
+// argument is in [1, 2].
+__device__ __forceinline__ float mt_sigmoid(float x) {
+  const float e = expf(-fabsf(x));
+  const float r = mt_rcp(1.0f + e);
+  return x >= 0.0f ? r : e * r;
+}
 __device__ __forceinline__ double mt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 __device__ __forceinline__ float mt_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
 __device__ __forceinline__ double mt_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }

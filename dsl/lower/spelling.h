@@ -18,7 +18,7 @@ struct Spelling {
   // Vendor helpers the kernel may call (all __device__ __forceinline__), after the shared prelude's
   // types: mt_f32_to_bf16_bits(float) -> unsigned short (round to nearest even),
   // mt_f32_to_f16_bits(float), mt_f16_bits_to_f32(unsigned short), mt_globaltimer_ns() -> unsigned
-  // long long, mt_trap(), mt_rcp(float) (the reciprocal of an x >= 1, <= 1 ulp), mt_fmin/mt_fmax(float,
+  // long long, mt_trap(), mt_rcp(float) (the reciprocal of an x in [1, 2], <= 1 ulp), mt_fmin/mt_fmax(float,
   // float) (NaN if either operand is NaN), and the matrix-unit vector types.
   std::string (*prelude)(const Target& target);
   // Declares `mt_smem`, the block's dynamic shared memory (16-byte aligned).

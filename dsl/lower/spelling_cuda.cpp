@@ -18,15 +18,14 @@ std::string prelude(const Target& target) {
   return t;
 }
 __device__ __forceinline__ void mt_trap() { __trap(); }
-// The reciprocal of an x >= 1 (sigmoid's 1 + e^-x), at most 1 ulp, as one MUFU.RCP: rcp.approx.ftz.
-// __frcp_rn took about ten instructions a call and a branch to its slow path, and the non-ftz form
-// a subnormal check, while a layer kernel's sigmoids (the conv's SiLU, the gates) run hundreds of
-// them a thread in straight-line code. x is scaled by 2^-64 first and the result back (both exact),
-// so that the results the ftz form would flush (x > 2^126) stay normal until the last multiply.
+// The reciprocal of an x in [1, 2] (sigmoid's 1 + e^-|x|), at most 1 ulp, as one MUFU.RCP
+// (rcp.approx.ftz: no subnormal in or out there). __frcp_rn took about ten instructions a call and a
+// branch to its slow path, while a layer kernel's sigmoids (the conv's SiLU, the gates) run hundreds
+// of them a thread in straight-line code.
 __device__ __forceinline__ float mt_rcp(float x) {
   float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 0x1p-64f));
-  return r * 0x1p-64f;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
 }
 __device__ __forceinline__ unsigned short mt_f32_to_f16_bits(float f) {
   unsigned short h;

@@ -216,7 +216,8 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
           if (g.x_ahead) p.x = load_x(g, g.x_pairs, byte0);
           return carried_values(p);
         },
-        [&](const Value& i, int s, const std::vector<Value>& acc, const std::vector<Value>& loaded) {
+        [&](const Value& i, int s, const std::vector<Value>& acc,
+            const std::vector<Value>& loaded) {
           auto [low, high] = accumulate_step(g, g.x_pairs, i * static_cast<int>(step_bytes),
                                              {acc[0], acc[1]}, carried_packed(loaded), s % 2, bias);
           return std::vector<Value>{low, high};
@@ -279,7 +280,8 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
     auto carried = pipelined_steps(
         g.ahead, count * steps, false, {zero, zero, zero},
         [&](const Value& i) { return carried_values(load_step(i)); },
-        [&](const Value& i, int s, const std::vector<Value>& acc, const std::vector<Value>& loaded) {
+        [&](const Value& i, int s, const std::vector<Value>& acc,
+            const std::vector<Value>& loaded) {
           const Value& total = acc[0];
           auto j = i / steps;
           auto [low, high] = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes,

@@ -9,8 +9,9 @@ namespace monotile::kernels::k3 {
 
 using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes them
 
-std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact, std::vector<Value> state,
-                                   const PipelineLoad& load, const PipelineConsume& consume) {
+std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
+                                   std::vector<Value> state, const PipelineLoad& load,
+                                   const PipelineConsume& consume) {
   MT_CHECK(ahead >= 1, "pipelined_steps: ahead is at least 1");
   const auto fixed = static_cast<int64_t>(state.size());
   const int slots = ahead + 1;

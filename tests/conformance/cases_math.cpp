@@ -72,8 +72,8 @@ std::vector<Case> math_cases() {
     }
   }
   // f32 sigmoid down into the subnormals (x < -87.3; e^-104 rounds to the least one), held to a few
-  // subnormal steps: a reciprocal that flushed its subnormal results to zero would miss by the
-  // result itself.
+  // subnormal steps: 1 / (1 + e^-x) is zero once e^-x overflows (x < -88.7), and a reciprocal that
+  // flushed subnormal results would give zero sooner; either misses by the result itself.
   {
     ElementwiseSpec spec;
     spec.op = "sigmoid_tails", spec.in = kF32, spec.out = kF32, spec.shape = {256};
