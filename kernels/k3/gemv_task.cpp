@@ -15,14 +15,6 @@ namespace {
 
 constexpr int64_t kRegisterTokens = 16;  // the A operand's M on every target's unit
 
-}  // namespace
-
-int64_t gemv_padded_tokens(int tokens, int ahead) {
-  return ahead > 0 ? kRegisterTokens : std::max<int64_t>(8, pow2_at_least(tokens));
-}
-
-namespace {
-
 // The loop over K from k_first (a multiple of the step) to k_end.
 Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const Operand& k_first,
                 const Operand& k_end) {
@@ -67,6 +59,10 @@ Value gemv_register_loop(const GemvTask& g, const Value& rows, const Value& row_
 }
 
 }  // namespace
+
+int64_t gemv_padded_tokens(int tokens, int ahead) {
+  return ahead > 0 ? kRegisterTokens : std::max<int64_t>(8, pow2_at_least(tokens));
+}
 
 void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows, int64_t row_elements, int64_t count,
                         int element_bytes) {

@@ -483,7 +483,8 @@ std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
-                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "", b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
+                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
+                                  b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
@@ -545,7 +546,8 @@ K1Scratch k1_scratch(const K1Build& b) {
   s.counters = take(int64_t{row_block_counters(b) + gemv_tasks(b)} * 4);
   s.flags = take(int64_t{kProjFlag + 1} * 4);
   s.zeroed_bytes = layout.size();
-  const int64_t stream_partials = int64_t{gemv_tasks(b)} * kMaxSegments * b.gemv_rows * gemv_padded_tokens(b.tokens, b.gemv_ahead);
+  const int64_t stream_partials =
+      int64_t{gemv_tasks(b)} * kMaxSegments * b.gemv_rows * gemv_padded_tokens(b.tokens, b.gemv_ahead);
   s.ares = take(std::max(attn_res_partial_floats(b), b.stream_k ? stream_partials : 0) * 4);
   s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);

@@ -23,26 +23,29 @@ std::vector<Value> pipelined_steps(int ahead, const Value& steps, bool exact,
     width = static_cast<int64_t>(loaded.size());
     state.insert(state.end(), loaded.begin(), loaded.end());
   }
-  return range_carrying(0, steps, slots, state, [&](Value i0, const std::vector<Value>& carried) {
-    std::vector<Value> out = carried;
-    for (int s = 0; s < slots; ++s) {
-      auto i = i0 + s;
-      const int64_t at = fixed + width * s;
-      const std::vector<Value> pending(out.begin() + at, out.begin() + at + width);
-      std::vector<Value> now(out.begin(), out.begin() + fixed);
-      std::vector<Value> after;
-      if (exact) {
-        after = consume(i, s, now, pending);
-      } else {
-        after = if_(
-            i < steps, [&] { return consume(i, s, now, pending); }, [&] { return now; });
-      }
-      std::copy(after.begin(), after.end(), out.begin());
-      std::vector<Value> next = load(i + slots);
-      std::copy(next.begin(), next.end(), out.begin() + at);
-    }
-    return out;
-  });
+  std::vector<Value> last =
+      range_carrying(0, steps, slots, state, [&](Value i0, const std::vector<Value>& carried) {
+        std::vector<Value> out = carried;
+        for (int s = 0; s < slots; ++s) {
+          auto i = i0 + s;
+          const int64_t at = fixed + width * s;
+          const std::vector<Value> pending(out.begin() + at, out.begin() + at + width);
+          std::vector<Value> now(out.begin(), out.begin() + fixed);
+          std::vector<Value> after;
+          if (exact) {
+            after = consume(i, s, now, pending);
+          } else {
+            after = if_(
+                i < steps, [&] { return consume(i, s, now, pending); }, [&] { return now; });
+          }
+          std::copy(after.begin(), after.end(), out.begin());
+          std::vector<Value> next = load(i + slots);
+          std::copy(next.begin(), next.end(), out.begin() + at);
+        }
+        return out;
+      });
+  last.resize(fixed);  // the state; the slots past the last step are dropped
+  return last;
 }
 
 }  // namespace monotile::kernels::k3
