@@ -47,17 +47,21 @@ def scale_table(dtype: torch.dtype, device) -> torch.Tensor:
     return values.to(dtype).to(device)
 
 
-def dequant_mxfp4(packed: torch.Tensor, scales: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def dequant_mxfp4(packed: torch.Tensor, scales: torch.Tensor, dtype: torch.dtype = torch.float32,
+                  tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """[..., rows, in/2] uint8 and [..., rows, in/32] uint8 -> [..., rows, in] of dtype. In bf16 it is
     exact too (a value of at most 2 significant bits times a power of two), as long as the scale's
-    power stays in bf16's range."""
+    power stays in bf16's range. `tables`: (byte_table, scale_table) of dtype on packed's device,
+    made beforehand; without them they are made here, a host-to-device copy that a CUDA graph's
+    capture refuses."""
     rows, half = packed.shape[-2:]
     if scales.shape[-1] * MX_BLOCK != 2 * half or scales.shape[:-1] != packed.shape[:-1]:
         raise ValueError(f"dequant_mxfp4: {tuple(packed.shape)} bytes need scales [..., {rows}, "
                          f"{2 * half // MX_BLOCK}], got {tuple(scales.shape)}")
-    values = byte_table(dtype, packed.device)[packed.to(torch.int32)]  # [..., rows, in/2, 2]
+    bytes_to_values, codes_to_scales = tables or (byte_table(dtype, packed.device), scale_table(dtype, packed.device))
+    values = bytes_to_values[packed.to(torch.int32)]  # [..., rows, in/2, 2]
     values = values.reshape(*packed.shape[:-1], scales.shape[-1], MX_BLOCK)
-    scale = scale_table(dtype, packed.device)[scales.to(torch.int32)]
+    scale = codes_to_scales[scales.to(torch.int32)]
     return (values * scale.unsqueeze(-1)).reshape(*packed.shape[:-1], 2 * half)
 
 
@@ -101,16 +105,18 @@ class DequantMoE:
     def __init__(self, w13: torch.Tensor, s13: torch.Tensor, w2: torch.Tensor, s2: torch.Tensor):
         self.w13, self.s13, self.w2, self.s2 = w13, s13, w2, s2
         self.rows = w13.shape[1] // 2
+        # Made here, not per call: a call may be captured into a CUDA graph.
+        self.tables = (byte_table(torch.bfloat16, w13.device), scale_table(torch.bfloat16, w13.device))
 
     def __call__(self, lat: torch.Tensor, ids: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         t, k = ids.shape
         flat = ids.reshape(-1)
-        w13 = dequant_mxfp4(self.w13[flat], self.s13[flat], torch.bfloat16)  # [P, 2 Ir, L]
+        w13 = dequant_mxfp4(self.w13[flat], self.s13[flat], torch.bfloat16, self.tables)  # [P, 2 Ir, L]
         x = lat.unsqueeze(1).expand(t, k, lat.shape[1]).reshape(t * k, 1, lat.shape[1])
         gu = torch.bmm(x, w13.transpose(1, 2))  # [P, 1, 2 Ir] bf16, f32 accumulation
         del w13
         h = situ(gu[..., :self.rows].float(), gu[..., self.rows:].float()).to(torch.bfloat16)
-        w2 = dequant_mxfp4(self.w2[flat], self.s2[flat], torch.bfloat16)  # [P, L, Ir]
+        w2 = dequant_mxfp4(self.w2[flat], self.s2[flat], torch.bfloat16, self.tables)  # [P, L, Ir]
         y = torch.bmm(h, w2.transpose(1, 2)).view(t, k, -1)  # [T, k, L]
         return (y.float() * weights.float().unsqueeze(-1)).sum(1).to(torch.bfloat16)
 

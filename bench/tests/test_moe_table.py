@@ -207,6 +207,26 @@ def test_a_peer_with_another_route_fails_its_check():
     assert step.check(experts, route) == "FAIL its route differs from the row's"
 
 
+def test_the_unfused_peer_copies_nothing_from_the_host_when_called(monkeypatch):
+    # A call is captured into a CUDA graph, whose capture refuses a host-to-device copy: the
+    # dequantize tables come from the constructor, never from a call.
+    gen = torch.Generator().manual_seed(3)
+    experts = moe.Experts(TINY, "cpu", gen)
+    peer = DequantMoE(*experts.tensors())
+    lat = torch.randn(4, TINY.latent, generator=gen).to(torch.bfloat16)
+    ids = torch.randint(0, TINY.experts, (4, TINY.top_k), generator=gen)
+    weights = torch.rand(4, TINY.top_k, generator=gen)
+    ref = moe_reference(lat, ids, weights, *experts.tensors())
+
+    def refused(*args):
+        raise AssertionError("a dequantize table made during a call")
+
+    monkeypatch.setattr(moe_mxfp4, "byte_table", refused)
+    monkeypatch.setattr(moe_mxfp4, "scale_table", refused)
+    out = peer(lat, ids, weights).double()
+    assert torch.allclose(out, ref, rtol=2e-2, atol=2e-2 * ref.abs().max().item())
+
+
 def test_the_real_triton_kernels_peer_says_why_it_cannot_run_here():
     # On a machine without the package or without a GPU the peer raises with a reason; the table
     # turns it into "could not run: ...".
