@@ -5,15 +5,12 @@
 #include <cstring>
 #include <set>
 
+#include "model/kernel_limits.h"
 #include "model/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace monotile::model {
 namespace {
-
-// The KDA kernels are written for these; the config must agree.
-constexpr int kKernelHeadDim = 128;
-constexpr int kKernelConvSize = 4;
 
 std::string shape_text(const std::vector<int64_t>& shape) { return str_cat("[", absl::StrJoin(shape, ", "), "]"); }
 

@@ -13,6 +13,7 @@
 #include "kernels/k3/build_support.h"
 #include "kernels/k3/gemv_task.h"
 #include "kernels/k3/handoff.h"
+#include "model/kernel_limits.h"
 
 namespace monotile::kernels::k3 {
 
@@ -23,8 +24,7 @@ namespace {
 constexpr int kHeadDim = 128;
 constexpr int kConvWidth = 4;
 constexpr int kMaxTokens = 16;
-// Per-token values stay live through the recurrence: beyond 8 tokens a request they spill.
-constexpr int kMaxQ = 8;
+constexpr int kMaxQ = model::kKernelMaxQ;
 // The state rows a KDA task owns: a quarter of a head, so that four programs share a head's
 // recurrence and a task's state slice (32 x 128 fp32) stays in registers.
 constexpr int kTaskRows = 32;

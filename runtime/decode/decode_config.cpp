@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_join.h"
+#include "model/kernel_limits.h"
 #include "model/str_cat.h"
 #include "model/weight_reasons.h"
 
@@ -63,6 +64,12 @@ std::vector<std::string> unsupported(const DecodeOptions& o) {
   } else if (*o.num_speculative_tokens < 1) {
     reasons.push_back(
         str_cat("num_speculative_tokens ", *o.num_speculative_tokens, ": expected at least 1"));
+  } else if (*o.num_speculative_tokens + 1 > model::kKernelMaxQ) {
+    // At any max_rows: K1 is written for q <= 8 (model/kernel_limits.h).
+    reasons.push_back(str_cat("q ", *o.num_speculative_tokens + 1, " (num_speculative_tokens ",
+                              *o.num_speculative_tokens, " + 1): K1 serves q up to ",
+                              model::kKernelMaxQ, "; expected at most ", model::kKernelMaxQ - 1,
+                              " speculative tokens"));
   } else if (*o.num_speculative_tokens + 1 > o.max_rows) {
     reasons.push_back(str_cat("q ", *o.num_speculative_tokens + 1, " (num_speculative_tokens ",
                               *o.num_speculative_tokens, " + 1) beyond max_rows ", o.max_rows,

@@ -65,7 +65,7 @@ inline constexpr int kKernelTpSizes[] = {1, 8};
 // Nothing for decode_backend "auto" (the stock decode runs). InvalidArgument for an unknown backend
 // name, and for the specialized backend when any of these applies, listing every one: a TP size the
 // kernels are not built for, pipeline parallelism, no speculative decoding, max_rows other than 8
-// or 16, q beyond max_rows, KDA cache dtypes other than a bf16 conv and an fp32 recurrent state, no
+// or 16, q beyond 8 (K1's bound, at any max_rows) or beyond max_rows, KDA cache dtypes other than a bf16 conv and an fp32 recurrent state, no
 // model, a model whose shapes differ from the kernels' (model::config_reasons, the TP split), a
 // device with fewer compute units than max_rows or a partitioned one.
 absl::StatusOr<std::optional<DecodeConfig>> specialized_decode_config(const DecodeOptions& options);

@@ -132,12 +132,39 @@ TEST(SpecializedDecodeConfig, RefusesZeroSpeculativeTokens) {
   EXPECT_THAT(refusal(options), HasSubstr("num_speculative_tokens 0: expected at least 1"));
 }
 
+TEST(SpecializedDecodeConfig, RefusesQBeyondEightAtAnyMaxRows) {
+  for (int max_rows : {8, 16}) {
+    for (int q = 9; q <= 16; ++q) {
+      DecodeOptions options = k3_options();
+      options.max_rows = max_rows;
+      options.num_speculative_tokens = q - 1;
+      EXPECT_THAT(refusal(options),
+                  HasSubstr("q " + std::to_string(q) + " (num_speculative_tokens " +
+                            std::to_string(q - 1) +
+                            " + 1): K1 serves q up to 8; expected at most 7 speculative tokens"))
+          << "max_rows " << max_rows;
+    }
+  }
+}
+
+TEST(SpecializedDecodeConfig, AcceptsQUpToEight) {
+  for (int max_rows : {8, 16}) {
+    for (int q = 2; q <= 8; ++q) {
+      DecodeOptions options = k3_options();
+      options.max_rows = max_rows;
+      options.num_speculative_tokens = q - 1;
+      absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+      EXPECT_TRUE(config.ok()) << "q " << q << " max_rows " << max_rows << ": " << config.status();
+    }
+  }
+}
+
 TEST(SpecializedDecodeConfig, RefusesQBeyondMaxRows) {
   DecodeOptions options = k3_options();
-  options.max_rows = 8;
-  options.num_speculative_tokens = 8;
+  options.max_rows = 4;
+  options.num_speculative_tokens = 4;
   EXPECT_THAT(refusal(options),
-              HasSubstr("q 9 (num_speculative_tokens 8 + 1) beyond max_rows 8: expected at most 7 "
+              HasSubstr("q 5 (num_speculative_tokens 4 + 1) beyond max_rows 4: expected at most 3 "
                         "speculative tokens"));
 }
 
