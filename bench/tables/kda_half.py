@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from bench.kda_check import check_kda, reference_for
 from bench.kda_half_report import (BLOCK_BANK, EPS, F_A, HEAD_DIM, HEADS, HIDDEN, IN_PROJ_ROWS, NBLOCKS,
-                                   PROJECTION, SHAPES, STOCK_US, HalfLine, OursRun, format_half_table,
+                                   PROJECTION, SHAPES, HalfLine, OursRun, format_half_table,
                                    half_bytes, load_k1_json, state_len)
 from bench.kda_inputs import KdaInputs, as_numpy
 from bench.measure import Context, compare, measure_row
@@ -41,7 +41,7 @@ from bench.timing import Timing, copies_for
 
 KERNELS: dict[str, str] = {}  # ours comes from k1_bench's --json, not from an exported kernel
 UNFUSED = "unfused"
-STOCK = "stock vLLM (anchors)"
+STOCK = "stock"
 
 # The merged in_proj's row blocks (k3_layer.md 1.2).
 _G2 = 3 * PROJECTION
@@ -171,14 +171,33 @@ class Unfused:
         except Exception as err:  # noqa: BLE001 (a broken check must not cost the row its time)
             return f"FAIL the check raised {type(err).__name__}: {err}"[:300]
 
+    # What the check reads, and how it poisons the outputs first (the stock peer answers otherwise).
+    def poison(self, layer: Layer) -> None:
+        layer.out.fill_(float("nan"))
+        self.o.fill_(float("nan"))
+
+    def conv_out(self) -> torch.Tensor:
+        """The conv's SiLU output as [3, T, Pl] (q | k | v)."""
+        return self.qkv
+
+    def rec_out(self) -> torch.Tensor:
+        """The recurrence's output [T, NHl, 128], before the gated norm."""
+        return self.o
+
+    def core_out(self) -> torch.Tensor:
+        return self.core
+
+    def layer_out(self, layer: Layer) -> torch.Tensor:
+        return layer.out
+
     def _check(self) -> str:
         """AttnRes and the conv (its output and the state it wrote) against float64 on the same
         inputs, the recurrence against the float64 reference (bench/kda_check.py, fla's rules) on
-        the inputs the chain gave it, o_proj against f32 on core; every output finite."""
+        the inputs the chain gave it, the gated norm against float64 on the recurrence's output and
+        g2, o_proj against f32 on core; every output finite."""
         layer = self.layers[0]
         before = {name: getattr(layer, name).clone() for name in ("prefix", "delta", "blocks", "conv_state", "state")}
-        layer.out.fill_(float("nan"))
-        self.o.fill_(float("nan"))
+        self.poison(layer)
         self.step(0)
         if layer.out.is_cuda:
             torch.cuda.synchronize()
@@ -203,16 +222,23 @@ class Unfused:
             acc = sum(seq[j:j + q] * w[:, j] for j in range(4))
             outs.append(acc * torch.sigmoid(acc))
         conv = torch.cat(outs).view(self.t, 3, pl).transpose(0, 1)
-        results.append(("conv", compare(self.qkv, conv, 1e-2)))
+        results.append(("conv", compare(self.conv_out(), conv, 1e-2)))
         stored = all(torch.equal(layer.conv_state[slots[r], :q + 2].double(), seqs[r][1:]) for r in range(n))
         results.append(("conv state", "ok" if stored else "FAIL the new conv state differs"))
         inputs = self.kda_inputs(layer, state=before["state"])
-        kda = check_kda("fla", inputs, self.o, layer.state, reference_for(inputs), as_numpy(before["state"]))
+        o = self.rec_out()
+        kda = check_kda("fla", inputs, o, layer.state, reference_for(inputs), as_numpy(before["state"]))
         results.append(("rec", kda.summary()))
-        for name, value in (("core", self.core), ("out", layer.out)):
+        # The gated norm (k3_layer.md 4.5) on the recurrence's bf16 output and in_proj's g2.
+        od = o.double()
+        g2 = self.proj[:, _G2:_G2 + PROJECTION].view(self.t, HEADS, HEAD_DIM).double()
+        y = od / torch.sqrt(od.pow(2).mean(-1, keepdim=True) + EPS) * layer.o_norm.double() * torch.sigmoid(g2)
+        core, out = self.core_out(), self.layer_out(layer)
+        results.append(("norm", compare(core.view(self.t, HEADS, HEAD_DIM), y, 1e-2)))
+        for name, value in (("core", core), ("out", out)):
             if not torch.isfinite(value.float()).all():
                 results.append((name, "FAIL non-finite"))
-        results.append(("o_proj", compare(layer.out, self.core.float() @ layer.w_o.float().t(), 1e-2)))
+        results.append(("o_proj", compare(out, core.float() @ layer.w_o.float().t(), 1e-2)))
         failed = [f"{name} {text}" for name, text in results if not text.startswith("ok")]
         if failed:
             return "FAIL " + "; ".join(failed)
@@ -234,11 +260,27 @@ def _ours(ctx: Context) -> OursRun | None:
         return OursRun(False, f"unreadable --k1-json: {err}", "", 0.0, {})
 
 
+def _stock(ctx: Context):
+    """vLLM's stock kernels loaded through the shims, or why they cannot run (a string)."""
+    from bench.peers.vllm_shims import default_peers_dir, load_stock_kernels
+
+    peers = ctx.shapes.get("stock_peers", default_peers_dir())
+    try:
+        return load_stock_kernels(peers)
+    except Exception as err:  # noqa: BLE001 (a peer that cannot load costs only its own column)
+        return f"could not run: {type(err).__name__}: {err}"[:300]
+
+
 def run(ctx: Context) -> list[Row]:
+    from bench.peers.vllm_kda_half import Stock
+
     rows: list[Row] = []
     lines: list[HalfLine] = []
     ours = _ours(ctx)
     have_fla = fla_version() is not None
+    kernels = _stock(ctx)
+    if isinstance(kernels, str):
+        ctx.log(f"  kda_half stock: {kernels}")
     for q, requests in ctx.shapes.get("kda_half", SHAPES):
         nbytes = half_bytes(requests, q)
         mine = ours.shapes.get((requests, q)) if ours is not None and ours.gpu else None
@@ -247,21 +289,36 @@ def run(ctx: Context) -> list[Row]:
         shape = f"N={requests} q={q} T={requests * q}"
         line = HalfLine(requests, q, nbytes, nbytes / ctx.copy_bandwidth * 1e6 if ctx.copy_bandwidth else 0.0,
                         None, ours=mine)
+        chains, absent = {}, {}
+        if isinstance(kernels, str):
+            absent[STOCK] = kernels
+        else:
+            chains[STOCK] = Stock(kernels, requests, q, ctx.device, ctx.l2_bytes(), seed=17 * requests + q + 1)
         if have_fla:
-            unfused = Unfused(requests, q, ctx.device, ctx.l2_bytes(), seed=17 * requests + q)
+            chains[UNFUSED] = Unfused(requests, q, ctx.device, ctx.l2_bytes(), seed=17 * requests + q)
+        else:
+            absent[UNFUSED] = "fla not installed"
 
-            def check(name: str, after: bool, unfused=unfused) -> str:
-                return unfused.check()
+        def check(name: str, after: bool, chains=chains) -> str:
+            return chains[name].check()
 
-            row = measure_row(ctx, "kda_half", shape, nbytes, unfused.copies, {UNFUSED: unfused.step}, check)
-            line.unfused_us = row.time_us(UNFUSED)
-            result = row.results[UNFUSED]
-            line.unfused_status, line.check = result.status, result.check
-            del unfused
+        copies = max((chain.copies for chain in chains.values()), default=1)
+        if chains:
+            row = measure_row(ctx, "kda_half", shape, nbytes, copies, {name: c.step for name, c in chains.items()},
+                              check, absent=absent)
         else:
             row = Row("kda_half", shape, nbytes)
-            row.results[UNFUSED] = Result(UNFUSED, status="fla not installed")
-            line.unfused_status = "fla not installed"
+            for name, why in absent.items():
+                row.results[name] = Result(name, status=why)
+        for name in (STOCK, UNFUSED):
+            result = row.results.get(name)
+            status = result.status if result is not None else absent.get(name, "not run")
+            if name == STOCK:
+                line.stock_us, line.stock_status = row.time_us(STOCK), status
+                line.stock_check = result.check if result is not None else ""
+            else:
+                line.unfused_us, line.unfused_status = row.time_us(UNFUSED), status
+                line.check = result.check if result is not None else ""
         if mine is not None:
             row.results[OURS] = Result(OURS, timing=Timing(mine.half_median_us, mine.half_best_us, mine.half_median_us,
                                                             launches=1, copies=1),
@@ -269,13 +326,12 @@ def run(ctx: Context) -> list[Row]:
         else:
             why = "no --k1-json" if ours is None else ours.reason if not ours.gpu else "not in --k1-json"
             row.results[OURS] = Result(OURS, status=why)
-        stock = STOCK_US.get((q, requests))
-        if stock is not None:
-            row.results[STOCK] = Result(STOCK, timing=Timing(stock, stock, stock, launches=0, copies=0))
         rows.append(row)
         lines.append(line)
-        ctx.log(f"  kda_half {shape}: unfused {_us(line.unfused_us, line.unfused_status)}, ours "
-                f"{_us(mine.half_median_us if mine else None, 'not given')} ({line.check or 'no check'})")
+        ctx.log(f"  kda_half {shape}: stock {_us(line.stock_us, line.stock_status)}, unfused "
+                f"{_us(line.unfused_us, line.unfused_status)}, ours "
+                f"{_us(mine.half_median_us if mine else None, 'not given')}")
+        del chains
         if ctx.device.startswith("cuda"):
             torch.cuda.empty_cache()
     ctx.log(format_half_table(lines, ctx.copy_bandwidth, ours))

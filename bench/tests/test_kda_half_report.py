@@ -95,35 +95,42 @@ def test_load_reads_a_file(tmp_path=None):
 
 
 def _lines():
-    return [HalfLine(1, 4, half_bytes(1, 4), 28.0, 50.0, check="ok rec o 1.0e-03"),
-            HalfLine(2, 2, half_bytes(2, 2), 28.5, None, unfused_status="fla not installed"),
-            HalfLine(4, 4, half_bytes(4, 4), 31.5, 60.0)]
+    return [HalfLine(1, 4, half_bytes(1, 4), 28.0, 50.0, check="ok rec o 1.0e-03", stock_us=30.0, stock_status="ok",
+                     stock_check="ok attn_res 4.2e-03"),
+            HalfLine(2, 2, half_bytes(2, 2), 28.5, None, unfused_status="fla not installed",
+                     stock_status="could not run: StockImportError: .peers/vllm_stock absent"),
+            HalfLine(4, 4, half_bytes(4, 4), 31.5, 60.0, stock_us=40.0, stock_status="ok")]
 
 
 def test_table_with_ours():
     text = format_half_table(_lines(), 4.2e12, parse_k1_json(json.dumps(_doc())))
     lines = text.splitlines()
-    assert lines[0].startswith("== KDA half (K1 + o_proj), K3 TP8 rank 0, layer 1 (copy 4.200 TB/s")
+    assert lines[0] == ("== KDA half (K1 + o_proj), K3 TP8 rank 0, layer 1 (copy 4.200 TB/s; goals: stock/ours >= 1.3, "
+                        "unfused/ours >= 1.65, ours/floor <= 1.3)")
     assert "ours: k1_bench on NVIDIA H200, its copy 4.200 TB/s" in lines[1]
-    header = lines[2].split()
-    assert header[:6] == ["shape", "MB", "floor", "us", "unfused", "us"]
-    first = lines[3].split()
-    # N=1 q=4: unfused 50.00, ours 20.00, ours/floor 1.100, unfused/ours 2.50, stock 53.4, x2.67.
+    assert "the cuBLAS form is timed at every T" in lines[2]
+    header = lines[3].split()
+    assert header[:8] == ["shape", "MB", "floor", "us", "stock", "us", "stock/floor", "unfused"]
+    first = lines[4].split()
+    # N=1 q=4: stock 30.00 (1.071 of the floor 28.00), unfused 50.00, ours 20.00 (1.100 of its own floor),
+    # stock/ours 1.50, unfused/ours 2.50, K1 14.00.
     assert first[:3] == ["N=1", "q=4", "T=4"]
-    assert first[3:12] == [f"{half_bytes(1, 4) / 1e6:.2f}", "28.00", "50.00", "20.00", "1.100", "2.50", "53.4", "2.67",
-                           "14.00"]
-    second = lines[4].split()
-    # No unfused time: its reason; no stock anchor at q = 2.
-    assert "fla" in second and "22.00" in second and "-" in second
-    third = lines[5].split()
-    # ours has no N=4 q=4 shape in this file: dashes; the stock anchor is still shown.
-    assert third[4:9] == ["31.50", "60.00", "-", "-", "-"] and "66.0" in third
+    assert first[3:13] == [f"{half_bytes(1, 4) / 1e6:.2f}", "28.00", "30.00", "1.071", "50.00", "20.00", "1.100",
+                           "1.50", "2.50", "14.00"]
+    second = lines[5]
+    # No stock and no unfused time: their reasons, cut; ours still shown.
+    assert "could not run: StockImportError: .pee..." in second and "fla not installed" in second
+    assert "22.00" in second
+    third = lines[6].split()
+    # ours has no N=4 q=4 shape in this file: dashes where a ratio needs it.
+    assert third[4:10] == ["31.50", "40.00", "1.270", "60.00", "-", "-"]
+    assert lines[7:] == ["   check N=1 q=4 stock: ok attn_res 4.2e-03", "   check N=1 q=4 unfused: ok rec o 1.0e-03"]
 
 
-def test_table_without_ours_prints_the_unfused_column():
+def test_table_without_ours_prints_the_peers():
     text = format_half_table(_lines(), 4.2e12, None)
     assert "ours: not measured (no --k1-json)" in text
-    assert "50.00" in text
+    assert "50.00" in text and "30.00" in text
     no_gpu = format_half_table(_lines(), 4.2e12, OursRun(False, "no GPU: x", "", 0.0, {}))
     assert "ours: k1_bench ran without a GPU (no GPU: x)" in no_gpu
 
