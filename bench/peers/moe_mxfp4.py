@@ -70,11 +70,16 @@ def situ(g: torch.Tensor, u: torch.Tensor, beta: float = SITU_BETA, linear_beta:
     return beta * torch.tanh(g / beta) * torch.sigmoid(g) * (linear_beta * torch.tanh(u / linear_beta))
 
 
-def select_experts(logits: torch.Tensor, bias: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def select_experts(logits: torch.Tensor, bias: torch.Tensor, top_k: int,
+                   route: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """k3_layer.md 5.1 from f32 logits [T, E]: the top_k of sigmoid + correction bias, weights the
-    pre-bias sigmoids renormalized. Returns ids [T, k] int64 (descending key) and f32 weights."""
+    pre-bias sigmoids renormalized. Returns ids [T, k] int64 (descending key) and f32 weights.
+    With `route` [T, k] int64 (another run's selection, e.g. k2_bench's), the top-k still runs (the
+    same launches) but its choice is replaced by `route`, whose weights are gathered instead."""
     scores = torch.sigmoid(logits.float())
     ids = torch.topk(scores + bias.float(), top_k, dim=-1).indices
+    if route is not None:
+        ids = route
     weights = scores.gather(1, ids)
     return ids, weights / weights.sum(-1, keepdim=True)
 

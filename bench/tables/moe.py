@@ -19,7 +19,10 @@ launches captured in one CUDA graph and timed like every other row (bench/timing
   torch: routed_expert_norm (RMSNorm, eps 1e-5, one rounding) on the routed sum;
   cuBLAS + torch: the shared experts, gate_up [1536, 7168], SiTU, down [7168, 768] -> out [T, H];
   cuBLAS: rank 0's up-projection rows 0..895 on the normed latent, added into out's columns 0..895.
-Both peers take the same route: the same inputs, the same torch selection, checked equal.
+Both peers take the same route, checked equal: k2_bench's own (its --json "route", each token's
+experts in its last launch), so that the peers run the same distinct experts as ours; the peers'
+top-k still runs (the same launches) and only its choice is replaced. Without a route in the file,
+the selection of the same torch ops on the table's own inputs.
 Inputs are one copy (the experts alone are 2 GB): each launch streams the dense weights (126 MB)
 and its experts' bytes, more than twice the H200's L2, so little of a launch's reads is left in L2
 for the next one.
@@ -101,6 +104,7 @@ class OursK2:
     median_us: float
     best_us: float
     floor_us: float
+    route: list[list[int]] | None = None  # [T][top_k]: the experts each token chose in k2_bench's run
 
 
 @dataclass
@@ -135,10 +139,25 @@ def parse_k2_json(text: str, where: str = "k2 json") -> OursK2Run:
         shape = OursK2(_field(entry, "name", str, at), _field(entry, "T", int, at),
                        _field(entry, "distinct_experts", int, at), _field(entry, "bytes", int, at),
                        _field(entry, "median_us", float, at), _field(entry, "best_us", float, at),
-                       _field(entry, "floor_us", float, at))
+                       _field(entry, "floor_us", float, at), _route(entry, at))
         shapes[shape.tokens] = shape
     return OursK2Run(True, "", str(doc.get("device", "")), _field(doc, "copy_bandwidth_bytes_per_s", float, where),
                      shapes)
+
+
+def _route(entry: dict, at: str) -> list[list[int]] | None:
+    """The shape's "route": T rows of expert ids, each row distinct ids >= 0; absent in older files."""
+    if "route" not in entry:
+        return None
+    route = _field(entry, "route", list, at)
+    tokens = entry["T"]
+    rows_ok = len(route) == tokens and all(
+        isinstance(row, list) and row and all(type(e) is int and e >= 0 for e in row) and len(set(row)) == len(row)
+        and len(row) == len(route[0]) for row in route)
+    if not rows_ok:
+        raise K2JsonError(f'{at}: "route" must be {tokens} rows of the same number of distinct expert ids >= 0, '
+                          f"got {str(route)[:80]}")
+    return route
 
 
 def load_k2_json(path: str | Path) -> OursK2Run:
@@ -177,8 +196,10 @@ def format_moe_table(lines: list[MoeLine], copy_bandwidth: float, ours: OursK2Ru
     elif not ours.gpu:
         source = f"ours: k2_bench ran without a GPU ({ours.reason})"
     else:
+        same = all(s.route is not None for s in ours.shapes.values())
         source = (f"ours: k2_bench on {ours.device or 'the GPU'}, its copy {ours.copy_bandwidth / 1e12:.3f} TB/s, "
-                  "cold L2 per launch, its own random route")
+                  "cold L2 per launch, its own random route"
+                  + (", which the peers run too" if same else "; the peers route the table's own inputs"))
     header = ["T", "experts", "ours experts", "MB", "floor us", "ours us", "ours/floor", f"{TK} us",
               f"ours/{TK}", f"{UNFUSED} us", f"ours/{UNFUSED}", "check"]
     body = []
@@ -278,8 +299,8 @@ def mm_f32(a: torch.Tensor, b_t: torch.Tensor) -> torch.Tensor:
 class Step:
     """K2 as separate launches, the routed experts by `moe` (lat, ids, weights) -> routed [T, L]."""
 
-    def __init__(self, d: Dims, dense: Dense, inputs: Inputs, moe, device: str):
-        self.d, self.w, self.x, self.moe = d, dense, inputs, moe
+    def __init__(self, d: Dims, dense: Dense, inputs: Inputs, moe, device: str, route: torch.Tensor | None = None):
+        self.d, self.w, self.x, self.moe, self.route = d, dense, inputs, moe, route
         t, h = inputs.core.shape[0], d.hidden
         self.prefix_out = torch.empty(t, h, dtype=torch.bfloat16, device=device)
         self.out = torch.empty(t, h, dtype=torch.bfloat16, device=device)
@@ -300,7 +321,7 @@ class Step:
         w, d = self.w, self.d
         a = torch.mm(self.x.core, w.w_o.t())
         y = self.attn_res(a)
-        self.ids, self.weights = select_experts(mm_f32(y, w.w_gate.t()), w.gate_bias, d.top_k)
+        self.ids, self.weights = select_experts(mm_f32(y, w.w_gate.t()), w.gate_bias, d.top_k, self.route)
         self.lat = torch.mm(y, w.w_ld.t())
         self.routed = self.moe(self.lat, self.ids, self.weights)
         r = self.routed.float()
@@ -379,6 +400,19 @@ def _build_peers(ctx: Context, experts: Experts) -> tuple[dict, dict[str, str]]:
     return built, why
 
 
+def _given_route(ctx: Context, d: Dims, tokens: int, mine: OursK2 | None) -> torch.Tensor | None:
+    """k2_bench's route for this T as a [T, top_k] int64 tensor, or None (no route in its file, or
+    one that does not fit these dims: logged)."""
+    if mine is None or mine.route is None:
+        return None
+    route = torch.tensor(mine.route, dtype=torch.int64)
+    if route.shape != (tokens, d.top_k) or int(route.max()) >= d.experts:
+        ctx.log(f"  moe T={tokens}: k2_bench's route {tuple(route.shape)} with ids up to {int(route.max())} does "
+                f"not fit {d.top_k} of {d.experts} experts; the peers route their own inputs")
+        return None
+    return route.to(ctx.device)
+
+
 def run(ctx: Context) -> list[Row]:
     d: Dims = ctx.shapes.get("moe_dims", K3)
     ours = _ours(ctx)
@@ -390,14 +424,18 @@ def run(ctx: Context) -> list[Row]:
     lines: list[MoeLine] = []
     for tokens in ctx.shapes.get("moe_tokens", TOKENS):
         inputs = Inputs(d, tokens, ctx.device, gen)
-        steps = {name: Step(d, dense, inputs, moe, ctx.device) for name, (moe, _) in peers.items()}
-        # The row's route: the selection of the same torch ops on the same inputs, once.
-        probe = Step(d, dense, inputs, lambda lat, ids, weights: torch.zeros_like(lat), ctx.device)
+        mine = ours.shapes.get(tokens) if ours is not None and ours.gpu else None
+        given = _given_route(ctx, d, tokens, mine)
+        steps = {name: Step(d, dense, inputs, moe, ctx.device, given) for name, (moe, _) in peers.items()}
+        # The row's route: k2_bench's when its file has one, else the selection of the same torch
+        # ops on the same inputs, once.
+        probe = Step(d, dense, inputs, lambda lat, ids, weights: torch.zeros_like(lat), ctx.device, given)
         probe()
         route = torch.sort(probe.ids, 1).values
         distinct = int(torch.unique(route).numel())
+        if mine is not None and given is not None and distinct != mine.distinct:
+            ctx.log(f"  moe T={tokens}: k2_bench's route has {distinct} distinct experts, its file says {mine.distinct}")
         nbytes = k2_bytes(d, tokens, distinct)
-        mine = ours.shapes.get(tokens) if ours is not None and ours.gpu else None
         line = MoeLine(tokens, distinct, nbytes, nbytes / ctx.copy_bandwidth * 1e6 if ctx.copy_bandwidth else 0.0,
                        ours=mine)
 

@@ -133,6 +133,58 @@ def test_the_reference_sums_each_token_over_its_experts():
     assert torch.allclose(whole[1:], one + rest)
 
 
+def _routes(experts: int, top_k: int, seed: int = 3) -> dict[int, list[list[int]]]:
+    gen = torch.Generator().manual_seed(seed)
+    return {t: [torch.randperm(experts, generator=gen)[:top_k].tolist() for _ in range(t)] for t in (4, 8, 16)}
+
+
+def test_k2_json_route_is_read_and_checked():
+    routes = _routes(896, 16)
+    doc = k2_doc()
+    for shape in doc["shapes"]:
+        shape["route"] = routes[shape["T"]]
+    run = moe.parse_k2_json(json.dumps(doc))
+    assert run.shapes[8].route == routes[8]
+    assert moe.parse_k2_json(json.dumps(k2_doc())).shapes[4].route is None  # an older file: no route
+    for bad in (routes[8], [[1, 1] + routes[4][0][2:]] + routes[4][1:], [[-1] + routes[4][0][1:]] + routes[4][1:],
+                [routes[4][0][:3]] + routes[4][1:]):
+        doc["shapes"][0]["route"] = bad
+        with pytest.raises(moe.K2JsonError, match='"route" must be 4 rows of the same number of distinct expert ids'):
+            moe.parse_k2_json(json.dumps(doc))
+
+
+def test_the_peers_run_k2_benchs_route(tmp_path):
+    logged = []
+    routes = _routes(TINY.experts, TINY.top_k)
+    doc = k2_doc()
+    for shape in doc["shapes"]:
+        shape["route"] = routes[shape["T"]]
+        shape["distinct_experts"] = len({e for row in routes[shape["T"]] for e in row})
+    ctx = tiny_context(tmp_path, doc, peers={moe.UNFUSED: DequantMoE})
+    ctx.log = logged.append
+    rows = moe.run(ctx)
+    for row in rows:
+        tokens = int(row.shape.split()[0][2:])
+        distinct = len({e for r in routes[tokens] for e in r})
+        assert row.shape == f"T={tokens} experts={distinct}"
+        assert row.nbytes == moe.k2_bytes(TINY, tokens, distinct)
+        assert row.results[moe.UNFUSED].check.startswith("ok"), row.results[moe.UNFUSED].check
+    assert "its own random route, which the peers run too" in logged[-1]
+    assert not any("distinct experts, its file says" in line for line in logged)
+
+
+def test_a_route_that_does_not_fit_the_dims_is_not_used(tmp_path):
+    logged = []
+    doc = k2_doc()
+    for shape in doc["shapes"]:
+        shape["route"] = [[TINY.experts + i for i in range(TINY.top_k)] for _ in range(shape["T"])]
+    ctx = tiny_context(tmp_path, doc, peers={moe.UNFUSED: DequantMoE})
+    ctx.log = logged.append
+    rows = moe.run(ctx)
+    assert rows[0].results[moe.UNFUSED].check.startswith("ok")
+    assert any("does not fit 4 of 32 experts; the peers route their own inputs" in line for line in logged)
+
+
 def test_ratios_are_our_time_over_the_peers():
     assert moe.ratio(50.0, 200.0) == "0.250"
     assert moe.ratio(None, 200.0) == "-" and moe.ratio(50.0, None) == "-"
