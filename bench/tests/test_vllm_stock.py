@@ -3,7 +3,7 @@
 Fast: the peer's chain with torch stand-ins for vLLM's four kernels (same signatures), so that the
 harness logic is tested anywhere torch is: the check passes a correct chain and fails one whose
 conv update writes the null block, whose recurrence leaves a row unwritten, or whose gated norm
-drops its gate. Slow (about two minutes, skipped without `.peers/vllm_stock` or where Triton's
+drops its gate. Slow (two to four minutes, skipped without `.peers/vllm_stock` or where Triton's
 interpreter cannot run): vLLM's own kernels, unpacked from its wheel and loaded through the shims,
 under Triton's interpreter at N = 2, q = 2, checked against float64 including the padded request.
 """
