@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "model/kernel_limits.h"
 #include "model/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
@@ -347,6 +348,18 @@ absl::StatusOr<RankDims> rank_dims(const ModelConfig& c, int tp, int rank) {
     return absl::InvalidArgumentError(str_cat("config \"", c.name, "\" at tp ", tp, ": moe_intermediate_size / tp is ",
                                                    d.expert_intermediate, "; expected a multiple of the MXFP4 group ",
                                                    c.mxfp4_group_size));
+  }
+  // The kernels' GEMVs step through K at least 32 wide: the shared experts' down-projection and an
+  // MLA layer's o_proj read these as K.
+  if (d.shared_intermediate % kKernelWidthMultiple != 0) {
+    return absl::InvalidArgumentError(str_cat("config \"", c.name, "\" at tp ", tp,
+                                              ": moe_intermediate_size * num_shared_experts / tp is ",
+                                              d.shared_intermediate, "; expected a multiple of ", kKernelWidthMultiple));
+  }
+  if (int64_t{d.mla_heads} * c.v_head_dim % kKernelWidthMultiple != 0) {
+    return absl::InvalidArgumentError(str_cat("config \"", c.name, "\" at tp ", tp, ": num_attention_heads / tp * v_head_dim is ",
+                                              int64_t{d.mla_heads} * c.v_head_dim, "; expected a multiple of ",
+                                              kKernelWidthMultiple));
   }
   return d;
 }

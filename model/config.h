@@ -95,7 +95,8 @@ struct RankDims {
 
 // Refused with the field: a size not divisible by `tp`, a rank outside [0, tp), expert
 // intermediates that vLLM would pad (below min_moe_intermediate_per_partition), MXFP4 groups that
-// do not divide the rank's intermediate.
+// do not divide the rank's intermediate, a rank's shared-expert intermediate or MLA o_proj input
+// that is no multiple of 32 (the kernels' narrowest K step, model/kernel_limits.h).
 absl::StatusOr<RankDims> rank_dims(const ModelConfig& config, int tp, int rank);
 
 // Parses config.json text. `where` names it in messages. A missing field, a field of the wrong

@@ -68,6 +68,35 @@ void check_tensor(int layer, const ExpectedTensor& expected, const Checkpoint& c
   }
 }
 
+// The limits of the kernels' builds (k1_build, k2_build) that the config decides, so that what the
+// checks accept, construction builds (model/kernel_limits.h).
+void kernel_shape_reasons(const ModelConfig& c, std::vector<std::string>& reasons) {
+  if (c.hidden_size % kKernelHiddenMultiple != 0) {
+    reasons.push_back(str_cat("config: hidden_size is ", c.hidden_size, "; expected a multiple of ",
+                              kKernelHiddenMultiple, " (the kernels' GEMV step)"));
+  }
+  if (c.routed_expert_hidden_size % kKernelWidthMultiple != 0) {
+    reasons.push_back(str_cat("config: routed_expert_hidden_size is ", c.routed_expert_hidden_size,
+                              "; expected a multiple of ", kKernelWidthMultiple, " (an MXFP4 group)"));
+  }
+  if (c.num_experts_per_token < 1 || c.num_experts_per_token > c.num_experts) {
+    reasons.push_back(str_cat("config: num_experts_per_token is ", c.num_experts_per_token, "; expected 1..",
+                              c.num_experts, " (num_experts)"));
+  }
+  int most = 0, at = -1;
+  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
+    if (c.served_kind(layer) == ServedKind::kNone) continue;
+    // A block-write layer's MLP AttnRes reads the block its attention half closed as well.
+    const int sources = c.previous_blocks(layer) + (c.is_block_write_layer(layer) ? 1 : 0) + 1;
+    if (sources > most) most = sources, at = layer;
+  }
+  if (most > kKernelAttnResSources) {
+    reasons.push_back(str_cat("config: layer ", at, " reads ", most - 1, " AttnRes blocks (attn_res_block_size ",
+                              c.attn_res_block_size, ", num_hidden_layers ", c.num_hidden_layers, "); expected at most ",
+                              kKernelAttnResSources - 1));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> config_reasons(const ModelConfig& c) {
@@ -100,6 +129,7 @@ std::vector<std::string> config_reasons(const ModelConfig& c) {
                                    ", use_full_rank_gate ", c.use_full_rank_gate, "; expected ", kKernelHeadDim, ", ",
                                    kKernelConvSize, ", true"));
   }
+  kernel_shape_reasons(c, reasons);
   return reasons;
 }
 

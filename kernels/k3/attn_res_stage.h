@@ -21,6 +21,7 @@
 #include "dsl/value.h"
 #include "kernels/k3/handoff.h"
 #include "kernels/k3/k2_clock.h"
+#include "model/kernel_limits.h"
 
 namespace monotile::kernels::k3 {
 
@@ -40,7 +41,7 @@ inline constexpr int kAttnResMinChunk = 256;
 // builds share the counters but not the chunk (handoff.h, arrive).
 int attn_res_row_span(int hidden);
 // Sources of a chunk tile: the blocks and the prefix, padded to the matrix unit's 16 rows.
-inline constexpr int kAttnResSources = 16;
+inline constexpr int kAttnResSources = model::kKernelAttnResSources;
 // f32 partials per (row, chunk): the Gram matrix and the dots.
 inline constexpr int kAttnResPartials = kAttnResSources * kAttnResSources + kAttnResSources;
 

@@ -470,6 +470,9 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
   b.eps = static_cast<float>(config.rms_norm_eps);
   b.out_eps = static_cast<float>(config.rms_norm_eps);
   b.lower_bound = static_cast<float>(config.gate_lower_bound);
+  if (b.nblocks >= kAttnResSources) {
+    return refuse(absl::StrCat(b.nblocks, " AttnRes block sources, expected <= ", kAttnResSources - 1));
+  }
   if (attn_res_chunk(b.hidden, b.tokens) == 0 || b.hidden % b.gemv_step != 0) {
     return refuse(absl::StrCat("hidden_size ", b.hidden, ", expected a multiple of ", b.gemv_step));
   }

@@ -230,6 +230,9 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
     // on an H100: K2 0.9% and 1.7% faster at T 4 and 8 with I's alone, 8.1% at T 16 with both; H's
     // is 0.4% slower at T 4 and 8 beside I's, and 8 stages are slower than 4 everywhere).
     build.routed_stages = 4;
+    // A staged chunk holds at most kMaxStagedChunk union slots: past T top-k 512 (a top-k above 32
+    // at 16 tokens), more chunks than the default.
+    build.routed_chunks = std::max(build.routed_chunks, (build.tokens * build.top_k + kMaxStagedChunk - 1) / kMaxStagedChunk);
     if (build.tokens > 8) build.expert_stages = 4;
   }
   if (target.vendor() == dsl::Vendor::kNvidia && build.tokens <= 8) {

@@ -1,6 +1,6 @@
 // K2 on the GPU (label gpu) against the float64 reference: K3's TP 8 rank shapes at the widths the
 // benchmarks measure and at 2 tokens (every row on the same 16 experts, as on the interpreter) and k3-tiny's
-// ordinary, block-write, tie and NaN cases, and the stage clock build at K3's T 4 (its clock
+// ordinary, block-write, tie and NaN cases and top-k 1, 6 and 12, and the stage clock build at K3's T 4 (its clock
 // running forward on every program); one program per SM, all resident. Skips cleanly without a GPU.
 #include <gtest/gtest.h>
 
@@ -40,6 +40,9 @@ std::vector<K2Case> cases() {
   out.push_back({.layer = 12, .tokens = 6});
   out.push_back({.tokens = 4, .router = Router::kTies});
   out.push_back({.tokens = 4, .router = Router::kNan});
+  // Top-k that are no tile size, padded inside the router (any k in 1..E).
+  for (int top_k : {1, 6, 12}) out.push_back({.tokens = 4, .top_k = top_k});
+  out.push_back({.tokens = 16, .router = Router::kTies, .top_k = 6});
   return out;
 }
 

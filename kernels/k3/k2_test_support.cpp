@@ -108,7 +108,7 @@ std::string case_name(const K2Case& c) {
                                   c.gemv_step != 0 ? absl::StrCat("_s", c.gemv_step) : "",
                                   c.expert_stages != 0 ? absl::StrCat("_es", c.expert_stages) : "",
                                   c.routed_stages != 0 ? absl::StrCat("_rs", c.routed_stages) : "",
-                                  c.shared_early ? "_fe" : "",
+                                  c.shared_early ? "_fe" : "", c.top_k != 0 ? absl::StrCat("_k", c.top_k) : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -119,6 +119,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   K2Inputs in;
   in.c = c;
   in.config = *model::load_config(c.model);
+  if (c.top_k != 0) in.config.num_experts_per_token = c.top_k;
   const model::ModelConfig& config = in.config;
   model::RankDims dims = *model::rank_dims(config, c.tp, 0);
   absl::StatusOr<K2Build> made = k2_build(config, dims, c.layer, static_cast<int>(dims.kda_projection), c.tokens);

@@ -38,6 +38,7 @@ struct K2Case {
   int expert_stages = 0;  // nonzero: K2Build::expert_stages (the name then ends "_es{n}")
   int routed_stages = 0;  // nonzero: K2Build::routed_stages (the name then ends "_rs{n}")
   bool shared_early = false;  // K2Build::shared_early (the name then ends "_fe")
+  int top_k = 0;  // nonzero: the config's num_experts_per_token (the name then ends "_k{n}")
   // Health cases (not in case_name): the launch's epoch word; a nonzero fault_ns builds the fault
   // hook (K2Build::fault_ns) for epoch fault_epoch at this layer's slot; a nonzero wait_ns bounds
   // the waits instead of the interpreter's minutes; poison_union fills the route and the union's

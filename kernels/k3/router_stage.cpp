@@ -79,18 +79,22 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
     auto real = es < r.experts;
     auto score = sigmoid(logits_at(t, es, real));
     auto key = score + load(r.bias + es, real);
-    // NaN ranks last (the DSL's top-k puts it first); padding never ranks above a real expert.
-    auto chosen = router_topk(where(real & (key == key), key, -inf), pow2_at_least(r.experts), r.top_k);
+    // NaN ranks last (the DSL's top-k puts it first); padding never ranks above a real expert. A
+    // top-k that is no tile size (6, 12) takes the next power of two: with ties to the lower id its
+    // first top_k are the top-k's, and the slots past them are masked off the sum and the stores.
+    const int picks = static_cast<int>(pow2_at_least(r.top_k));
+    auto chosen = router_topk(where(real & (key == key), key, -inf), pow2_at_least(r.experts), picks);
     r.clock.tick_if(t == program_id(0), K2ClockPoint::kTopk);
-    auto picked = sigmoid(logits_at(t, chosen.indices, chosen.indices < r.experts));
-    auto weights = where(picked == picked, picked, 0.0f);
+    auto slots = arange(0, picks);
+    auto kept = slots < r.top_k;
+    auto picked = sigmoid(logits_at(t, chosen.indices, kept & (chosen.indices < r.experts)));
+    auto weights = where(kept & (picked == picked), picked, 0.0f);
     if (r.renormalize) {
       auto total = sum(weights);
       weights = where(total > 0.0f, weights / total, 0.0f);
     }
-    auto slots = arange(0, r.top_k);
-    store(r.experts_out + t * r.top_k + slots, chosen.indices);
-    store(r.weights_out + t * r.top_k + slots, weights * r.scaling);
+    store(r.experts_out + t * r.top_k + slots, chosen.indices, kept);
+    store(r.weights_out + t * r.top_k + slots, weights * r.scaling, kept);
     arrive(r.route_counter, r.tokens, r.route_flag, hc);
   });
 }

@@ -3,10 +3,10 @@
 //      every rank computing every expert; each task stores its partial sums, the last publishes them
 //      (W_gate is one of K2's first reads and the union of the chosen experts waits for it: with a
 //      task per block of experts alone, K3's 14 blocks streamed 12.8 MB on 14 SMs in about 85 us);
-//   2. per row: s = sigmoid(logit); the top k of s + bias (the correction bias chooses, it does not
-//      weigh), ties to the lower expert id, a NaN key last (it becomes -inf, so a NaN ties with a
-//      -inf key); weights s / sum(s) over the chosen (NaN counts 0; renormalize), times the
-//      scaling factor, in descending key order.
+//   2. per row: s = sigmoid(logit); the top k (any k in 1..E) of s + bias (the correction bias
+//      chooses, it does not weigh), ties to the lower expert id, a NaN key last (it becomes -inf,
+//      so a NaN ties with a -inf key); weights s / sum(s) over the chosen (NaN counts 0;
+//      renormalize), times the scaling factor, in descending key order.
 #pragma once
 
 #include <cstdint>
