@@ -52,6 +52,18 @@ TEST(DecodeCommand, RefusesADeploymentTheKernelsCannotServe) {
   EXPECT_THAT(result.output, HasSubstr("decode_backend \"auto\" runs the stock decode"));
 }
 
+// One rank of TP 8 alone, as one rank's kernels are timed on one GPU: it runs, and both the first
+// line and the executor's line say that the other ranks' partial sums are stood in.
+TEST(DecodeCommand, OneRankOfTp8RunsAloneAndSaysTheOtherRanksAreStoodIn) {
+  const CommandResult result = run("--device cpu --tp 8 --rank 0 --steps 1 --seed 2");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("monotile decode: k3-tiny, TP 8 rank 0 alone (the other ranks' partial sums stood in by zero)"));
+  EXPECT_THAT(result.output,
+              HasSubstr("; TP 8 rank 0 alone: the other ranks' partial sums are stood in by zero in every reduction\n"));
+  EXPECT_THAT(result.output, HasSubstr("step 1: width 4, 2 requests (0 padded): kernels for 12 of 13 layers"));
+}
+
 TEST(DecodeCommand, RefusesMisuse) {
   CommandResult result = run("--device tpu");
   EXPECT_EQ(result.status, 1) << result.output;

@@ -85,7 +85,8 @@ absl::Status DecodeJob::setup() {
                                 .num_speculative_tokens = o_.q - 1,
                                 .max_rows = o_.max_rows,
                                 .model = &config_,
-                                .device = dec::device_facts(info)};
+                                .device = dec::device_facts(info),
+                                .other_ranks_stood_in = o_.tp > 1};
   MT_ASSIGN_OR_RETURN(std::optional<dec::DecodeConfig> config,
                       dec::specialized_decode_config(deployment));
   if (o_.requests * o_.q > config->max_rows) {
@@ -107,7 +108,8 @@ absl::Status DecodeJob::setup() {
       decode_, dec::SpecializedDecode::create(
                    *backbone_, *config, *group_, *device_, jit::Jit::process_default(),
                    {.on_progress = progress_printer(stderr),
-                    .log = [](const std::string& line) { std::printf("%s\n", line.c_str()); }}));
+                    .log = [](const std::string& line) { std::printf("%s\n", line.c_str()); },
+                    .other_ranks_stood_in = o_.tp > 1}));
 
   // The KV caches: a slot pool twice the live positions, so each step's slots leave gaps.
   slots_ = int64_t{2} * config->max_rows + 1;

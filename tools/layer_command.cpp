@@ -22,6 +22,7 @@
 #include "absl/strings/str_replace.h"
 #include "jit/jit.h"
 #include "model/dtype.h"
+#include "runtime/decode/tp_reasons.h"
 #include "runtime/discovery.h"
 #include "support/status_macros.h"
 #include "support/strings.h"
@@ -254,6 +255,10 @@ int run(Args args) {
   absl::StatusOr<LayerStep> step = read_layer_step(inputs_path, shape);
   if (!step.ok()) return failure(step.status());
   std::printf("%s\n", describe_step(*m, *step, true).c_str());
+  if (m->runs_k2() && m->dims.tp > 1) {
+    // K2's reductions (o_proj's, the latent's, the final one) take this rank's partials alone.
+    std::printf("%s\n", runtime::decode::other_ranks_stood_in_note(m->dims.tp, m->dims.rank).c_str());
+  }
   absl::StatusOr<std::unique_ptr<runtime::Device>> device = pick_device(device_name);
   if (!device.ok()) return failure(device.status());
   absl::StatusOr<LayerRun> result = run_layer(*m, *step, shape, **device);

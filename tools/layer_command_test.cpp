@@ -67,12 +67,17 @@ void expect_passes(const CommandResult& result) {
 }
 
 TEST_F(LayerCommand, Tp1Q4WithDeltaPasses) {
-  expect_passes(inputs_then_check("--tp 1 --rank 0 --layer 1", "--requests 2 --q 4 --seed 3"));
+  const CommandResult result = inputs_then_check("--tp 1 --rank 0 --layer 1", "--requests 2 --q 4 --seed 3");
+  expect_passes(result);
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("stood in"))) << "at TP 1 nothing is stood in";
 }
 
 TEST_F(LayerCommand, AWholeKdaLayerRunsK1ThenK2) {
   const CommandResult result = inputs_then_check("--tp 2 --rank 0 --layer 5", "--requests 2 --q 2 --seed 12");
   expect_passes(result);
+  // K2's reductions take this rank's partials alone, and the run says so.
+  EXPECT_THAT(result.output,
+              HasSubstr("\nTP 2 rank 0 alone: the other ranks' partial sums are stood in by zero in every reduction\n"));
   EXPECT_THAT(result.output, HasSubstr("K1 ran on cpu"));
   EXPECT_THAT(result.output, HasSubstr("K2 ran on cpu"));
   for (const char* row : {"core  ", "recurrent_state  ", "a  ", "prefix  ", "y  ", "route  ", "out  "}) {
@@ -132,6 +137,7 @@ TEST_F(LayerCommand, K3Tp8RankShapesPassOnTheInterpreter) {
   const CommandResult result =
       inputs_then_check("--tp 8 --rank 3 --layer 1", "--requests 1 --q 4 --seed 11", "--model k3", "--stage k1");
   expect_passes(result);
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("stood in"))) << "K1 reduces nothing across ranks";
   EXPECT_THAT(result.output, HasSubstr("core                   6144"));
 }
 

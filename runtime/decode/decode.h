@@ -9,4 +9,5 @@
 #include "runtime/decode/group.h"
 #include "runtime/decode/step_plan.h"
 #include "runtime/decode/tensor_view.h"
+#include "runtime/decode/tp_reasons.h"
 #include "runtime/decode/weight_reasons.h"

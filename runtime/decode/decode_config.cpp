@@ -8,6 +8,7 @@
 #include "model/kernel_limits.h"
 #include "model/str_cat.h"
 #include "model/weight_reasons.h"
+#include "runtime/decode/tp_reasons.h"
 
 namespace monotile::runtime::decode {
 namespace {
@@ -46,8 +47,10 @@ void device_reasons(const DecodeOptions& o, std::vector<std::string>& reasons) {
 std::vector<std::string> unsupported(const DecodeOptions& o) {
   std::vector<std::string> reasons;
   int tp = o.tensor_parallel_size;
-  if (std::find(std::begin(kKernelTpSizes), std::end(kKernelTpSizes), tp) ==
-      std::end(kKernelTpSizes)) {
+  if (tp > 1 && !o.other_ranks_stood_in) {
+    reasons.push_back(tp_deployment_reason(tp));
+  } else if (std::find(std::begin(kKernelTpSizes), std::end(kKernelTpSizes), tp) ==
+             std::end(kKernelTpSizes)) {
     reasons.push_back(str_cat("TP ", tp, ": the kernels are built for TP ",
                               absl::StrJoin(kKernelTpSizes, " or ")));
   }

@@ -57,17 +57,25 @@ struct DecodeOptions {
   model::Dtype recurrent_state_dtype = model::Dtype::kF32;
   const model::ModelConfig* model = nullptr;  // required for the specialized backend
   DeviceFacts device;
+  // For the tools' one-rank runs only (`monotile decode --tp T --rank R`): this rank runs alone,
+  // the other ranks' partial sums in every reduction stood in by zero, so its outputs are not the
+  // layer's. Without it TP > 1 is refused (tp_reasons.h), since the kernels do not exchange partial
+  // sums between ranks yet.
+  bool other_ranks_stood_in = false;
 };
 
-// TP sizes the kernels' exchanges are written for: 1 (one process) and 8 (K3's deployment).
+// TP sizes the kernels are shaped for: 1 (one process) and 8 (K3's deployment). Only TP 1 is
+// served: at 8 the kernels' reductions do not exchange partial sums yet (tp_reasons.h).
 inline constexpr int kKernelTpSizes[] = {1, 8};
 
 // Nothing for decode_backend "auto" (the stock decode runs). InvalidArgument for an unknown backend
-// name, and for the specialized backend when any of these applies, listing every one: a TP size the
-// kernels are not built for, pipeline parallelism, no speculative decoding, max_rows other than 8
-// or 16, q beyond 8 (K1's bound, at any max_rows) or beyond max_rows, KDA cache dtypes other than a bf16 conv and an fp32 recurrent state, no
-// model, a model whose shapes differ from the kernels' (model::config_reasons, the TP split), a
-// device with fewer compute units than max_rows or a partitioned one.
+// name, and for the specialized backend when any of these applies, listing every one: TP > 1 (the
+// kernels do not exchange partial sums between ranks yet; with other_ranks_stood_in, a TP size the
+// kernels are not shaped for), pipeline parallelism, no speculative decoding, max_rows other than 8
+// or 16, q beyond 8 (K1's bound, at any max_rows) or beyond max_rows, KDA cache dtypes other than a
+// bf16 conv and an fp32 recurrent state, no model, a model whose shapes differ from the kernels'
+// (model::config_reasons, the TP split), a device with fewer compute units than max_rows or a
+// partitioned one.
 absl::StatusOr<std::optional<DecodeConfig>> specialized_decode_config(const DecodeOptions& options);
 
 }  // namespace monotile::runtime::decode

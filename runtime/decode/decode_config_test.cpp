@@ -3,20 +3,26 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace monotile::runtime::decode {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const model::ModelConfig& k3() {
   static const model::ModelConfig config = *model::load_config("k3");
   return config;
 }
 
+// One K3 rank at TP 8 as the tools run it: alone, the other ranks' partial sums stood in (without
+// the stand-in TP 8 is refused: TpAboveOneIsRefusedUntilTheKernelsExchange).
 DecodeOptions k3_options() {
   DecodeOptions options;
   options.decode_backend = "latency_specialized";
   options.tensor_parallel_size = 8;
+  options.other_ranks_stood_in = true;
   options.num_speculative_tokens = 3;
   options.model = &k3();
   options.device = {132, false};
@@ -103,7 +109,31 @@ TEST(SpecializedDecodeConfig, MaxRowsEightAsTheSeed) {
   EXPECT_EQ((*config)->widths(), (std::vector<int>{8}));
 }
 
-TEST(SpecializedDecodeConfig, RefusesTpTheKernelsAreNotBuiltFor) {
+TEST(SpecializedDecodeConfig, TpAboveOneIsRefusedUntilTheKernelsExchange) {
+  for (int tp : {2, 4, 8}) {
+    DecodeOptions options = k3_options();
+    options.other_ranks_stood_in = false;
+    options.tensor_parallel_size = tp;
+    std::string message = refusal(options);
+    EXPECT_THAT(message, HasSubstr(absl::StrCat(
+                             "TP ", tp,
+                             ": the kernels' reductions do not exchange partial sums between "
+                             "TP ranks yet, so every rank would return its own partial sums as "
+                             "each layer's output; expected TP 1")));
+    EXPECT_THAT(message, HasSubstr("(decode_backend \"auto\" runs the stock decode)"));
+    EXPECT_THAT(message, Not(HasSubstr("the kernels are built for")));
+  }
+}
+
+TEST(SpecializedDecodeConfig, K3AtTp1IsServed) {
+  DecodeOptions options = k3_options();
+  options.other_ranks_stood_in = false;
+  options.tensor_parallel_size = 1;
+  absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+  EXPECT_TRUE(config.ok()) << config.status();
+}
+
+TEST(SpecializedDecodeConfig, TheStandInStillRefusesTpTheKernelsAreNotShapedFor) {
   DecodeOptions options = k3_options();
   options.tensor_parallel_size = 4;
   std::string message = refusal(options);
@@ -138,10 +168,10 @@ TEST(SpecializedDecodeConfig, RefusesQBeyondEightAtAnyMaxRows) {
       DecodeOptions options = k3_options();
       options.max_rows = max_rows;
       options.num_speculative_tokens = q - 1;
-      EXPECT_THAT(refusal(options),
-                  HasSubstr("q " + std::to_string(q) + " (num_speculative_tokens " +
-                            std::to_string(q - 1) +
-                            " + 1): K1 serves q up to 8; expected at most 7 speculative tokens"))
+      EXPECT_THAT(
+          refusal(options),
+          HasSubstr("q " + std::to_string(q) + " (num_speculative_tokens " + std::to_string(q - 1) +
+                    " + 1): K1 serves q up to 8; expected at most 7 speculative tokens"))
           << "max_rows " << max_rows;
     }
   }

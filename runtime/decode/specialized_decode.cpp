@@ -12,6 +12,7 @@
 #include "runtime/decode/agree.h"
 #include "runtime/decode/executor_builds.h"
 #include "runtime/decode/runner.h"
+#include "runtime/decode/tp_reasons.h"
 #include "support/log.h"
 #include "support/status_macros.h"
 
@@ -95,7 +96,9 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
                                                                              Device& device, jit::Jit& jit,
                                                                              ExecutorOptions options) {
   const auto start = std::chrono::steady_clock::now();
-  MT_RETURN_IF_ERROR(agree(weight_reasons(backbone), group, "the weights"));
+  std::vector<std::string> reasons = tp_reasons(backbone, group, options.other_ranks_stood_in);
+  for (std::string& reason : weight_reasons(backbone)) reasons.push_back(std::move(reason));
+  MT_RETURN_IF_ERROR(agree(reasons, group, "this deployment"));
   const double check_seconds = seconds_since(start);
   const model::ModelConfig& model = *backbone.config;
   MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(model, backbone.tp, backbone.rank));
@@ -150,6 +153,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
   runner.planner = std::make_unique<StepPlanner>(config, model, dims, served, kda_prefix);
   stats.seconds = seconds_since(start);
   const bool interpreted = device.info().vendor == dsl::Vendor::kCpu;
+  const bool stood_in = options.other_ranks_stood_in && backbone.tp > 1;
   runner.options().log(absl::StrCat(
       "specialized decode: ", stats.layers, " layers (", stats.whole_layers, " KDA, ", stats.ffn_layers,
       " MLA FFN) at widths ", absl::StrJoin(stats.widths, ","), ": ", stats.builds, " builds ",
@@ -157,7 +161,8 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
                   : absl::StrCat("(", stats.compiled, " compiled, ", stats.builds - stats.compiled, " from the cache, ",
                                  stats.lowered, " lowered)"),
       " in ", absl::StrFormat("%.2f s (weights %.2f, finding %.2f, loading %.2f)", stats.seconds,
-                              stats.check_seconds, stats.find_seconds, stats.load_seconds)));
+                              stats.check_seconds, stats.find_seconds, stats.load_seconds),
+      stood_in ? absl::StrCat("; ", other_ranks_stood_in_note(backbone.tp, backbone.rank)) : ""));
   return decode;
 }
 

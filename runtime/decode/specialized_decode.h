@@ -103,6 +103,11 @@ struct ExecutorOptions {
   int32_t fault_epoch = 0;
   int fault_layer = 0;
   int64_t fault_ns = 0;
+  // For the tools' one-rank runs and the executor's tests only: every rank of the group runs alone,
+  // the other ranks' partial sums in every reduction stood in by zero (its outputs are then not the
+  // layer's; construction's log line says so). Without it a group of more than one rank, or a
+  // backbone of TP > 1, is refused (tp_reasons.h): the kernels do not exchange partial sums yet.
+  bool other_ranks_stood_in = false;
 };
 
 // What construction and the KV binds built.
@@ -120,8 +125,8 @@ struct ExecutorStats {
 
 class SpecializedDecode {
  public:
-  // The seed's construction, on every rank of `group` at the same point: agrees on weight_reasons
-  // (any rank refusing makes every rank refuse), builds the rank's launch state on `device` (the
+  // The seed's construction, on every rank of `group` at the same point: agrees on tp_reasons and
+  // weight_reasons (any rank refusing makes every rank refuse), builds the rank's launch state on `device` (the
   // scratch of every build, the epoch, the health words and the alarm), a WholeLayer or FfnLayer for
   // every served layer at every width, and compiles every distinct build through `jit` before
   // returning. The views in `backbone` must outlive the executor.

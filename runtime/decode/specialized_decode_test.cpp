@@ -24,11 +24,48 @@ TEST_F(Executor, AStepCapturedOnceReplaysWithNewMetadataAndPadding) { graph_repl
 
 // The seed's refusals through the executor: each leaves it as it was.
 absl::StatusOr<std::unique_ptr<SpecializedDecode>> make_decode(const Backbone& backbone, Group& group, Device& device,
-                                                               std::vector<std::string>* lines = nullptr) {
+                                                               std::vector<std::string>* lines = nullptr,
+                                                               bool other_ranks_stood_in = false) {
   return SpecializedDecode::create(backbone, {.q = 2, .max_rows = 4}, group, device, jit::Jit::process_default(),
-                                   {.on_progress = nullptr, .log = [lines](const std::string& l) {
+                                   {.on_progress = nullptr,
+                                    .log = [lines](const std::string& l) {
                                       if (lines) lines->push_back(l);
-                                    }});
+                                    },
+                                    .other_ranks_stood_in = other_ranks_stood_in});
+}
+
+// Until the kernels exchange partial sums between ranks, TP > 1 is refused on every rank, with its
+// reason: a group of more than one rank, a backbone of TP > 1.
+TEST_F(Executor, AGroupOfTwoRanksIsRefusedOnEveryRank) {
+  std::vector<std::string> messages(2);
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = make_decode(weights_.backbone, group, *device_);
+    messages[static_cast<size_t>(group.rank())] = std::string(decode.status().message());
+    return decode.status();
+  });
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(statuses[static_cast<size_t>(rank)].code(), absl::StatusCode::kInvalidArgument) << rank;
+    EXPECT_THAT(messages[static_cast<size_t>(rank)],
+                ::testing::AllOf(::testing::HasSubstr("the specialized decode does not support this deployment: a "
+                                                      "group of 2 TP ranks: the kernels' reductions do not exchange "
+                                                      "partial sums between TP ranks yet; expected a group of one rank"),
+                                 ::testing::HasSubstr("decode_backend \"auto\" runs the stock decode")))
+        << rank;
+  }
+}
+
+TEST_F(Executor, ABackboneAboveTp1WithoutAGroupThatExchangesIsRefused) {
+  Backbone backbone = weights_.backbone;
+  backbone.tp = 2;
+  backbone.rank = 1;
+  std::unique_ptr<Group> group = make_single_process_group();
+  absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = make_decode(backbone, *group, *device_);
+  ASSERT_FALSE(decode.ok());
+  EXPECT_EQ(decode.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(decode.status().message()),
+              ::testing::HasSubstr("TP 2 (rank 1) without a group that exchanges partial sums: the kernels' "
+                                   "reductions do not exchange partial sums between TP ranks yet, so this rank "
+                                   "would return its own partial sums as each layer's output; expected TP 1"));
 }
 
 TEST_F(Executor, RefusesAMissingWeightListingIt) {
@@ -45,13 +82,15 @@ TEST_F(Executor, RefusesAMissingWeightListingIt) {
                                ::testing::HasSubstr("decode_backend \"auto\" runs the stock decode")));
 }
 
+// Two ranks each running alone (the tools' stand-in), so that only rank 1's weights refuse.
 TEST_F(Executor, OneRankRefusingAloneMakesEveryRankRefuse) {
   std::vector<std::string> messages(2);
   std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
     Backbone backbone = weights_.backbone;
     if (group.rank() == 1) backbone.weights[5].erase("self_attn.dt_bias");
     std::unique_ptr<Device> device = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
-    absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = make_decode(backbone, group, *device);
+    absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode =
+        make_decode(backbone, group, *device, nullptr, /*other_ranks_stood_in=*/true);
     messages[static_cast<size_t>(group.rank())] = std::string(decode.status().message());
     return decode.status();
   });
@@ -156,7 +195,8 @@ TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
 
 // A stalled rank: rank 1's K2 stalls past the waits' bound at epoch 2. Its waits give up into its
 // health words and the launch ends; FailStop's copy lands after step 2's vote, so both ranks run on
-// and raise together at the next vote (step 4), naming rank 1. Rank 0 never raises alone.
+// and raise together at the next vote (step 4), naming rank 1. Rank 0 never raises alone. Each rank
+// runs alone (the tools' stand-in): the vote, not an exchange, ties them.
 TEST_F(Executor, AStalledRankMakesEveryRankRaiseAtTheSameStep) {
   constexpr int64_t kWaitNs = 8'000'000'000, kFaultNs = 20'000'000'000;  // the interpreter's pace
   std::vector<int> raised_at(2, 0);
@@ -167,7 +207,7 @@ TEST_F(Executor, AStalledRankMakesEveryRankRaiseAtTheSameStep) {
     backbone.start_layer = 1;
     backbone.end_layer = 2;
     ExecutorOptions options{.check_every = 2, .wait_ns = kWaitNs, .on_progress = nullptr,
-                            .log = [](const std::string&) {}};
+                            .log = [](const std::string&) {}, .other_ranks_stood_in = true};
     if (group.rank() == 1) {
       options.fault_epoch = 2;
       options.fault_layer = 1;
