@@ -4,7 +4,7 @@
 # here (--build), runs `ctest -L gpu` and the GPU benchmarks, and writes logs and summary.txt into
 # OUTDIR. Exit status: 0 all passed, 1 a test or benchmark failed, 2 usage or set-up error, 3 GPU
 # tests skipped although a GPU is visible. Last, where python3 imports torch, the bench/ tables that
-# read the benchmarks' output (the KDA half against the unfused path: bench/tables/kda_half.py; K2
+# read the benchmarks' output (the KDA half against vLLM's stock half and the unfused path: bench/tables/kda_half.py; K2
 # against triton_kernels' MXFP4 MoE and the unfused path: bench/tables/moe.py).
 # usage: scripts/gpu_check.sh OUTDIR [--build] [--build-dir DIR] [--deps DIR] [--jobs N] [--only REGEX] [--tests REGEX]
 # --only REGEX: build only the targets whose names match (plus the compile worker and the command
@@ -25,8 +25,8 @@ BENCHMARKS=(
   "tools/monotile decode --model k3 --tp 8 --rank 0 --graph --steps 3 --q 4 --device gpu"
 )
 # The bench/ tables run after them (python3 -m bench.run), with k1_bench's and k2_bench's JSON: ours
-# beside the unfused KDA half, and K2 beside triton_kernels' MXFP4 MoE and the unfused K2. fla travels
-# as wheels in .whl/, triton_kernels as a package folder in .peers/ (docs/bench.md).
+# beside vLLM's stock and the unfused KDA half, and K2 beside triton_kernels' MXFP4 MoE and the unfused K2.
+# fla travels as wheels in .whl/; triton_kernels and the stock KDA files in .peers/ (docs/bench.md).
 PY_TABLES=copy,kda_half,moe
 # What --build builds: the GPU tests, the benchmarks and what they need (see tests/gpu/CMakeLists.txt).
 BUILD_TARGET=gpu_check
@@ -231,12 +231,12 @@ if [ -z "$only" ] || grep -qE "$only" <<<"k1_bench" || grep -qE "$only" <<<"kda_
     py_args=(--tables "$PY_TABLES" --out "$outdir/bench")
     if [ -f "$outdir/k1.json" ]; then py_args+=(--k1-json "$outdir/k1.json"); fi
     if [ -f "$outdir/k2.json" ]; then py_args+=(--k2-json "$outdir/k2.json"); fi
-    # triton_kernels, the MXFP4 MoE peer, is a package folder in .peers/ (docs/bench.md).
+    # triton_kernels (the MXFP4 MoE peer) and vLLM's stock KDA files are in .peers/ (docs/bench.md).
     peers=""
     if [ -d "$repo/.peers" ]; then
       peers=$repo/.peers
     else
-      log "  bench.run: no .peers/ (triton_kernels, docs/bench.md): the moe table's triton_kernels column cannot run"
+      log "  bench.run: no .peers/ (python3 -m bench.peers.vllm_wheel, docs/bench.md): the triton_kernels and stock columns cannot run"
     fi
     path=$site${peers:+${site:+:}$peers}
     py_status=0
