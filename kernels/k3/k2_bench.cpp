@@ -46,7 +46,8 @@
 // --together: after those rows, one with every variant asked for at once (a list flag's first
 // value); with --clock, that build's stage clock too (its column "T n all").
 // --json FILE: the results per shape (name, T, distinct experts, bytes, median and best time,
-// floor) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
+// floor, and the route: each token's top_k experts in the last launch, which bench's MoE peers then
+// run) and the copy bandwidth, for bench/tables/moe.py; without a GPU the file says why ("gpu":
 // false, "reason").
 #include <algorithm>
 #include <cstdint>
@@ -83,6 +84,7 @@ struct Result {
   int distinct_experts = 0;
   int64_t bytes = 0;
   std::vector<int64_t> clock;  // a stage_clock build's last launch: [programs, kK2ClockPoints] ns
+  std::vector<int32_t> route;  // the last launch's route_experts [T, top_k], for --json
 };
 
 // The bytes K2 must move with `distinct` experts chosen (k2.h's parameters), scratch excluded.
@@ -165,7 +167,8 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   MT_RETURN_IF_ERROR(bf16s(lat, 0, 1.0));                                          // latent_norm
   MT_RETURN_IF_ERROR(zeros(int64_t{build.up_rows} * lat * 2, ScalarType::kBf16));  // w_up
   MT_RETURN_IF_ERROR(zeros(t * h * 2, ScalarType::kBf16));                         // out
-  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kI32));                // route_experts
+  MT_ASSIGN_OR_RETURN(uint64_t route, buffer(t * build.top_k * 4));  // route_experts
+  pointer(route, ScalarType::kI32);
   MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kF32));                // route_weights
   const K2Scratch layout = k2_scratch(build);
   MT_ASSIGN_OR_RETURN(uint64_t scratch, buffer(layout.bytes));
@@ -215,10 +218,13 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   if (failed != 0)
     return absl::InternalError(k2_name(build) + ": a hand-off wait gave up (health word 0 set)");
   MT_RETURN_IF_ERROR(device.copy_to_host(&distinct, scratch + layout.union_count, 4));
+  std::vector<int32_t> experts(static_cast<size_t>(t * build.top_k));
+  MT_RETURN_IF_ERROR(device.copy_to_host(experts.data(), route, experts.size() * 4));
   std::vector<int64_t> ticks(static_cast<size_t>(clock_words));
   if (clock_words > 0)
     MT_RETURN_IF_ERROR(device.copy_to_host(ticks.data(), clock, ticks.size() * 8));
-  return Result{summarize(times), distinct, must_move(build, distinct), std::move(ticks)};
+  return Result{summarize(times), distinct, must_move(build, distinct), std::move(ticks),
+                std::move(experts)};
 }
 
 // One shape's stage clock: per point, the latest and the median program's time in us from the
@@ -277,6 +283,8 @@ struct ShapeResult {
   int tokens = 0, distinct_experts = 0;
   int64_t bytes = 0;
   double median_us = 0, best_us = 0, floor_us = 0;
+  std::vector<int32_t> route;  // [T, top_k]: bench's MoE peers run these experts
+  int top_k = 0;
 };
 
 // One shape's --json object.
@@ -287,7 +295,13 @@ std::string shape_json(const ShapeResult& r) {
                 "   \"median_us\": %.4f, \"best_us\": %.4f, \"floor_us\": %.4f}",
                 json_string(r.name).c_str(), r.tokens, r.distinct_experts,
                 static_cast<long long>(r.bytes), r.median_us, r.best_us, r.floor_us);
-  return text;
+  std::string json = text;
+  json.pop_back();  // the closing brace: the route follows, one token's experts a row
+  json += ",\n   \"route\": [";
+  for (size_t i = 0; i < r.route.size(); ++i) {
+    json += (i == 0 ? "[" : i % r.top_k == 0 ? "], [" : ", ") + std::to_string(r.route[i]);
+  }
+  return json + (r.route.empty() ? "]}" : "]]}");
 }
 
 // One build's row of the table (its floor from the bytes it moved at `bandwidth`).
@@ -490,7 +504,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     const K2Build for_target = k2_for_target(*build, device.info().target);
     print_row(k2_name(for_target), *result, bandwidth);
     results.push_back(ShapeResult{k2_name(for_target), tokens, result->distinct_experts,
-                                  result->bytes, us, result->timing.best_ms * 1e3, floor_us});
+                                  result->bytes, us, result->timing.best_ms * 1e3, floor_us,
+                                  result->route, for_target.top_k});
     const std::vector<K2Build> each = variants_of(for_target, variants);
     for (const K2Build& built : each) {
       absl::StatusOr<Result> variant = time_k2(device, *stream, built, iterations);
