@@ -169,10 +169,13 @@ def load_stock_kernels(peers: Path | str) -> StockKernels:
     root = (Path(peers) / STOCK_DIR).resolve()
     if root in _LOADED:
         return _LOADED[root]
+    hint = "hint: python3 -m bench.peers.vllm_wheel VLLM_WHEEL .peers (docs/bench.md)"
+    if not root.is_dir():
+        raise StockImportError(f"{root}: no such folder (vLLM 0.33.0's stock KDA files are not unpacked); {hint}")
     left = unserved_imports(root)
     if left:
         raise StockImportError(f"{root}: " + "; ".join(f"{name} needs {sorted(m)}" for name, m in left.items())
-                               + "; hint: python3 -m bench.peers.vllm_wheel VLLM_WHEEL .peers")
+                               + f"; {hint}")
     _register(root)
     attn_res = importlib.import_module("vllm.models.kimi_k3.nvidia.ops.attn_res")
     conv = importlib.import_module("vllm.model_executor.layers.mamba.ops.causal_conv1d")

@@ -139,3 +139,61 @@ def test_vllms_kernels_under_the_interpreter_match_float64():
     text = Stock(load_stock_kernels(default_peers_dir()), 2, 2, "cpu", 0).check()
     assert text.startswith("ok attn_res") and "padded: slot 0 untouched" in text, text
 
+
+
+def _fake_timer(steps, copies, repeats):
+    from bench.timing import Timing
+
+    timings = {}
+    for n, (name, step) in enumerate(steps.items()):
+        step(0)
+        timings[name] = Timing(40.0 + 10 * n, 39.0, 41.0 + 10 * n, launches=1, copies=copies)
+    return timings
+
+
+def test_the_table_times_the_stock_half_beside_ours(tmp_path, monkeypatch):
+    import json
+
+    from bench.kda_half_report import half_bytes
+    from bench.measure import Context
+    from bench.monotile_kernels import KernelDir
+    from bench.report import OURS
+    from bench.tables import kda_half
+
+    shape = {"name": "k3_k1_t4_q2", "N": 2, "q": 2, "T": 4, "gemv": "g", "k1_bytes": 1, "bytes": half_bytes(2, 2),
+             "k1_median_us": 18.0, "k1_best_us": 17.0, "k1_floor_us": 15.0, "half_median_us": 20.0,
+             "half_best_us": 19.5, "floor_us": 16.0}
+    path = tmp_path / "k1.json"
+    path.write_text(json.dumps({"gpu": True, "device": "NVIDIA H100 80GB HBM3", "copy_bandwidth_bytes_per_s": 3e12,
+                                "shapes": [shape]}))
+    logged = []
+    ctx = Context(KernelDir(None), device="cpu", copy_bandwidth=3e12, timer=_fake_timer, log=logged.append, l2=0)
+    ctx.shapes.update(kda_half=[(2, 2)], k1_json=str(path))
+    monkeypatch.setattr(kda_half, "_stock", lambda ctx: _kernels())
+    monkeypatch.setattr(kda_half, "fla_version", lambda: None)
+    [row] = kda_half.run(ctx)
+    stock = row.results[kda_half.STOCK]
+    assert stock.timing.median_us == 40.0 and stock.check.startswith("ok attn_res"), stock.check
+    assert "padded: slot 0 untouched" in stock.check
+    assert row.results[kda_half.UNFUSED].status == "fla not installed"
+    assert row.results[OURS].timing.median_us == 20.0
+    table = logged[-1]
+    assert "N=2 q=2 T=4" in table and "40.00" in table and "2.00" in table  # stock / ours = 40 / 20
+    assert "fla not installed" in table and "check N=2 q=2 stock: ok attn_res" in table
+
+
+def test_a_stock_peer_that_cannot_load_says_why(monkeypatch):
+    from bench.measure import Context
+    from bench.monotile_kernels import KernelDir
+    from bench.tables import kda_half
+
+    logged = []
+    ctx = Context(KernelDir(None), device="cpu", copy_bandwidth=3e12, timer=_fake_timer, log=logged.append, l2=0)
+    ctx.shapes.update(kda_half=[(1, 2)], stock_peers="/nonexistent")
+    monkeypatch.setattr(kda_half, "fla_version", lambda: None)
+    [row] = kda_half.run(ctx)
+    status = row.results[kda_half.STOCK].status
+    assert status == ("could not run: StockImportError: /nonexistent/vllm_stock: no such folder (vLLM 0.33.0's "
+                      "stock KDA files are not unpacked); hint: python3 -m bench.peers.vllm_wheel VLLM_WHEEL .peers "
+                      "(docs/bench.md)"), status
+    assert "could not run: StockImportError" in logged[0]
