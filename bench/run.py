@@ -35,7 +35,7 @@ TITLES = {
     "gemm": "4. square bf16 GEMM",
     "kda": "5. KDA spec-verify recurrence (q = 4)",
     "jit": "6. JIT: first call in a fresh process",
-    "kda_half": "7. KDA half (K1 + o_proj, K3 TP8 rank): the unfused path; ours from k1_bench --json",
+    "kda_half": "7. KDA half (K1 + o_proj, K3 TP8 rank): vLLM's stock half and the unfused path; ours from k1_bench --json",
     "moe": "8. K2 MoE (K3 TP8 rank): triton_kernels MXFP4 MoE and the unfused path; ours from k2_bench --json",
 }
 
@@ -48,7 +48,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed graph replays per implementation")
     parser.add_argument("--quick", action="store_true", help="no tuning of the Triton peers, one JIT trial")
     parser.add_argument("--k1-json", type=Path, default=None,
-                        help="kernels/k3/k1_bench --json output: ours in the kda_half table (absent: unfused only)")
+                        help="kernels/k3/k1_bench --json output: ours in the kda_half table (absent: the peers only)")
     parser.add_argument("--k2-json", type=Path, default=None,
                         help="kernels/k3/k2_bench --json output: ours in the moe table (absent: peers only)")
     parser.add_argument("--list-kernels", action="store_true", help="print the kernel names and parameters ours must export")
