@@ -17,4 +17,10 @@ namespace monotile::runtime::decode {
 // A failing all_gather is returned with `what` added.
 absl::Status agree(const std::vector<std::string>& reasons, Group& group, std::string_view what);
 
+// The outcome of work each rank does on its own (allocating, compiling, loading) agreed, so that no
+// rank goes on into a collective its peers have left: OK when `local` is OK on every rank.
+// Otherwise every rank fails: a failed rank with its own status, `what` added; the others Aborted,
+// "<what> failed on another TP rank (rank 3)". A failing all_gather is returned with `what` added.
+absl::Status agree_outcome(const absl::Status& local, Group& group, std::string_view what);
+
 }  // namespace monotile::runtime::decode

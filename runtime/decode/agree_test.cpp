@@ -73,5 +73,33 @@ TEST(Agree, AGroupThatFailsIsNamed) {
             "TP ranks could not agree on the KV caches: peer 1 closed the connection");
 }
 
+TEST(AgreeOutcome, EveryRankOkWhenEveryRankIsOk) {
+  for (const absl::Status& status : InProcessGroup::run(
+           3, [](Group& group) { return agree_outcome(absl::OkStatus(), group, "prepare_kv"); })) {
+    EXPECT_TRUE(status.ok()) << status;
+  }
+}
+
+TEST(AgreeOutcome, OneRankFailingAloneFailsEveryRankAndKeepsItsOwnCode) {
+  std::vector<absl::Status> statuses = InProcessGroup::run(3, [](Group& group) {
+    absl::Status local = group.rank() == 1
+                             ? absl::InternalError("nvrtc could not compile build 3fa2")
+                             : absl::OkStatus();
+    return agree_outcome(local, group, "prepare_kv");
+  });
+  EXPECT_EQ(statuses[1], absl::InternalError("prepare_kv: nvrtc could not compile build 3fa2"));
+  for (int rank : {0, 2}) {
+    EXPECT_EQ(statuses[rank], absl::AbortedError("prepare_kv failed on another TP rank (rank 1)"));
+  }
+}
+
+TEST(AgreeOutcome, AFailingGroupIsReturned) {
+  FailingGroup group;
+  absl::Status status = agree_outcome(absl::OkStatus(), group, "prepare_kv");
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("TP ranks could not agree on prepare_kv: peer 1 closed"));
+}
+
 }  // namespace
 }  // namespace monotile::runtime::decode

@@ -21,7 +21,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-model::ModelConfig tiny() { return *model::load_config("k3-tiny"); }
+model::ModelConfig tiny() {
+  return *model::load_config("k3-tiny");
+}
 
 // The first refusal of the builds over every served layer and width of q 2..8 (max_rows 16), or
 // "" when every one is built.
@@ -48,8 +50,8 @@ void every_layer_a_block(model::ModelConfig& c, int layers) {
 struct Limit {
   std::string name;
   std::function<void(model::ModelConfig&)> break_it;
-  std::string build_says;   // in the build's refusal
-  std::string checks_say;   // in config_reasons
+  std::string build_says;  // in the build's refusal
+  std::string checks_say;  // in config_reasons
 };
 
 // Each limit a build enforces from the config, broken alone on k3-tiny (which passes both).
@@ -57,27 +59,30 @@ std::vector<Limit> config_limits() {
   return {
       {"hidden size no multiple of 256", [](model::ModelConfig& c) { c.hidden_size = 384; },
        "hidden_size 384", "config: hidden_size is 384; expected a multiple of 256"},
-      {"KDA head dim", [](model::ModelConfig& c) { c.kda_head_dim = 64; }, "head_dim 64, expected 128",
-       "config: KDA head_dim 64"},
-      {"conv width", [](model::ModelConfig& c) { c.conv_size = 3; }, "short_conv_kernel_size 3, expected 4",
-       "short_conv_kernel_size 3"},
-      {"latent no multiple of 32", [](model::ModelConfig& c) { c.routed_expert_hidden_size = 80; }, "latent 80",
-       "config: routed_expert_hidden_size is 80; expected a multiple of 32"},
+      {"KDA head dim", [](model::ModelConfig& c) { c.kda_head_dim = 64; },
+       "head_dim 64, expected 128", "config: KDA head_dim 64"},
+      {"conv width", [](model::ModelConfig& c) { c.conv_size = 3; },
+       "short_conv_kernel_size 3, expected 4", "short_conv_kernel_size 3"},
+      {"latent no multiple of 32", [](model::ModelConfig& c) { c.routed_expert_hidden_size = 80; },
+       "latent 80", "config: routed_expert_hidden_size is 80; expected a multiple of 32"},
       {"top-k above the experts", [](model::ModelConfig& c) { c.num_experts_per_token = 17; },
-       "num_experts_per_token 17, expected 1..16", "config: num_experts_per_token is 17; expected 1..16"},
-      {"top-k 0", [](model::ModelConfig& c) { c.num_experts_per_token = 0; }, "num_experts_per_token 0",
-       "config: num_experts_per_token is 0; expected 1..16"},
+       "num_experts_per_token 17, expected 1..16",
+       "config: num_experts_per_token is 17; expected 1..16"},
+      {"top-k 0", [](model::ModelConfig& c) { c.num_experts_per_token = 0; },
+       "num_experts_per_token 0", "config: num_experts_per_token is 0; expected 1..16"},
       // Every layer KDA and a block write: layer 15's MLP AttnRes reads 16 blocks.
       {"more than 15 AttnRes blocks", [](model::ModelConfig& c) { every_layer_a_block(c, 17); },
        "16 MLP AttnRes block sources, expected <= 15",
-       "config: layer 16 reads 17 AttnRes blocks (attn_res_block_size 1, num_hidden_layers 17); expected at most 15"},
+       "config: layer 16 reads 17 AttnRes blocks (attn_res_block_size 1, num_hidden_layers 17); "
+       "expected at most 15"},
   };
 }
 
 TEST(ChecksAndBuilds, K3TinyPassesBoth) {
   const model::ModelConfig config = tiny();
   EXPECT_THAT(model::config_reasons(config), ::testing::IsEmpty());
-  for (int tp : {1, 8}) EXPECT_EQ(build_refusal(config, *model::rank_dims(config, tp, 0)), "") << "TP " << tp;
+  for (int tp : {1, 8})
+    EXPECT_EQ(build_refusal(config, *model::rank_dims(config, tp, 0)), "") << "TP " << tp;
 }
 
 TEST(ChecksAndBuilds, EveryConfigLimitOfTheBuildsIsInConfigReasons) {
@@ -106,8 +111,10 @@ TEST(ChecksAndBuilds, EveryRankLimitOfTheBuildsIsInRankDims) {
   shared.moe_intermediate_size = 16 * 8;  // 384 / 8 = 48 at TP 8
   shared.min_moe_intermediate_per_partition = 16;
   shared.mxfp4_group_size = 16;
-  EXPECT_THAT(std::string(model::rank_dims(shared, 8, 0).status().message()),
-              HasSubstr("moe_intermediate_size * num_shared_experts / tp is 48; expected a multiple of 32"));
+  EXPECT_THAT(
+      std::string(model::rank_dims(shared, 8, 0).status().message()),
+      HasSubstr(
+          "moe_intermediate_size * num_shared_experts / tp is 48; expected a multiple of 32"));
 
   model::ModelConfig mla = config;
   mla.v_head_dim = 20;  // 8 heads: 160 at TP 1, 20 at TP 8
@@ -121,15 +128,16 @@ TEST(ChecksAndBuilds, EveryRankLimitOfTheBuildsIsInRankDims) {
 }
 
 // Configs the checks accept that K3 and k3-tiny do not exercise: each is built at every width of
-// every q for both vendors, and its programs made at sm_90a's builds (at q 3, widths 3..15, and q 8)
-// with no refusal at a line and no internal check.
+// every q for both vendors, and its programs made at sm_90a's builds (at q 3, widths 3..15, and q
+// 8) with no refusal at a line and no internal check.
 TEST(ChecksAndBuilds, WhatTheChecksAcceptIsBuilt) {
   struct Accepted {
     std::string name;
     std::function<void(model::ModelConfig&)> change;
   };
   const std::vector<Accepted> accepted = {
-      {"40 experts, top-k 6", [](model::ModelConfig& c) { c.num_experts = 40, c.num_experts_per_token = 6; }},
+      {"40 experts, top-k 6",
+       [](model::ModelConfig& c) { c.num_experts = 40, c.num_experts_per_token = 6; }},
       {"top-k 12", [](model::ModelConfig& c) { c.num_experts_per_token = 12; }},
       {"top-k 1", [](model::ModelConfig& c) { c.num_experts_per_token = 1; }},
       {"top-k = experts", [](model::ModelConfig& c) { c.num_experts_per_token = 16; }},
@@ -145,8 +153,9 @@ TEST(ChecksAndBuilds, WhatTheChecksAcceptIsBuilt) {
     const model::RankDims dims = *model::rank_dims(config, 1, 0);
     EXPECT_EQ(build_refusal(config, dims), "");
     for (int q : {3, 8}) {
-      absl::StatusOr<std::vector<LayerBuilds>> builds = executor_builds(
-          config, dims, 0, config.num_hidden_layers, {.q = q, .max_rows = 16}, *dsl::Target::parse("sm_90a"));
+      absl::StatusOr<std::vector<LayerBuilds>> builds =
+          executor_builds(config, dims, 0, config.num_hidden_layers, {.q = q, .max_rows = 16},
+                          *dsl::Target::parse("sm_90a"));
       ASSERT_TRUE(builds.ok()) << builds.status();
       for (const std::function<dsl::Program()>& program : executor_programs(*builds)) {
         try {

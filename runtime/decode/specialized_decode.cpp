@@ -100,6 +100,17 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
   for (std::string& reason : weight_reasons(backbone)) reasons.push_back(std::move(reason));
   MT_RETURN_IF_ERROR(agree(reasons, group, "this deployment"));
   const double check_seconds = seconds_since(start);
+  // Past the weights, each rank builds, allocates and loads on its own: the outcome is agreed
+  // before returning, so that no rank goes on to prepare_kv's collective while another has failed.
+  absl::StatusOr<std::unique_ptr<SpecializedDecode>> made =
+      construct(backbone, config, group, device, jit, std::move(options), start, check_seconds);
+  MT_RETURN_IF_ERROR(agree_outcome(made.status(), group, "constructing the specialized decode"));
+  return made;
+}
+
+absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
+    const Backbone& backbone, DecodeConfig config, Group& group, Device& device, jit::Jit& jit,
+    ExecutorOptions options, std::chrono::steady_clock::time_point start, double check_seconds) {
   const model::ModelConfig& model = *backbone.config;
   MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(model, backbone.tp, backbone.rank));
   if (!options.log) {
@@ -169,20 +180,32 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
 absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) {
   Runner& runner = *runner_;
   for (auto& [layer, k] : runner.layers) k.state_len = 0;
-  // Every served KDA layer needs its pair. The caches are the same on every rank, so every rank
-  // refuses alike; the previous binding is forgotten first, as the seed's prepare_kv does.
+  // Every served KDA layer needs its pair. A rank missing one refuses with its peers (the planner
+  // agrees on it with the caches' reasons), so that none is left in a collective the others
+  // skipped; the previous binding is forgotten first, as the seed's prepare_kv does.
   const bool bound = !caches.empty() && caches.front().recurrent.elements() > 0;
+  std::vector<std::string> missing;
   for (const auto& [layer, k] : runner.layers) {
     if (!bound || k.kind != model::ServedKind::kWhole) continue;
     if (std::none_of(caches.begin(), caches.end(), [&](const KdaCache& c) { return c.layer == k.attn_name; })) {
-      MT_RETURN_IF_ERROR(runner.planner->prepare_kv({}, runner.group()));
-      return absl::InvalidArgumentError(absl::StrCat("prepare_kv: no cache for KDA layer \"", k.attn_name,
-                                                     "\"; expected one (conv, recurrent) pair per served KDA "
-                                                     "layer, got ", caches.size(), " pairs"));
+      missing.push_back(absl::StrCat("prepare_kv: no cache for KDA layer \"", k.attn_name,
+                                     "\"; expected one (conv, recurrent) pair per served KDA layer, got ",
+                                     caches.size(), " pairs"));
     }
   }
-  MT_RETURN_IF_ERROR(runner.planner->prepare_kv(caches, runner.group()));
+  MT_RETURN_IF_ERROR(runner.planner->prepare_kv(caches, runner.group(), std::move(missing)));
   if (!runner.planner->kv_bound()) return absl::OkStatus();
+  // The builds and loads below are this rank's own work: their outcome is agreed before returning.
+  absl::Status built = bind_kv(caches);
+  if (absl::Status agreed = agree_outcome(built, runner.group(), "prepare_kv"); !agreed.ok()) {
+    runner.planner->unbind();
+    return agreed;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SpecializedDecode::bind_kv(const std::vector<KdaCache>& caches) {
+  Runner& runner = *runner_;
 
   const int64_t channels = 3 * runner.dims().kda_projection;
   std::vector<K1Build> needed;
@@ -204,10 +227,7 @@ absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) 
       if (k.k1_builds.contains({width, k.state_len})) continue;
       absl::StatusOr<K1Build> build = layer_k1_build(runner.model(), runner.dims(), layer, width, runner.config().q,
                                                      k.state_len, runner.device().info().target);
-      if (!build.ok()) {
-        MT_RETURN_IF_ERROR(runner.planner->prepare_kv({}, runner.group()));
-        return build.status();
-      }
+      if (!build.ok()) return build.status();
       apply(runner.options(), *build);
       k.k1_builds[{width, k.state_len}] = *build;
       needed.push_back(*build);
@@ -215,10 +235,7 @@ absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) 
   }
   if (needed.empty()) return absl::OkStatus();
   const int before = stats_.compiled, builds = stats_.builds;
-  if (absl::Status loaded = runner.load(needed, {}, stats_); !loaded.ok()) {
-    MT_RETURN_IF_ERROR(runner.planner->prepare_kv({}, runner.group()));
-    return loaded;
-  }
+  MT_RETURN_IF_ERROR(runner.load(needed, {}, stats_));
   runner.resolve();
   runner.options().log(absl::StrCat("specialized decode: the bound KV caches need ", stats_.builds - builds,
                                     " more builds (", stats_.compiled - before, " compiled)"));

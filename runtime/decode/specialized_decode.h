@@ -10,6 +10,7 @@
 // Nothing is compiled or allocated after prepare_kv returns: plan and the launches only enqueue.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -129,7 +130,8 @@ class SpecializedDecode {
   // weight_reasons (any rank refusing makes every rank refuse), builds the rank's launch state on `device` (the
   // scratch of every build, the epoch, the health words and the alarm), a WholeLayer or FfnLayer for
   // every served layer at every width, and compiles every distinct build through `jit` before
-  // returning. The views in `backbone` must outlive the executor.
+  // returning. A failure of any rank past the weights (a build, an allocation, a compile) fails
+  // every rank before they return (agree_outcome). The views in `backbone` must outlive the executor.
   static absl::StatusOr<std::unique_ptr<SpecializedDecode>> create(const Backbone& backbone, DecodeConfig config,
                                                                    Group& group, Device& device, jit::Jit& jit,
                                                                    ExecutorOptions options = {});
@@ -138,7 +140,9 @@ class SpecializedDecode {
   // After each KV-cache bind: forgets the previous binding; with nothing bound returns; else checks
   // every KDA layer's (conv, recurrent) pair (cache_reasons, agreed over the group), records the
   // binding, and compiles here any build the binding needs that construction did not make (another
-  // conv state_len). Every served KDA layer must be in `caches`.
+  // conv state_len). Every served KDA layer must be in `caches`. Every rank refuses or fails
+  // together: a rank missing a cache, refusing one, unbound beside bound peers, or failing a build
+  // makes every rank return an error, and none waits in a collective the others left.
   absl::Status prepare_kv(const std::vector<KdaCache>& caches);
 
   // The seed's plan (step_plan.h): nothing, a Step, or FailedPrecondition for a KV cache re-bound
@@ -160,6 +164,11 @@ class SpecializedDecode {
 
  private:
   SpecializedDecode();
+  // create's steps past the weight agreement, this rank's own, and prepare_kv's past the planner's.
+  static absl::StatusOr<std::unique_ptr<SpecializedDecode>> construct(
+      const Backbone& backbone, DecodeConfig config, Group& group, Device& device, jit::Jit& jit,
+      ExecutorOptions options, std::chrono::steady_clock::time_point start, double check_seconds);
+  absl::Status bind_kv(const std::vector<KdaCache>& caches);
   std::unique_ptr<Runner> runner_;
   ExecutorStats stats_;
 };

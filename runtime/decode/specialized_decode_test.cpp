@@ -100,6 +100,35 @@ TEST_F(Executor, OneRankRefusingAloneMakesEveryRankRefuse) {
   EXPECT_THAT(messages[1], ::testing::HasSubstr("layer 5 weight \"self_attn.dt_bias\" is missing"));
 }
 
+// prepare_kv's refusals one rank reaches alone: rank 1 missing a served layer's cache, then rank 1
+// with nothing bound beside a bound rank 0. Every rank refuses and returns (a rank left in the
+// collective would hang this test until ctest's timeout); then both bound, both accept.
+TEST_F(Executor, OneRankMissingACacheMakesEveryRankRefuse) {
+  std::mt19937 rng = monotile::testing::case_rng();
+  const std::vector<KdaCache> caches = bind_caches(rng);  // read by both ranks
+  std::vector<std::string> missing(2), unbound(2);
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    Backbone backbone = weights_.backbone;
+    backbone.start_layer = 1;
+    backbone.end_layer = 3;
+    MT_ASSIGN_OR_RETURN(std::unique_ptr<SpecializedDecode> decode,
+                        make_decode(backbone, group, *device_, nullptr, /*other_ranks_stood_in=*/true));
+    const size_t rank = static_cast<size_t>(group.rank());
+    std::vector<KdaCache> mine = caches;
+    if (rank == 1) mine.erase(mine.begin() + 1);  // layer 2's
+    missing[rank] = std::string(decode->prepare_kv(mine).message());
+    mine = rank == 1 ? std::vector<KdaCache>{} : caches;
+    unbound[rank] = std::string(decode->prepare_kv(mine).message());
+    return decode->prepare_kv(caches);
+  });
+  for (const absl::Status& status : statuses) EXPECT_TRUE(status.ok()) << status;
+  EXPECT_THAT(missing[0], ::testing::HasSubstr("the KV caches: another TP rank refused (rank 1)"));
+  EXPECT_THAT(missing[1], ::testing::HasSubstr("prepare_kv: no cache for KDA layer \"model.layers.2.self_attn\""));
+  EXPECT_THAT(unbound[0], ::testing::HasSubstr("the KV caches: another TP rank refused (rank 1)"));
+  EXPECT_THAT(unbound[1], ::testing::HasSubstr("no KV cache bound on this rank (no caches, or an empty recurrent "
+                                               "state) while other TP ranks bound theirs"));
+}
+
 TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
   std::mt19937 rng = monotile::testing::case_rng();
   std::unique_ptr<Group> group = make_single_process_group();

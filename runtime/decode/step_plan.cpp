@@ -39,12 +39,30 @@ std::optional<StepPlanner::KvKey> StepPlanner::kv_key(const TensorView* state) {
   return KvKey{state->data, state->elements()};
 }
 
-absl::Status StepPlanner::prepare_kv(const std::vector<KdaCache>& caches, Group& group) {
+absl::Status StepPlanner::prepare_kv(const std::vector<KdaCache>& caches, Group& group,
+                                     std::vector<std::string> reasons) {
   kv_.reset();
   std::optional<KvKey> key = caches.empty() ? std::nullopt : kv_key(&caches.front().recurrent);
-  if (!key) return absl::OkStatus();
-  absl::Status agreed =
-      agree(cache_reasons(caches, *model_, dims_, config_.q), group, "the KV caches");
+  // Whether anything is bound is agreed first: with nothing bound anywhere there is nothing to
+  // check (the seed returns), and a rank unbound beside bound peers must not leave them waiting.
+  absl::StatusOr<std::vector<std::string>> bound = group.all_gather(key ? "1" : "0");
+  if (!bound.ok()) {
+    return absl::Status(
+        bound.status().code(),
+        model::str_cat("TP ranks could not agree on the KV caches: ", bound.status().message()));
+  }
+  if (std::all_of(bound->begin(), bound->end(), [](const std::string& b) { return b == "0"; })) {
+    return absl::OkStatus();
+  }
+  if (!key) {
+    reasons.push_back(
+        "no KV cache bound on this rank (no caches, or an empty recurrent state) while other TP "
+        "ranks bound theirs");
+  } else {
+    for (std::string& reason : cache_reasons(caches, *model_, dims_, config_.q))
+      reasons.push_back(std::move(reason));
+  }
+  absl::Status agreed = agree(reasons, group, "the KV caches");
   if (!agreed.ok()) return agreed;
   kv_ = key;
   return absl::OkStatus();

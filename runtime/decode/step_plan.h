@@ -57,7 +57,8 @@ struct StepInputs {
 std::optional<std::string_view> step_reason(const AttnMetadata* attn_metadata,
                                             std::string_view kda_prefix, int width);
 
-// A planned step (SpecializedDecode wraps it as its Step): `width` rows of whole uniform spec-verify requests.
+// A planned step (SpecializedDecode wraps it as its Step): `width` rows of whole uniform
+// spec-verify requests.
 struct PlannedStep {
   int width = 0;
   const AttnMetadata* attn_metadata = nullptr;
@@ -75,9 +76,15 @@ class StepPlanner {
               std::vector<int> layers, std::string kda_prefix);
 
   // After each KV-cache bind (the profiling cache, then the real one): forgets the previous
-  // binding; with nothing bound (no caches, or an empty recurrent state) returns; else agrees on
-  // cache_reasons over `group` and records the first KDA layer's state (address, elements).
-  absl::Status prepare_kv(const std::vector<KdaCache>& caches, Group& group);
+  // binding; with nothing bound on any rank (no caches, or an empty recurrent state) returns; else
+  // agrees over `group` on `reasons` (the caller's: a served layer without a cache) and
+  // cache_reasons, a rank with nothing bound refusing beside bound peers, and records the first KDA
+  // layer's state (address, elements). Every rank calls it at the same point: none refuses alone.
+  absl::Status prepare_kv(const std::vector<KdaCache>& caches, Group& group,
+                          std::vector<std::string> reasons = {});
+
+  // Forgets the binding, with no collective: after a failure every rank has agreed on.
+  void unbind() { kv_.reset(); }
 
   // Nothing, by the seed's rules in its order, for: pipeline-stage inputs or no KV bound; no
   // forward context; a PIECEWISE graph step; a width with no kernels; a step_reason. A step whose
