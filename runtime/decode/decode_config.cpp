@@ -9,6 +9,7 @@
 #include "model/str_cat.h"
 #include "model/weight_reasons.h"
 #include "runtime/decode/tp_reasons.h"
+#include "support/log.h"
 
 namespace monotile::runtime::decode {
 namespace {
@@ -28,6 +29,73 @@ void model_reasons(const DecodeOptions& o, std::vector<std::string>& reasons) {
   if (!dims.ok()) {
     reasons.push_back(str_cat("model \"", o.model->name, "\" does not split over TP ",
                               o.tensor_parallel_size, ": ", dims.status().message()));
+  }
+}
+
+// The seed's parallelism refusals beyond TP and PP.
+void parallel_reasons(const DecodeOptions& o, std::vector<std::string>& reasons) {
+  if (o.data_parallel_size != 1) {
+    reasons.push_back(
+        str_cat("data parallelism (data_parallel_size ", o.data_parallel_size, "): expected 1"));
+  }
+  if (o.enable_expert_parallel) {
+    reasons.push_back(
+        "expert parallelism (enable_expert_parallel): the kernels read every "
+        "expert's TP slice on every rank");
+  }
+  if (o.enable_eplb)
+    reasons.push_back("EPLB (enable_eplb): the kernels read the loaded experts in place");
+  const int dcp = o.decode_context_parallel_size;
+  if (dcp != 1 && dcp != o.tensor_parallel_size) {
+    reasons.push_back(
+        str_cat("decode context parallelism other than 1 or TP "
+                "(decode_context_parallel_size ",
+                dcp, ", TP ", o.tensor_parallel_size, ")"));
+  }
+  if (o.prefill_context_parallel_size != 1) {
+    reasons.push_back(str_cat("prefill context parallelism (prefill_context_parallel_size ",
+                              o.prefill_context_parallel_size, "): expected 1"));
+  }
+  if (o.use_ubatching) {
+    reasons.push_back(
+        "DBO (dual-batch overlap, use_ubatching): the kernels read one batch's "
+        "attention metadata a step");
+  }
+}
+
+// Features that hook into the layers or change the weights the kernels read in place.
+void feature_reasons(const DecodeOptions& o, std::vector<std::string>& reasons) {
+  if (o.lora) reasons.push_back("LoRA (lora_config): the kernels apply no adapters");
+  if (const std::optional<KvTransferConfig>& kv = o.kv_transfer_config;
+      kv && (kv->kv_connector != "MoRIIOConnector" || kv->kv_connector_module_path ||
+             kv->kv_role != "kv_consumer")) {
+    reasons.push_back(str_cat(
+        "KV transfer connectors other than a MoRIIO consumer (kv_connector \"", kv->kv_connector,
+        "\", kv_role \"", kv->kv_role, "\"",
+        kv->kv_connector_module_path
+            ? str_cat(", kv_connector_module_path \"", *kv->kv_connector_module_path, "\"")
+            : std::string(),
+        "): MoRIIO consumers finish their loads before execution, other connectors hook into the "
+        "layers"));
+  }
+  if (o.enable_return_routed_experts) {
+    reasons.push_back(
+        "routed-expert capture (enable_return_routed_experts): the kernels return "
+        "no routes");
+  }
+  if (o.enable_sleep_mode) {
+    reasons.push_back(
+        "sleep mode (enable_sleep_mode): the kernels read the loaded weights in place");
+  }
+  if (o.cpu_offload_gb > 0 || o.offload_group_size > 0) {
+    reasons.push_back(str_cat("CPU weight offload (cpu_offload_gb ", o.cpu_offload_gb,
+                              ", offload_group_size ", o.offload_group_size,
+                              "): the kernels read the loaded weights in place"));
+  }
+  if (o.weight_transfer) {
+    reasons.push_back(
+        "weight updates (weight_transfer_config): the kernels read the loaded weights "
+        "in place, and construction checked them once");
   }
 }
 
@@ -58,6 +126,8 @@ std::vector<std::string> unsupported(const DecodeOptions& o) {
     reasons.push_back(str_cat("pipeline parallelism (pipeline_parallel_size ",
                               o.pipeline_parallel_size, "): expected 1"));
   }
+  parallel_reasons(o, reasons);
+  feature_reasons(o, reasons);
   if (o.max_rows != 8 && o.max_rows != 16) {
     reasons.push_back(str_cat("max_rows ", o.max_rows, ": expected 8 or 16"));
   }
@@ -78,10 +148,33 @@ std::vector<std::string> unsupported(const DecodeOptions& o) {
                               *o.num_speculative_tokens, " + 1) beyond max_rows ", o.max_rows,
                               ": expected at most ", o.max_rows - 1, " speculative tokens"));
   }
+  if (o.num_speculative_tokens.has_value() && o.enable_adaptive_verification) {
+    reasons.push_back(
+        "adaptive verification (enable_adaptive_verification): the kernels verify "
+        "every speculative token of a uniform step");
+  }
+  if (o.num_speculative_tokens.has_value() && o.dynamic_speculative_decoding) {
+    reasons.push_back("dynamic speculative decoding: the kernels are built for one q");
+  }
   if (o.conv_state_dtype != model::Dtype::kBF16 || o.recurrent_state_dtype != model::Dtype::kF32) {
     reasons.push_back(str_cat("KDA cache dtypes conv ", model::dtype_name(o.conv_state_dtype),
                               ", recurrent ", model::dtype_name(o.recurrent_state_dtype),
                               ": expected conv BF16, recurrent F32"));
+  }
+  if (o.use_replayssm || o.use_kda_recoverssm) {
+    reasons.push_back(str_cat("ReplaySSM / RecoverSSM (use_replayssm ", o.use_replayssm,
+                              ", use_kda_recoverssm ", o.use_kda_recoverssm,
+                              "): K1 keeps no such records"));
+  }
+  if (!o.use_v2_model_runner) {
+    reasons.push_back(
+        "the V1 model runner (set VLLM_USE_V2_MODEL_RUNNER=1): the executor is "
+        "built and bound by Model Runner V2's model-state hooks");
+  }
+  if (o.stock_torch_compile) {
+    reasons.push_back(
+        "torch.compile (compilation mode STOCK_TORCH_COMPILE): plan and the layer "
+        "kernels run in forward, which a compiled forward would trace");
   }
   model_reasons(o, reasons);
   device_reasons(o, reasons);
@@ -92,6 +185,15 @@ std::vector<std::string> unsupported(const DecodeOptions& o) {
 
 DeviceFacts device_facts(const DeviceInfo& info, bool partitioned) {
   return {info.compute_units, partitioned, info.vendor == dsl::Vendor::kCpu};
+}
+
+std::vector<std::string> deployment_warnings(const DecodeOptions& options) {
+  // The decode mode of FULL_DECODE_ONLY and FULL_AND_PIECEWISE is FULL; with no graphs, nothing.
+  if (options.cudagraph_mode != CudaGraphMode::kPiecewise) return {};
+  return {
+      "the specialized decode: PIECEWISE-only CUDA graphs capture every decode step as stock "
+      "(cudagraph_mode PIECEWISE); use FULL decode graphs (FULL, FULL_DECODE_ONLY or "
+      "FULL_AND_PIECEWISE)"};
 }
 
 std::vector<int> DecodeConfig::widths() const {
@@ -114,6 +216,7 @@ absl::StatusOr<std::optional<DecodeConfig>> specialized_decode_config(
         "the specialized decode does not support this deployment: ", absl::StrJoin(reasons, "; "),
         " (decode_backend \"auto\" runs the stock decode)"));
   }
+  for (const std::string& warning : deployment_warnings(options)) log_warning(warning);
   return DecodeConfig{*options.num_speculative_tokens + 1, options.max_rows};
 }
 

@@ -46,15 +46,53 @@ struct DeviceFacts {
 // (discovery does not see it).
 DeviceFacts device_facts(const DeviceInfo& info, bool partitioned = false);
 
-// The deployment as the host describes it; the names follow vLLM's settings.
+// vLLM's kv_transfer_config, the fields the check reads.
+struct KvTransferConfig {
+  std::string kv_connector;                             // "MoRIIOConnector", "NixlConnector", ...
+  std::optional<std::string> kv_connector_module_path;  // a connector loaded from a module
+  std::string kv_role;                                  // "kv_producer", "kv_consumer", "kv_both"
+};
+
+// vLLM's compilation_config.cudagraph_mode. Its decode mode is FULL for kFull, kFullDecodeOnly
+// and kFullAndPiecewise, PIECEWISE for kPiecewise.
+enum class CudaGraphMode { kNone, kPiecewise, kFull, kFullDecodeOnly, kFullAndPiecewise };
+
+// The deployment as the host describes it; the names follow vLLM's settings (the config objects
+// vLLM's check reads them from in the comments). The defaults are what the kernels serve.
 struct DecodeOptions {
   std::string decode_backend = std::string(kStockBackend);
+  // parallel_config
   int tensor_parallel_size = 1;
   int pipeline_parallel_size = 1;
+  int data_parallel_size = 1;
+  bool enable_expert_parallel = false;
+  bool enable_eplb = false;
+  int decode_context_parallel_size = 1;  // 1 or the TP size
+  int prefill_context_parallel_size = 1;
+  bool use_ubatching = false;  // dual-batch overlap (DBO)
+  // Features that hook into the layers or replace the weights the kernels read in place.
+  bool lora = false;                                                  // lora_config set
+  std::optional<KvTransferConfig> kv_transfer_config = std::nullopt;  // nothing: no KV transfer
+  bool enable_return_routed_experts = false;                          // aux_output_config
+  bool enable_sleep_mode = false;                                     // model_config
+  double cpu_offload_gb = 0;                                          // offload_config.uva
+  int offload_group_size = 0;                                         // offload_config.prefetch
+  bool weight_transfer = false;                                       // weight_transfer_config set
+  // speculative_config
   std::optional<int> num_speculative_tokens;  // nothing: no speculative decoding
+  bool enable_adaptive_verification = false;
+  bool dynamic_speculative_decoding = false;  // uses_dynamic_speculative_decoding()
   int max_rows = 16;
+  // cache_config
   model::Dtype conv_state_dtype = model::Dtype::kBF16;
   model::Dtype recurrent_state_dtype = model::Dtype::kF32;
+  bool use_replayssm = false;
+  bool use_kda_recoverssm = false;
+  // The runner and compilation: the executor is built by Model Runner V2's model-state hooks, and
+  // plan and the launches run in forward, which torch.compile would trace.
+  bool use_v2_model_runner = true;   // VLLM_USE_V2_MODEL_RUNNER=1
+  bool stock_torch_compile = false;  // compilation_config.mode == STOCK_TORCH_COMPILE
+  CudaGraphMode cudagraph_mode = CudaGraphMode::kNone;
   const model::ModelConfig* model = nullptr;  // required for the specialized backend
   DeviceFacts device;
   // For the tools' one-rank runs only (`monotile decode --tp T --rank R`): this rank runs alone,
@@ -69,13 +107,22 @@ struct DecodeOptions {
 inline constexpr int kKernelTpSizes[] = {1, 8};
 
 // Nothing for decode_backend "auto" (the stock decode runs). InvalidArgument for an unknown backend
-// name, and for the specialized backend when any of these applies, listing every one: TP > 1 (the
-// kernels do not exchange partial sums between ranks yet; with other_ranks_stood_in, a TP size the
-// kernels are not shaped for), pipeline parallelism, no speculative decoding, max_rows other than 8
-// or 16, q beyond 8 (K1's bound, at any max_rows) or beyond max_rows, KDA cache dtypes other than a
-// bf16 conv and an fp32 recurrent state, no model, a model whose shapes differ from the kernels'
-// (model::config_reasons, the TP split), a device with fewer compute units than max_rows or a
-// partitioned one.
+// name, and for the specialized backend when any of these applies, listing every one in the seed's
+// order: TP > 1 (the kernels do not exchange partial sums between ranks yet; with
+// other_ranks_stood_in, a TP size the kernels are not shaped for), pipeline parallelism, data
+// parallelism, expert parallelism, EPLB, decode context parallelism other than 1 or TP, prefill
+// context parallelism, DBO, LoRA, KV connectors other than a MoRIIO consumer, routed-expert
+// capture, sleep mode, CPU weight offload, weight updates, max_rows other than 8 or 16, no
+// speculative decoding, q beyond 8 (K1's bound, at any max_rows) or beyond max_rows, adaptive
+// verification, dynamic speculative decoding, KDA cache dtypes other than a bf16 conv and an fp32
+// recurrent state, ReplaySSM / RecoverSSM, the V1 model runner, torch.compile, no model, a model
+// whose shapes differ from the kernels' (model::config_reasons, the TP split), a device with fewer
+// compute units than max_rows or a partitioned one. A deployment it accepts with
+// deployment_warnings is logged as a warning (log_warning).
 absl::StatusOr<std::optional<DecodeConfig>> specialized_decode_config(const DecodeOptions& options);
+
+// What the specialized decode serves but not as asked, as the seed warns: PIECEWISE-only decode
+// graphs (a cudagraph_mode whose decode mode is not FULL) capture every decode step as stock.
+std::vector<std::string> deployment_warnings(const DecodeOptions& options);
 
 }  // namespace monotile::runtime::decode

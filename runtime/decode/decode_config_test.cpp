@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 
 namespace monotile::runtime::decode {
@@ -293,6 +295,149 @@ TEST(SpecializedDecodeConfig, ListsEveryReasonInOneMessageInRuleOrder) {
   }
   EXPECT_EQ(message.rfind("the specialized decode does not support this deployment: TP 2: ", 0), 0u)
       << message;
+}
+
+// Each of the seed's refusals beyond TP, PP, speculation, the cache dtypes and the model: one
+// setting away from K3's deployment, refused with its words.
+struct SeedRefusal {
+  std::function<void(DecodeOptions&)> set;
+  std::string words;
+};
+
+std::vector<SeedRefusal> seed_refusals() {
+  return {
+      {[](DecodeOptions& o) { o.data_parallel_size = 2; },
+       "data parallelism (data_parallel_size 2): expected 1"},
+      {[](DecodeOptions& o) { o.enable_expert_parallel = true; },
+       "expert parallelism (enable_expert_parallel): the kernels read every expert's TP slice on "
+       "every rank"},
+      {[](DecodeOptions& o) { o.enable_eplb = true; },
+       "EPLB (enable_eplb): the kernels read the loaded experts in place"},
+      {[](DecodeOptions& o) { o.decode_context_parallel_size = 2; },
+       "decode context parallelism other than 1 or TP (decode_context_parallel_size 2, TP 8)"},
+      {[](DecodeOptions& o) { o.prefill_context_parallel_size = 2; },
+       "prefill context parallelism (prefill_context_parallel_size 2): expected 1"},
+      {[](DecodeOptions& o) { o.use_ubatching = true; },
+       "DBO (dual-batch overlap, use_ubatching): the kernels read one batch's attention metadata a "
+       "step"},
+      {[](DecodeOptions& o) { o.lora = true; },
+       "LoRA (lora_config): the kernels apply no adapters"},
+      {[](DecodeOptions& o) {
+         o.kv_transfer_config = KvTransferConfig{"NixlConnector", {}, "kv_both"};
+       },
+       "KV transfer connectors other than a MoRIIO consumer (kv_connector \"NixlConnector\", "
+       "kv_role "
+       "\"kv_both\"): MoRIIO consumers finish their loads before execution, other connectors hook "
+       "into the layers"},
+      {[](DecodeOptions& o) {
+         o.kv_transfer_config = KvTransferConfig{"MoRIIOConnector", {}, "kv_producer"};
+       },
+       "(kv_connector \"MoRIIOConnector\", kv_role \"kv_producer\")"},
+      {[](DecodeOptions& o) {
+         o.kv_transfer_config = KvTransferConfig{"MoRIIOConnector", "my.moriio", "kv_consumer"};
+       },
+       "(kv_connector \"MoRIIOConnector\", kv_role \"kv_consumer\", kv_connector_module_path "
+       "\"my.moriio\")"},
+      {[](DecodeOptions& o) { o.enable_return_routed_experts = true; },
+       "routed-expert capture (enable_return_routed_experts): the kernels return no routes"},
+      {[](DecodeOptions& o) { o.enable_sleep_mode = true; },
+       "sleep mode (enable_sleep_mode): the kernels read the loaded weights in place"},
+      {[](DecodeOptions& o) { o.cpu_offload_gb = 4; },
+       "CPU weight offload (cpu_offload_gb 4, offload_group_size 0): the kernels read the loaded "
+       "weights in place"},
+      {[](DecodeOptions& o) { o.offload_group_size = 8; },
+       "CPU weight offload (cpu_offload_gb 0, offload_group_size 8)"},
+      {[](DecodeOptions& o) { o.weight_transfer = true; },
+       "weight updates (weight_transfer_config): the kernels read the loaded weights in place, and "
+       "construction checked them once"},
+      {[](DecodeOptions& o) { o.enable_adaptive_verification = true; },
+       "adaptive verification (enable_adaptive_verification): the kernels verify every speculative "
+       "token of a uniform step"},
+      {[](DecodeOptions& o) { o.dynamic_speculative_decoding = true; },
+       "dynamic speculative decoding: the kernels are built for one q"},
+      {[](DecodeOptions& o) { o.use_replayssm = true; },
+       "ReplaySSM / RecoverSSM (use_replayssm 1, use_kda_recoverssm 0): K1 keeps no such records"},
+      {[](DecodeOptions& o) { o.use_kda_recoverssm = true; },
+       "ReplaySSM / RecoverSSM (use_replayssm 0, use_kda_recoverssm 1)"},
+      {[](DecodeOptions& o) { o.use_v2_model_runner = false; },
+       "the V1 model runner (set VLLM_USE_V2_MODEL_RUNNER=1): the executor is built and bound by "
+       "Model Runner V2's model-state hooks"},
+      {[](DecodeOptions& o) { o.stock_torch_compile = true; },
+       "torch.compile (compilation mode STOCK_TORCH_COMPILE): plan and the layer kernels run in "
+       "forward, which a compiled forward would trace"},
+  };
+}
+
+TEST(SpecializedDecodeConfig, RefusesEachOfTheSeedsSettingsWithItsWords) {
+  for (const SeedRefusal& r : seed_refusals()) {
+    DecodeOptions options = k3_options();
+    r.set(options);
+    EXPECT_THAT(refusal(options), HasSubstr(r.words));
+  }
+}
+
+TEST(SpecializedDecodeConfig, AcceptsAMoriioConsumerAndDcpOfTp) {
+  DecodeOptions options = k3_options();
+  options.kv_transfer_config = KvTransferConfig{"MoRIIOConnector", {}, "kv_consumer"};
+  options.decode_context_parallel_size = 8;
+  absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+  EXPECT_TRUE(config.ok()) << config.status();
+}
+
+TEST(SpecializedDecodeConfig, ListsEverySeedRefusalWithTheOthersInTheSeedsOrder) {
+  DecodeOptions options = k3_options();
+  for (const SeedRefusal& r : seed_refusals()) r.set(options);
+  options.pipeline_parallel_size = 2;
+  options.conv_state_dtype = model::Dtype::kF16;
+  options.device.partitioned = true;
+  const std::string message = refusal(options);
+  std::vector<std::string> in_order = {"pipeline parallelism",
+                                       "data parallelism",
+                                       "expert parallelism",
+                                       "EPLB",
+                                       "decode context parallelism",
+                                       "prefill context parallelism",
+                                       "DBO",
+                                       "LoRA",
+                                       "KV transfer connectors",
+                                       "routed-expert capture",
+                                       "sleep mode",
+                                       "CPU weight offload",
+                                       "weight updates",
+                                       "adaptive verification",
+                                       "dynamic speculative decoding",
+                                       "KDA cache dtypes",
+                                       "ReplaySSM / RecoverSSM",
+                                       "the V1 model runner",
+                                       "torch.compile",
+                                       "a partitioned GPU"};
+  size_t at = 0;
+  for (const std::string& reason : in_order) {
+    size_t found = message.find(reason, at);
+    EXPECT_NE(found, std::string::npos) << reason << " after " << at << " in: " << message;
+    if (found != std::string::npos) at = found;
+  }
+}
+
+TEST(SpecializedDecodeConfig, PiecewiseOnlyGraphsAreTheSeedsWarningNotARefusal) {
+  DecodeOptions options = k3_options();
+  for (CudaGraphMode mode : {CudaGraphMode::kNone, CudaGraphMode::kFull,
+                             CudaGraphMode::kFullDecodeOnly, CudaGraphMode::kFullAndPiecewise}) {
+    options.cudagraph_mode = mode;
+    EXPECT_THAT(deployment_warnings(options), ::testing::IsEmpty()) << static_cast<int>(mode);
+  }
+  options.cudagraph_mode = CudaGraphMode::kPiecewise;
+  const std::string words =
+      "the specialized decode: PIECEWISE-only CUDA graphs capture every decode step as stock "
+      "(cudagraph_mode PIECEWISE); use FULL decode graphs (FULL, FULL_DECODE_ONLY or "
+      "FULL_AND_PIECEWISE)";
+  EXPECT_THAT(deployment_warnings(options), ::testing::ElementsAre(words));
+  ::testing::internal::CaptureStderr();
+  absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->has_value());
+  EXPECT_THAT(logged, HasSubstr(words));
 }
 
 TEST(SpecializedDecodeConfig, ReasonsListedWhateverSettingIsWrongFirst) {
