@@ -4,7 +4,7 @@
 # at run time and its tests skip, nothing else changes.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libxxhash-dev libgtest-dev libgmock-dev nlohmann-json3-dev
-          libamdhip64-dev libamd-comgr-dev rocm-device-libs clang-format-14)
+          libamdhip64-dev libamd-comgr-dev rocm-device-libs clang-format-14 libopenmpi-dev openmpi-bin)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||

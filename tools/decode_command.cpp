@@ -23,6 +23,7 @@
 ABSL_FLAG(std::optional<std::string>, standins, std::nullopt, "how the host's layers run: reference or kernels");
 ABSL_FLAG(int, steps, 3, "spec-verify steps");
 ABSL_FLAG(bool, graph, false, "capture each width's step once into device graphs and replay it");
+ABSL_FLAG(bool, mpi, false, "one TP rank a process under mpirun: the group is MPI's world");
 ABSL_FLAG(bool, alias_weights, false, "random weights made on the device, one layer per kind viewed by every layer of it");
 
 namespace monotile::tools {
@@ -31,7 +32,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: monotile decode [--model k3-tiny|k3|DIR] [--seed S] [--device cpu|gpu] [--q Q] [--requests N]\n"
     "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--standins reference|kernels]\n"
-    "                       [--graph] [--alias-weights] [--check]\n"
+    "                       [--graph] [--alias-weights] [--check] [--mpi]\n"
     "  --model     an embedded config (seeded random weights) or a checkpoint folder (default k3-tiny)\n"
     "  --seed      the seeded weights' and the steps' seed (default 1)\n"
     "  --device    cpu (the CPU interpreter) or gpu (default: a GPU when there is one)\n"
@@ -48,7 +49,10 @@ constexpr const char* kUsage =
     "              times from graphs replayed, a layer's against its floor on a GPU\n"
     "  --alias-weights  random weights made on the device, one layer per kind viewed by every layer\n"
     "              of that kind (automatic for an embedded config whose rank does not fit the device)\n"
-    "  --check     compare every served layer with the float64 reference of that layer\n";
+    "  --check     compare every served layer with the float64 reference of that layer\n"
+    "  --mpi       one TP rank a process: `mpirun -np T monotile decode --mpi ...`; the TP size is\n"
+    "              MPI's world size and the rank the world rank (each rank still runs alone, the\n"
+    "              other ranks' partial sums stood in, until the kernels exchange them)\n";
 
 int misuse(const std::string& message) {
   std::fprintf(stderr, "monotile decode: %s\n%s", message.c_str(), kUsage);
@@ -87,6 +91,13 @@ int decode_command(Args args) {
   o.check = absl::GetFlag(FLAGS_check);
   o.graph = absl::GetFlag(FLAGS_graph);
   o.alias_weights = absl::GetFlag(FLAGS_alias_weights);
+  o.mpi = absl::GetFlag(FLAGS_mpi);
+  if (o.mpi) {
+    if (absl::GetFlag(FLAGS_rank)) {
+      return misuse("--rank with --mpi: the rank is the process's MPI world rank; leave --rank out");
+    }
+    o.tp = absl::GetFlag(FLAGS_tp).value_or(0);
+  }
   if (o.standins && *o.standins != "reference" && *o.standins != "kernels") {
     return misuse(absl::StrCat("--standins ", *o.standins, ": expected reference or kernels"));
   }

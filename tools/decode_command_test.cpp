@@ -64,6 +64,21 @@ TEST(DecodeCommand, OneRankOfTp8RunsAloneAndSaysTheOtherRanksAreStoodIn) {
   EXPECT_THAT(result.output, HasSubstr("step 1: width 4, 2 requests (0 padded): kernels for 12 of 13 layers"));
 }
 
+// --mpi takes the rank and the TP size from MPI's world (decode_command_mpi_test.sh runs two
+// processes); outside mpirun the world is this process alone.
+TEST(DecodeCommand, MpiTakesTheRankAndTheTpSizeFromTheWorld) {
+  CommandResult result = run("--mpi --rank 1");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("monotile decode: --rank with --mpi: the rank is the process's MPI world rank; leave --rank out"));
+  result = run("--mpi --tp 2 --device cpu");
+  EXPECT_EQ(result.status, 1) << result.output;
+  if (absl::StrContains(result.output, "this build of monotile has no MPI")) GTEST_SKIP() << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --tp 2 with --mpi in a world of 1 process: expected --tp 1, "
+                                       "one rank a process; hint: mpirun -np 2 monotile decode --mpi ..., or leave "
+                                       "--tp out"));
+}
+
 TEST(DecodeCommand, RefusesMisuse) {
   CommandResult result = run("--device tpu");
   EXPECT_EQ(result.status, 1) << result.output;

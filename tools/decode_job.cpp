@@ -68,6 +68,20 @@ absl::Status DecodeJob::setup_weights(const runtime::DeviceInfo& info) {
 }
 
 absl::Status DecodeJob::setup() {
+  if (o_.mpi) {
+    MT_ASSIGN_OR_RETURN(group_, dec::make_mpi_group());
+    if (o_.tp != 0 && o_.tp != group_->size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tp ", o_.tp, " with --mpi in a world of ", group_->size(),
+                       group_->size() == 1 ? " process" : " processes", ": expected --tp ",
+                       group_->size(), ", one rank a process; hint: mpirun -np ", o_.tp,
+                       " monotile decode --mpi ..., or leave --tp out"));
+    }
+    o_.tp = group_->size();
+    o_.rank = group_->rank();
+  } else {
+    group_ = dec::make_single_process_group();
+  }
   MT_ASSIGN_OR_RETURN(config_, model::load_config(o_.model));
   if (!model::embedded_config_json(o_.model).empty()) {
     MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> seeded,
@@ -97,13 +111,12 @@ absl::Status DecodeJob::setup() {
   }
   MT_ASSIGN_OR_RETURN(dims_, model::rank_dims(config_, o_.tp, o_.rank));
   MT_ASSIGN_OR_RETURN(plan_, model::plan_rank(config_, o_.tp, o_.rank));
-  std::printf("monotile decode: %s, TP %d rank %d%s, q %d, %d requests a step, on %s%s\n",
-              o_.model.c_str(), o_.tp, o_.rank,
+  std::printf("monotile decode: %s, TP %d rank %d%s%s, q %d, %d requests a step, on %s%s\n",
+              o_.model.c_str(), o_.tp, o_.rank, o_.mpi ? " (a process of MPI's world)" : "",
               o_.tp > 1 ? " alone (the other ranks' partial sums stood in by zero)" : "", o_.q,
               o_.requests, runtime::describe(info).c_str(),
               o_.graph ? ", each width's step captured once and replayed" : "");
   MT_RETURN_IF_ERROR(setup_weights(info));
-  group_ = dec::make_single_process_group();
   MT_ASSIGN_OR_RETURN(
       decode_, dec::SpecializedDecode::create(
                    *backbone_, *config, *group_, *device_, jit::Jit::process_default(),

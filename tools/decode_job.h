@@ -23,6 +23,7 @@
 #include "model/shard_plan.h"
 #include "runtime/decode/decode.h"
 #include "runtime/decode/device_weights.h"
+#include "runtime/decode/mpi_group.h"
 #include "runtime/decode/specialized_decode.h"
 #include "runtime/device.h"
 #include "tools/decode_graph.h"
@@ -42,6 +43,9 @@ struct DecodeJobOptions {
   std::optional<std::string> standins;
   int q = 2, requests = 2, steps = 3, max_rows = 16, tp = 1, rank = 0;
   bool check = false, graph = false, alias_weights = false;
+  // One TP rank a process under mpirun: the group is MPI's world, the rank its world rank, and the
+  // TP size its size (tp 0: not given; another value must equal it).
+  bool mpi = false;
 };
 
 // One layer's row of the table.

@@ -119,8 +119,10 @@ std::vector<std::string> unsupported(const DecodeOptions& o) {
     reasons.push_back(tp_deployment_reason(tp));
   } else if (std::find(std::begin(kKernelTpSizes), std::end(kKernelTpSizes), tp) ==
              std::end(kKernelTpSizes)) {
-    reasons.push_back(str_cat("TP ", tp, ": the kernels are built for TP ",
-                              absl::StrJoin(kKernelTpSizes, " or ")));
+    reasons.push_back(
+        str_cat("TP ", tp, ": the kernels are built for TP ",
+                absl::StrJoin(std::begin(kKernelTpSizes), std::end(kKernelTpSizes) - 1, ", "),
+                " or ", *(std::end(kKernelTpSizes) - 1)));
   }
   if (o.pipeline_parallel_size != 1) {
     reasons.push_back(str_cat("pipeline parallelism (pipeline_parallel_size ",

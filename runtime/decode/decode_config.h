@@ -102,9 +102,10 @@ struct DecodeOptions {
   bool other_ranks_stood_in = false;
 };
 
-// TP sizes the kernels are shaped for: 1 (one process) and 8 (K3's deployment). Only TP 1 is
-// served: at 8 the kernels' reductions do not exchange partial sums yet (tp_reasons.h).
-inline constexpr int kKernelTpSizes[] = {1, 8};
+// TP sizes the kernels are shaped for: 1 (one process), 2 and 4 (ranks sharing one GPU, tests) and
+// 8 (K3's deployment). Only TP 1 is served: above it the kernels' reductions do not exchange
+// partial sums yet (tp_reasons.h).
+inline constexpr int kKernelTpSizes[] = {1, 2, 4, 8};
 
 // Nothing for decode_backend "auto" (the stock decode runs). InvalidArgument for an unknown backend
 // name, and for the specialized backend when any of these applies, listing every one in the seed's
