@@ -79,10 +79,51 @@ class CpuDevice final : public Device {
 
   ~CpuDevice() override {
     absl::MutexLock lock(&mutex_);
-    if (!allocations_.empty()) {
-      log_warning(absl::StrCat("cpu device destroyed with ", allocations_.size(),
+    if (allocations_.size() > registered_.size()) {
+      log_warning(absl::StrCat("cpu device destroyed with ", allocations_.size() - registered_.size(),
                                " allocation(s) still live; they are leaked"));
     }
+  }
+
+  absl::Status register_host(const void* base, size_t bytes, std::string_view name) {
+    if (bytes == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("registering 0 bytes of host memory (\"", to_absl(name),
+                                                     "\") with ", describe(info_)));
+    }
+    absl::MutexLock lock(&mutex_);
+    auto registered = registered_.find(base);
+    if (registered != registered_.end()) {
+      ++registered->second;
+      CpuAllocation& allocation = allocations_.at(base);
+      allocation.bytes = std::max(allocation.bytes, bytes);
+      return absl::OkStatus();
+    }
+    const uint64_t begin = to_native(base), end = begin + bytes;
+    for (const auto& [other_base, allocation] : allocations_) {
+      const uint64_t other = to_native(other_base);
+      if (registered_.count(other_base) == 0 && begin < other + allocation.bytes && other < end) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "registering host memory \"%s\" [0x%x, 0x%x) with %s: it overlaps %s, which the device allocated",
+            to_absl(name), begin, end, describe(info_), allocation.name));
+      }
+    }
+    allocations_[base] = CpuAllocation{base, bytes, std::string(name)};
+    registered_[base] = 1;
+    return absl::OkStatus();
+  }
+
+  absl::Status unregister_host(const void* base) {
+    absl::MutexLock lock(&mutex_);
+    auto registered = registered_.find(base);
+    if (registered == registered_.end()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "unregistering host memory at 0x%x from %s: it is not registered", to_native(base), describe(info_)));
+    }
+    if (--registered->second == 0) {
+      registered_.erase(registered);
+      allocations_.erase(base);
+    }
+    return absl::OkStatus();
   }
 
   const DeviceInfo& info() const override { return info_; }
@@ -351,6 +392,8 @@ class CpuDevice final : public Device {
   CpuModuleLoader loader_;
   absl::Mutex mutex_;
   std::map<const void*, CpuAllocation> allocations_ ABSL_GUARDED_BY(mutex_);
+  // Of allocations_, the host's own memory (register_host): how many registrations each base has.
+  std::map<const void*, int> registered_ ABSL_GUARDED_BY(mutex_);
   int64_t allocation_count_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
@@ -358,6 +401,24 @@ class CpuDevice final : public Device {
 
 std::unique_ptr<Device> make_cpu_device(CpuModuleLoader loader) {
   return std::make_unique<CpuDevice>(std::move(loader));
+}
+
+absl::Status register_host_memory(Device& device, const void* base, size_t bytes, std::string_view name) {
+  auto* cpu = dynamic_cast<CpuDevice*>(&device);
+  if (cpu == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("registering host memory with ", describe(device.info()), ": not the CPU device"));
+  }
+  return cpu->register_host(base, bytes, name);
+}
+
+absl::Status unregister_host_memory(Device& device, const void* base) {
+  auto* cpu = dynamic_cast<CpuDevice*>(&device);
+  if (cpu == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("unregistering host memory from ", describe(device.info()), ": not the CPU device"));
+  }
+  return cpu->unregister_host(base);
 }
 
 }  // namespace monotile::runtime

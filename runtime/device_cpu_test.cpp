@@ -329,5 +329,41 @@ TEST(CpuDevice, DynamicSharedMemoryLimitIsChecked) {
               HasSubstr("set_max_dynamic_shared_memory for \"vector_add\": -1 bytes is outside"));
 }
 
+
+TEST(CpuDevice, RegisteredHostMemoryIsReachableUntilUnregistered) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  std::vector<float> host = {1, 2, 3, 4};
+  const DevicePtr address = reinterpret_cast<DevicePtr>(host.data());
+  float out = 0;
+  EXPECT_THAT(std::string(device->copy_to_host(&out, address, 4).message()), HasSubstr("outside every allocation"));
+  ASSERT_TRUE(register_host_memory(*device, host.data(), 16, "numpy x").ok());
+  ASSERT_TRUE(register_host_memory(*device, host.data(), 8, "numpy x[:2]").ok());  // counted, range kept
+  ASSERT_TRUE(device->copy_to_host(&out, address + 12, 4).ok());
+  EXPECT_EQ(out, 4);
+  ASSERT_TRUE(device->fill_bytes(address, 0, 4).ok());
+  EXPECT_EQ(host[0], 0);
+  ASSERT_TRUE(unregister_host_memory(*device, host.data()).ok());
+  EXPECT_TRUE(device->copy_to_host(&out, address, 4).ok()) << "one registration is left";
+  ASSERT_TRUE(unregister_host_memory(*device, host.data()).ok());
+  EXPECT_FALSE(device->copy_to_host(&out, address, 4).ok());
+  absl::Status again = unregister_host_memory(*device, host.data());
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(again.message()), HasSubstr("it is not registered"));
+}
+
+TEST(CpuDevice, RegisteringItsOwnAllocationsOrNothingIsRefused) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  DeviceBuffer buffer = *device->allocate(64);
+  const void* inside = reinterpret_cast<const void*>(buffer.address() + 16);
+  absl::Status overlapping = register_host_memory(*device, inside, 8, "view");
+  EXPECT_EQ(overlapping.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(overlapping.message()),
+              HasSubstr("registering host memory \"view\" [0x"));
+  EXPECT_THAT(std::string(overlapping.message()), HasSubstr("which the device allocated"));
+  std::vector<char> host(8);
+  EXPECT_THAT(std::string(register_host_memory(*device, host.data(), 0, "empty").message()),
+              HasSubstr("registering 0 bytes of host memory (\"empty\")"));
+}
+
 }  // namespace
 }  // namespace monotile::runtime
