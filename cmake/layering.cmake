@@ -48,6 +48,7 @@ monotile_layer_rule(jit MAY_LINK support target dsl lower cache jit_backends)
 monotile_layer_rule(kernels MAY_LINK support target dsl lower cache jit_backends jit model)
 monotile_layer_rule(runtime MAY_LINK support target dsl interp lower cache jit_backends jit model kernels)
 monotile_layer_rule(tools ANY)
+monotile_layer_rule(python ANY)
 monotile_layer_rule(tests ANY)
 monotile_layer_rule(docs ANY)
 

@@ -1,0 +1,151 @@
+"""monotile.vllm with stand-ins for vLLM's objects (nothing imports vLLM): the parameter names and
+layouts, the GDN metadata and forward-context fields, the hooks of examples/vllm_model_state.py,
+and the Group over a torch.distributed gloo group where torch is installed."""
+
+import os
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+import monotile
+import monotile.vllm
+from k3_tiny import Q, K3Tiny
+
+SOURCE = Path(os.environ.get("MONOTILE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+
+
+class Module:
+    """A torch module's named_parameters() as vLLM names them."""
+
+    def __init__(self, tiny: K3Tiny, prefix: str):
+        self.tiny, self.prefix = tiny, prefix
+        self.model = SimpleNamespace(start_layer=0, end_layer=tiny.config.num_hidden_layers)
+
+    def named_parameters(self):
+        yield f"{self.prefix}embed_tokens.weight", np.zeros((4, 4), np.uint16)
+        for layer, tensors in self.tiny.weights.items():
+            for name, tensor in tensors.items():
+                name = name.replace("block_sparse_moe.experts.", "block_sparse_moe.experts.routed_experts.")
+                yield f"{self.prefix}layers.{layer}.{name}", tensor
+        # An MTP layer past num_hidden_layers is never the executor's.
+        yield f"{self.prefix}layers.{self.tiny.config.num_hidden_layers}.mlp_res_norm.weight", np.zeros(4, np.uint16)
+
+
+class VllmNamesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tiny = K3Tiny()
+
+    def test_parameter_names(self):
+        self.assertEqual(monotile.vllm.parameter_name("block_sparse_moe.experts.routed_experts.w13_weight"),
+                         "block_sparse_moe.experts.w13_weight")
+        self.assertEqual(monotile.vllm.parameter_name("block_sparse_moe.experts.routed_experts.w2_weight_packed"),
+                         "block_sparse_moe.experts.w2_weight")
+        self.assertEqual(monotile.vllm.parameter_name("block_sparse_moe.shared_experts.down_proj.weight"),
+                         "block_sparse_moe.shared_experts.down_proj.weight")
+
+    def test_backbone_from_named_parameters_of_either_prefix(self):
+        for prefix in ["model.", "language_model.model."]:
+            backbone = monotile.vllm.backbone(Module(self.tiny, prefix), self.tiny.config, tp=1, rank=0)
+            self.assertEqual((backbone.start_layer, backbone.end_layer), (0, self.tiny.config.num_hidden_layers))
+            self.assertEqual(monotile.weight_reasons(backbone), [], prefix)
+
+    def test_backbone_keeps_a_relaid_tensor_as_it_is(self):
+        module = Module(self.tiny, "model.")
+        original = module.named_parameters
+
+        def strided():
+            for name, tensor in original():
+                if name == "model.layers.1.self_attn.o_norm.weight":
+                    tensor = np.repeat(tensor, 2)[::2]
+                yield name, tensor
+
+        module.named_parameters = strided
+        reasons = monotile.weight_reasons(monotile.vllm.backbone(module, self.tiny.config, tp=1, rank=0))
+        self.assertEqual(len(reasons), 1, reasons)
+        self.assertTrue(reasons[0].startswith('layer 1 weight "self_attn.o_norm.weight"'), reasons)
+
+
+class VllmMetadataTest(unittest.TestCase):
+    def metadata(self, **fields):
+        values = dict(num_prefills=0, num_decodes=0, num_spec_decodes=2, spec_sequence_masks=np.ones(2, bool),
+                      uniform_spec_sequence_length=Q, spec_state_indices_tensor=np.arange(4, dtype=np.int32).reshape(2, 2),
+                      num_accepted_tokens=np.ones(2, np.int32), spec_query_start_loc=np.array([0, 2, 4], np.int32),
+                      num_actual_tokens=4)
+        values.update(fields)
+        return SimpleNamespace(**values)
+
+    def test_spec_metadata_by_attribute_name(self):
+        m = monotile.vllm.spec_metadata(self.metadata())
+        self.assertTrue(m.spec_sequence_masks)
+        self.assertEqual((m.num_prefills, m.num_decodes, m.num_spec_decodes, m.uniform_spec_sequence_length),
+                         (0, 0, 2, Q))
+        self.assertEqual(monotile.step_reason({"a": m}, "a", 4), None)
+        self.assertEqual(monotile.step_reason({"a": m}, "a", 6), "not uniform")
+        plain = monotile.vllm.spec_metadata(self.metadata(spec_sequence_masks=None, spec_state_indices_tensor=None))
+        self.assertFalse(plain.spec_sequence_masks)
+        self.assertEqual(monotile.step_reason({"a": plain}, "a", 4), "not spec-verify")
+
+    def test_plan_arguments_from_the_forward_context(self):
+        self.assertEqual(monotile.vllm.plan_arguments("a", None, None), {"forward_context": False, "kda_state": None})
+        context = SimpleNamespace(attn_metadata={"a": self.metadata(), "b": object()},
+                                  cudagraph_runtime_mode=SimpleNamespace(name="PIECEWISE"))
+        arguments = monotile.vllm.plan_arguments("a", context, None)
+        self.assertEqual(arguments["graph_mode"], monotile.GraphMode.PIECEWISE)
+        self.assertEqual(list(arguments["attn_metadata"]), ["a"])
+        self.assertIsNone(monotile.step_reason(arguments["attn_metadata"], "a", 4))
+        dual_batch = SimpleNamespace(attn_metadata=[{}, {}], cudagraph_runtime_mode=None)
+        arguments = monotile.vllm.plan_arguments("a", dual_batch, None)
+        self.assertIsNone(arguments["attn_metadata"])
+        self.assertEqual(arguments["graph_mode"], monotile.GraphMode.NONE)
+        with self.assertRaises(ValueError) as raised:
+            monotile.vllm.graph_mode(SimpleNamespace(name="FULL_AND_PIECEWISE"))
+        self.assertIn("cudagraph_runtime_mode 'FULL_AND_PIECEWISE': expected NONE, PIECEWISE or FULL",
+                      str(raised.exception))
+
+
+class ExampleTest(unittest.TestCase):
+    def test_example_places_every_hook(self):
+        result = subprocess.run([sys.executable, str(SOURCE / "examples" / "vllm_model_state.py")],
+                                capture_output=True, text=True, timeout=600)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = result.stdout
+        print(out)
+        for words in ["__init__: specialized_decode_config -> DecodeConfig(q=2, max_rows=8)",
+                      "specialized decode: 12 layers (9 KDA, 3 MLA FFN) at widths 2,4,6,8",
+                      "model state: built after load, routing on 'model.layers.1.self_attn'",
+                      "initialize_kv_cache (memory profiling): prepare_kv bound nothing",
+                      "initialize_kv_cache: prepare_kv bound 9 KDA layers' caches",
+                      "step 1 (prefill, 2 requests, width 4): plan None: every layer the host's",
+                      "step 2 (spec-verify, 2 requests, width 4): kernels for layers 1-12 (12), the host's for the rest",
+                      "step 3 (spec-verify, 2 requests, width 4): kernels for layers 1-12 (12)"]:
+            self.assertIn(words, out)
+
+
+class TorchGroupTest(unittest.TestCase):
+    def test_group_over_a_gloo_group(self):
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            self.skipTest("no torch: the Group over torch.distributed needs it")
+        import tempfile
+
+        with tempfile.NamedTemporaryFile() as store:
+            dist.init_process_group("gloo", init_method=f"file://{store.name}", rank=0, world_size=1)
+            try:
+                group = monotile.vllm.Group(dist.group.WORLD)
+                self.assertEqual((group.rank(), group.size()), (0, 1))
+                self.assertEqual(group.all_gather(b"\x00\x01"), [b"\x00\x01"])
+                monotile.agree([], group, "the weights")
+                with self.assertRaises(ValueError):
+                    monotile.agree(["x"], group, "the weights")
+            finally:
+                dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    unittest.main()
