@@ -19,6 +19,7 @@ objects onto these, duck-typed; ``python -m monotile`` is the ``monotile`` comma
 
 from monotile._monotile import (
     Backbone,
+    CudaGraphMode,
     DecodeConfig,
     DecodeOptions,
     Device,
@@ -26,6 +27,7 @@ from monotile._monotile import (
     GraphMode,
     Group,
     KdaCache,
+    KvTransferConfig,
     LayerLaunch,
     ModelConfig,
     SpecializedDecode,
@@ -35,6 +37,7 @@ from monotile._monotile import (
     agree,
     cache_reasons,
     cpu_device,
+    deployment_warnings,
     device_facts,
     gpu_device,
     launch_counting_device,
@@ -49,6 +52,7 @@ from monotile._monotile import (
 
 __all__ = [
     "Backbone",
+    "CudaGraphMode",
     "DecodeConfig",
     "DecodeOptions",
     "Device",
@@ -56,6 +60,7 @@ __all__ = [
     "GraphMode",
     "Group",
     "KdaCache",
+    "KvTransferConfig",
     "LayerLaunch",
     "ModelConfig",
     "SpecializedDecode",
@@ -65,6 +70,7 @@ __all__ = [
     "agree",
     "cache_reasons",
     "cpu_device",
+    "deployment_warnings",
     "device_facts",
     "gpu_device",
     "launch_counting_device",

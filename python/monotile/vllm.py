@@ -2,6 +2,8 @@
 name. Nothing here imports vLLM, and torch only where a torch object is handed in, so the module
 works (and is tested) with stand-ins.
 
+- ``decode_options(vllm_config, model=, device=, kda_state_dtypes=)``: the DecodeOptions of a
+  ``VllmConfig``, every setting the seed's config check reads, by attribute name.
 - ``backbone(model, config, tp=, rank=)``: the rank's weights from a torch module's named parameters,
   in vLLM's names and merged layouts (``language_model.model.layers.N.…`` or ``model.layers.N.…``;
   ``block_sparse_moe.experts.routed_experts.w13_weight`` is the executor's
@@ -25,6 +27,80 @@ import monotile
 
 _LAYER_PARAMETER = re.compile(r"^(?P<prefix>(?:.*\.)?layers\.)(?P<layer>\d+)\.(?P<name>.+)$")
 _KDA_PREFIX = re.compile(r"^(?P<layers>.*layers\.)\d+\.self_attn$")
+
+
+def _get(obj: Any, path: str, default: Any = None) -> Any:
+    for name in path.split("."):
+        if obj is None:
+            return default
+        obj = getattr(obj, name, None)
+    return default if obj is None else obj
+
+
+def _name(value: Any) -> str:
+    return getattr(value, "name", str(value)).upper()
+
+
+def decode_options(
+    vllm_config: Any,
+    *,
+    model: monotile.ModelConfig | None,
+    device: monotile.DeviceFacts,
+    kda_state_dtypes: tuple[str, str] = ("BF16", "F32"),
+) -> monotile.DecodeOptions:
+    """The deployment of a ``VllmConfig`` as ``specialized_decode_config`` takes it: the settings
+    the seed's config check reads, each by vLLM's attribute name (a missing one is vLLM's default).
+    ``kda_state_dtypes``: the (conv, recurrent) KDA state dtypes vLLM chose
+    (``MambaStateDtypeCalculator.kda_state_dtype``), as "BF16" / "F32"; ``device``: the GPU's facts
+    (``monotile.device_facts``, with what the host knows of partitioning)."""
+    o = monotile.DecodeOptions()
+    additional = _get(vllm_config, "additional_config")
+    o.decode_backend = additional.get("decode_backend", "auto") if isinstance(additional, dict) else "auto"
+    parallel = _get(vllm_config, "parallel_config")
+    o.tensor_parallel_size = _get(parallel, "tensor_parallel_size", 1)
+    o.pipeline_parallel_size = _get(parallel, "pipeline_parallel_size", 1)
+    o.data_parallel_size = _get(parallel, "data_parallel_size", 1)
+    o.enable_expert_parallel = bool(_get(parallel, "enable_expert_parallel", False))
+    o.enable_eplb = bool(_get(parallel, "enable_eplb", False))
+    o.decode_context_parallel_size = _get(parallel, "decode_context_parallel_size", 1)
+    o.prefill_context_parallel_size = _get(parallel, "prefill_context_parallel_size", 1)
+    o.use_ubatching = bool(_get(parallel, "use_ubatching", False))
+    o.lora = _get(vllm_config, "lora_config") is not None
+    transfer = _get(vllm_config, "kv_transfer_config")
+    if transfer is not None:
+        o.kv_transfer_config = monotile.KvTransferConfig(
+            kv_connector=_get(transfer, "kv_connector", ""),
+            kv_connector_module_path=_get(transfer, "kv_connector_module_path"),
+            kv_role=_get(transfer, "kv_role", ""),
+        )
+    o.enable_return_routed_experts = bool(
+        _get(vllm_config, "aux_output_config.enable_return_routed_experts", False)
+    )
+    o.enable_sleep_mode = bool(_get(vllm_config, "model_config.enable_sleep_mode", False))
+    o.cpu_offload_gb = float(_get(vllm_config, "offload_config.uva.cpu_offload_gb", 0))
+    o.offload_group_size = int(_get(vllm_config, "offload_config.prefetch.offload_group_size", 0))
+    o.weight_transfer = _get(vllm_config, "weight_transfer_config") is not None
+    spec = _get(vllm_config, "speculative_config")
+    o.num_speculative_tokens = None if spec is None else spec.num_speculative_tokens
+    o.enable_adaptive_verification = bool(_get(spec, "enable_adaptive_verification", False))
+    dynamic = _get(spec, "uses_dynamic_speculative_decoding")
+    o.dynamic_speculative_decoding = bool(dynamic()) if callable(dynamic) else bool(dynamic)
+    o.conv_state_dtype, o.recurrent_state_dtype = kda_state_dtypes
+    o.use_replayssm = bool(_get(vllm_config, "cache_config.use_replayssm", False))
+    o.use_kda_recoverssm = bool(_get(vllm_config, "cache_config.use_kda_recoverssm", False))
+    o.use_v2_model_runner = bool(_get(vllm_config, "use_v2_model_runner", True))
+    compile_mode = _name(_get(vllm_config, "compilation_config.mode", "NONE"))
+    o.stock_torch_compile = compile_mode == "STOCK_TORCH_COMPILE"
+    mode = _name(_get(vllm_config, "compilation_config.cudagraph_mode", "NONE"))
+    if mode not in monotile.CudaGraphMode.__members__:
+        raise ValueError(
+            f"compilation_config.cudagraph_mode {mode!r}: expected one of "
+            f"{', '.join(monotile.CudaGraphMode.__members__)}"
+        )
+    o.cudagraph_mode = monotile.CudaGraphMode.__members__[mode]
+    o.model = model
+    o.device = device
+    return o
 
 
 def parameter_name(name: str) -> str:

@@ -77,6 +77,18 @@ std::unique_ptr<AttnMetadata> metadata_argument(nb::handle attn_metadata,
   return out;
 }
 
+namespace {
+
+// A plain DecodeOptions field as a read-write property of the same name.
+template <typename T>
+void option(nb::class_<DecodeOptionsObject>& c, const char* name, T DecodeOptions::*member) {
+  c.def_prop_rw(
+      name, [member](const DecodeOptionsObject& o) { return o.options.*member; },
+      [member](DecodeOptionsObject& o, T v) { o.options.*member = v; });
+}
+
+}  // namespace
+
 void bind_decode_checks(nb::module_& m) {
   nb::class_<model::ModelConfig>(m, "ModelConfig",
                                  "A Kimi-K3 config (config.json, or the embedded k3 and k3-tiny).")
@@ -138,9 +150,33 @@ void bind_decode_checks(nb::module_& m) {
       nb::arg("device"), nb::arg("partitioned") = false,
       "The facts of a device; `partitioned` is what the host knows of MIG or CU masking.");
 
-  nb::class_<DecodeOptionsObject>(m, "DecodeOptions",
-                                  "The deployment as the host describes it, in vLLM's names.")
-      .def(nb::init<>())
+  nb::class_<runtime::decode::KvTransferConfig>(m, "KvTransferConfig", "vLLM's kv_transfer_config.")
+      .def(
+          "__init__",
+          [](runtime::decode::KvTransferConfig* self, std::string kv_connector,
+             std::optional<std::string> kv_connector_module_path, std::string kv_role) {
+            new (self) runtime::decode::KvTransferConfig{
+                std::move(kv_connector), std::move(kv_connector_module_path), std::move(kv_role)};
+          },
+          nb::arg("kv_connector"), nb::arg("kv_connector_module_path").none() = nb::none(),
+          nb::arg("kv_role"))
+      .def_rw("kv_connector", &runtime::decode::KvTransferConfig::kv_connector)
+      .def_rw("kv_connector_module_path",
+              &runtime::decode::KvTransferConfig::kv_connector_module_path)
+      .def_rw("kv_role", &runtime::decode::KvTransferConfig::kv_role);
+  nb::enum_<runtime::decode::CudaGraphMode>(m, "CudaGraphMode",
+                                            "vLLM's compilation_config.cudagraph_mode.")
+      .value("NONE", runtime::decode::CudaGraphMode::kNone)
+      .value("PIECEWISE", runtime::decode::CudaGraphMode::kPiecewise)
+      .value("FULL", runtime::decode::CudaGraphMode::kFull)
+      .value("FULL_DECODE_ONLY", runtime::decode::CudaGraphMode::kFullDecodeOnly)
+      .value("FULL_AND_PIECEWISE", runtime::decode::CudaGraphMode::kFullAndPiecewise);
+
+  nb::class_<DecodeOptionsObject> options(
+      m, "DecodeOptions",
+      "The deployment as the host describes it, in vLLM's names (monotile.vllm.decode_options "
+      "reads them from a VllmConfig).");
+  options.def(nb::init<>())
       .def_prop_rw(
           "decode_backend", [](const DecodeOptionsObject& o) { return o.options.decode_backend; },
           [](DecodeOptionsObject& o, const std::string& v) { o.options.decode_backend = v; })
@@ -193,7 +229,44 @@ void bind_decode_checks(nb::module_& m) {
           "stood in by zero.")
       .def_prop_rw(
           "device", [](const DecodeOptionsObject& o) { return o.options.device; },
-          [](DecodeOptionsObject& o, const DeviceFacts& v) { o.options.device = v; });
+          [](DecodeOptionsObject& o, const DeviceFacts& v) { o.options.device = v; })
+      .def_prop_rw(
+          "kv_transfer_config",
+          [](const DecodeOptionsObject& o) { return o.options.kv_transfer_config; },
+          [](DecodeOptionsObject& o, std::optional<runtime::decode::KvTransferConfig> v) {
+            o.options.kv_transfer_config = std::move(v);
+          },
+          nb::arg("value").none(), "None: no KV transfer.")
+      .def_prop_rw(
+          "cudagraph_mode", [](const DecodeOptionsObject& o) { return o.options.cudagraph_mode; },
+          [](DecodeOptionsObject& o, runtime::decode::CudaGraphMode v) {
+            o.options.cudagraph_mode = v;
+          });
+  // The rest of vLLM's settings the seed's check reads, each a plain field of the same name.
+  option(options, "data_parallel_size", &DecodeOptions::data_parallel_size);
+  option(options, "enable_expert_parallel", &DecodeOptions::enable_expert_parallel);
+  option(options, "enable_eplb", &DecodeOptions::enable_eplb);
+  option(options, "decode_context_parallel_size", &DecodeOptions::decode_context_parallel_size);
+  option(options, "prefill_context_parallel_size", &DecodeOptions::prefill_context_parallel_size);
+  option(options, "use_ubatching", &DecodeOptions::use_ubatching);
+  option(options, "lora", &DecodeOptions::lora);
+  option(options, "enable_return_routed_experts", &DecodeOptions::enable_return_routed_experts);
+  option(options, "enable_sleep_mode", &DecodeOptions::enable_sleep_mode);
+  option(options, "cpu_offload_gb", &DecodeOptions::cpu_offload_gb);
+  option(options, "offload_group_size", &DecodeOptions::offload_group_size);
+  option(options, "weight_transfer", &DecodeOptions::weight_transfer);
+  option(options, "enable_adaptive_verification", &DecodeOptions::enable_adaptive_verification);
+  option(options, "dynamic_speculative_decoding", &DecodeOptions::dynamic_speculative_decoding);
+  option(options, "use_replayssm", &DecodeOptions::use_replayssm);
+  option(options, "use_kda_recoverssm", &DecodeOptions::use_kda_recoverssm);
+  option(options, "use_v2_model_runner", &DecodeOptions::use_v2_model_runner);
+  option(options, "stock_torch_compile", &DecodeOptions::stock_torch_compile);
+  m.def(
+      "deployment_warnings",
+      [](const DecodeOptionsObject& o) { return runtime::decode::deployment_warnings(o.options); },
+      nb::arg("options"),
+      "What the specialized decode serves but not as asked, as the seed warns (PIECEWISE-only "
+      "decode graphs); specialized_decode_config logs them.");
 
   nb::class_<DecodeConfig>(
       m, "DecodeConfig",

@@ -70,6 +70,69 @@ class VllmNamesTest(unittest.TestCase):
         self.assertTrue(reasons[0].startswith('layer 1 weight "self_attn.o_norm.weight"'), reasons)
 
 
+def vllm_config(**changes):
+    """A VllmConfig's attributes as the seed's check reads them, for a served deployment."""
+    config = SimpleNamespace(
+        additional_config={"decode_backend": "latency_specialized"},
+        parallel_config=SimpleNamespace(tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1,
+                                        enable_expert_parallel=False, enable_eplb=False,
+                                        decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                                        use_ubatching=False),
+        lora_config=None, kv_transfer_config=None, aux_output_config=None, weight_transfer_config=None,
+        model_config=SimpleNamespace(enable_sleep_mode=False),
+        offload_config=SimpleNamespace(uva=SimpleNamespace(cpu_offload_gb=0),
+                                       prefetch=SimpleNamespace(offload_group_size=0)),
+        speculative_config=SimpleNamespace(num_speculative_tokens=1, enable_adaptive_verification=False,
+                                           uses_dynamic_speculative_decoding=lambda: False),
+        cache_config=SimpleNamespace(use_replayssm=False, use_kda_recoverssm=False),
+        use_v2_model_runner=True,
+        compilation_config=SimpleNamespace(mode=SimpleNamespace(name="VLLM_COMPILE"),
+                                           cudagraph_mode=SimpleNamespace(name="FULL_AND_PIECEWISE")),
+    )
+    for path, value in changes.items():
+        *parents, name = path.split("__")
+        target = config
+        for parent in parents:
+            target = getattr(target, parent)
+        setattr(target, name, value)
+    return config
+
+
+class VllmConfigTest(unittest.TestCase):
+    def options(self, **changes):
+        return monotile.vllm.decode_options(vllm_config(**changes), model=monotile.load_config("k3-tiny"),
+                                            device=monotile.device_facts(monotile.cpu_device()))
+
+    def test_served_deployment(self):
+        self.assertEqual(monotile.specialized_decode_config(self.options()), monotile.DecodeConfig(q=2, max_rows=16))
+        self.assertEqual(monotile.deployment_warnings(self.options()), [])
+
+    def test_stock_without_the_switch(self):
+        self.assertIsNone(monotile.specialized_decode_config(self.options(additional_config=None)))
+
+    def test_every_setting_read_by_name_and_refused_with_the_seeds_words(self):
+        with self.assertRaises(ValueError) as raised:
+            monotile.specialized_decode_config(self.options(
+                parallel_config__data_parallel_size=2, lora_config=object(),
+                speculative_config__uses_dynamic_speculative_decoding=lambda: True,
+                compilation_config__mode=SimpleNamespace(name="STOCK_TORCH_COMPILE")))
+        message = str(raised.exception)
+        for words in ["data parallelism (data_parallel_size 2): expected 1",
+                      "LoRA (lora_config): the kernels apply no adapters", "torch.compile"]:
+            self.assertIn(words, message)
+
+    def test_piecewise_only_graphs_warn(self):
+        options = self.options(compilation_config__cudagraph_mode=SimpleNamespace(name="PIECEWISE"))
+        self.assertIsNotNone(monotile.specialized_decode_config(options))
+        warnings = monotile.deployment_warnings(options)
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("PIECEWISE-only CUDA graphs capture every decode step as stock", warnings[0])
+        with self.assertRaises(ValueError) as raised:
+            self.options(compilation_config__cudagraph_mode=SimpleNamespace(name="SOMETIMES"))
+        self.assertIn("compilation_config.cudagraph_mode 'SOMETIMES': expected one of NONE, PIECEWISE",
+                      str(raised.exception))
+
+
 class VllmMetadataTest(unittest.TestCase):
     def metadata(self, **fields):
         values = dict(num_prefills=0, num_decodes=0, num_spec_decodes=2, spec_sequence_masks=np.ones(2, bool),
