@@ -216,7 +216,7 @@ absl::Status DecodeJob::allocate_step() {
   return absl::OkStatus();
 }
 
-absl::Status DecodeJob::write_step(int padded, bool prefill) {
+absl::Status DecodeJob::write_step(int padded, bool prefill, bool minus_one) {
   DeviceStep& s = step_;
   const int n = o_.requests, q = o_.q;
   std::vector<int32_t> pool(static_cast<size_t>(slots_ - 1));
@@ -226,16 +226,19 @@ absl::Status DecodeJob::write_step(int padded, bool prefill) {
   s.host.num_accepted.clear();
   s.host.mla_slots.clear();
   s.host.mla_context.clear();
+  const int32_t null_slot = minus_one ? -1 : 0;
   for (int r = 0; r < n; ++r) {
     const bool pad = r >= n - padded;
     for (int j = 0; j < q; ++j)
-      s.host.state_indices.push_back(pad ? -1 : pool[static_cast<size_t>(r * q + j)]);
+      s.host.state_indices.push_back(pad ? null_slot : pool[static_cast<size_t>(r * q + j)]);
     s.host.num_accepted.push_back(pad ? 1 : std::uniform_int_distribution<int>(1, q)(rng_));
     s.host.mla_slots.push_back(pad ? -1 : r);
     s.host.mla_context.push_back(mla_context_[static_cast<size_t>(r)]);
   }
   std::vector<int32_t> starts(static_cast<size_t>(n + 1));
-  for (int r = 0; r <= n; ++r) starts[static_cast<size_t>(r)] = r * q;
+  for (int r = 0; r <= n; ++r) {
+    starts[static_cast<size_t>(r)] = (minus_one ? r : std::min(r, n - padded)) * q;
+  }
   // New contents, the same buffers.
   MT_RETURN_IF_ERROR(device_->synchronize(stream_));
   MT_RETURN_IF_ERROR(
@@ -523,10 +526,10 @@ absl::Status DecodeJob::run_step(int step) {
 absl::Status DecodeJob::run() {
   MT_RETURN_IF_ERROR(setup());
   for (int step = 1; step <= o_.steps; ++step) {
-    // Every other step pads its last request (every slot -1, one accepted token), as a graph
-    // replayed for fewer requests does.
+    // Every other step pads its last request, as a graph replayed for fewer requests does: as
+    // vLLM pads (slot 0, one accepted token, the last real end repeated), every fourth with -1.
     const int padded = step % 2 == 0 && o_.requests > 1 ? 1 : 0;
-    MT_RETURN_IF_ERROR(write_step(padded, false));
+    MT_RETURN_IF_ERROR(write_step(padded, false, step % 4 == 0));
     MT_RETURN_IF_ERROR(run_step(step));
   }
   MT_RETURN_IF_ERROR(write_step(0, true));

@@ -83,7 +83,10 @@ class DecodeJob {
   absl::Status setup();
   absl::Status setup_weights(const runtime::DeviceInfo& info);
   absl::Status allocate_step();
-  absl::Status write_step(int padded, bool prefill);
+  // New step contents; the last `padded` requests padded as vLLM 0.33.0 pads a FULL graph's replay
+  // (slot 0 in every column, one accepted token, spec_query_start_loc's last real end repeated) or,
+  // with `minus_one`, with every slot -1 and the starts running on.
+  absl::Status write_step(int padded, bool prefill, bool minus_one = false);
   absl::Status run_step(int step);
   absl::Status enqueue_layers(StepRecorder& recorder, const dec::Step& planned, EnqueueMode mode);
   absl::Status read_inputs(int layer, runtime::DevicePtr delta);

@@ -58,7 +58,8 @@ constexpr const char* kUsage =
     "          cache after the step; --check compares them with the float64 reference and exits 1 unless\n"
     "          every output passes. --model NAME (k3, k3-tiny) uses seeded weights (--seed, default 1: the\n"
     "          values `monotile model tiny --seed S` writes); --device defaults to gpu when one is found\n"
-    "  inputs  writes a valid random step: N requests of Q tokens (the last K padded, slots -1), a conv\n"
+    "  inputs  writes a valid random step: N requests of Q tokens (the last K padded as vLLM pads: slot 0,\n"
+    "          query_start_loc repeating the last real end), a conv\n"
     "          state of SL entries (default Q + 2), S cache slots (default N x Q + 3); --seed seeds the values;\n"
     "          for an MLA layer the prefix, blocks and the attention output core (no caches)\n"
     "the file's tensor names and layouts: docs/layer_run.md\n";
@@ -149,7 +150,10 @@ int inputs(Args args) {
   if (!model_name) return misuse("--model is required");
   const std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) return misuse("--out is required");
-  if (padded > requests) return misuse(absl::StrCat("--padded ", padded, " is more than the ", requests, " requests"));
+  if (padded >= requests) {
+    return misuse(absl::StrCat("--padded ", padded, " leaves none of the ", requests,
+                               " requests real; expected fewer (vLLM pads a step of at least one real request)"));
+  }
   if (slots < int64_t{requests} * q + 1) {
     return misuse(absl::StrCat("--slots ", slots, " is too few: ", requests, " requests x q ", q,
                                " need that many distinct slots after slot 0 (the null slot)"));
@@ -205,17 +209,19 @@ int inputs(Args args) {
   step.conv_state = bf16s(slots * state_len * shape.channels(), 1.0);
   step.recurrent_state.resize(static_cast<size_t>(slots * shape.heads * 128 * 128));
   for (float& value : step.recurrent_state) value = static_cast<float>(0.1 * normal());
-  // Distinct slots for every live token, in a random order; padded requests use -1 (vLLM's pad).
+  // Distinct slots for every live token, in a random order; padded requests as vLLM 0.33.0 pads a
+  // FULL graph's replay: NULL_BLOCK_ID 0 in every column, one accepted token, and query_start_loc
+  // the last real end repeated.
   std::vector<int32_t> free_slots;
   for (int64_t s = 1; s < slots; ++s) free_slots.push_back(static_cast<int32_t>(s));
   std::shuffle(free_slots.begin(), free_slots.end(), rng);
   size_t next = 0;
   for (int n = 0; n < requests; ++n) {
     const bool pad = n >= requests - padded;
-    for (int t = 0; t < q; ++t) step.state_indices.push_back(pad ? -1 : free_slots[next++]);
+    for (int t = 0; t < q; ++t) step.state_indices.push_back(pad ? 0 : free_slots[next++]);
     step.num_accepted.push_back(pad ? 1 : 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(q)));
   }
-  for (int n = 0; n <= requests; ++n) step.query_start_loc.push_back(n * q);
+  for (int n = 0; n <= requests; ++n) step.query_start_loc.push_back(std::min(n, requests - padded) * q);
   if (absl::Status status = write_layer_step(out, step, shape); !status.ok()) return failure(status);
   std::printf("wrote %s: %s\n", out.c_str(), describe_step(*m, step, false).c_str());
   return 0;

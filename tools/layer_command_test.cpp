@@ -15,6 +15,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,36 @@ model::TensorToWrite& tensor(std::vector<model::TensorToWrite>& tensors, const s
   return tensors.front();
 }
 
+// `inputs --padded` writes vLLM 0.33.0's FULL-graph padding (slot 0 in every column, one accepted
+// token, query_start_loc's last real end repeated), and the run serves the padded request like a
+// real one; the same step padded with -1 (query_start_loc running on) passes as well.
+TEST_F(LayerCommand, VllmsPaddingAndMinusOnePaddingPass) {
+  const CommandResult result =
+      inputs_then_check("--tp 1 --rank 0 --layer 1", "--requests 3 --q 2 --padded 1 --seed 7");
+  expect_passes(result);
+  absl::StatusOr<std::unique_ptr<model::SafetensorsFile>> in = model::SafetensorsFile::open(path("in.safetensors"));
+  ASSERT_TRUE(in.ok()) << in.status();
+  auto ints = [&](const std::string& name) {
+    std::span<const uint8_t> bytes = (*in)->bytes(*(*in)->find(name));
+    std::vector<int32_t> values(bytes.size() / 4);
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    return values;
+  };
+  EXPECT_EQ(ints("query_start_loc"), (std::vector<int32_t>{0, 2, 4, 4}));
+  const std::vector<int32_t> indices = ints("state_indices");
+  EXPECT_EQ(std::vector<int32_t>(indices.begin() + 4, indices.end()), (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(ints("num_accepted")[2], 1);
+
+  rewrite(path("in.safetensors"), path("minus_one.safetensors"), [](std::vector<model::TensorToWrite>& tensors) {
+    const int32_t pad[2] = {-1, -1}, end = 6;
+    std::memcpy(tensor(tensors, "state_indices").data.data() + 16, pad, 8);
+    std::memcpy(tensor(tensors, "query_start_loc").data.data() + 12, &end, 4);
+  });
+  expect_passes(run(absl::StrCat("layer run --model k3-tiny --tp 1 --rank 0 --layer 1 --inputs ",
+                                 path("minus_one.safetensors"), " --out ", path("out.safetensors"),
+                                 " --device cpu --check")));
+}
+
 class LayerCommandRefuses : public LayerCommand {
  protected:
   void SetUp() override {
@@ -259,6 +290,30 @@ TEST_F(LayerCommandRefuses, ANonUniformQueryStartLoc) {
   EXPECT_EQ(result.status, 1);
   EXPECT_THAT(result.output, HasSubstr("tensor \"query_start_loc\": query_start_loc[1] = 3, expected 4 (= 1 x q = 4); "
                                        "hint: K1 serves uniform spec-verify batches"));
+}
+
+TEST_F(LayerCommandRefuses, AQueryStartLocNeitherUniformNorPadded) {
+  const CommandResult result = run_edited([](auto& tensors) {
+    int32_t value = 5;
+    std::memcpy(tensor(tensors, "query_start_loc").data.data() + 8, &value, 4);
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"query_start_loc\": query_start_loc[2] = 5, expected 8 (= 2 x q = 4) "
+                                       "or, for a padded request, 4 (the last real request's end repeated); hint: "
+                                       "K1 serves uniform spec-verify batches"));
+}
+
+TEST_F(LayerCommandRefuses, APaddedRequestWithASlot) {
+  // query_start_loc [0, 4, 4] pads request 1, whose slots are real.
+  const CommandResult result = run_edited([](auto& tensors) {
+    int32_t value = 4;
+    std::memcpy(tensor(tensors, "query_start_loc").data.data() + 8, &value, 4);
+  });
+  EXPECT_EQ(result.status, 1);
+  EXPECT_THAT(result.output, HasSubstr("tensor \"state_indices\": state_indices[1, 0] = "));
+  EXPECT_THAT(result.output, HasSubstr(" in request 1, which query_start_loc pads (query_start_loc[2] = 4 repeats the "
+                                       "last real end); expected NULL_BLOCK_ID 0 (or -1); hint: vLLM pads a FULL "
+                                       "graph's replay with whole requests of slot 0 and one accepted token"));
 }
 
 TEST_F(LayerCommandRefuses, NumAcceptedOutsideOneToQ) {

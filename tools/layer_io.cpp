@@ -1,6 +1,7 @@
 // Reading, checking and writing the step files of `monotile layer`; see layer_io.h.
 #include "tools/layer_io.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -110,6 +111,30 @@ LayerShape layer_shape(const model::ModelConfig& config, const model::RankDims& 
 
 namespace {
 
+// vLLM's query_start_loc for N requests of q tokens: 0, q, 2q, ..., Rq for the R real requests,
+// then Rq repeated for the requests a FULL graph's replay pads (vLLM 0.33.0's gdn_attn.py writes
+// the last real end: [0, q, 2q, 2q] for 2 real requests of 3). Returns R, or the refusal naming
+// the first entry that is neither.
+absl::StatusOr<int64_t> real_requests(const StepReader& in, const std::vector<int32_t>& loc, int64_t q,
+                                      const std::string& hint) {
+  const int64_t n = static_cast<int64_t>(loc.size()) - 1;
+  int64_t real = 0;
+  while (real < n && loc[real + 1] == (real + 1) * q) ++real;
+  for (int64_t i = 0; i <= n; ++i) {
+    const int64_t expected = std::min(i, std::max<int64_t>(real, 1)) * q;
+    if (loc[i] != expected || q < 1) {
+      return in.refuse("query_start_loc",
+                       absl::StrCat("query_start_loc[", i, "] = ", loc[i], ", expected ", i * q, " (= ", i,
+                                    " x q = ", q, ")",
+                                    i > 1 ? absl::StrCat(" or, for a padded request, ", real * q,
+                                                         " (the last real request's end repeated)")
+                                          : ""),
+                       hint);
+    }
+  }
+  return real;
+}
+
 // An FFN layer's step: the batch from query_start_loc, the prefix, the blocks and the attention
 // output core.
 absl::StatusOr<LayerStep> read_ffn_step(const StepReader& in, const LayerShape& shape) {
@@ -123,14 +148,10 @@ absl::StatusOr<LayerStep> read_ffn_step(const StepReader& in, const LayerShape& 
   }
   MT_ASSIGN_OR_RETURN(step.query_start_loc, in.read<int32_t>("query_start_loc", Dtype::kI32, {n + 1}, "[N + 1]", kNamesHint));
   const int64_t q = step.query_start_loc[1];
-  for (int64_t i = 0; i <= n; ++i) {
-    if (step.query_start_loc[i] != i * q || q < 1) {
-      return in.refuse("query_start_loc",
-                       absl::StrCat("query_start_loc[", i, "] = ", step.query_start_loc[i], ", expected ", i * q,
-                                    " (= ", i, " x q = ", q, ")"),
-                       "K2 serves uniform spec-verify batches: every request has q >= 1 tokens; pad short requests");
-    }
-  }
+  MT_RETURN_IF_ERROR(real_requests(in, step.query_start_loc, q,
+                                   "K2 serves uniform spec-verify batches: every request has q >= 1 tokens; pad "
+                                   "short requests")
+                         .status());
   step.requests = static_cast<int>(n);
   step.q = static_cast<int>(q);
   const int64_t tokens = n * q;
@@ -190,12 +211,24 @@ absl::StatusOr<LayerStep> read_layer_step(const std::string& path, const LayerSh
   MT_ASSIGN_OR_RETURN(step.query_start_loc,
                       in.read<int32_t>("query_start_loc", Dtype::kI32, {n + 1}, absl::StrCat("[N + 1], ", batch),
                                        "vLLM's query_start_loc of the step, one entry more than the requests"));
-  for (int64_t i = 0; i <= n; ++i) {
-    if (step.query_start_loc[i] != i * q) {
-      return in.refuse("query_start_loc",
-                       absl::StrCat("query_start_loc[", i, "] = ", step.query_start_loc[i], ", expected ", i * q,
-                                    " (= ", i, " x q = ", q, ")"),
-                       "K1 serves uniform spec-verify batches: every request has q tokens; pad short requests");
+  MT_ASSIGN_OR_RETURN(
+      const int64_t real,
+      real_requests(in, step.query_start_loc, q,
+                    "K1 serves uniform spec-verify batches: every request has q tokens; pad short requests"));
+  // A padded request (its query_start_loc entry the last end repeated) is served like a real one,
+  // as the seed serves it; its slots must be vLLM's NULL_BLOCK_ID (0) or -1, so that it reads and
+  // writes no state.
+  for (int64_t i = real; i < n; ++i) {
+    for (int64_t t = 0; t < q; ++t) {
+      const int32_t slot = step.state_indices[static_cast<size_t>(i * q + t)];
+      if (slot > 0) {
+        return in.refuse("state_indices",
+                         absl::StrCat("state_indices[", i, ", ", t, "] = ", slot, " in request ", i,
+                                      ", which query_start_loc pads (query_start_loc[", i + 1, "] = ",
+                                      step.query_start_loc[static_cast<size_t>(i + 1)],
+                                      " repeats the last real end); expected NULL_BLOCK_ID 0 (or -1)"),
+                         "vLLM pads a FULL graph's replay with whole requests of slot 0 and one accepted token");
+      }
     }
   }
   for (int64_t i = 0; i < n; ++i) {

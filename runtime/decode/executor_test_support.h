@@ -154,20 +154,28 @@ class ExecutorFixture : public ::testing::Test {
     return in;
   }
 
-  // New contents for the step's buffers: each live position its own slot, the last `padded`
-  // requests padded (every slot -1, one accepted token), fresh prefix, blocks and delta.
-  void fill_step(StepInputs& in, int padded, std::mt19937& rng) {
+  // How a padded request is written: as vLLM 0.33.0 stages a FULL graph's replay for fewer
+  // requests (gdn_attn.py: NULL_BLOCK_ID 0 in every column of spec_state_indices, one accepted
+  // token, and spec_query_start_loc's entries past the real requests the last real end repeated:
+  // [0, q, 2q, 2q] for 2 real requests of 3), or every slot -1 with the starts running on.
+  enum class Pad { kVllm, kMinusOne };
+
+  // New contents for the step's buffers: each live position its own slot (never slot 0, vLLM's
+  // null slot), the last `padded` requests padded as `pad` says, fresh prefix, blocks and delta.
+  void fill_step(StepInputs& in, int padded, std::mt19937& rng, Pad pad_with = Pad::kVllm) {
     std::vector<int> slots;
     for (int s = 1; s < kSlots; ++s) slots.push_back(s);
     std::shuffle(slots.begin(), slots.end(), rng);
     in.indices.assign(static_cast<size_t>(in.width), 0);
     in.accepted.assign(static_cast<size_t>(in.requests), 0);
     std::vector<int32_t> starts(static_cast<size_t>(in.requests + 1));
+    const int real = in.requests - padded;
+    const int32_t null_slot = pad_with == Pad::kVllm ? 0 : -1;
     for (int n = 0; n < in.requests; ++n) {
-      const bool pad = n >= in.requests - padded;
-      for (int j = 0; j < kQ; ++j) in.indices[n * kQ + j] = pad ? -1 : slots[static_cast<size_t>(n * kQ + j)];
+      const bool pad = n >= real;
+      for (int j = 0; j < kQ; ++j) in.indices[n * kQ + j] = pad ? null_slot : slots[static_cast<size_t>(n * kQ + j)];
       in.accepted[n] = pad ? 1 : std::uniform_int_distribution<int>(1, kQ)(rng);
-      starts[n + 1] = (n + 1) * kQ;
+      starts[n + 1] = (pad_with == Pad::kVllm ? std::min(n + 1, real) : n + 1) * kQ;
     }
     write(in.meta_indices.address(), in.indices);
     write(in.meta_accepted.address(), in.accepted);
@@ -320,8 +328,9 @@ class ExecutorFixture : public ::testing::Test {
 }
 
   // A whole step of two KDA layers captured once, then replayed with new metadata contents and
-  // fewer real requests (the rest padded): the replay writes exactly what an eager run of the same
-  // inputs writes, and that eager run matches the reference layer by layer.
+  // fewer real requests (the rest padded as vLLM pads, then with -1): the replay writes exactly
+  // what an eager run of the same inputs writes, and that eager run matches the reference layer by
+  // layer (replay_padded).
   void graph_replay() {
   std::mt19937 rng = monotile::testing::case_rng();
   served_ = {1, 3};
@@ -353,10 +362,54 @@ class ExecutorFixture : public ::testing::Test {
   ASSERT_TRUE(graph.ok()) << graph.status();
   const DevicePtr out = io.delta;
 
-  // One real request and one padded, new values everywhere; the caches as they are now.
-  fill_step(in, 1, rng);
+  for (Pad pad : {Pad::kVllm, Pad::kMinusOne}) {
+    SCOPED_TRACE(pad == Pad::kVllm ? "padded as vLLM (slot 0, the last end repeated)" : "padded with -1");
+    replay_padded(**decode, *graph, stream, in, out, pad, rng);
+    if (HasFatalFailure()) return;
+  }
+}
+
+  // One replay of `graph` (`in`'s step captured) with one real request and one padded as `pad`
+  // says, new values everywhere, the caches as they are now; slot 0 (vLLM's null slot) of every
+  // cache and the output (NaN) are poisoned first. The replay writes exactly what an eager run of the
+  // same inputs writes (checked against the reference layer by layer), every output row is written
+  // (the padded request's too), and slot 0 is neither read (its NaN would reach the padded rows)
+  // nor written.
+  void replay_padded(SpecializedDecode& decode, const Graph& graph, Stream& stream, StepInputs& in, DevicePtr out,
+                     Pad pad, std::mt19937& rng) {
+  fill_step(in, 1, rng, pad);
   const size_t th = static_cast<size_t>(in.width * config_.hidden_size);
   const size_t tbh = th * static_cast<size_t>(config_.block_count());
+  const size_t conv_slot = static_cast<size_t>(caches_[1].conv_elements / kSlots) * 2;
+  const size_t state_slot = static_cast<size_t>(caches_[1].state_elements / kSlots) * 4;
+  // Slot 0 holds a huge finite value (the reference's check compares untouched slots bit for bit,
+  // and a NaN never passes it): read, it would make the padded rows inf or NaN, unlike the
+  // reference's, which reads no state for a slot <= 0.
+  const std::vector<uint16_t> poison_bf16(conv_slot / 2, 0x7F00);        // bf16 1.7e38
+  const std::vector<uint32_t> poison_f32(state_slot / 4, 0x7E800000u);  // f32 8.5e37
+  for (int layer : {1, 2}) {
+    write(caches_[layer].conv.address(), poison_bf16);
+    write(caches_[layer].state.address(), poison_f32);
+  }
+  auto expect_slot_zero_untouched = [&](const char* after) {
+    for (int layer : {1, 2}) {
+      EXPECT_TRUE(read<uint16_t>(caches_[layer].conv.address(), poison_bf16.size()) == poison_bf16)
+          << "layer " << layer << ": slot 0 of the conv state written by the " << after;
+      EXPECT_TRUE(read<uint32_t>(caches_[layer].state.address(), poison_f32.size()) == poison_f32)
+          << "layer " << layer << ": slot 0 of the recurrent state written by the " << after;
+    }
+  };
+  auto expect_every_row_written = [&](const char* by) {
+    std::vector<uint16_t> bits = read<uint16_t>(out, th);
+    for (size_t i = 0; i < bits.size(); ++i) {
+      if (std::isnan(model::bf16_to_float(bits[i]))) {
+        ADD_FAILURE() << "the " << by << "'s output row " << i / static_cast<size_t>(config_.hidden_size)
+                      << " is NaN: not written, or computed from slot 0";
+        return;
+      }
+    }
+  };
+  const std::vector<uint16_t> nan_out(th, 0x7FC1);
   auto snapshot = [&] {
     std::vector<std::vector<uint8_t>> bytes;
     bytes.push_back(read<uint8_t>(in.prefix.address(), th * 2));
@@ -377,15 +430,21 @@ class ExecutorFixture : public ::testing::Test {
     }
   };
   const std::vector<std::vector<uint8_t>> before = snapshot();
-  ASSERT_TRUE(device_->replay(*graph, stream).ok());
+  write(out, nan_out);
+  ASSERT_TRUE(device_->replay(graph, stream).ok());
   ASSERT_TRUE(device_->synchronize(stream).ok());
-  ASSERT_TRUE((*decode)->check_health().ok()) << (*decode)->check_health();
+  ASSERT_TRUE(decode.check_health().ok()) << decode.check_health();
+  expect_slot_zero_untouched("replay");
+  expect_every_row_written("replay");
   std::vector<std::vector<uint8_t>> replayed = snapshot();
   replayed.push_back(read<uint8_t>(out, th * 2));
 
   restore(before);
-  const DevicePtr eager_out = run_layers(**decode, in, rng);
+  write(out, nan_out);
+  const DevicePtr eager_out = run_layers(decode, in, rng);
   ASSERT_EQ(eager_out, out) << "an eager step writes its output where the captured one did";
+  expect_slot_zero_untouched("eager run");
+  expect_every_row_written("eager run");
   std::vector<std::vector<uint8_t>> eager = snapshot();
   eager.push_back(read<uint8_t>(out, th * 2));
   const char* names[] = {"prefix", "blocks", "layer 1 conv", "layer 1 state", "layer 2 conv", "layer 2 state", "out"};
