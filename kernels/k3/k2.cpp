@@ -38,7 +38,13 @@ constexpr int kControlWords = kMoeWords + 7;
 // D's and E's K parts (K2Build::front_parts resolved).
 int front_parts(const K2Build& b) { return b.front_parts != 0 ? b.front_parts : front_parts_for(b.hidden, b.gemv_step); }
 
-int control_words(const K2Build& b) { return kControlWords + front_blocks(b.latent, b.latent_rows, b.shared_rows); }
+// Stage I's chunk words (K2Build::chunk_handoff), past D's and E's block counters.
+int chunk_words(const K2Build& b) { return kControlWords + front_blocks(b.latent, b.latent_rows, b.shared_rows); }
+int control_words(const K2Build& b) { return chunk_words(b) + (b.chunk_handoff ? b.routed_chunks : 0); }
+
+// What every launch adds to a chunk's counter: a power of two covering the most H tasks a chunk can
+// have at any width (the widths of a rank may share their counters, handoff.h's arrive).
+int chunk_span(const K2Build& b) { return routed_chunk_span(kMaxTokens * b.top_k, b.routed_chunks, b.expert_rows); }
 
 int64_t attn_res_partial_floats(const K2Build& b) {
   return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden, b.tokens)) * kAttnResPartials;
@@ -264,6 +270,8 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_stages != 0) absl::StrAppend(&name, "_es", b.expert_stages);
   if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
   if (b.shared_early) absl::StrAppend(&name, "_fe");
+  if (b.chunk_handoff) absl::StrAppend(&name, "_ch");
+
   if (b.front_parts != 0 && b.front_parts != front_parts_for(b.hidden, b.gemv_step)) {
     absl::StrAppend(&name, "_kp", b.front_parts);
   }
@@ -370,6 +378,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .expert_stages = build.mxfp4_pairs && build.mxfp4_words ? build.expert_stages : 0,
             .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
             .shared_early = build.shared_early,
+            .chunk_handoff = build.chunk_handoff,
+            .chunk_span = build.chunk_handoff ? chunk_span(build) : 0,
             .token_rows = build.expert_token_rows,
             .y = a.y_rows,
             .y_flag = attn_res_done_flag(mlp_res),
@@ -398,6 +408,8 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .inter_pairs = a.union_count + (scratch.inter - scratch.union_count) / 4,
             .front_partials = a.union_count + (scratch.front_partials - scratch.union_count) / 4,
             .block_counters = a.counters + kControlWords,
+            .chunk_counters = a.counters + chunk_words(build),
+            .chunk_flags = a.flags + chunk_words(build),
             .counters = a.counters + kMoeWords,
             .flags = a.flags + kMoeWords,
             .clock = a.clock},

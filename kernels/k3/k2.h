@@ -121,6 +121,10 @@ struct K2Build {
   // the fewest H tasks, instead of after I and the routed norm (H100, K3 TP 8: K2 1.0%, 1.6% and
   // 1.7% faster at T 4, 8 and 16; off until the GPU label runs with it). True: the name ends "_fe".
   bool shared_early = false;
+  // Stage I's tasks wait for the H tasks of their own chunk's experts (a counter and a flag a chunk),
+  // not for every H task: the programs with fewer H tasks start I while the others finish H (H100,
+  // K3 TP 8: K2 2.4%, 1.8% and 0.6% faster at T 4, 8 and 16). True: the name ends "_ch".
+  bool chunk_handoff = false;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
   // k2_for_target takes 3 on NVIDIA (K3 TP 8 on an H100: 1.5%, 1.9% and 2.9% faster at T 4, 8 and
@@ -186,10 +190,11 @@ std::vector<std::string> k2_parameters(const K2Build& build);
 // K2's scratch, its own buffer (its control words must not be another kernel's): views each
 // 256-byte aligned, the control words first ([0, zeroed_bytes) zero once, never reset).
 struct K2Scratch {
-  // i32 [44 + front_blocks]: AttnRes's 32, o_proj, logits, route, latent sum, final sum, the MoE's
-  // 7, then D's and E's row blocks (moe_stage.h front_blocks; the same for every width of a rank)
+  // i32 [44 + front_blocks (+ routed_chunks)]: AttnRes's 32, o_proj, logits, route, latent sum,
+  // final sum, the MoE's 7, then D's and E's row blocks (moe_stage.h front_blocks; the same for every
+  // width of a rank), then with chunk_handoff a word for each of stage I's chunks
   int64_t counters = 0;
-  int64_t flags = 0;  // i32, as many: AttnRes's 17 (to 31 unused), then as the counters (none for the blocks)
+  int64_t flags = 0;  // i32, as many: AttnRes's 17 (to 31 unused), then as the counters (none for the blocks; the chunks' flags)
   int64_t zeroed_bytes = 0;
   int64_t ares = 0;        // f32: AttnRes's partials
   int64_t a_rows = 0;      // bf16 [T, H]: o_proj reduced

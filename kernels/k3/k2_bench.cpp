@@ -12,7 +12,7 @@
 //                 [--exact-decode] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
 //                 [--expert-stages N[,N...]] [--routed-stages N[,N...]] [--shared-early]
-//                 [--together]
+//                 [--chunk-handoff] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -41,6 +41,8 @@
 // stages (K2Build::expert_stages, 2 to 8) instead of the register pipeline.
 // --routed-stages N,...: likewise stage I's (K2Build::routed_stages).
 // --shared-early: likewise with stage F between H and I (K2Build::shared_early).
+// --chunk-handoff: likewise with stage I's tasks waiting for their own chunk's H tasks only
+// (K2Build::chunk_handoff).
 // --front-parts N,...: likewise with stages D's and E's tasks in N parts of K
 // (K2Build::front_parts; 1 keeps each row block whole) instead of the build's (3 at K3).
 // --together: after those rows, one with every variant asked for at once (a list flag's first
@@ -342,7 +344,8 @@ struct Variants {
   // --ahead, --stages, --routed-chunks, --latent-rows, --front-parts
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
       gemv_steps, front_parts, expert_stages, routed_stages;
-  bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shared_early = false;
+  bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shared_early = false,
+       chunk_handoff = false;
   // --together: one more row with every variant above at once (a list's first value)
   bool together = false;
 };
@@ -385,6 +388,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   for (int n : v.expert_stages) with(true, &K2Build::expert_stages, n);
   for (int n : v.routed_stages) with(true, &K2Build::routed_stages, n);
   with(v.shared_early, &K2Build::shared_early, true);
+  with(v.chunk_handoff, &K2Build::chunk_handoff, true);
   if (v.together && out.size() > 1) {
     K2Build all = build;
     for (const K2Build& one : out) {  // each variant changed one field: take every change
@@ -405,6 +409,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::expert_stages);
       take(&K2Build::routed_stages);
       take(&K2Build::shared_early);
+      take(&K2Build::chunk_handoff);
     }
     out.push_back(all);
   }
@@ -558,7 +563,7 @@ int main(int argc, char** argv) {
       "[--exact-decode] [--gemv-step N[,N...]] "
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
-      "[--routed-stages N[,N...]] [--shared-early] "
+      "[--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
@@ -608,6 +613,9 @@ int main(int argc, char** argv) {
         return 2;
     } else if (std::string(argv[i]) == "--shared-early") {
       variants.shared_early = true;
+    } else if (std::string(argv[i]) == "--chunk-handoff") {
+      variants.chunk_handoff = true;
+
     } else if (std::string(argv[i]) == "--routed-stages" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--routed-stages", argv[++i], 2,
                                                monotile::dsl::kMaxLoadStages,

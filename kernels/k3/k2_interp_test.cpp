@@ -58,6 +58,14 @@ std::vector<K2Case> cases() {
   // Stage F between H and I, on fewer programs than its tasks and on more.
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
   out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
+  // I's tasks waiting for their own chunk's H tasks (K2Build::chunk_handoff): chunks of 1 slot on
+  // fewer programs than H's tasks, as the second of two launches on one scratch (each launch adds
+  // the chunk counters' span), and chunks of 3 (the last one short) on more programs; NVIDIA's
+  // staged 8-row build with F between H and I likewise over two launches.
+  out.push_back({.layer = 5, .tokens = 4, .programs = 3, .chunk_handoff = true, .launches = 2});
+  out.push_back({.tokens = 16, .programs = 64, .routed_chunks = 22, .chunk_handoff = true});
+  out.push_back({.layer = 5, .tokens = 8, .programs = 5, .target = "sm_90a", .shared_early = true, .chunk_handoff = true,
+                 .launches = 2});
   // NVIDIA's builds: up to 8 tokens the experts' GEMVs are 8 token rows wide (K2Build::expert_token_rows).
   out.push_back({.tokens = 4, .target = "sm_90a"});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .target = "sm_90a"});

@@ -109,6 +109,8 @@ std::string case_name(const K2Case& c) {
                                   c.expert_stages != 0 ? absl::StrCat("_es", c.expert_stages) : "",
                                   c.routed_stages != 0 ? absl::StrCat("_rs", c.routed_stages) : "",
                                   c.shared_early ? "_fe" : "", c.top_k != 0 ? absl::StrCat("_k", c.top_k) : "",
+                                  c.chunk_handoff ? "_ch" : "",
+                                  c.launches > 1 ? absl::StrCat("_n", c.launches) : "",
                                   c.target.empty() ? "" : "_" + c.target);
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
@@ -143,6 +145,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   if (c.expert_stages != 0) b.expert_stages = c.expert_stages;
   if (c.routed_stages != 0) b.routed_stages = c.routed_stages;
   if (c.shared_early) b.shared_early = true;
+  if (c.chunk_handoff) b.chunk_handoff = true;
   in.build = b;
   const int64_t h = b.hidden, cw = b.core_width, t_count = b.tokens, e_count = b.experts;
   const int64_t block_count = config.block_count();
@@ -377,7 +380,8 @@ K2Run run_k2(const K2Inputs& in, conformance::Executor& executor) {
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kBf16, layout.inter));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.flags));
   args.push_back(KernelArg::buffer(scratch, dsl::ScalarType::kI32, layout.counters));
-  args.push_back(KernelArg::buffer(upload(bytes_of(std::vector<int32_t>{c.epoch}), "epoch"), dsl::ScalarType::kI32));
+  DeviceBuffer epoch_buffer = upload(bytes_of(std::vector<int32_t>{c.epoch}), "epoch");
+  args.push_back(KernelArg::buffer(epoch_buffer, dsl::ScalarType::kI32));
   args.push_back(KernelArg::integer(dsl::ScalarType::kI32, 128 + c.layer));
   std::vector<int32_t> health(health_words(c.programs), 0);
   DeviceBuffer health_buffer = upload(bytes_of(health), "health");
@@ -390,7 +394,28 @@ K2Run run_k2(const K2Inputs& in, conformance::Executor& executor) {
     args.push_back(KernelArg::buffer(*clock_buffer, dsl::ScalarType::kI64));
   }
 
-  result.launched = executor.launch(k2_program(b), {c.programs, 1, 1}, args);
+  const dsl::Program program = k2_program(b);
+  for (int i = 1; i < c.launches; ++i) {
+    const int32_t epoch = c.epoch - c.launches + i;
+    result.launched = executor.copy_in(epoch_buffer, std::as_bytes(std::span(&epoch, 1)));
+    if (result.launched.ok()) result.launched = executor.launch(program, {c.programs, 1, 1}, args);
+    if (!result.launched.ok()) return result;
+    std::vector<uint8_t> carried(layout.bytes);
+    result.launched = executor.copy_out(std::as_writable_bytes(std::span(carried)), scratch);
+    if (!result.launched.ok()) return result;
+    std::copy(scratch_host.begin() + layout.zeroed_bytes, scratch_host.end(), carried.begin() + layout.zeroed_bytes);
+    const std::vector<uint16_t> poisoned(t_count * h, kPoisonBf16);
+    for (absl::Status s : {executor.copy_in(scratch, std::as_bytes(std::span(carried))),
+                           executor.copy_in(prefix_buffer, std::as_bytes(std::span(in.prefix))),
+                           executor.copy_in(out_buffer, std::as_bytes(std::span(poisoned))),
+                           executor.copy_in(experts_buffer, std::as_bytes(std::span(got.route_experts))),
+                           executor.copy_in(weights_buffer, std::as_bytes(std::span(got.route_weights))),
+                           executor.copy_in(epoch_buffer, std::as_bytes(std::span(&c.epoch, 1)))}) {
+      if (!s.ok()) result.launched = s;
+    }
+    if (!result.launched.ok()) return result;
+  }
+  result.launched = executor.launch(program, {c.programs, 1, 1}, args);
   if (!result.launched.ok()) return result;
 
   EXPECT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(health)), health_buffer).ok());

@@ -39,11 +39,16 @@ struct K2Case {
   int routed_stages = 0;  // nonzero: K2Build::routed_stages (the name then ends "_rs{n}")
   bool shared_early = false;  // K2Build::shared_early (the name then ends "_fe")
   int top_k = 0;  // nonzero: the config's num_experts_per_token (the name then ends "_k{n}")
+  bool chunk_handoff = false;  // K2Build::chunk_handoff (the name then ends "_ch")
   // Health cases (not in case_name): the launch's epoch word; a nonzero fault_ns builds the fault
   // hook (K2Build::fault_ns) for epoch fault_epoch at this layer's slot; a nonzero wait_ns bounds
   // the waits instead of the interpreter's minutes; poison_union fills the route and the union's
   // scratch with ids outside [0, E) and a union size past T top_k, as a stale scratch may hold.
   int32_t epoch = 3;
+  // Launches on one scratch, the checked one last: each earlier one with its own epoch, then the
+  // inputs restored and every output and scratch byte past the control words poisoned again (the
+  // control words carry over, as the counters that no launch resets do between steps).
+  int launches = 1;
   int32_t fault_epoch = 0;
   int64_t fault_ns = 0;
   int64_t wait_ns = 0;

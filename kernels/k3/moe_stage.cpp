@@ -47,6 +47,10 @@ int routed_chunk(int slots, int chunks) {
   return std::max(1, tasks_of(slots, chunks));
 }
 
+int routed_chunk_span(int max_slots, int chunks, int expert_rows) {
+  return arrival_span(routed_chunk(max_slots, chunks) * tasks_of(expert_rows, kExpertHalfRows));
+}
+
 Value situ(const Value& gate, const Value& up, float beta, float linear_beta) {
   return beta * tanh(gate / beta) * sigmoid(gate) * (linear_beta * tanh(up / linear_beta));
 }
@@ -194,6 +198,12 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     r.clock.tick(K2ClockPoint::kExpertsReady);
   });
   auto experts_live = union_count();
+  // I's chunks (below): with chunk_handoff each H task counts itself on its chunk's counter, and the
+  // last of the chunk's tasks (its slots' groups, dead slots included) sets the chunk's flag.
+  const int chunk = routed_chunk(slots, r.routed_chunks);
+  const int chunks = tasks_of(slots, chunk);
+  MT_CHECK(!r.chunk_handoff || (r.chunk_span >= chunk * groups && (r.chunk_span & (r.chunk_span - 1)) == 0),
+           "MoeRows::chunk_span is a power of two covering a chunk's H tasks");
   range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
     auto u = task / groups;
     if_(u < experts_live, [&] {
@@ -226,7 +236,14 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(x_at(rows)),
             situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), row(rows < r.expert_rows) & col(m_ok));
     });
-    arrive(counter(kInter), inter_tasks, flag(kInter), hc);
+    if (r.chunk_handoff) {
+      auto c = u / chunk;
+      auto arrivals = minimum(slots - c * chunk, chunk) * groups;
+      if_(count_arrival(r.chunk_counters + c, arrivals, r.chunk_span),
+          [&] { store_release(r.chunk_flags + c, hc.tag, Scope::gpu); });
+    } else {
+      arrive(counter(kInter), inter_tasks, flag(kInter), hc);
+    }
     r.clock.tick_if(task == program_id(0), K2ClockPoint::kExpertFirst);
   });
   r.clock.tick(K2ClockPoint::kExperts);
@@ -254,16 +271,17 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   // per 64 rows over the whole union left 56 programs each a chain of up to 223 dependent GEMVs).
   // Chunk-major task order puts the live chunks first, spread evenly over the programs. Each task
   // writes its f32 partial into its chunk's own slot of `partials` (no atomics, no timing in the sum).
-  const int chunk = routed_chunk(slots, r.routed_chunks);
-  const int chunks = tasks_of(slots, chunk);
   const int routed_tasks = tasks_of(r.latent, kExpertRows);
   const int partial_tasks = chunks * routed_tasks;
   const int64_t w2_bytes = int64_t{r.latent} * r.expert_rows / 2, w2_scales = int64_t{r.latent} * r.expert_rows / 32;
-  // As in H, the wait, the union's size and the route (the same for every task) once a program.
-  if_(program_id(0) < partial_tasks, [&] {
-    wait(flag(kInter), kLat, hc);
-    r.clock.tick(K2ClockPoint::kRoutedReady);
-  });
+  // As in H, the wait, the union's size and the route (the same for every task) once a program;
+  // with chunk_handoff, each live task waits for its chunk's flag instead.
+  if (!r.chunk_handoff) {
+    if_(program_id(0) < partial_tasks, [&] {
+      wait(flag(kInter), kLat, hc);
+      r.clock.tick(K2ClockPoint::kRoutedReady);
+    });
+  }
   auto count = union_count();
   auto ks = arange(0, pow2_at_least(r.top_k));
   auto chosen = load(r.route_experts + col(ms) * r.top_k + row(ks), col(m_ok) & row(ks < r.top_k), -1);
@@ -273,6 +291,10 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
     auto block = task % routed_tasks;
     auto first = c * chunk;
     if_(first < count, [&] {
+      if (r.chunk_handoff) {
+        wait(r.chunk_flags + c, kInter, hc);
+        r.clock.tick_if(task == program_id(0), K2ClockPoint::kRoutedReady);
+      }
       // The chunk's experts as one pipelined sum (mxfp4_gemv_sum): an expert's first w2 loads are in
       // flight while the one before it decodes its last steps, where a GEMV an expert waited for
       // each expert's first loads (K = 384 is 3 steps of 128 at K3 TP 8).

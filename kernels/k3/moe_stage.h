@@ -16,7 +16,8 @@
 //      sum_u w[t, u] (W2_u h_u) in union order, as an f32 partial in the chunk's own scratch slot;
 //      then per 64 latent rows the chunks summed in chunk order (deterministic, no atomics), through
 //      the latent Exchange (exchange.h); (H's and I's MXFP4 loads may come through shared-memory
-//      stages: expert_stages, routed_stages;)
+//      stages: expert_stages, routed_stages; with chunk_handoff a task waits only for the H tasks
+//      of its own chunk's experts, so that the programs H leaves idle first start I;)
 //   J. per row: the routed RMSNorm of the reduced latent, bf16(bf16(x rstd) w) (two roundings, as
 //      vLLM's RMSNorm kernel), or the latent itself without the norm;
 //   (F runs here, after J: only K reads it; with shared_early, between H and I instead;)
@@ -61,6 +62,10 @@ struct MoeRows {
   int expert_stages = 0;    // H's GEMV through shared memory (K2Build::expert_stages)
   int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
   bool shared_early = false;  // F between H and I (K2Build::shared_early)
+  // I's tasks wait for their own chunk's H tasks, not for all of H (K2Build::chunk_handoff): the
+  // counters and flags below, one word a chunk, and the span every launch adds to a chunk's counter.
+  bool chunk_handoff = false;
+  int chunk_span = 0;
   int token_rows = 16;      // H's and I's token dim (K2Build::expert_token_rows)
   dsl::Value y, y_flag;                      // ptr<bf16> [T, H] and its flag
   dsl::Value route_experts, route_weights;   // [T, top_k] i32 / f32
@@ -83,6 +88,8 @@ struct MoeRows {
   // gate rows, then its up rows), and a counter per row block (front_blocks: D's, then E's), never
   // reset (handoff.h's arrive).
   dsl::Value front_partials, block_counters;
+  // With chunk_handoff: i32 [chunks] each, never reset (handoff.h's count_arrival).
+  dsl::Value chunk_counters, chunk_flags;
   dsl::Value counters, flags;  // 7 words each: lat, act, shared, union, inter, normed, partial
   K2Clock clock;               // ticks at the ends of D..K (k2_clock.h; none in a plain build)
 };
@@ -92,6 +99,10 @@ struct MoeRows {
 // 28 blocks of 128 latent rows give 32 x 28 = 896 tasks, about 7 per program on 132 SMs, each 2 to 8
 // expert GEMVs of 24 KB.
 int routed_chunk(int slots, int chunks);
+
+// What every launch adds to a chunk's counter of H tasks (K2Build::chunk_handoff): the least power
+// of two covering a chunk's H tasks at `max_slots` (the most tokens a rank serves times top_k).
+int routed_chunk_span(int max_slots, int chunks, int expert_rows);
 
 // The longest chunk stage I takes through shared memory (K2Build::routed_stages): each step selects
 // its expert among the chunk's ids, read before the loop, by a chain of that many selects.
