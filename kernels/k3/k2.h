@@ -118,12 +118,13 @@ struct K2Build {
   // name ends "_rs{n}".
   int routed_stages = 0;
   // Stage F (the shared experts' down-projection) between H and I, taken first by the programs with
-  // the fewest H tasks, instead of after I and the routed norm (H100, K3 TP 8: K2 1.0%, 1.6% and
-  // 1.7% faster at T 4, 8 and 16; off until the GPU label runs with it). True: the name ends "_fe".
+  // the fewest H tasks, instead of after I and the routed norm (H100, K3 TP 8: K2 1.0%, 1.4% and
+  // 1.0% faster at T 4, 8 and 16); k2_for_target takes it on NVIDIA. True: the name ends "_fe".
   bool shared_early = false;
   // Stage I's tasks wait for the H tasks of their own chunk's experts (a counter and a flag a chunk),
   // not for every H task: the programs with fewer H tasks start I while the others finish H (H100,
-  // K3 TP 8: K2 2.4%, 1.8% and 0.6% faster at T 4, 8 and 16). True: the name ends "_ch".
+  // K3 TP 8: K2 2.4%, 1.8% and 0.6% faster at T 4, 8 and 16); k2_for_target takes it on NVIDIA.
+  // True: the name ends "_ch".
   bool chunk_handoff = false;
   // Shared-memory stages of K2's pipelined dots (its bf16 GEMVs'; KernelOptions::num_stages): 0
   // takes the most that fit (4 at K3), which leaves L1 about 20 KB for everything else;
@@ -156,7 +157,8 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
 
 // The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1,
 // the exact MXFP4 decode (mxfp4_scale_bias 0) and D's and E's row blocks whole (front_parts 1); on NVIDIA 3 pipeline stages, stage I's loads
-// through 4 shared-memory stages and, up to 8 tokens, the experts' GEMVs 8 token rows wide, x
+// through 4 shared-memory stages, I's tasks by chunk (chunk_handoff), F between H and I
+// (shared_early) and, up to 8 tokens, the experts' GEMVs 8 token rows wide, x
 // loaded with their weights and L2 asked for the weights 2 steps on (not in a stage clock build of
 // up to 4 tokens, where it spills: set stage_clock before); past 8 tokens, L2 fetching 128 bytes
 // around each of their weight loads and stage H's loads through 4 shared-memory stages too.

@@ -34,15 +34,9 @@ std::vector<K2Case> cases() {
   // Stage H's loads staged through shared memory at 8 tokens too (K2Build::expert_stages; NVIDIA's
   // builds stage I's at every width, and H's past 8 tokens).
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4});
-  // Stage F between H and I (K2Build::shared_early).
-  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .shared_early = true});
-  // Stage I by chunk (K2Build::chunk_handoff) at 4 and 16 tokens, at 8 over two launches on one
-  // scratch, the second checked: the chunk counters carry over from one launch to the next.
-  for (int tokens : {4, 16}) {
-    out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .router = Router::kSameExperts, .chunk_handoff = true});
-  }
-  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .chunk_handoff = true,
-                 .launches = 2});
+  // Two launches on one scratch, the second checked: the chunk counters of stage I's hand-off
+  // (K2Build::chunk_handoff, NVIDIA's default) carry over from one launch to the next.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .launches = 2});
   out.push_back({.tokens = 16});
   out.push_back({.layer = 12, .tokens = 6});
   out.push_back({.tokens = 4, .router = Router::kTies});
