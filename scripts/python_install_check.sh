@@ -16,8 +16,16 @@ else
   venv=$scratch/venv
 fi
 python3 -m venv "$venv"
+# With ccache, the wheel is built as the README's build is (RelWithDebInfo, warnings as errors) in
+# build-wheel/, a folder as deep as build/, so that the compile commands match the normal build's
+# (the same compiler name too: ccache tells c++ from g++) and the shared cache serves the library:
+# only the extension is compiled again.
 args=()
-if command -v ccache >/dev/null; then args+=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  args+=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache -C cmake.build-type=RelWithDebInfo
+         -C cmake.define.MONOTILE_WERROR=ON -C "cmake.define.CMAKE_CXX_COMPILER=$(command -v c++)"
+         -C build-dir=build-wheel)
+fi
 start=$(date +%s)
 "$venv/bin/python" -m pip install --quiet "${args[@]}" ".[test]"
 echo "pip install .: $(( $(date +%s) - start )) s"
@@ -34,6 +42,17 @@ backbone = monotile.Backbone(config, 1, 0, 0, config.num_hidden_layers, weights)
 decode = monotile.SpecializedDecode(backbone, monotile.DecodeConfig(q=2, max_rows=4), monotile.single_process_group())
 print("executor:", decode.stats)
 PY
-if "$venv/bin/python" -m monotile devices 2>&1 | grep -q "nvrtc\|NVRTC\|nvidia"; then :; fi
-"$venv/bin/python" -m monotile compile step_begin --target sm_90a 2>&1 | tail -n 3 || true
+# One kernel through the JIT with the shipped tool, its shipped worker and a fresh cache: compiled
+# where NVRTC is installed; elsewhere the tool must say that NVRTC is missing, nothing else.
+cache=$(mktemp -d)
+if compiled=$(MONOTILE_CACHE_DIR=$cache "$venv/bin/python" -m monotile compile rmsnorm_rows4_h7168 --target sm_90a 2>&1); then
+  echo "$compiled" | tail -n 1
+elif echo "$compiled" | grep -qi "nvrtc" && ! echo "$compiled" | grep -q "worker"; then
+  echo "python -m monotile compile: no NVRTC here ($(echo "$compiled" | tail -n 1))"
+else
+  echo "$compiled" >&2
+  echo "python install check: the installed tool could not compile a kernel" >&2
+  exit 1
+fi
+rm -rf "$cache"
 echo "python install check: ok"

@@ -33,7 +33,8 @@ def main() -> None:
     tool = tool_path()
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(tool, ["monotile", *sys.argv[1:]])
+    # argv[0] is the tool's full path: the tool finds its compile worker relative to it.
+    os.execv(tool, [str(tool), *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ stub, and `python -m monotile` as the tool."""
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -207,6 +208,20 @@ class ModuleTest(unittest.TestCase):
         bad = subprocess.run([sys.executable, "-m", "monotile", "no-such-command"], capture_output=True, text=True)
         self.assertEqual(bad.returncode, 2)
         self.assertIn('monotile: unknown command "no-such-command"', bad.stderr)
+
+    def test_python_m_monotile_compiles_through_the_tools_worker(self):
+        # The tool finds its compile worker relative to its own path, which python -m monotile
+        # must hand it; where NVRTC is missing the only complaint may be NVRTC.
+        with tempfile.TemporaryDirectory() as cache:
+            result = subprocess.run([sys.executable, "-m", "monotile", "compile", "rmsnorm_rows4_h7168", "--target",
+                                     "sm_90a"], capture_output=True, text=True, cwd=cache,
+                                    env={**os.environ, "MONOTILE_CACHE_DIR": cache})
+        output = result.stdout + result.stderr
+        self.assertNotIn("worker", output)
+        if result.returncode != 0:
+            self.assertIn("nvrtc", output.lower())
+        else:
+            self.assertIn("1 compiled", output)
 
     def test_python_m_monotile_warmup_runs_the_tools_warmup(self):
         result = subprocess.run([sys.executable, "-m", "monotile", "warmup", "--target", "no_such_target"],
