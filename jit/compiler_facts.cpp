@@ -35,6 +35,9 @@ std::string library_search_stamp() {
       absl::StrAppend(&text, stamp(std::string(folder)), "\n");
     }
   }
+  const char* nvrtc = std::getenv("MONOTILE_NVRTC_LIBRARY");
+  absl::StrAppend(&text, "MONOTILE_NVRTC_LIBRARY=", nvrtc != nullptr ? nvrtc : "", "\n");
+  if (nvrtc != nullptr && *nvrtc != '\0') absl::StrAppend(&text, stamp(nvrtc), "\n");
   const char* device_libs = std::getenv("HIP_DEVICE_LIB_PATH");
   absl::StrAppend(&text, "HIP_DEVICE_LIB_PATH=", device_libs != nullptr ? device_libs : "", "\n");
   absl::StrAppend(&text, stamp("/etc/ld.so.cache"), "\n");

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "jit/build_key.h"
+#include "jit/bundle_manifest.h"
 #include "jit/diagnostics.h"
 #include "jit/resource_policy.h"
 #include "support/files.h"
@@ -106,7 +107,18 @@ absl::StatusOr<CompilerFacts> Jit::find_compiler_facts(const dsl::Target& target
     remember_target_verdict(*cache_, facts->key_identity, target, *verdict);
   }
   if (!verdict->ok()) return *verdict;
+  warn_of_bundles_made_elsewhere(target, facts->key_identity);
   return *facts;
+}
+
+// A read-only bundle made by another compiler serves nothing for this target: said once a process
+// for each bundle and target, naming both compilers (bundle_manifest.h).
+void Jit::warn_of_bundles_made_elsewhere(const dsl::Target& target, const std::string& key_identity) const {
+  for (const std::filesystem::path& dir : config_.cache.read_only_dirs) {
+    std::optional<std::string> mismatch =
+        bundle_compiler_mismatch(dir, read_bundle_manifest(dir), target, key_identity);
+    if (mismatch) log_warning_once(absl::StrCat("bundle compiler ", dir.string(), " ", target.str()), *mismatch);
+  }
 }
 
 absl::StatusOr<cache::KeyBuilder> Jit::key(const Build& build) {

@@ -66,6 +66,7 @@ class Jit {
  private:
   absl::StatusOr<Compiler*> loaded_compiler(const dsl::Target& target);
   absl::StatusOr<CompilerFacts> find_compiler_facts(const dsl::Target& target);
+  void warn_of_bundles_made_elsewhere(const dsl::Target& target, const std::string& key_identity) const;
   absl::StatusOr<cache::Entry> compile_entry(const Build& build, const cache::KeyBuilder& key, Compiler& compiler);
   std::string keep_failed_source(const Build& build, const cache::Key& key, const std::string& log);
   void dump(const Build& build, const CompileResult& result);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
@@ -49,8 +50,13 @@ struct NvrtcApi {
 };
 
 absl::StatusOr<NvrtcApi> load_api() {
+  // MONOTILE_NVRTC_LIBRARY names the library itself: `monotile warmup --nvrtc-library` sets it so
+  // that a build box compiles with (and keys its bundle by) a copy of the workers' NVRTC.
+  const char* named = std::getenv("MONOTILE_NVRTC_LIBRARY");
   MT_ASSIGN_OR_RETURN(SharedLibrary library,
-                      SharedLibrary::open({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}));
+                      named != nullptr && *named != '\0'
+                          ? SharedLibrary::open({named})
+                          : SharedLibrary::open({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}));
   NvrtcApi api{};
   MT_RETURN_IF_ERROR(library.bind("nvrtcGetErrorString", api.nvrtcGetErrorString));
   MT_RETURN_IF_ERROR(library.bind("nvrtcVersion", api.nvrtcVersion));

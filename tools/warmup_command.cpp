@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
+#include "jit/bundle_manifest.h"
 #include "jit/compile_programs.h"
 #include "jit/jit.h"
 #include "kernels/registry.h"
@@ -24,13 +26,14 @@
 
 ABSL_FLAG(std::string, bundle, "", "write every build into this new folder");
 ABSL_FLAG(std::string, dump, "", "compile every build afresh and write its files into this folder");
+ABSL_FLAG(std::string, nvrtc_library, "", "compile NVIDIA targets with this libnvrtc (the workers')");
 
 namespace monotile::tools {
 namespace {
 
 constexpr const char* kUsage =
     "usage: monotile warmup [--target sm_90a,gfx90a] [--only NAME,...] [--cache-dir DIR] [--bundle DIR]\n"
-    "                       [--jobs N] [--dump DIR]\n"
+    "                       [--jobs N] [--dump DIR] [--nvrtc-library PATH]\n"
     "       monotile warmup --model NAME|DIR --tp T --q Q [--rank R] [--max-rows 8|16] [--target ...] [...]\n"
     "  --target   comma-separated targets (default sm_90a,gfx90a)\n"
     "  --only     these registered kernels only (default: all; monotile compile --list names them)\n"
@@ -39,7 +42,10 @@ constexpr const char* kUsage =
     "             width up to --max-rows (default 16); an executor started over the cache compiles nothing\n"
     "  --cache-dir  the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
     "  --bundle   write every build into DIR, a new folder to ship and list in\n"
-    "             MONOTILE_CACHE_READONLY_DIRS on the workers\n"
+    "             MONOTILE_CACHE_READONLY_DIRS on the workers; DIR/bundle-manifest.txt records each\n"
+    "             target's compiler, which must be the workers' (docs/cache.md)\n"
+    "  --nvrtc-library  compile NVIDIA targets with this libnvrtc.so (a copy of the workers', whose\n"
+    "             identity keys every build), as MONOTILE_NVRTC_LIBRARY does\n"
     "  --jobs     parallel compiles (default: one per core)\n"
     "  --dump     compile every build afresh and write its source, PTX or ISA, log and report\n"
     "             into DIR (as MONOTILE_JIT_DUMP_DIR does)\n";
@@ -123,6 +129,15 @@ int warmup_command(Args args) {
     }
   }
 
+  const std::string nvrtc_library = absl::GetFlag(FLAGS_nvrtc_library);
+  if (!nvrtc_library.empty()) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(nvrtc_library, error)) {
+      return misuse("--nvrtc-library \"" + nvrtc_library + "\" is not a file; hint: name the workers' libnvrtc.so.*");
+    }
+    // The compile workers inherit it.
+    ::setenv("MONOTILE_NVRTC_LIBRARY", nvrtc_library.c_str(), 1);
+  }
   jit::JitConfig config = jit::JitConfig::from_environment();
   if (!cache_dir.empty()) config.cache.writable_dir = cache_dir;
   if (!dump.empty()) config.dump_dir = dump;
@@ -176,7 +191,20 @@ int warmup_command(Args args) {
     for (const auto& [target, layers] : executors) remember_executor_programs(jit, layers, target, jobs);
   }
   if (!bundle.empty()) {
-    std::printf("bundle written to %s; ship it and list it in MONOTILE_CACHE_READONLY_DIRS on the workers\n",
+    // The compiler of each target, as every key hashes it: a worker whose compiler differs says so.
+    std::vector<jit::BundleTarget> made;
+    for (const dsl::Target& target : targets) {
+      absl::StatusOr<jit::CompilerFacts> facts = jit.compiler_facts(target);
+      if (!facts.ok()) continue;
+      made.push_back({target.str(), facts->key_identity});
+      std::printf("bundle %s: %s by %s\n", bundle.c_str(), target.str().c_str(), facts->key_identity.c_str());
+    }
+    if (absl::Status written = jit::write_bundle_manifest(bundle, made); !written.ok()) {
+      std::fprintf(stderr, "monotile warmup: %s\n", std::string(written.message()).c_str());
+      return 1;
+    }
+    std::printf("bundle written to %s; ship it and list it in MONOTILE_CACHE_READONLY_DIRS on the workers, whose "
+                "compiler must be the one named above\n",
                 bundle.c_str());
   }
   return result.ok() && failed_targets == 0 ? 0 : 1;

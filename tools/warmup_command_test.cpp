@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "jit/bundle_manifest.h"
 #include "jit/test_support.h"
 #include "tests/testing/command.h"
 
@@ -56,6 +57,31 @@ TEST(WarmupCommand, FillsThenHitsThenBundles) {
   CommandRun again = warmup("--target gfx90a --bundle " + bundle.string(), dir.path());
   EXPECT_EQ(again.status, 2);
   EXPECT_THAT(again.output, HasSubstr("exists and is not empty; hint: a bundle is written into a fresh folder"));
+}
+
+// A bundle records each target's compiler (bundle-manifest.txt, bundle_manifest.h), and
+// --nvrtc-library compiles with the libnvrtc it names (the workers' copy on a build box).
+TEST(WarmupCommand, ABundleRecordsItsCompilerAndNvrtcLibraryPicksIt) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  absl::StatusOr<std::unique_ptr<jit::Compiler>> nvrtc = jit::make_compiler(*dsl::Target::parse("sm_90a"));
+  ASSERT_TRUE(nvrtc.ok()) << nvrtc.status();
+  const std::string library = (*nvrtc)->files().front();
+  std::filesystem::path bundle = dir.path() / "bundle";
+  CommandRun bundled =
+      warmup("--target sm_90a --bundle " + bundle.string() + " --nvrtc-library " + library, dir.path());
+  EXPECT_EQ(bundled.status, 0) << bundled.output;
+  const std::string line = "sm_90a by " + (*nvrtc)->key_identity();
+  EXPECT_THAT(bundled.output, HasSubstr("bundle " + bundle.string() + ": " + line + "\n"));
+  std::vector<jit::BundleTarget> manifest = jit::read_bundle_manifest(bundle);
+  ASSERT_EQ(manifest.size(), 1u);
+  EXPECT_EQ(manifest[0].target, "sm_90a");
+  EXPECT_EQ(manifest[0].compiler, (*nvrtc)->key_identity());
+
+  CommandRun missing = warmup("--target sm_90a --nvrtc-library " + (dir.path() / "none.so").string(), dir.path());
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(missing.output, HasSubstr("--nvrtc-library \"" + (dir.path() / "none.so").string() +
+                                        "\" is not a file; hint: name the workers' libnvrtc.so.*"));
 }
 
 // The operator's story: the executor's builds for a deployment, compiled on a machine without a
