@@ -12,6 +12,14 @@
 //      their MXFP4 slices with SiTU, the routed sum through the latent Exchange, the routed RMSNorm,
 //      the up-projection added to the shared partial through the final Exchange -> out [T, H], the
 //      next layer's pending delta.
+// The overlap, as the stage clock (k2_clock.h) shows it at K3 TP 8 on an H100 (docs/perf.md): W_o
+// streams in A; B (AttnRes) streams almost nothing; the logits' W_gate streams on most programs
+// while C's top-k runs on one program a token, then D's and E's weights on every program but the
+// route rows, the top-k and G (the union) running under them; H's w13 and then I's w2 stream on
+// every program, F's W_sd on the programs H leaves idle (NVIDIA: shared_early) and each chunk's I
+// tasks as soon as its own H tasks are done (chunk_handoff); the tail (the chunk sums, J's norm,
+// K's W_up and the exchanges) runs with HBM mostly idle. No expert byte is asked for before the
+// route and the latent are both done (points "G union" and "H ready").
 // Layer 0's dense MLP is not served yet (k2_build refuses it).
 #pragma once
 
