@@ -44,6 +44,7 @@ std::vector<K2Case> cases() {
   // Top-k that are no tile size, padded inside the router (any k in 1..E).
   for (int top_k : {1, 6, 12}) out.push_back({.tokens = 4, .top_k = top_k});
   out.push_back({.tokens = 16, .router = Router::kTies, .top_k = 6});
+  out.push_back({.tokens = 4, .top_k = 6, .experts = 40});  // experts no power of two
   return out;
 }
 

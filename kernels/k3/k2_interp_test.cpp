@@ -2,7 +2,7 @@
 // P', y, the route and the MoE output m, at widths 1..16, ordinary and block-write layers, fewer and
 // more programs than tasks, K3's TP 8 rank shapes (every row on the same 16 experts, so that only
 // their MXFP4 bytes need to exist), routers with exact ties and NaN scores, and top-k 1, 6, 12 and
-// 16; then launches whose waits give up (the fault hook, K2Build::fault_ns): they end, record it,
+// 16 (and 6 of 40 experts); then launches whose waits give up (the fault hook, K2Build::fault_ns): they end, record it,
 // and address nothing out of bounds (the interpreter refuses such an access); and the stage clock
 // build (K2Build::stage_clock), which writes what the plain build writes and a clock that runs
 // forward.
@@ -79,6 +79,9 @@ std::vector<K2Case> cases() {
   out.push_back({.tokens = 4, .router = Router::kTies, .top_k = 12});
   out.push_back({.tokens = 4, .router = Router::kNan, .top_k = 6});
   out.push_back({.tokens = 16, .target = "sm_90a", .top_k = 12});
+  // 40 experts (no power of two: the router's keys padded to 64) with top-k 6, which aborted K2.
+  out.push_back({.tokens = 4, .top_k = 6, .experts = 40});
+  out.push_back({.tokens = 8, .router = Router::kTies, .target = "sm_90a", .top_k = 6, .experts = 40});
   // K3's TP 8 rank: H 7168 in 28 AttnRes chunks at 4 rows, 112 o_proj tasks from 1536 columns, 896 experts.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts});
   return out;

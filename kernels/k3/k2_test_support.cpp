@@ -109,6 +109,7 @@ std::string case_name(const K2Case& c) {
                                   c.expert_stages != 0 ? absl::StrCat("_es", c.expert_stages) : "",
                                   c.routed_stages != 0 ? absl::StrCat("_rs", c.routed_stages) : "",
                                   c.shared_early ? "_fe" : "", c.top_k != 0 ? absl::StrCat("_k", c.top_k) : "",
+                                  c.experts != 0 ? absl::StrCat("_e", c.experts) : "",
                                   c.chunk_handoff ? "_ch" : "",
                                   c.launches > 1 ? absl::StrCat("_n", c.launches) : "",
                                   c.target.empty() ? "" : "_" + c.target);
@@ -122,6 +123,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   in.c = c;
   in.config = *model::load_config(c.model);
   if (c.top_k != 0) in.config.num_experts_per_token = c.top_k;
+  if (c.experts != 0) in.config.num_experts = c.experts;
   const model::ModelConfig& config = in.config;
   model::RankDims dims = *model::rank_dims(config, c.tp, 0);
   absl::StatusOr<K2Build> made = k2_build(config, dims, c.layer, static_cast<int>(dims.kda_projection), c.tokens);

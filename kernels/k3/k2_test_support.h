@@ -39,6 +39,7 @@ struct K2Case {
   int routed_stages = 0;  // nonzero: K2Build::routed_stages (the name then ends "_rs{n}")
   bool shared_early = false;  // K2Build::shared_early (the name then ends "_fe")
   int top_k = 0;  // nonzero: the config's num_experts_per_token (the name then ends "_k{n}")
+  int experts = 0;  // nonzero: the config's num_experts (the name then ends "_e{n}")
   bool chunk_handoff = false;  // K2Build::chunk_handoff (the name then ends "_ch")
   // Health cases (not in case_name): the launch's epoch word; a nonzero fault_ns builds the fault
   // hook (K2Build::fault_ns) for epoch fault_epoch at this layer's slot; a nonzero wait_ns bounds

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "runtime/decode/in_process_group.h"
+#include "runtime/decode/launch_counting_device.h"
 #include "support/status_macros.h"
 
 namespace monotile::runtime::decode {
@@ -98,6 +99,34 @@ TEST_F(Executor, OneRankRefusingAloneMakesEveryRankRefuse) {
   EXPECT_FALSE(statuses[1].ok());
   EXPECT_THAT(messages[0], ::testing::HasSubstr("another TP rank refused (rank 1)"));
   EXPECT_THAT(messages[1], ::testing::HasSubstr("layer 5 weight \"self_attn.dt_bias\" is missing"));
+}
+
+// A rank out of device memory: every allocation fails.
+class OutOfMemoryDevice final : public LaunchCountingDevice {
+ public:
+  using LaunchCountingDevice::LaunchCountingDevice;
+  absl::StatusOr<DeviceBuffer> allocate(size_t bytes) override {
+    return absl::ResourceExhaustedError(absl::StrCat("out of device memory allocating ", bytes, " bytes"));
+  }
+};
+
+// Construction past the weights failing on one rank (its allocations): every rank fails and
+// returns, rank 1 with its own error, rank 0 naming rank 1 (a rank left in the next collective
+// would hang this test until ctest's timeout).
+TEST_F(Executor, OneRankFailingConstructionMakesEveryRankFail) {
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    Backbone backbone = weights_.backbone;
+    backbone.start_layer = 1;
+    backbone.end_layer = 3;
+    std::unique_ptr<Device> device = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
+    if (group.rank() == 1) device = std::make_unique<OutOfMemoryDevice>(std::move(device));
+    return make_decode(backbone, group, *device, nullptr, /*other_ranks_stood_in=*/true).status();
+  });
+  EXPECT_EQ(statuses[0], absl::AbortedError("constructing the specialized decode failed on another TP rank (rank 1)"));
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kResourceExhausted) << statuses[1];
+  EXPECT_THAT(std::string(statuses[1].message()),
+              ::testing::HasSubstr("constructing the specialized decode: "));
+  EXPECT_THAT(std::string(statuses[1].message()), ::testing::HasSubstr("out of device memory allocating "));
 }
 
 // prepare_kv's refusals one rank reaches alone: rank 1 missing a served layer's cache, then rank 1
