@@ -189,7 +189,43 @@ class ExampleTest(unittest.TestCase):
             self.assertIn(words, out)
 
 
+def _agree_rank(rank: int, store: str, queue) -> None:
+    """One process of a TP 2 gloo group: rank 1 refuses; both must get the same verdict."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+    try:
+        group = monotile.vllm.Group(dist.group.WORLD)
+        try:
+            monotile.agree(["rank 1's own reason"] if rank == 1 else [], group, "the weights")
+            queue.put((rank, "accepted"))
+        except ValueError as error:
+            queue.put((rank, str(error)))
+    finally:
+        dist.destroy_process_group()
+
+
 class TorchGroupTest(unittest.TestCase):
+    def test_two_processes_agree_over_gloo(self):
+        try:
+            import torch.multiprocessing as mp
+        except ImportError:
+            self.skipTest("no torch: the Group over torch.distributed needs it")
+        import tempfile
+
+        context = mp.get_context("spawn")
+        queue = context.Queue()
+        with tempfile.TemporaryDirectory() as folder:
+            store = f"{folder}/store"
+            processes = [context.Process(target=_agree_rank, args=(rank, store, queue)) for rank in range(2)]
+            for p in processes:
+                p.start()
+            verdicts = dict(queue.get(timeout=120) for _ in processes)
+            for p in processes:
+                p.join(timeout=60)
+        self.assertIn("another TP rank refused (rank 1)", verdicts[0])
+        self.assertIn("rank 1's own reason", verdicts[1])
+
     def test_group_over_a_gloo_group(self):
         try:
             import torch.distributed as dist
