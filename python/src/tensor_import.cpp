@@ -69,9 +69,15 @@ std::string device_text(TensorDevice device) {
 ImportedTensor import_tensor(nb::handle object, absl::FunctionRef<std::string()> what) {
   nb::ndarray<nb::ro> array;
   if (!nb::try_cast(object, array, /*convert=*/false)) {
-    raise_refusal(absl::StrCat(what(),
-                               ": expected a tensor (torch, numpy or any DLPack producer), found ",
-                               nb::type_name(object.type()).c_str()));
+    // torch refuses to export a tensor that requires grad (a parameter): say so, not just "found".
+    const bool grad =
+        nb::hasattr(object, "requires_grad") && nb::bool_(object.attr("requires_grad"));
+    raise_refusal(absl::StrCat(
+        what(), ": expected a tensor (torch, numpy or any DLPack producer), found ",
+        nb::type_name(object.type()).c_str(),
+        grad ? "; hint: a tensor that requires grad cannot cross DLPack: pass tensor.detach() (a "
+               "view of the same memory)"
+             : ""));
   }
   ImportedTensor out;
   out.numpy = is_numpy_array(object);

@@ -182,6 +182,13 @@ class TensorTest(unittest.TestCase):
             monotile.Backbone(config, 1, 0, 1, 2, {1: {"self_attn.A_log": [1.0, 2.0]}})
         self.assertEqual(str(raised.exception), 'layer 1 weight "self_attn.A_log": expected a tensor (torch, numpy or '
                                                 'any DLPack producer), found list')
+        class RequiresGrad:
+            requires_grad = True
+
+        with self.assertRaises(ValueError) as raised:
+            monotile.Backbone(config, 1, 0, 1, 2, {1: {"w": RequiresGrad()}})
+        self.assertIn("found python_api_test.RequiresGrad; hint: a tensor that requires grad cannot cross DLPack: pass "
+                      "tensor.detach()", str(raised.exception))
         with self.assertRaises(ValueError) as raised:
             monotile.Backbone(config, 1, 0, 1, 2, {1: {"x": np.zeros(2, dtype=np.complex64)}})
         self.assertIn('layer 1 weight "x": DLPack dtype (code 5, 64 bits, 1 lanes) has no monotile counterpart',
