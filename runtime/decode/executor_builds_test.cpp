@@ -2,7 +2,8 @@
 // model::config_reasons (or, for a rank's split, model::rank_dims) states first, so that `model
 // check` and the deployment check say what construction would; and configs the checks accept
 // (odd expert counts and top-k, other hidden sizes, the most AttnRes blocks) are built, their
-// programs made, for every width and target without an error or an internal check.
+// programs made, for every width and target without an error or an internal check (and the
+// 40 experts with top-k 6, which once aborted K2, lowered for both vendors).
 #include "runtime/decode/executor_builds.h"
 
 #include <gmock/gmock.h>
@@ -165,6 +166,24 @@ TEST(ChecksAndBuilds, WhatTheChecksAcceptIsBuilt) {
         }
       }
     }
+  }
+}
+
+// The odd config of the issue that aborted K2 (40 experts, top-k 6) lowered for both vendors at
+// q 4 (widths 4, 8, 12, 16): lowering reaches no internal check either.
+TEST(ChecksAndBuilds, FortyExpertsTopSixLowersForBothVendors) {
+  model::ModelConfig config = tiny();
+  config.num_experts = 40;
+  config.num_experts_per_token = 6;
+  ASSERT_THAT(model::config_reasons(config), ::testing::IsEmpty());
+  const model::RankDims dims = *model::rank_dims(config, 1, 0);
+  for (const char* name : {"sm_90a", "gfx942"}) {
+    const dsl::Target target = *dsl::Target::parse(name);
+    absl::StatusOr<std::vector<LayerBuilds>> builds =
+        executor_builds(config, dims, 1, 2, {.q = 4, .max_rows = 16}, target);
+    ASSERT_TRUE(builds.ok()) << builds.status();
+    absl::StatusOr<std::vector<jit::Build>> lowered = lowered_builds(*builds, target);
+    EXPECT_TRUE(lowered.ok()) << name << ": " << lowered.status();
   }
 }
 
