@@ -169,7 +169,7 @@ TEST(ChecksAndBuilds, WhatTheChecksAcceptIsBuilt) {
   }
 }
 
-// The odd config of the issue that aborted K2 (40 experts, top-k 6) lowered for both vendors at
+// The odd config that once aborted K2 (40 experts, top-k 6) lowered for both vendors at
 // q 4 (widths 4, 8, 12, 16): lowering reaches no internal check either.
 TEST(ChecksAndBuilds, FortyExpertsTopSixLowersForBothVendors) {
   model::ModelConfig config = tiny();
