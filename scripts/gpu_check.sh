@@ -84,6 +84,18 @@ done
 deps_lib=$deps_root/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH=$deps_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 log "unpacked ${#debs[@]} packages from $deps_dir into $deps_root"
+# Python wheels carried in $deps_dir/python (nanobind, which the Python module's build needs:
+# docs/gpu_check.md), unpacked beside the packages and put on PYTHONPATH.
+shopt -s nullglob
+wheels=("$deps_dir"/python/*.whl)
+shopt -u nullglob
+if [ ${#wheels[@]} -gt 0 ]; then
+  for wheel in "${wheels[@]}"; do
+    python3 -m zipfile -e "$wheel" "$deps_root/python" || die "unpacking $wheel failed"
+  done
+  export PYTHONPATH=$deps_root/python${PYTHONPATH:+:$PYTHONPATH}
+  log "unpacked ${#wheels[@]} Python wheels from $deps_dir/python into $deps_root/python"
+fi
 
 # 2. The build: carried (relocated to this checkout) or made here.
 if [ "$build" -eq 1 ]; then
