@@ -72,7 +72,7 @@ Value mix_coefficients(const AttnResRows& r, const Value& t, int chunks) {
 
 }  // namespace
 
-void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
+void attn_res_rows(const AttnResRows& r, const HandoffContext& hc, const std::function<void()>& while_waiting) {
   const int chunk = attn_res_chunk(r.hidden, r.tokens), chunks = r.hidden / chunk, sources = r.nblocks + 1;
   const int tasks = r.tokens * chunks;
   auto ss = arange(0, kS);
@@ -126,10 +126,22 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc) {
     arrive(r.counters + kRows + (r.tokens - 1), tasks, attn_res_done_flag(r), hc);
   };
 
+  auto run_while_waiting = [&] {
+    if (while_waiting) while_waiting();
+  };
   if_(num_programs(0) >= tasks, [&] {
-    if_(program_id(0) < tasks, [&] { second_half(program_id(0), first_half(program_id(0), true), true); });
+    if (while_waiting) {
+      if_(program_id(0) < tasks, [&] {
+        auto tile = first_half(program_id(0), true);
+        while_waiting();
+        second_half(program_id(0), tile, true);
+      }, run_while_waiting);
+    } else {
+      if_(program_id(0) < tasks, [&] { second_half(program_id(0), first_half(program_id(0), true), true); });
+    }
   }, [&] {
     range(program_id(0), tasks, num_programs(0), [&](Value task) { first_half(task, false); });
+    run_while_waiting();
     range(program_id(0), tasks, num_programs(0), [&](Value task) { second_half(task, std::nullopt, false); });
   });
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "dsl/value.h"
@@ -69,7 +70,12 @@ struct AttnResRows {
   K2Clock clock;               // K2's stage clock: B's delta, half and row points (a first task's)
 };
 
-void attn_res_rows(const AttnResRows& rows, const HandoffContext& context);
+// `while_waiting`, when given, is run once by every program between its first halves and its first
+// wait for a row's flag (by a program without a task, at once): work that needs nothing AttnRes
+// makes, which then overlaps AttnRes's latency-bound second half (K1 asks L2 for its first in_proj
+// weights there).
+void attn_res_rows(const AttnResRows& rows, const HandoffContext& context,
+                   const std::function<void()>& while_waiting = {});
 
 // The health-record region of a wait for AttnResRows::delta_flag.
 inline constexpr int32_t kDeltaRegion = 4;

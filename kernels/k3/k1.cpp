@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -86,6 +87,7 @@ struct Args {
   Value core;
   Value x_rows, proj, o_rows, ares, flags, counters;
   Value epoch, layer, health, alarm;
+  std::optional<Value> next_weights, next_elements;
   std::optional<Value> clock;
 };
 
@@ -129,6 +131,10 @@ Args declare(Builder& b, const K1Build& build) {
   a.layer = b.arg("layer", i32);
   a.health = b.arg("health", ptr(i32));
   a.alarm = b.arg("alarm", ptr(i32));
+  if (build.prefetch_next) {
+    a.next_weights = b.arg("next_weights", ptr(bf16));
+    a.next_elements = b.arg("next_elements", i64);
+  }
   if (build.stage_clock) a.clock = b.arg("clock", ptr(i64));
   return a;
 }
@@ -159,10 +165,10 @@ AttnResRows attn_res(const K1Build& b, const Args& a) {
   return rows;
 }
 
-// Before stage A: the first third of each W_in row of this program's first in_proj task, the K
-// steps it reads first, comes into L2 while AttnRes runs (about 20 us at K3 TP 8, in which the
-// bandwidth would bring most of W_in). At the kernel's start no value is live, so it costs no
-// registers where the stages later are at the target's limit.
+// While AttnRes's second half runs (K1Build::prefetch_weights): the first third of each W_in row
+// of this program's first in_proj task, the K steps it reads first, comes into L2 (AttnRes's
+// second half and its hand-off take about 9 us at K3 TP 8, in which the copy's bandwidth brings
+// about 27 MB). The loop holds no register past an iteration: AttnRes's tile stays live across it.
 void prefetch_in_proj(const K1Build& b, const Args& a) {
   if_(program_id(0) < gemv_tasks(b), [&] {
     auto first_row = program_id(0) * b.gemv_rows;
@@ -272,13 +278,17 @@ struct ConvInputs {
   std::array<Value, kConvWidth> taps;
 };
 
-ConvInputs conv_inputs(const Args& a, const Request& r, const Value& channels) {
+// `real`, when given: false for a task past the last, whose loads are then not issued.
+ConvInputs conv_inputs(const Args& a, const Request& r, const Value& channels, const std::optional<Value>& real) {
   ConvInputs c;
   c.channels = channels;
+  const Value has_conv = real ? r.has_conv & *real : r.has_conv;
   for (int j = 0; j < kConvWidth - 1; ++j) {
-    c.window.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), r.has_conv).to(f32));
+    c.window.push_back(load(conv_entry(a, r, channels, r.accepted_index + j), has_conv).to(f32));
   }
-  for (int j = 0; j < kConvWidth; ++j) c.taps[j] = load(a.conv_w + channels * kConvWidth + j);
+  for (int j = 0; j < kConvWidth; ++j) {
+    c.taps[j] = real ? load(a.conv_w + channels * kConvWidth + j, *real) : load(a.conv_w + channels * kConvWidth + j);
+  }
   return c;
 }
 
@@ -325,8 +335,8 @@ std::vector<Value> decays(const K1Build& b, const Args& a, const Request& r, con
 }
 
 // What a KDA task reads that no stage of this launch writes (its request's metadata, its state
-// slice, its conv windows and taps): loaded ahead of the in_proj stage for a program's first task,
-// so that its round trips hide behind the GEMV's stream.
+// slice, its conv windows and taps): loaded one task ahead, the first task's before the in_proj
+// stage, so that their round trips hide behind the GEMV's stream or the task before.
 struct KdaPrologue {
   Value n, h, vv, tile;
   Request r;
@@ -334,23 +344,80 @@ struct KdaPrologue {
   ConvInputs q, k, v;
 };
 
-KdaPrologue kda_prologue(const K1Build& b, const Args& a, const Value& task) {
-  const int heads = b.heads;
-  const int64_t pl = b.projection();
+// The task's indices: nothing the loop needs to carry.
+KdaPrologue kda_indices(const K1Build& b, const Value& task) {
   KdaPrologue p;
-  p.n = task / (heads * kTasksPerHead);
-  p.h = task / kTasksPerHead % heads;
+  p.n = task / (b.heads * kTasksPerHead);
+  p.h = task / kTasksPerHead % b.heads;
   auto quarter = task % kTasksPerHead;
-  auto kk = arange(0, kHeadDim);
   p.vv = quarter * kTaskRows + arange(0, kTaskRows);
+  p.tile = col(p.h * kHeadDim + p.vv).to(i64) * kHeadDim + row(arange(0, kHeadDim));
+  return p;
+}
+
+// The channels of the task's q, k and v conv inputs.
+std::array<Value, 3> conv_channels(const K1Build& b, const KdaPrologue& p) {
+  auto kk = arange(0, kHeadDim);
+  const int64_t pl = b.projection();
+  return {p.h * kHeadDim + kk, pl + p.h * kHeadDim + kk, 2 * pl + p.h * kHeadDim + p.vv};
+}
+
+// Task `task`'s prologue (`real`, when given, false: a task past the last, clamped to it by the
+// caller, whose loads are not issued; not given, every task is real, and the masks are as few as
+// the registers of AMD's and q > 4's builds need). With `weights`, the weights that the task's first instructions read
+// (W_fb's head rows, dt_bias) are asked into L2 as well (a loop's next task: they then come while
+// the task before runs).
+KdaPrologue kda_prologue(const K1Build& b, const Args& a, const Value& task, const std::optional<Value>& real,
+                         bool weights) {
+  KdaPrologue p = kda_indices(b, task);
   p.r = request(b, a, p.n);
   // The state slice's load goes first: it is the largest.
-  p.tile = col(p.h * kHeadDim + p.vv).to(i64) * kHeadDim + row(kk);
-  p.S = load(a.state + p.r.read_slot.to(i64) * a.state_slot_stride + p.tile, p.r.has_state, 0.0f,
+  const Value has_state = real ? p.r.has_state & *real : p.r.has_state;
+  p.S = load(a.state + p.r.read_slot.to(i64) * a.state_slot_stride + p.tile, has_state, 0.0f,
              {.cache = Cache::streaming});
-  p.q = conv_inputs(a, p.r, p.h * kHeadDim + kk);
-  p.k = conv_inputs(a, p.r, pl + p.h * kHeadDim + kk);
-  p.v = conv_inputs(a, p.r, 2 * pl + p.h * kHeadDim + p.vv);
+  const auto channels = conv_channels(b, p);
+  p.q = conv_inputs(a, p.r, channels[0], real);
+  p.k = conv_inputs(a, p.r, channels[1], real);
+  p.v = conv_inputs(a, p.r, channels[2], real);
+  if (weights) {
+    // W_fb's head block is 128 rows of 128 bf16, 256 lines of 128 bytes: one a thread.
+    constexpr int kLines = kHeadDim * kHeadDim * 2 / 128;
+    prefetch(a.w_fb + p.h.to(i64) * (kHeadDim * kHeadDim) + arange(0, kLines).to(i64) * 64);
+    prefetch(a.dt_bias + p.h * kHeadDim + arange(0, 4) * 32);
+  }
+  return p;
+}
+
+// The prologue's loaded values in a fixed order (a loop over tasks carries them), and back.
+std::vector<Value> loaded_values(const KdaPrologue& p) {
+  std::vector<Value> v{p.r.accepted_index, p.r.conv_slot, p.r.read_slot};
+  v.insert(v.end(), p.r.write_slots.begin(), p.r.write_slots.end());
+  v.push_back(p.S);
+  for (const ConvInputs* c : {&p.q, &p.k, &p.v}) {
+    v.insert(v.end(), c->window.begin(), c->window.end());
+    v.insert(v.end(), c->taps.begin(), c->taps.end());
+  }
+  return v;
+}
+
+KdaPrologue with_loaded(const K1Build& b, const Value& task, const std::vector<Value>& v) {
+  KdaPrologue p = kda_indices(b, task);
+  const auto channels = conv_channels(b, p);
+  size_t at = 0;
+  p.r.n = p.n;
+  p.r.accepted_index = v[at++];
+  p.r.conv_slot = v[at++];
+  p.r.read_slot = v[at++];
+  for (int t = 0; t < b.q; ++t) p.r.write_slots.push_back(v[at++]);
+  p.r.has_conv = p.r.conv_slot > 0;
+  p.r.has_state = p.r.read_slot > 0;
+  p.S = v[at++];
+  ConvInputs* parts[3] = {&p.q, &p.k, &p.v};
+  for (int part = 0; part < 3; ++part) {
+    parts[part]->channels = channels[part];
+    for (int j = 0; j < kConvWidth - 1; ++j) parts[part]->window.push_back(v[at++]);
+    for (int j = 0; j < kConvWidth; ++j) parts[part]->taps[j] = v[at++];
+  }
   return p;
 }
 
@@ -418,22 +485,89 @@ void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p) {
   });
 }
 
-// `first`: the program's first task's inputs, loaded early (K1Build::early_inputs).
-void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc, const std::optional<KdaPrologue>& first) {
-  const int tasks = b.requests() * b.heads * kTasksPerHead;
-  if_(program_id(0) < tasks, [&] {
-    wait_flag(a.flags + kProjFlag, static_cast<int32_t>(K1Region::kProj), full({}, 0, i32), hc);
-    Value later = program_id(0);
-    if (first) {
-      kda_task(b, a, *first);
-      tick(a, 6);
-      later = later + num_programs(0);
-    }
-    range(later, tasks, num_programs(0), [&](Value task) {
-      kda_task(b, a, kda_prologue(b, a, task));
-      tick(a, 6);
+int kda_tasks(const K1Build& b) { return b.requests() * b.heads * kTasksPerHead; }
+
+// Whether the build loads its first stage C inputs before stage B (K1Build::early_inputs).
+bool loads_early_inputs(const K1Build& b) { return b.early_inputs && b.gemv_ahead == 0; }
+
+// The prologue a program loads before stage B (K1Build::early_inputs): its first task's, none
+// (no load issued) without a task.
+KdaPrologue first_prologue(const K1Build& b, const Args& a) {
+  return kda_prologue(b, a, minimum(program_id(0), kda_tasks(b) - 1), program_id(0) < kda_tasks(b), false);
+}
+
+// K1Build::prefetch_next: the programs with fewer stage C tasks than the first ones (those past
+// tasks mod programs, or past the tasks when there are fewer tasks than programs; none when every
+// program has as many) ask L2 for an equal share of the next weights' 128-byte lines, once stage B
+// has ended (its weights then have the bandwidth to themselves).
+void prefetch_next_weights(const K1Build& b, const Args& a, const HandoffContext& hc) {
+  const int tasks = kda_tasks(b);
+  auto programs = num_programs(0);
+  auto busy = where(programs > tasks, full({}, tasks, i32), tasks % programs);
+  auto sharers = programs - busy;
+  if_((busy > 0) & (program_id(0) >= busy), [&] {
+    if_(program_id(0) >= tasks, [&] {
+      wait_flag(a.flags + kProjFlag, static_cast<int32_t>(K1Region::kProj), full({}, 0, i32), hc);
+    });
+    constexpr int kLineElements = 64;  // bf16 elements a line
+    constexpr int kChunk = 256;
+    auto lines = ((*a.next_elements + (kLineElements - 1)) / kLineElements).to(i32);
+    auto share = (lines + sharers - 1) / sharers;
+    auto first = (program_id(0) - busy) * share;
+    auto end = minimum(first + share, lines);
+    range(first, end, kChunk, [&](Value i0) {
+      auto i = i0 + arange(0, kChunk);
+      prefetch(*a.next_weights + i.to(i64) * kLineElements, i < end);
     });
   });
+}
+
+// A program's stage C tasks from `first` (its first task's prologue) in one loop, one copy of the
+// task's code, so that a second task runs code the first has brought into the instruction cache
+// (two rounds of tasks on an H100: 8% faster than a second copy); each iteration loads the next
+// task's prologue at its end, and none after the last (a load still in flight when the program
+// ends holds its end back).
+void kda_loop(const K1Build& b, const Args& a, const KdaPrologue& first) {
+  const int tasks = kda_tasks(b);
+  range_carrying(program_id(0), tasks, num_programs(0), loaded_values(first),
+                 [&](Value task, const std::vector<Value>& loaded) {
+                   kda_task(b, a, with_loaded(b, task, loaded));
+                   tick(a, 6);
+                   auto next = task + num_programs(0);
+                   // Past the last task, zeros: returning `loaded` would keep it live through the task.
+                   return if_(
+                       next < tasks,
+                       [&] { return loaded_values(kda_prologue(b, a, next, std::nullopt, true)); },
+                       [&] {
+                         std::vector<Value> none;
+                         for (const Value& v : loaded) none.push_back(zeros_like(v));
+                         return none;
+                       });
+                 });
+}
+
+// Stage C. With early inputs (`first`) and a task or none a program, the task straight after the
+// wait (in the loop, one round of tasks was 4-8% slower on an H100: K1Build::kda_loop); with more
+// tasks than programs, the loop.
+void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc, const std::optional<KdaPrologue>& first) {
+  const int tasks = kda_tasks(b);
+  if_(program_id(0) < tasks, [&] {
+    wait_flag(a.flags + kProjFlag, static_cast<int32_t>(K1Region::kProj), full({}, 0, i32), hc);
+    if (!first) {
+      range(program_id(0), tasks, num_programs(0), [&](Value task) {
+        kda_task(b, a, kda_prologue(b, a, task, std::nullopt, false));
+        tick(a, 6);
+      });
+    } else if (b.kda_loop) {
+      kda_loop(b, a, *first);
+    } else {
+      if_(num_programs(0) >= tasks, [&] {
+        kda_task(b, a, *first);
+        tick(a, 6);
+      }, [&] { kda_loop(b, a, *first); });
+    }
+  });
+  if (b.prefetch_next) prefetch_next_weights(b, a, hc);
 }
 
 }  // namespace
@@ -485,10 +619,11 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
-                                  "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, b.early_inputs ? "_e" : "",
+                                  "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, loads_early_inputs(b) ? "_e" : "",
                                   b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
-                                  b.prefetch_weights ? "_pw" : "", b.stage_clock ? "_clock" : "");
+                                  b.prefetch_weights ? "_pw" : "", b.prefetch_next ? "_pn" : "",
+                                  b.kda_loop ? "_kl" : "", b.stage_clock ? "_clock" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
@@ -518,13 +653,12 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   Args a = declare(b, build);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   tick(a, 0);
-  if (build.prefetch_weights) prefetch_in_proj(build, a);
-  attn_res_rows(attn_res(build, a), hc);
+  std::function<void()> while_waiting;
+  if (build.prefetch_weights) while_waiting = [&] { prefetch_in_proj(build, a); };
+  attn_res_rows(attn_res(build, a), hc, while_waiting);
   tick(a, 1);
-  // A program without a KDA task loads the last task's inputs instead (L2 hits, never used).
-  const int kda_tasks = build.requests() * build.heads * kTasksPerHead;
   std::optional<KdaPrologue> first;
-  if (build.early_inputs) first = kda_prologue(build, a, minimum(program_id(0), kda_tasks - 1));
+  if (loads_early_inputs(build)) first = first_prologue(build, a);
   if (build.stream_k) {
     stage_in_proj_stream(build, a, hc);
   } else {

@@ -10,7 +10,13 @@
 //   C. per (request, head, quarter of the state rows): f_b on f_a, the short causal conv, gates,
 //      beta, q/k l2norm and the delta rule storing one state per position; the last quarter to
 //      finish a (request, head) applies the gated RMSNorm to the head's rows, writes `core` and
-//      the head's new conv state (every quarter has read the old one by then).
+//      the head's new conv state (every quarter has read the old one by then). A program's one
+//      task runs straight after the wait; with more tasks than programs, one loop over them (one
+//      copy of the task's code, each task loading the next one's inputs at its end).
+// The overlap (the stage clock's points, k1_bench --stages, show it): stage C's first inputs come
+// while W_in streams (points "A" to "B"); in the loop, a task's successor's inputs and W_fb's
+// head rows while it runs. Measured and off (K1Build): W_in's first third asked into L2 during
+// AttnRes's second half (prefetch_weights), o_proj's W_o during stage C (prefetch_next).
 // No wait is unbounded: a wait gives up after `wait_ns`, records itself in the rank's health words
 // and raises the alarm word; the launch then runs to its end with whatever it read.
 #pragma once
@@ -54,7 +60,9 @@ struct K1Build {
   // than 0, the name ends "_a{n}" (k1_bench --gemv-ahead times it).
   int gemv_ahead = 0;
   // A program's first stage C task loads its inputs that no stage writes before stage B (k1.cpp
-  // KdaPrologue); off where holding them through stage B would spill (AMD, q > 4).
+  // KdaPrologue); off where holding them through stage B would spill (AMD, q > 4), and ignored
+  // with gemv_ahead (its W tiles in registers beside them spilled on sm_90a: t8 q4, 64-wide steps
+  // three ahead, 8 spill stores).
   bool early_inputs = true;
   // Shared-memory stages of the in_proj GEMV's pipelined dot (KernelOptions::num_stages): 0 takes
   // the most that fit; fewer leave L1 more room (K2 on NVIDIA runs 3, k2.h). Other than 0, the name
@@ -64,11 +72,25 @@ struct K1Build {
   // all of them stream W_in (K3's TP 8 rank has 99 row blocks for 132 SMs); the programs sharing a
   // row block sum their f32 partials in a fixed order. On, the name ends "_sk" (k1_bench --stream-k).
   bool stream_k = false;
-  // Before stage A, each in_proj task's program asks L2 for the first third of its W_in rows
-  // (k1.cpp prefetch_in_proj). Off: on an H100 K1 was 4-6% faster without it at every K3 shape
-  // (its 30 MB held up stage A's loads, and stage B did not gain that back). On, the name ends
-  // "_pw" (k1_bench --prefetch times it).
+  // Each in_proj task's program asks L2 for the first third of its W_in rows (k1.cpp
+  // prefetch_in_proj) after its AttnRes first half, while AttnRes's latency-bound second half runs
+  // (attn_res_rows' while_waiting). Off: on an H100 K1 was 0-7% slower with it (AttnRes then ended
+  // 8-10 us later: a program's 300 KB of prefetches drain at its share of the bandwidth, and its
+  // own loads wait behind them; stage B ended no sooner). Before stage A, as first written, it was
+  // 4-6% slower. On, the name ends "_pw" (k1_bench --prefetch times it).
   bool prefetch_weights = false;
+  // The next weights ahead: the programs without a stage C task (or with fewer than others) ask L2
+  // for the next kernel's weights (o_proj's W_o: `next_weights`, `next_elements` bf16 elements),
+  // an equal share each, once stage B has ended and while the latency-bound stage C runs, so that
+  // the next GEMV reads them from L2. Adds the parameters `next_weights` (ptr<bf16>) and
+  // `next_elements` (i64) after `alarm`; on, the name ends "_pn" (k1_bench --prefetch-next). Off:
+  // on an H100 K1 was 2-8% slower with it and K1 + o_proj 0-5% (K1 cannot end before its
+  // prefetches have landed, and the GEMV after it gained less than that).
+  bool prefetch_next = false;
+  // Stage C's tasks always in the loop that carries the next task's prologue (k1.cpp kda_loop), also
+  // when every program has one task or none (by default, that task runs straight after the wait).
+  // On, the name ends "_kl" (k1_bench --kda-loop).
+  bool kda_loop = false;
   // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
@@ -92,10 +114,10 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 // spills them). In_proj tasks take 64 rows everywhere (k1.cpp says why not 48).
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
-// "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" with
-// the early inputs, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
-// the weights' prefetch, "_clock" with the stage clock, plus a hash of the eps values and the lower
-// bound when they differ from the defaults.
+// "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" where
+// the early inputs are loaded, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
+// the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_clock" with the stage
+// clock, plus a hash of the eps values and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
 
 // The program. Parameters, in order:
@@ -111,7 +133,8 @@ std::string k1_name(const K1Build& build);
 //   num_accepted (ptr<i32> [N], 1..q), core (ptr<bf16> [T, Pl]),
 //   the scratch views of K1Scratch (x_rows, proj, o_rows, ares, flags, counters),
 //   epoch (ptr<i32>: the step epoch), layer (i32: the tag slot, < 128),
-//   health (ptr<i32>: health_words(programs)), alarm (ptr<i32>)[, clock (ptr<i64>)].
+//   health (ptr<i32>: health_words(programs)), alarm (ptr<i32>)[, next_weights (ptr<bf16>),
+//   next_elements (i64): with prefetch_next][, clock (ptr<i64>)].
 // Any number of programs may run it (num_programs(0); one per SM is the intent), all resident at
 // once: a program waits only for work that programs which never wait before it produce.
 dsl::Program k1_program(const K1Build& build, SourceLocation loc = SourceLocation::current());

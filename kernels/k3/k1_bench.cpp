@@ -11,7 +11,7 @@
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]
-//                 [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]
+//                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
@@ -24,8 +24,11 @@
 // --stages its clock) each.
 // --stream-k: after each shape, the same shape with stage B as stream-K (K1Build::stream_k), a row
 // (and with --stages its clock).
-// --prefetch: after each shape, the same shape with the weights' L2 prefetch before stage A
-// (K1Build::prefetch_weights), a row (and with --stages its clock) each.
+// --prefetch: after each shape, the same shape with in_proj's first weights asked into L2 during
+// AttnRes's second half (K1Build::prefetch_weights), a row (and with --stages its clock) each.
+// --prefetch-next: the same with o_proj's W_o asked into L2 during stage C (K1Build::prefetch_next;
+// the half's GEMV then reads it from there); with --prefetch too, a third row with both.
+// --kda-loop: the same with stage C's tasks always in its loop (K1Build::kda_loop).
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
 // weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
@@ -153,6 +156,12 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
   const int programs = device.info().compute_units;
   MT_ASSIGN_OR_RETURN(uint64_t health, pointer(health_words(programs) * 4, ScalarType::kI32));
   MT_RETURN_IF_ERROR(pointer(4, ScalarType::kI32).status());
+  // o_proj's weight W_o [H, Pl]: the half's GEMV reads it, a prefetch_next build asks L2 for it.
+  MT_ASSIGN_OR_RETURN(uint64_t w_o, buffer(h * pl * 2));
+  if (build.prefetch_next) {
+    args.push_back(runtime::KernelArgument::pointer(reinterpret_cast<const void*>(w_o), ScalarType::kBf16));
+    integer(ScalarType::kI64, h * pl);
+  }
   std::optional<uint64_t> clock;
   if (build.stage_clock) {
     MT_ASSIGN_OR_RETURN(uint64_t address, pointer(int64_t{programs} * kClockPoints * 8, ScalarType::kI64));
@@ -176,7 +185,6 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
     MT_ASSIGN_OR_RETURN(runtime::Kernel loaded_gemv,
                         runtime::Kernel::load(device, gemv_compiled, std::move(gemv_made.params)));
     gemv.emplace(std::move(loaded_gemv));
-    MT_ASSIGN_OR_RETURN(uint64_t w_o, buffer(h * pl * 2));
     MT_ASSIGN_OR_RETURN(uint64_t y, buffer(t * h * 2));
     auto as_pointer = [](uint64_t address, dsl::ScalarType type) {
       return runtime::KernelArgument::pointer(reinterpret_cast<const void*>(address), type);
@@ -279,7 +287,7 @@ struct GemvShape {
 };
 
 int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines,
-        bool prefetch, const std::vector<GemvShape>& gemvs, bool stream_k) {
+        bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -335,6 +343,19 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
     if (prefetch) {
       out.push_back(b);
       out.back().prefetch_weights = true;
+    }
+    if (prefetch_next) {
+      out.push_back(b);
+      out.back().prefetch_next = true;
+    }
+    if (kda_loop) {
+      out.push_back(b);
+      out.back().kda_loop = true;
+    }
+    if (prefetch && prefetch_next) {
+      out.push_back(b);
+      out.back().prefetch_weights = true;
+      out.back().prefetch_next = true;
     }
     for (const GemvShape& g : gemvs) {
       out.push_back(b);
@@ -429,11 +450,13 @@ int main(int argc, char** argv) {
   std::string json;
   std::vector<int> pipelines;
   bool prefetch = false;
+  bool prefetch_next = false;
+  bool kda_loop = false;
   std::vector<monotile::kernels::k3::GemvShape> gemvs;
   bool stream_k = false;
   const char* usage =
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]\n"
-      "                [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]\n";
+      "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -464,6 +487,10 @@ int main(int argc, char** argv) {
       stream_k = true;
     } else if (std::string(argv[i]) == "--prefetch") {
       prefetch = true;
+    } else if (std::string(argv[i]) == "--prefetch-next") {
+      prefetch_next = true;
+    } else if (std::string(argv[i]) == "--kda-loop") {
+      kda_loop = true;
     } else if (std::string(argv[i]) == "--stages") {
       stages = true;
     } else if (std::string(argv[i]) == "--warm") {
@@ -477,5 +504,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, gemvs, stream_k);
+  return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, prefetch_next,
+                                    kda_loop, gemvs, stream_k);
 }

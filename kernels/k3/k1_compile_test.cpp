@@ -101,6 +101,12 @@ TEST(K1Compile, Sm90aGemvVariants) {
     build.gemv_ahead = ahead;
     variants.push_back(build);
   }
+  // At 8 tokens, 64-wide steps three ahead spilled (8 stores) while it loaded stage C's first inputs
+  // before stage B: with gemv_ahead it no longer does (K1Build::early_inputs).
+  K1Build t8 = k1_for_target(k3_rank_build(8, 4, 1), target);
+  t8.gemv_step = 64;
+  t8.gemv_ahead = 3;
+  variants.push_back(t8);
   expect_compiles("sm_90a", variants);
 }
 

@@ -60,6 +60,12 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true, .gemv_step = 64,
                  .gemv_ahead = 3});
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 2, .stream_k = true, .gemv_step = 128, .gemv_ahead = 1});
+  // The weights asked into L2 (K1Build::prefetch_weights, prefetch_next): K3's rank at 4 tokens and,
+  // cold and repeated, at 16 (192 stage C tasks: the programs with one task share the next weights).
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .prefetch = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .launches = 50, .cold = true, .prefetch = true});
+  // Stage C's loop at one task a program (K1Build::kda_loop; the default runs it past 132 tasks).
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .kda_loop = true});
   return out;
 }
 

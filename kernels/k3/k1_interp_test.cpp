@@ -74,6 +74,18 @@ std::vector<K1Case> cases() {
   out.push_back({.requests = 4, .q = 2, .padded = 1, .gemv_step = 64, .gemv_ahead = 3});
   out.push_back({.model = "k3", .tp = 8, .rank = 1, .layer = 1, .requests = 4, .q = 4, .programs = 132,
                  .target = "sm_90a", .gemv_step = 128, .gemv_ahead = 2});
+  // The weights asked into L2 (K1Build::prefetch_weights, prefetch_next): fewer programs than tasks
+  // (AttnRes's halves in two loops; 32 stage C tasks on 5 programs, so 3 of them share the next
+  // weights after their tasks), more (the programs without a task share them after stage B), and
+  // K3's TP 8 rank on 132 programs (a prefetched lane out of its buffer fails the interpreter).
+  out.push_back({.requests = 2, .q = 4, .programs = 5, .prefetch = true});
+  out.push_back({.requests = 1, .q = 4, .programs = 40, .prefetch = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 5, .layer = 1, .requests = 1, .q = 4, .programs = 132,
+                 .target = "sm_90a", .prefetch = true});
+  // Stage C's loop also at one task a program or none (K1Build::kda_loop); the default's loop runs
+  // wherever a case has more tasks than programs (most cases above).
+  out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_loop = true});
+  out.push_back({.requests = 3, .q = 3, .programs = 7, .kda_loop = true});
   return out;
 }
 

@@ -161,7 +161,8 @@ std::string case_name(const K1Case& c) {
                       c.dim_first ? "_dimfirst" : "", c.counter_start != 0 ? "_counters_far" : "",
                       c.launches > 1 ? absl::StrCat("_x", c.launches) : "", c.cold ? "_cold" : "",
                       c.stream_k ? "_sk" : "", c.gemv_step > 0 ? absl::StrCat("_k", c.gemv_step) : "",
-                      c.gemv_ahead > 0 ? absl::StrCat("_a", c.gemv_ahead) : "");
+                      c.gemv_ahead > 0 ? absl::StrCat("_a", c.gemv_ahead) : "", c.prefetch ? "_pf" : "",
+                      c.kda_loop ? "_kl" : "");
 }
 
 bool K1Result::ok() const {
@@ -214,6 +215,8 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   if (c.stream_k) build.stream_k = true;
   if (c.gemv_step > 0) build.gemv_step = c.gemv_step;
   build.gemv_ahead = c.gemv_ahead;
+  build.prefetch_weights = build.prefetch_next = c.prefetch;
+  build.kda_loop = c.kda_loop;
   RankLayerWeights w = random_weights(config, dims, rng);
 
   // The step: request i uses slots from 1 + i q (a fresh slot per position), accepted count drawn
@@ -319,6 +322,10 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   std::vector<int32_t> health(static_cast<size_t>(health_words(programs)), 0);
   MT_ASSIGN_OR_RETURN(DeviceBuffer health_buffer, i32_arg(health, "health"));
   MT_RETURN_IF_ERROR(i32_arg({0}, "alarm").status());
+  if (c.prefetch) {  // the next weights: only asked into L2, never read
+    MT_RETURN_IF_ERROR(bf16_arg(random_normal(h * pl, 1.0, rng, true), "next_weights").status());
+    i64(h * pl);
+  }
 
   const dsl::Program program = k1_program(build);
   // A buffer larger than any GPU's L2 (H200: 60 MB), written before each launch of a cold case.

@@ -39,6 +39,9 @@ struct K1Case {
   bool stream_k = false;      // stage B as stream-K (K1Build::stream_k)
   int gemv_step = 0;          // > 0: in_proj's K step (k3-tiny's 256 columns make one step of 256)
   int gemv_ahead = 0;         // > 0: in_proj's W tiles in registers this many steps ahead (K1Build)
+  bool prefetch = false;      // K1Build::prefetch_weights and prefetch_next (an o_proj-shaped next
+                              // weight, [H, Pl] bf16, asked into L2)
+  bool kda_loop = false;      // K1Build::kda_loop
 };
 
 std::string case_name(const K1Case& c);
