@@ -105,7 +105,10 @@ INSTANTIATE_TEST_SUITE_P(Tiny, K1Interp, ::testing::ValuesIn(cases()), name);
 TEST(K1InterpHealth, AWaitThatNeverEndsIsRecordedAndTheLaunchEnds) {
   conformance::InterpreterExecutor executor;
   std::mt19937 rng = testing::case_rng();
-  const K1Case c{.requests = 1, .q = 2, .programs = 4, .counter_start = 100, .wait_ns = 20'000'000};
+  // The bound must outlast every wait that does end (the programs' hand-offs to each other): on a
+  // loaded 2-core machine an interpreter thread can sit unscheduled for tens of milliseconds, and a
+  // 20 ms bound then let an AttnRes wait give up before the proj wait this test starves.
+  const K1Case c{.requests = 1, .q = 2, .programs = 4, .counter_start = 100, .wait_ns = 1'000'000'000};
   absl::StatusOr<K1Result> result = run_k1_case(c, executor, rng);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_FALSE(result->ok());
