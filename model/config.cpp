@@ -217,6 +217,7 @@ absl::StatusOr<ModelConfig> parse_config(std::string_view json_text, std::string
   FieldReader f(*text, where, prefix);
   ModelConfig c;
   c.name = where;
+  c.layers_prefix = prefix.empty() ? "model.layers" : "language_model.model.layers";
   MT_FIELD(c.vocab_size, f.integer("vocab_size", 1));
   MT_FIELD(c.hidden_size, f.integer("hidden_size", 1));
   MT_FIELD(int64_t layers, f.integer("num_hidden_layers", 1, {}));

@@ -20,6 +20,10 @@ enum class ServedKind { kNone, kWhole, kFfn };
 
 struct ModelConfig {
   std::string name;  // "k3", "k3-tiny", or the folder read
+  // The decoder layers' module prefix, as vLLM names the modules of this architecture (without the
+  // index: layer N is "<layers_prefix>.N"): "language_model.model.layers" for a config with a
+  // text_config (the published multimodal checkpoint), "model.layers" for a text-only config.
+  std::string layers_prefix;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int num_hidden_layers = 0;

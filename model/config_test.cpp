@@ -123,6 +123,16 @@ absl::Status parse_edited(void (*edit)(nlohmann::json&)) {
   return parse_config(json.dump(), "config.json").status();
 }
 
+TEST(ModelConfig, LayersPrefixFollowsTheArchitecture) {
+  // The published checkpoint's config nests the text model (vLLM names its layers under
+  // language_model); a text-only config.json is the model itself.
+  EXPECT_EQ(load("k3").layers_prefix, "language_model.model.layers");
+  nlohmann::json nested = nlohmann::json::parse(tiny_text());
+  absl::StatusOr<ModelConfig> text_only = parse_config(nested["text_config"].dump(), "config.json");
+  ASSERT_TRUE(text_only.ok()) << text_only.status();
+  EXPECT_EQ(text_only->layers_prefix, "model.layers");
+}
+
 TEST(ModelConfig, MissingFieldIsNamed) {
   absl::Status status = parse_edited([](nlohmann::json& j) { j["text_config"].erase("hidden_size"); });
   EXPECT_EQ(status.message(), "config.json: field \"text_config.hidden_size\" is missing; expected an integer >= 1");

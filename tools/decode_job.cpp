@@ -161,7 +161,7 @@ absl::Status DecodeJob::setup() {
     }
     if (config_.served_kind(layer) != model::ServedKind::kWhole) continue;
     if (first_kda_ < 0) first_kda_ = layer;
-    bound.push_back({absl::StrCat("model.layers.", layer, ".self_attn"),
+    bound.push_back({decode_->attention_name(layer),
                      dec::TensorView::dense(model::Dtype::kBF16, {slots_, state_len_, channels},
                                             c.conv.address()),
                      dec::TensorView::dense(model::Dtype::kF32, {slots_, dims_.kda_heads, 128, 128},

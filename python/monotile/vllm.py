@@ -128,23 +128,26 @@ def backbone(
     end_layer: int | None = None,
 ) -> monotile.Backbone:
     """The rank's Backbone from ``model.named_parameters()`` (the causal LM, its ``model`` or the
-    multimodal wrapper: any prefix before ``layers.N.``). The layer range defaults to the module's
-    ``start_layer`` / ``end_layer`` (vLLM's pipeline range), else every decoder layer; MTP layers
-    (past num_hidden_layers) are never part of it. Tensors are passed as they are: a re-laid or
-    strided one is refused by weight_reasons, never copied."""
+    multimodal wrapper: any prefix before ``layers.N.``, which becomes the Backbone's
+    ``layers_prefix``). The layer range defaults to the module's ``start_layer`` / ``end_layer``
+    (vLLM's pipeline range), else every decoder layer; MTP layers (past num_hidden_layers) are never
+    part of it. Tensors are passed as they are: a re-laid or strided one is refused by
+    weight_reasons, never copied."""
     inner = getattr(model, "model", model)
     start = start_layer if start_layer is not None else getattr(inner, "start_layer", 0)
     end = end_layer if end_layer is not None else getattr(inner, "end_layer", config.num_hidden_layers)
     end = min(end, config.num_hidden_layers)
     weights: dict[int, dict[str, Any]] = {}
+    layers_prefix = ""
     for name, parameter in model.named_parameters():
         match = _LAYER_PARAMETER.match(name)
         if match is None:
             continue
+        layers_prefix = match["prefix"][:-1]
         layer = int(match["layer"])
         if start <= layer < end:
             weights.setdefault(layer, {})[parameter_name(match["name"])] = _tensor(parameter)
-    return monotile.Backbone(config, tp, rank, start, end, weights)
+    return monotile.Backbone(config, tp, rank, start, end, weights, layers_prefix=layers_prefix)
 
 
 class Group:

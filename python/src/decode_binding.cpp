@@ -304,7 +304,7 @@ void bind_decode_checks(nb::module_& m) {
       .def(
           "__init__",
           [](BackboneObject* self_storage, nb::object config, int tp, int rank, int start_layer,
-             int end_layer, nb::dict weights) {
+             int end_layer, nb::dict weights, std::string layers_prefix) {
             // Built whole before the placement: an exception part-way must leave nothing half-made.
             BackboneObject made;
             BackboneObject* self = &made;
@@ -314,6 +314,7 @@ void bind_decode_checks(nb::module_& m) {
             self->backbone.rank = rank;
             self->backbone.start_layer = start_layer;
             self->backbone.end_layer = end_layer;
+            self->backbone.layers_prefix = std::move(layers_prefix);
             for (auto [layer_key, tensors] : weights) {
               const int layer = nb::cast<int>(layer_key);
               auto& by_name = self->backbone.weights[layer];
@@ -331,15 +332,19 @@ void bind_decode_checks(nb::module_& m) {
             new (self_storage) BackboneObject(std::move(made));
           },
           nb::arg("config"), nb::arg("tp"), nb::arg("rank"), nb::arg("start_layer"),
-          nb::arg("end_layer"), nb::arg("weights"),
+          nb::arg("end_layer"), nb::arg("weights"), nb::kw_only(), nb::arg("layers_prefix") = "",
           nb::sig("def __init__(self, config: ModelConfig, tp: int, rank: int, start_layer: int, "
                   "end_layer: int, "
-                  "weights: dict[int, dict[str, object]]) -> None"))
+                  "weights: dict[int, dict[str, object]], *, layers_prefix: str = '') -> None"),
+          "layers_prefix: the decoder layers' module prefix as vLLM names them, without the index "
+          "('language_model.model.layers'; '' takes the config's).")
       .def_prop_ro("config", [](const BackboneObject& b) { return b.config; })
       .def_prop_ro("tp", [](const BackboneObject& b) { return b.backbone.tp; })
       .def_prop_ro("rank", [](const BackboneObject& b) { return b.backbone.rank; })
       .def_prop_ro("start_layer", [](const BackboneObject& b) { return b.backbone.start_layer; })
       .def_prop_ro("end_layer", [](const BackboneObject& b) { return b.backbone.end_layer; })
+      .def_prop_ro("layers_prefix",
+                   [](const BackboneObject& b) { return b.backbone.layers_prefix; })
       .def_prop_ro("tensor_count", [](const BackboneObject& b) { return b.tensors.size(); });
   m.def(
       "weight_reasons",

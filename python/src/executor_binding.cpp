@@ -286,6 +286,12 @@ void bind_executor(nb::module_& m) {
       .def_prop_ro(
           "kda_prefix", [](const ExecutorObject& self) { return self.decode->kda_prefix(); },
           "The name plan routes on: the first KDA layer's attention ('model.layers.1.self_attn').")
+      .def(
+          "attention_name",
+          [](const ExecutorObject& self, int layer) { return self.decode->attention_name(layer); },
+          nb::arg("layer"),
+          "Decoder layer `layer`'s attention as the backbone names it: the key of its attention "
+          "metadata and its KdaCache.")
       .def_prop_ro("config", [](const ExecutorObject& self) { return self.decode->config(); })
       .def_prop_ro("device", [](const ExecutorObject& self) { return self.device; })
       .def_prop_ro(

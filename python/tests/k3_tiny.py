@@ -49,7 +49,8 @@ class K3Tiny:
 
     def backbone(self, start: int = 0, end: int | None = None, weights=None) -> monotile.Backbone:
         end = self.config.num_hidden_layers if end is None else end
-        return monotile.Backbone(self.config, 1, 0, start, end, self.weights if weights is None else weights)
+        return monotile.Backbone(self.config, 1, 0, start, end, self.weights if weights is None else weights,
+                                 layers_prefix="model.layers")
 
     def caches(self, rng: np.random.Generator, layers=None) -> dict[int, SimpleNamespace]:
         """Each KDA layer's states: conv channels-last [slots, q + 2, 3 Pl] bf16, recurrent f32."""

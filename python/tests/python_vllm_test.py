@@ -53,6 +53,7 @@ class VllmNamesTest(unittest.TestCase):
             backbone = monotile.vllm.backbone(Module(self.tiny, prefix), self.tiny.config, tp=1, rank=0)
             self.assertEqual((backbone.start_layer, backbone.end_layer), (0, self.tiny.config.num_hidden_layers))
             self.assertEqual(monotile.weight_reasons(backbone), [], prefix)
+            self.assertEqual(backbone.layers_prefix, prefix + "layers")
 
     def test_backbone_keeps_a_relaid_tensor_as_it_is(self):
         module = Module(self.tiny, "model.")

@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   std::vector<dec::KdaCache> caches;
   for (int layer = 0; layer < config.num_hidden_layers; ++layer) {
     if (config.served_kind(layer) != monotile::model::ServedKind::kWhole) continue;
-    caches.push_back({"model.layers." + std::to_string(layer) + ".self_attn",
+    caches.push_back({decode.attention_name(layer),
                       dec::TensorView::dense(monotile::model::Dtype::kBF16, {slots, q + 2, channels}, kNowhere),
                       dec::TensorView::dense(monotile::model::Dtype::kF32, {slots, dims.kda_heads, 128, 128}, kNowhere)});
   }

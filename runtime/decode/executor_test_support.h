@@ -65,6 +65,9 @@ class ExecutorFixture : public ::testing::Test {
         upload_rank_weights(*device_, config_, 1, 0, 0, config_.num_hidden_layers, *source_);
     ASSERT_TRUE(weights.ok()) << weights.status();
     weights_ = std::move(*weights);
+    // The cases key caches and metadata as vLLM names a text-only model's layers; layer_names_test
+    // covers the config's names (the published checkpoint's "language_model.model.layers").
+    weights_.backbone.layers_prefix = "model.layers";
     plan_ = *model::plan_rank(config_, 1, 0);
   }
 

@@ -45,7 +45,7 @@ class LayerKernel {
   int layer = 0;
   model::ServedKind kind = model::ServedKind::kNone;
   bool first = false;      // the step's first served layer: bumps the epoch
-  std::string attn_name;   // "model.layers.<layer>.self_attn": its metadata's key
+  std::string attn_name;   // "<layers_prefix>.<layer>.self_attn": its metadata's key
   K1Tensors k1;            // weights bound (KDA layers); caches after prepare_kv
   K2Tensors k2;            // weights bound
   std::map<int, kernels::k3::K2Build> k2_builds;  // by width

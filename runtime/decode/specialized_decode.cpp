@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/decode/agree.h"
 #include "runtime/decode/executor_builds.h"
+#include "runtime/decode/layer_names.h"
 #include "runtime/decode/runner.h"
 #include "runtime/decode/tp_reasons.h"
 #include "support/log.h"
@@ -25,8 +26,6 @@ using kernels::k3::K2Build;
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-std::string attention_name(int layer) { return absl::StrCat("model.layers.", layer, ".self_attn"); }
 
 DevicePtr weight(const Backbone& backbone, int layer, std::string_view name) {
   // weight_reasons has checked that every weight a kernel reads is present.
@@ -118,6 +117,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
   }
 
   std::unique_ptr<SpecializedDecode> decode(new SpecializedDecode());
+  decode->layers_prefix_ = std::string(layers_prefix(backbone));
   decode->runner_ = std::make_unique<Runner>(device, jit, group, config, model, dims, options);
   Runner& runner = *decode->runner_;
   ExecutorStats& stats = decode->stats_;
@@ -137,7 +137,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
     k.layer = l.layer;
     k.kind = l.kind;
     k.first = served.empty();
-    k.attn_name = attention_name(l.layer);
+    k.attn_name = decode->attention_name(l.layer);
     served.push_back(l.layer);
     bind_weights(backbone, k);
     const bool whole = l.kind == model::ServedKind::kWhole;
@@ -288,5 +288,8 @@ absl::Status SpecializedDecode::check_health() const {
 
 const DecodeConfig& SpecializedDecode::config() const { return runner_->config(); }
 const std::string& SpecializedDecode::kda_prefix() const { return runner_->planner->kda_prefix(); }
+std::string SpecializedDecode::attention_name(int layer) const {
+  return decode::attention_name(layers_prefix_, layer);
+}
 
 }  // namespace monotile::runtime::decode

@@ -159,8 +159,12 @@ class SpecializedDecode {
 
   const ExecutorStats& stats() const { return stats_; }
   const DecodeConfig& config() const;
-  // The name plan() routes on: the first KDA layer's attention ("model.layers.1.self_attn").
+  // The name plan() routes on: the first KDA layer's attention
+  // ("language_model.model.layers.1.self_attn").
   const std::string& kda_prefix() const;
+  // Decoder layer `layer`'s attention module as the host names it ("<layers_prefix>.<layer>.self_attn",
+  // Backbone::layers_prefix or the config's): the key of its attention metadata and its KdaCache.
+  std::string attention_name(int layer) const;
 
  private:
   SpecializedDecode();
@@ -171,6 +175,7 @@ class SpecializedDecode {
   absl::Status bind_kv(const std::vector<KdaCache>& caches);
   std::unique_ptr<Runner> runner_;
   ExecutorStats stats_;
+  std::string layers_prefix_;
 };
 
 }  // namespace monotile::runtime::decode

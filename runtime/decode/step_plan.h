@@ -33,7 +33,7 @@ struct SpecMetadata {
   TensorView spec_query_start_loc;  // i32 [N + 1]
 };
 
-// By layer name ("model.layers.1.self_attn").
+// By layer name ("language_model.model.layers.1.self_attn": SpecializedDecode::attention_name).
 using AttnMetadata = std::map<std::string, SpecMetadata, std::less<>>;
 
 enum class GraphMode { kNone, kPiecewise, kFull };

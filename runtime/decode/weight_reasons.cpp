@@ -51,6 +51,13 @@ std::vector<std::string> weight_reasons(const Backbone& backbone) {
   if (backbone.config == nullptr) return {"no model config: expected Backbone::config"};
   const model::ModelConfig& config = *backbone.config;
   std::vector<std::string> reasons = model::config_reasons(config);
+  if (backbone.layers_prefix.ends_with('.')) {
+    reasons.push_back(
+        str_cat("layers_prefix \"", backbone.layers_prefix,
+                "\" ends in \".\": expected the decoder layers' module prefix without the index or "
+                "its dot, as vLLM names it (\"language_model.model.layers\"), so that layer 1's "
+                "attention is \"<layers_prefix>.1.self_attn\""));
+  }
   absl::StatusOr<model::RankPlan> plan = model::plan_rank(config, backbone.tp, backbone.rank);
   if (!plan.ok()) {
     reasons.push_back(

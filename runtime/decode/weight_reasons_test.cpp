@@ -48,6 +48,20 @@ TEST(WeightReasons, EveryWeightAsPlannedIsAccepted) {
   EXPECT_THAT(weight_reasons(good_backbone()), ElementsAre());
 }
 
+TEST(WeightReasons, LayersPrefixEndingInADot) {
+  Backbone backbone = good_backbone();
+  backbone.layers_prefix = "model.layers.";
+  EXPECT_THAT(
+      weight_reasons(backbone),
+      ElementsAre(
+          "layers_prefix \"model.layers.\" ends in \".\": expected the decoder layers' module "
+          "prefix without the index or its dot, as vLLM names it "
+          "(\"language_model.model.layers\"), so that layer 1's attention is "
+          "\"<layers_prefix>.1.self_attn\""));
+  backbone.layers_prefix = "model.layers";
+  EXPECT_THAT(weight_reasons(backbone), ElementsAre());
+}
+
 TEST(WeightReasons, MissingWeight) {
   Backbone backbone = good_backbone();
   int layer = first_layer(ServedKind::kWhole);
