@@ -46,6 +46,10 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
     MT_RETURN_IF_ERROR(device.fill_bytes(launch.clock_.address(), 0, launch.clock_.size()));
   }
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0, static_cast<size_t>(launch.layout_.zeroed_bytes)));
+  if (kernel != nullptr) {
+    // The binding's types against the kernel's signature, once, in the storage launches reuse.
+    MT_RETURN_IF_ERROR(pack_arguments_into(launch.packed_, kernel->name(), kernel->params(), launch.arguments({}, 0)));
+  }
   return launch;
 }
 
@@ -104,7 +108,8 @@ absl::Status K1Launch::launch(const Kernel& kernel, const K1Tensors& tensors, in
   }
   MT_RETURN_IF_ERROR(
       order_.check(kernel, [&] { return absl::StrCat("K1 of build \"", kernels::k3::k1_name(build_), "\""); }));
-  return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, arguments(tensors, layer), stream);
+  MT_RETURN_IF_ERROR(pack_arguments_into(packed_, kernel.name(), kernel.params(), arguments(tensors, layer)));
+  return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, packed_, stream);
 }
 
 std::string k1_region_name(int32_t region) {

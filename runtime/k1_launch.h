@@ -88,7 +88,9 @@ class K1Launch {
   // reusing the scratch needs a new (epoch, layer) pair.
   absl::Status set_epoch(int32_t epoch) { return state_->set_epoch(epoch); }
 
-  // Launches on `stream` over programs() instances, after checking the kernel is this build's.
+  // Launches on `stream` over programs() instances, after checking the kernel is this build's; the
+  // arguments are packed into the binding's own storage (nothing is allocated). Not concurrently
+  // with another launch of this binding.
   absl::Status launch(const Kernel& kernel, const K1Tensors& tensors, int layer, Stream& stream) const;
 
   // After the launch has finished: the records of every wait that gave up (empty when word 0 is
@@ -118,6 +120,10 @@ class K1Launch {
 
   std::shared_ptr<LaunchState> state_;
   ParameterOrder order_;  // the build's parameters in the table, resolved by create
+  // The launch's argument storage, made by create (packed there once against the kernel's
+  // signature when it is given) and packed again in place by every launch: a launch allocates
+  // nothing. Launches of one binding therefore come from one thread at a time (an executor's step).
+  mutable PackedArguments packed_;
   kernels::k3::K1Build build_;
   kernels::k3::K1Scratch layout_;
   DeviceBuffer scratch_;

@@ -56,6 +56,11 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
   }
   MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0,
                                        static_cast<size_t>(launch.layout_.zeroed_bytes)));
+  if (kernel != nullptr) {
+    // The binding's types against the kernel's signature, once, in the storage launches reuse.
+    MT_RETURN_IF_ERROR(pack_arguments_into(launch.packed_, kernel->name(), kernel->params(),
+                                           launch.arguments({}, 0)));
+  }
   return launch;
 }
 
@@ -125,8 +130,9 @@ absl::Status K2Launch::launch(const Kernel& kernel, const K2Tensors& tensors, in
   }
   MT_RETURN_IF_ERROR(order_.check(
       kernel, [&] { return absl::StrCat("K2 of build \"", kernels::k3::k2_name(build_), "\""); }));
-  return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, arguments(tensors, layer),
-                       stream);
+  MT_RETURN_IF_ERROR(
+      pack_arguments_into(packed_, kernel.name(), kernel.params(), arguments(tensors, layer)));
+  return kernel.launch(Dim3{static_cast<uint32_t>(programs()), 1, 1}, packed_, stream);
 }
 
 std::string k2_region_name(int32_t region) {

@@ -91,7 +91,8 @@ class K2Launch {
   absl::Status set_epoch(int32_t epoch) { return state_->set_epoch(epoch); }
 
   // Launches on `stream` over programs() instances, after checking the kernel is this build's and
-  // the layer is in 0..127.
+  // the layer is in 0..127; the arguments are packed into the binding's own storage (nothing is
+  // allocated). Not concurrently with another launch of this binding.
   absl::Status launch(const Kernel& kernel, const K2Tensors& tensors, int layer,
                       Stream& stream) const;
 
@@ -124,6 +125,10 @@ class K2Launch {
 
   std::shared_ptr<LaunchState> state_;
   ParameterOrder order_;  // the build's parameters in the table, resolved by create
+  // The launch's argument storage, made by create (packed there once against the kernel's
+  // signature when it is given) and packed again in place by every launch: a launch allocates
+  // nothing. Launches of one binding therefore come from one thread at a time (an executor's step).
+  mutable PackedArguments packed_;
   kernels::k3::K2Build build_;
   kernels::k3::K2Scratch layout_;
   DeviceBuffer scratch_;

@@ -90,12 +90,21 @@ std::span<const std::byte> PackedArguments::bytes(size_t i) const {
 
 absl::StatusOr<PackedArguments> pack_arguments(std::string_view kernel_name, std::span<const KernelParam> params,
                                                std::span<const KernelArgument> args) {
+  PackedArguments packed;
+  MT_RETURN_IF_ERROR(pack_arguments_into(packed, kernel_name, params, args));
+  return packed;
+}
+
+absl::Status pack_arguments_into(PackedArguments& packed, std::string_view kernel_name,
+                                 std::span<const KernelParam> params, std::span<const KernelArgument> args) {
+  packed.slots_.clear();
+  packed.sizes_.clear();
+  packed.pointers_.clear();
   if (args.size() != params.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "launch of kernel \"%s\": expected %d arguments (%s), got %d; hint: pass one argument per parameter, in order",
         to_absl(kernel_name), params.size(), signature(params), args.size()));
   }
-  PackedArguments packed;
   packed.slots_.resize(params.size());
   packed.sizes_.resize(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
@@ -119,7 +128,7 @@ absl::StatusOr<PackedArguments> pack_arguments(std::string_view kernel_name, std
     packed.sizes_[i] = param.size;
   }
   packed.point_at_slots();
-  return packed;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Kernel> Kernel::load(Device& device, const jit::CompiledBuild& build, std::vector<KernelParam> params) {
@@ -151,6 +160,19 @@ absl::Status Kernel::launch(const Dim3& grid, std::span<const KernelArgument> ar
         "launch of kernel \"%s\": grid %s has an empty dimension; expected every count >= 1", name_, describe(grid)));
   }
   MT_ASSIGN_OR_RETURN(PackedArguments packed, pack_arguments(name_, params_, args));
+  return device_->launch(function_, config(grid), packed.pointers(), stream);
+}
+
+absl::Status Kernel::launch(const Dim3& grid, PackedArguments& packed, Stream& stream) const {
+  if (grid.count() == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "launch of kernel \"%s\": grid %s has an empty dimension; expected every count >= 1", name_, describe(grid)));
+  }
+  if (packed.size() != params_.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "launch of kernel \"%s\": %d arguments packed, expected %d (%s); hint: pack them with this kernel's params()",
+        name_, packed.size(), params_.size(), signature(params_)));
+  }
   return device_->launch(function_, config(grid), packed.pointers(), stream);
 }
 

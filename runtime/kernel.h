@@ -45,8 +45,8 @@ class PackedArguments {
   std::span<const std::byte> bytes(size_t i) const;
 
  private:
-  friend absl::StatusOr<PackedArguments> pack_arguments(std::string_view, std::span<const dsl::lower::KernelParam>,
-                                                        std::span<const KernelArgument>);
+  friend absl::Status pack_arguments_into(PackedArguments&, std::string_view, std::span<const dsl::lower::KernelParam>,
+                                          std::span<const KernelArgument>);
   void point_at_slots();
   absl::InlinedVector<uint64_t, kInlineArguments> slots_;  // one 8-byte slot per argument: enough for every type
   absl::InlinedVector<int, kInlineArguments> sizes_;
@@ -59,6 +59,13 @@ class PackedArguments {
 absl::StatusOr<PackedArguments> pack_arguments(std::string_view kernel_name,
                                                std::span<const dsl::lower::KernelParam> params,
                                                std::span<const KernelArgument> args);
+// The same into `packed`, reusing its storage: a binding that launches often keeps one
+// PackedArguments and packs each launch's values into it, allocating nothing (up to
+// kInlineArguments arguments; the message of a refusal is the only allocation). On a refusal
+// `packed` is left empty.
+absl::Status pack_arguments_into(PackedArguments& packed, std::string_view kernel_name,
+                                 std::span<const dsl::lower::KernelParam> params,
+                                 std::span<const KernelArgument> args);
 
 class Kernel {
  public:
@@ -70,6 +77,9 @@ class Kernel {
   // Enqueues one launch over `grid` on `stream` with the build's block and dynamic shared memory.
   // Errors: the argument checks of pack_arguments, an empty grid, or the driver's launch error.
   absl::Status launch(const Dim3& grid, std::span<const KernelArgument> args, Stream& stream) const;
+  // The same with arguments packed for this kernel (pack_arguments_into with params()): the driver
+  // copies their values when the launch is enqueued, so `packed` may be packed again on return.
+  absl::Status launch(const Dim3& grid, PackedArguments& packed, Stream& stream) const;
 
   const std::string& name() const { return name_; }
   const std::vector<dsl::lower::KernelParam>& params() const { return params_; }

@@ -123,6 +123,23 @@ TEST(PackArguments, PointersSurviveAMove) {
   EXPECT_EQ(value, int64_t{1} << 40);
 }
 
+TEST(PackArguments, IntoKeepsTheStorageAndEmptiesOnARefusal) {
+  const std::vector<KernelParam> params = {KernelParam{"n", {ScalarType::kI32, false}, "int", 4, 4}};
+  PackedArguments packed;
+  ASSERT_TRUE(pack_arguments_into(packed, "one", params, std::vector<KernelArgument>{KernelArgument::of(int32_t{7})}).ok());
+  void* const slot = packed.pointers()[0];
+  ASSERT_TRUE(pack_arguments_into(packed, "one", params, std::vector<KernelArgument>{KernelArgument::of(int32_t{9})}).ok());
+  EXPECT_EQ(packed.pointers()[0], slot) << "packed again in the same storage";
+  int32_t value = 0;
+  std::memcpy(&value, packed.pointers()[0], 4);
+  EXPECT_EQ(value, 9);
+  const absl::Status refused =
+      pack_arguments_into(packed, "one", params, std::vector<KernelArgument>{KernelArgument::of(2.0f)});
+  EXPECT_EQ(std::string(refused.message()),
+            "launch of kernel \"one\": argument 0 \"n\": expected i32, got f32; hint: pass a scalar of type i32");
+  EXPECT_EQ(packed.size(), 0u);
+}
+
 // scale(x, out, factor, n): out[i] = bf16(x[i] * factor) for i < n.
 dsl::Program scale_program() {
   using namespace monotile::dsl;  // NOLINT
@@ -173,6 +190,40 @@ TEST(Kernel, LaunchesOnTheCpuDeviceWithPackedArguments) {
   ASSERT_TRUE(f.device->copy_to_host(host_out.data(), out->address(), 128).ok());
   for (int i = 0; i < 40; ++i) EXPECT_EQ(dsl::interp::bf16_bits_to_double(host_out[i]), 0.5 * i) << i;
   for (int i = 40; i < 64; ++i) EXPECT_EQ(host_out[i], 0xffff) << i;  // masked lanes untouched
+}
+
+TEST(Kernel, LaunchesArgumentsPackedOnceAndRepacked) {
+  CpuKernelFixture f;
+  absl::StatusOr<Kernel> kernel = Kernel::load(*f.device, f.build, f.params);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  absl::StatusOr<DeviceBuffer> x = f.device->allocate(64 * 4), out = f.device->allocate(64 * 2);
+  ASSERT_TRUE(x.ok() && out.ok());
+  std::vector<float> host_x(64, 1.5f);
+  ASSERT_TRUE(f.device->copy_to_device(x->address(), host_x.data(), 256).ok());
+  ASSERT_TRUE(f.device->fill_bytes(out->address(), 0xff, 128).ok());
+  absl::StatusOr<Stream> stream = f.device->create_stream();
+  ASSERT_TRUE(stream.ok());
+  PackedArguments packed;
+  for (const int n : {8, 16}) {
+    const std::vector<KernelArgument> args = {
+        KernelArgument::pointer(reinterpret_cast<const void*>(x->address()), ScalarType::kF32),
+        KernelArgument::pointer(reinterpret_cast<const void*>(out->address()), ScalarType::kBf16),
+        KernelArgument::floating(ScalarType::kBf16, n == 8 ? 2.0 : 4.0), KernelArgument::of(int32_t{n})};
+    ASSERT_TRUE(pack_arguments_into(packed, kernel->name(), kernel->params(), args).ok());
+    ASSERT_TRUE(kernel->launch({1, 1, 1}, packed, *stream).ok());
+  }
+  std::vector<uint16_t> host_out(64);
+  ASSERT_TRUE(f.device->copy_to_host(host_out.data(), out->address(), 128).ok());
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(dsl::interp::bf16_bits_to_double(host_out[i]), 6.0) << i;
+  for (int i = 16; i < 64; ++i) EXPECT_EQ(host_out[i], 0xffff) << i;
+
+  PackedArguments other;
+  ASSERT_TRUE(pack_arguments_into(other, "one", std::vector<KernelParam>{f.params[3]},
+                                  std::vector<KernelArgument>{KernelArgument::of(int32_t{1})})
+                  .ok());
+  EXPECT_EQ(std::string(kernel->launch({1, 1, 1}, other, *stream).message()),
+            "launch of kernel \"scale\": 1 arguments packed, expected 4 (x: ptr<f32>, out: ptr<bf16>, factor: bf16, "
+            "n: i32); hint: pack them with this kernel's params()");
 }
 
 TEST(Kernel, RefusesWrongArgumentsBeforeTheDevice) {

@@ -1,7 +1,7 @@
 // A planned step's host path allocates nothing: plan, Step::layer, every launch it enqueues (the
-// epoch bump, K1, K2) and after_step between votes. The device under the executor counts launches
-// and runs none, so what is counted is the executor's own work; the test binary replaces the
-// global operator new to count the allocations of the test's thread.
+// epoch bump, K1, K2) and after_step, at k3-tiny's layers and over 100 steps of K3's 92. The device
+// under the executor counts launches and runs none, so what is counted is the executor's own work;
+// the test binary replaces the global operator new to count the allocations of the test's thread.
 #include <cstdlib>
 #include <new>
 
@@ -129,6 +129,104 @@ TEST_F(LaunchPath, AStepOfEveryServedLayerAllocatesNothingOnTheHost) {
       EXPECT_EQ(allocations, 0) << "step " << step << " allocated on the host";
     }
   }
+}
+
+// K3's 92 served layers at TP 8 (rank 0's shapes, q 4), over 100 planned steps: no step after the
+// first allocates. The weights, caches and step tensors are views at one address the device never
+// reads (its launches are counted, not run).
+TEST(LaunchPathK3, AHundredStepsOfNinetyTwoLayersAllocateNothing) {
+  const model::ModelConfig config = *model::load_config("k3");
+  constexpr int kTp = 8, kQ = 4, kRequests = 2, kSteps = 100;
+  constexpr DevicePtr kNowhere = 0x1000;
+  const model::RankPlan plan = *model::plan_rank(config, kTp, 0);
+  const model::RankDims dims = *model::rank_dims(config, kTp, 0);
+  Backbone backbone{.config = &config,
+                    .tp = kTp,
+                    .rank = 0,
+                    .start_layer = 0,
+                    .end_layer = config.num_hidden_layers,
+                    .weights = {}};
+  for (const model::LayerPlan& layer : plan.layers) {
+    if (layer.layer < 0) continue;
+    for (const model::RankTensor& t : layer.tensors) {
+      backbone.weights[layer.layer][t.name] = TensorView::dense(t.dtype, t.shape, kNowhere);
+    }
+  }
+  auto device = std::make_unique<PausingDevice>(
+      make_cpu_device(interpreter_loader(ProgramCatalog::process())));
+  std::unique_ptr<Group> group = make_single_process_group();
+  absl::StatusOr<std::unique_ptr<SpecializedDecode>> made = SpecializedDecode::create(
+      backbone, {.q = kQ, .max_rows = 8}, *group, *device, jit::Jit::process_default(),
+      // No fail-stop vote within the steps: the vote is a gather over the host's group, whose
+      // result the group allocates. One rank of TP 8 alone (tp_reasons.h).
+      {.check_every = kSteps + 1,
+       .on_progress = nullptr,
+       .log = [](const std::string&) {},
+       .other_ranks_stood_in = true});
+  ASSERT_TRUE(made.ok()) << made.status();
+  SpecializedDecode& decode = **made;
+  ASSERT_EQ(decode.stats().layers, 92);
+
+  std::vector<KdaCache> caches;
+  int kda = 0;
+  for (int layer = 0; layer < config.num_hidden_layers; ++layer) {
+    if (config.served_kind(layer) != model::ServedKind::kWhole) continue;
+    ++kda;
+    caches.push_back(
+        {decode.attention_name(layer),
+         TensorView::dense(model::Dtype::kBF16, {64, kQ + 2, 3 * dims.kda_projection}, kNowhere),
+         TensorView::dense(model::Dtype::kF32, {64, dims.kda_heads, 128, 128}, kNowhere)});
+  }
+  ASSERT_TRUE(decode.prepare_kv(caches).ok());
+  const SpecMetadata m{
+      .spec_sequence_masks = true,
+      .num_spec_decodes = kRequests,
+      .uniform_spec_sequence_length = kQ,
+      .spec_state_indices = TensorView::dense(model::Dtype::kI32, {kRequests, kQ}, kNowhere),
+      .num_accepted_tokens = TensorView::dense(model::Dtype::kI32, {kRequests}, kNowhere),
+      .spec_query_start_loc = TensorView::dense(model::Dtype::kI32, {kRequests + 1}, kNowhere)};
+  const AttnMetadata metadata{{decode.kda_prefix(), m}};
+  const StepInputs inputs{
+      .width = kRequests * kQ, .attn_metadata = &metadata, .kda_state = &caches.front().recurrent};
+  Stream stream = *device->create_stream();
+  const int64_t h = config.hidden_size;
+  LayerIo io{.prefix = kNowhere,
+             .blocks = kNowhere,
+             .blocks_token_stride = config.block_count() * h,
+             .blocks_block_stride = h,
+             .delta = kNowhere,
+             .attention = [](int, const LayerIo&, Stream&) -> absl::StatusOr<DevicePtr> {
+               return kNowhere;
+             }};
+
+  // The counter sees an allocation made while it counts (a direct call: never elided).
+  counting = true;
+  allocations = 0;
+  static void* volatile sink = nullptr;
+  sink = ::operator new(16);
+  counting = false;
+  ::operator delete(sink);
+  ASSERT_EQ(allocations, 1);
+
+  int64_t allocated = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    const int launched = device->launches();
+    io.delta = kNowhere;
+    counting = step > 0;  // the first step may fill what a run keeps
+    allocations = 0;
+    absl::StatusOr<std::optional<Step>> planned = decode.plan(inputs);
+    bool all_ok = planned.ok() && planned->has_value();
+    for (int layer = 0; all_ok && layer < config.num_hidden_layers; ++layer) {
+      if (std::optional<LayerLaunch> launch = (*planned)->layer(layer))
+        all_ok = (*launch)(io, stream).ok();
+    }
+    all_ok = all_ok && decode.after_step(stream).ok();
+    counting = false;
+    allocated += allocations;
+    ASSERT_TRUE(all_ok) << "step " << step << " was refused or failed";
+    ASSERT_EQ(device->launches() - launched, 1 + 2 * kda + (92 - kda)) << "step " << step;
+  }
+  EXPECT_EQ(allocated, 0) << "host allocations over steps 1.." << kSteps - 1;
 }
 
 }  // namespace
