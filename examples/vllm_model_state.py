@@ -46,6 +46,9 @@ class SpecializedDecodeHooks:
             forward_context=self.forward_context,  # vLLM: get_forward_context() if is_forward_context_available()
             apply_attn_res=self.apply_attn_res,  # vLLM: linear._apply_attn_res
             log=print,
+            # What the MoE method holds in the MXFP4 experts' tensors: the kernels read the
+            # checkpoint's bytes only (docs/decode.md, "The experts' layout").
+            experts_layout="checkpoint",
         )
 
     def plan_specialized_decode(self, positions, intermediate_tensors):

@@ -44,7 +44,8 @@ absl::StatusOr<std::unique_ptr<AliasedWeights>> AliasedWeights::create(
                   .rank = rank,
                   .start_layer = 0,
                   .end_layer = config.num_hidden_layers,
-                  .weights = {}};
+                  .weights = {},
+                  .experts_layout = std::string(runtime::decode::kCheckpointExpertsLayout)};
   w->seed_ = seed;
   // One fill program per element type, loaded once.
   for (auto [dtype, type] :

@@ -126,13 +126,17 @@ def backbone(
     rank: int,
     start_layer: int | None = None,
     end_layer: int | None = None,
+    experts_layout: str = "",
 ) -> monotile.Backbone:
     """The rank's Backbone from ``model.named_parameters()`` (the causal LM, its ``model`` or the
     multimodal wrapper: any prefix before ``layers.N.``, which becomes the Backbone's
     ``layers_prefix``). The layer range defaults to the module's ``start_layer`` / ``end_layer``
     (vLLM's pipeline range), else every decoder layer; MTP layers (past num_hidden_layers) are never
     part of it. Tensors are passed as they are: a re-laid or strided one is refused by
-    weight_reasons, never copied."""
+    weight_reasons, never copied. ``experts_layout``: what the MoE method holds in the MXFP4
+    experts' tensors, "checkpoint" when it keeps the checkpoint's bytes (the only layout the kernels
+    read; a method that re-lays them keeps their shapes, so this cannot be seen from the tensors);
+    left empty, weight_reasons refuses it as not declared."""
     inner = getattr(model, "model", model)
     start = start_layer if start_layer is not None else getattr(inner, "start_layer", 0)
     end = end_layer if end_layer is not None else getattr(inner, "end_layer", config.num_hidden_layers)
@@ -147,7 +151,8 @@ def backbone(
         layer = int(match["layer"])
         if start <= layer < end:
             weights.setdefault(layer, {})[parameter_name(match["name"])] = _tensor(parameter)
-    return monotile.Backbone(config, tp, rank, start, end, weights, layers_prefix=layers_prefix)
+    return monotile.Backbone(config, tp, rank, start, end, weights, layers_prefix=layers_prefix,
+                             experts_layout=experts_layout)
 
 
 class Group:
@@ -280,6 +285,7 @@ class SpecializedDecode:
         attention: Callable[..., Any] | None = None,
         device: monotile.Device | None = None,
         log: Callable[[str], None] | None = None,
+        experts_layout: str = "",
     ):
         self.model = model
         self._forward_context = forward_context
@@ -287,7 +293,7 @@ class SpecializedDecode:
             group = Group(group)
         if attention is None and apply_attn_res is not None:
             attention = mla_attention(model.layers, apply_attn_res)
-        self.backbone = backbone(model, model_config, tp=tp, rank=rank)
+        self.backbone = backbone(model, model_config, tp=tp, rank=rank, experts_layout=experts_layout)
         self.decode = monotile.SpecializedDecode(
             self.backbone, config, group, device=device, attention=attention, log=log
         )

@@ -304,7 +304,8 @@ void bind_decode_checks(nb::module_& m) {
       .def(
           "__init__",
           [](BackboneObject* self_storage, nb::object config, int tp, int rank, int start_layer,
-             int end_layer, nb::dict weights, std::string layers_prefix) {
+             int end_layer, nb::dict weights, std::string layers_prefix,
+             std::string experts_layout) {
             // Built whole before the placement: an exception part-way must leave nothing half-made.
             BackboneObject made;
             BackboneObject* self = &made;
@@ -315,6 +316,7 @@ void bind_decode_checks(nb::module_& m) {
             self->backbone.start_layer = start_layer;
             self->backbone.end_layer = end_layer;
             self->backbone.layers_prefix = std::move(layers_prefix);
+            self->backbone.experts_layout = std::move(experts_layout);
             for (auto [layer_key, tensors] : weights) {
               const int layer = nb::cast<int>(layer_key);
               auto& by_name = self->backbone.weights[layer];
@@ -333,11 +335,15 @@ void bind_decode_checks(nb::module_& m) {
           },
           nb::arg("config"), nb::arg("tp"), nb::arg("rank"), nb::arg("start_layer"),
           nb::arg("end_layer"), nb::arg("weights"), nb::kw_only(), nb::arg("layers_prefix") = "",
+          nb::arg("experts_layout") = "",
           nb::sig("def __init__(self, config: ModelConfig, tp: int, rank: int, start_layer: int, "
                   "end_layer: int, "
-                  "weights: dict[int, dict[str, object]], *, layers_prefix: str = '') -> None"),
+                  "weights: dict[int, dict[str, object]], *, layers_prefix: str = '', "
+                  "experts_layout: str = '') -> None"),
           "layers_prefix: the decoder layers' module prefix as vLLM names them, without the index "
-          "('language_model.model.layers'; '' takes the config's).")
+          "('language_model.model.layers'; '' takes the config's). experts_layout: how the MXFP4 "
+          "experts' bytes are held; the kernels read 'checkpoint' only (the checkpoint's bytes): "
+          "anything else, or nothing declared, is refused by weight_reasons.")
       .def_prop_ro("config", [](const BackboneObject& b) { return b.config; })
       .def_prop_ro("tp", [](const BackboneObject& b) { return b.backbone.tp; })
       .def_prop_ro("rank", [](const BackboneObject& b) { return b.backbone.rank; })
@@ -345,6 +351,8 @@ void bind_decode_checks(nb::module_& m) {
       .def_prop_ro("end_layer", [](const BackboneObject& b) { return b.backbone.end_layer; })
       .def_prop_ro("layers_prefix",
                    [](const BackboneObject& b) { return b.backbone.layers_prefix; })
+      .def_prop_ro("experts_layout",
+                   [](const BackboneObject& b) { return b.backbone.experts_layout; })
       .def_prop_ro("tensor_count", [](const BackboneObject& b) { return b.tensors.size(); });
   m.def(
       "weight_reasons",

@@ -50,7 +50,7 @@ class K3Tiny:
     def backbone(self, start: int = 0, end: int | None = None, weights=None) -> monotile.Backbone:
         end = self.config.num_hidden_layers if end is None else end
         return monotile.Backbone(self.config, 1, 0, start, end, self.weights if weights is None else weights,
-                                 layers_prefix="model.layers")
+                                 layers_prefix="model.layers", experts_layout="checkpoint")
 
     def caches(self, rng: np.random.Generator, layers=None) -> dict[int, SimpleNamespace]:
         """Each KDA layer's states: conv channels-last [slots, q + 2, 3 Pl] bf16, recurrent f32."""

@@ -31,7 +31,7 @@ def main() -> None:
     device = monotile.launch_counting_device()
     start = time.perf_counter()
     weights = monotile.testing.placeholder_rank_weights(config, tp, 0)
-    backbone = monotile.Backbone(config, tp, 0, 0, config.num_hidden_layers, weights)
+    backbone = monotile.Backbone(config, tp, 0, 0, config.num_hidden_layers, weights, experts_layout="checkpoint")
     core = np.zeros((width, config.num_attention_heads // tp * config.v_head_dim), np.uint16)
     decode = monotile.SpecializedDecode(backbone, monotile.DecodeConfig(q=q, max_rows=16), monotile.single_process_group(),
                                         device=device, attention=lambda *args: core, log=print,

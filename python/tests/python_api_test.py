@@ -92,7 +92,7 @@ class DecodeConfigTest(unittest.TestCase):
 class ReasonsTest(unittest.TestCase):
     def test_no_weights_every_reason(self):
         config = monotile.load_config("k3-tiny")
-        reasons = monotile.weight_reasons(monotile.Backbone(config, 1, 0, 0, 13, {}))
+        reasons = monotile.weight_reasons(monotile.Backbone(config, 1, 0, 0, 13, {}, experts_layout="checkpoint"))
         self.assertTrue(reasons)
         self.assertTrue(all(r.startswith("layer ") for r in reasons), reasons[:3])
         self.assertTrue(any("missing" in r for r in reasons), reasons[:3])

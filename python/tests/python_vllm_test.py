@@ -50,7 +50,8 @@ class VllmNamesTest(unittest.TestCase):
 
     def test_backbone_from_named_parameters_of_either_prefix(self):
         for prefix in ["model.", "language_model.model."]:
-            backbone = monotile.vllm.backbone(Module(self.tiny, prefix), self.tiny.config, tp=1, rank=0)
+            backbone = monotile.vllm.backbone(Module(self.tiny, prefix), self.tiny.config, tp=1, rank=0,
+                                              experts_layout="checkpoint")
             self.assertEqual((backbone.start_layer, backbone.end_layer), (0, self.tiny.config.num_hidden_layers))
             self.assertEqual(monotile.weight_reasons(backbone), [], prefix)
             self.assertEqual(backbone.layers_prefix, prefix + "layers")
@@ -66,7 +67,8 @@ class VllmNamesTest(unittest.TestCase):
                 yield name, tensor
 
         module.named_parameters = strided
-        reasons = monotile.weight_reasons(monotile.vllm.backbone(module, self.tiny.config, tp=1, rank=0))
+        reasons = monotile.weight_reasons(
+            monotile.vllm.backbone(module, self.tiny.config, tp=1, rank=0, experts_layout="checkpoint"))
         self.assertEqual(len(reasons), 1, reasons)
         self.assertTrue(reasons[0].startswith('layer 1 weight "self_attn.o_norm.weight"'), reasons)
 

@@ -10,7 +10,8 @@ absl::StatusOr<DeviceWeights> upload_rank_weights(Device& device, const model::M
                                                   int start_layer, int end_layer, const model::TensorSource& source) {
   MT_ASSIGN_OR_RETURN(model::RankPlan plan, model::plan_rank(config, tp, rank));
   DeviceWeights weights;
-  weights.backbone = {.config = &config, .tp = tp, .rank = rank, .start_layer = start_layer, .end_layer = end_layer, .weights = {}};
+  weights.backbone = {.config = &config, .tp = tp, .rank = rank, .start_layer = start_layer, .end_layer = end_layer, .weights = {},
+                      .experts_layout = std::string(kCheckpointExpertsLayout)};
   for (const model::LayerPlan& layer : plan.layers) {
     if (layer.layer < start_layer || layer.layer >= end_layer) continue;
     auto& views = weights.backbone.weights[layer.layer];

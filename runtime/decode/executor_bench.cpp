@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
   // Views with the plan's shapes at one address no one reads.
   constexpr uint64_t kNowhere = 0x1000;
   dec::Backbone backbone{.config = &config, .tp = tp, .rank = rank, .start_layer = 0,
-                         .end_layer = config.num_hidden_layers, .weights = {}};
+                         .end_layer = config.num_hidden_layers, .weights = {},
+                         .experts_layout = std::string(dec::kCheckpointExpertsLayout)};
   for (const monotile::model::LayerPlan& layer : plan.layers) {
     if (layer.layer < 0) continue;
     for (const monotile::model::RankTensor& t : layer.tensors) {

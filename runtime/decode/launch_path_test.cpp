@@ -145,7 +145,8 @@ TEST(LaunchPathK3, AHundredStepsOfNinetyTwoLayersAllocateNothing) {
                     .rank = 0,
                     .start_layer = 0,
                     .end_layer = config.num_hidden_layers,
-                    .weights = {}};
+                    .weights = {},
+                    .experts_layout = std::string(kCheckpointExpertsLayout)};
   for (const model::LayerPlan& layer : plan.layers) {
     if (layer.layer < 0) continue;
     for (const model::RankTensor& t : layer.tensors) {

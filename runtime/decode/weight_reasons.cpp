@@ -76,6 +76,20 @@ std::vector<std::string> weight_reasons(const Backbone& backbone) {
                    reasons);
     }
   }
+  if (any_served && backbone.experts_layout != kCheckpointExpertsLayout) {
+    reasons.push_back(str_cat(backbone.experts_layout.empty()
+                                  ? std::string("experts_layout is not declared")
+                                  : str_cat("experts_layout \"", backbone.experts_layout,
+                                            "\" is not read by the kernels"),
+                              ": expected \"", kCheckpointExpertsLayout,
+                              "\", the layout the kernels read the MXFP4 experts in (the "
+                              "checkpoint's w13/w2 bytes and E8M0 scales, "
+                              "split on the intermediate as vLLM loads them); hint: keep the "
+                              "checkpoint's expert bytes for the kernels "
+                              "(a MoE backend that re-lays them after loading gives other values "
+                              "in the same shapes) and declare "
+                              "Backbone::experts_layout \"checkpoint\""));
+  }
   if (!any_served) {
     reasons.push_back(str_cat("no served layer in this rank's layers [", backbone.start_layer, ", ",
                               backbone.end_layer,

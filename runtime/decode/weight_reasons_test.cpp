@@ -29,7 +29,8 @@ int first_layer(ServedKind kind) {
 
 // Every per-rank tensor of every layer, dense, at TP 1.
 Backbone good_backbone() {
-  Backbone backbone{&tiny(), 1, 0, 0, tiny().num_hidden_layers, {}};
+  Backbone backbone{
+      &tiny(), 1, 0, 0, tiny().num_hidden_layers, {}, "", std::string(kCheckpointExpertsLayout)};
   model::RankPlan plan = *model::plan_rank(tiny(), 1, 0);
   uint64_t address = 0x1000;
   for (const model::LayerPlan& layer : plan.layers) {
@@ -60,6 +61,53 @@ TEST(WeightReasons, LayersPrefixEndingInADot) {
           "\"<layers_prefix>.1.self_attn\""));
   backbone.layers_prefix = "model.layers";
   EXPECT_THAT(weight_reasons(backbone), ElementsAre());
+}
+
+TEST(WeightReasons, ExpertsInAnotherLayoutNameTheCheckpoints) {
+  Backbone backbone = good_backbone();
+  backbone.experts_layout = "triton_kernels hopper swizzle";
+  EXPECT_THAT(
+      weight_reasons(backbone),
+      ElementsAre(
+          "experts_layout \"triton_kernels hopper swizzle\" is not read by the kernels: expected "
+          "\"checkpoint\", the layout the kernels read the MXFP4 experts in (the checkpoint's "
+          "w13/w2 "
+          "bytes and E8M0 scales, split on the intermediate as vLLM loads them); hint: keep the "
+          "checkpoint's expert bytes for the kernels (a MoE backend that re-lays them after "
+          "loading "
+          "gives other values in the same shapes) and declare Backbone::experts_layout "
+          "\"checkpoint\""));
+}
+
+TEST(WeightReasons, ExpertsLayoutNotDeclared) {
+  Backbone backbone = good_backbone();
+  backbone.experts_layout.clear();
+  EXPECT_THAT(weight_reasons(backbone),
+              ElementsAre(testing::StartsWith(
+                  "experts_layout is not declared: expected \"checkpoint\", the layout "
+                  "the kernels read the MXFP4 experts in")));
+}
+
+// docs/decode.md's cost of keeping the checkpoint's expert bytes at K3 TP 8: 1,965,293,568 bytes a
+// layer on each rank (1.83 GiB), 180,807,008,256 over the 92 MoE layers (168.4 GiB).
+TEST(WeightReasons, K3ExpertBytesAtTp8AsTheDocsSay) {
+  const model::ModelConfig k3 = *model::load_config("k3");
+  const model::RankPlan plan = *model::plan_rank(k3, 8, 0);
+  uint64_t bytes = 0, layer_one = 0;
+  int layers = 0;
+  for (const model::LayerPlan& layer : plan.layers) {
+    bool any = false;
+    for (const model::RankTensor& t : layer.tensors) {
+      if (t.name.find("block_sparse_moe.experts.") == std::string::npos) continue;
+      bytes += t.nbytes();
+      if (layer.layer == 1) layer_one += t.nbytes();
+      any = true;
+    }
+    layers += any;
+  }
+  EXPECT_EQ(layers, 92);
+  EXPECT_EQ(layer_one, uint64_t{1'965'293'568});
+  EXPECT_EQ(bytes, uint64_t{180'807'008'256});
 }
 
 TEST(WeightReasons, MissingWeight) {
