@@ -12,7 +12,8 @@ namespace monotile::runtime {
 DeviceResource::DeviceResource(DeviceResource&& other) noexcept
     : device_(std::exchange(other.device_, nullptr)),
       kind_(other.kind_),
-      native_(std::exchange(other.native_, 0)) {}
+      native_(std::exchange(other.native_, 0)),
+      owned_(std::exchange(other.owned_, true)) {}
 
 DeviceResource& DeviceResource::operator=(DeviceResource&& other) noexcept {
   if (this != &other) {
@@ -20,6 +21,7 @@ DeviceResource& DeviceResource::operator=(DeviceResource&& other) noexcept {
     device_ = std::exchange(other.device_, nullptr);
     kind_ = other.kind_;
     native_ = std::exchange(other.native_, 0);
+    owned_ = std::exchange(other.owned_, true);
   }
   return *this;
 }
@@ -28,14 +30,25 @@ DeviceResource::~DeviceResource() { reset(); }
 
 void DeviceResource::reset() {
   if (device_ == nullptr) return;
-  device_->release(kind_, native_);
+  if (owned_) device_->release(kind_, native_);
   device_ = nullptr;
   native_ = 0;
+  owned_ = true;
 }
 
 std::string describe(const DeviceInfo& info) {
   return absl::StrCat(dsl::vendor_name(info.vendor).data(), " device ", info.ordinal, " \"",
                       info.name, "\" (", info.target.str(), ")");
+}
+
+absl::StatusOr<Stream> Device::wrap_stream(uint64_t native) { return Stream(this, native, false); }
+
+absl::StatusOr<Event> Device::wrap_event(uint64_t native) {
+  if (native == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("wrap_event on ", describe(info()),
+                                                   ": the native event is null; expected an event the host created"));
+  }
+  return Event(this, native, false);
 }
 
 absl::Status Device::check_owned(const DeviceResource& resource, std::string_view what) const {

@@ -52,12 +52,24 @@ class Device {
 
   // A stream that does not synchronize with the legacy default stream.
   virtual absl::StatusOr<Stream> create_stream() = 0;
+  // A Stream over a native stream the host owns, so that this device's launches and copies are
+  // ordered with the host's own work (vLLM: torch's current stream) and captured by the host's
+  // graph capture. `native` is the stream as an integer: the CUDA or HIP driver's stream handle on
+  // a GPU (0, the legacy default stream, included), the native() of a Stream this device made on
+  // the CPU device. Not owned: destroying the Stream leaves the native stream alone, and the host
+  // keeps it alive (and in this device's context) while the Stream is used. The CPU device refuses
+  // a handle it did not make; a GPU cannot check one (a stream of another context fails at its
+  // first use).
+  virtual absl::StatusOr<Stream> wrap_stream(uint64_t native);
   virtual absl::Status synchronize(Stream& stream) = 0;
   // Waits for all work on the device.
   virtual absl::Status synchronize() = 0;
 
   // Events with timing.
   virtual absl::StatusOr<Event> create_event() = 0;
+  // An Event over a native event the host owns (the driver's event handle; on the CPU device the
+  // native() of an Event it made), not owned, as wrap_stream. A null handle is refused.
+  virtual absl::StatusOr<Event> wrap_event(uint64_t native);
   virtual absl::Status record(Event& event, Stream& stream) = 0;
   virtual absl::Status synchronize(Event& event) = 0;
   // Milliseconds from `start` to `end`, both recorded and reached.
@@ -90,8 +102,8 @@ class Device {
   HostMappedBuffer make_host_mapped(void* host, DevicePtr address, size_t bytes) {
     return HostMappedBuffer(this, host, address, bytes);
   }
-  Stream make_stream(uint64_t native) { return Stream(this, native); }
-  Event make_event(uint64_t native) { return Event(this, native); }
+  Stream make_stream(uint64_t native) { return Stream(this, native, true); }
+  Event make_event(uint64_t native) { return Event(this, native, true); }
   Module make_module(uint64_t native, std::string_view label) {
     return Module(this, native, std::string(label));
   }

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -178,7 +179,21 @@ class CpuDevice final : public Device {
     return enqueue(stream, [=, this] { return fill_bytes(destination, value, bytes); });
   }
 
-  absl::StatusOr<Stream> create_stream() override { return make_stream(to_native(new CpuStream)); }
+  absl::StatusOr<Stream> create_stream() override {
+    auto* stream = new CpuStream;
+    absl::MutexLock lock(&mutex_);
+    live_.insert(stream);
+    return make_stream(to_native(stream));
+  }
+
+  absl::StatusOr<Stream> wrap_stream(uint64_t native) override {
+    MT_RETURN_IF_ERROR(check_live(native, "wrap_stream", "stream", "create_stream"));
+    return Device::wrap_stream(native);
+  }
+  absl::StatusOr<Event> wrap_event(uint64_t native) override {
+    MT_RETURN_IF_ERROR(check_live(native, "wrap_event", "event", "create_event"));
+    return Device::wrap_event(native);
+  }
 
   absl::Status synchronize(Stream& stream) override {
     MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
@@ -191,7 +206,12 @@ class CpuDevice final : public Device {
 
   absl::Status synchronize() override { return absl::OkStatus(); }
 
-  absl::StatusOr<Event> create_event() override { return make_event(to_native(new CpuEvent)); }
+  absl::StatusOr<Event> create_event() override {
+    auto* event = new CpuEvent;
+    absl::MutexLock lock(&mutex_);
+    live_.insert(event);
+    return make_event(to_native(event));
+  }
 
   absl::Status record(Event& event, Stream& stream) override {
     MT_RETURN_IF_ERROR(check_owned(event, "event"));
@@ -359,6 +379,21 @@ class CpuDevice final : public Device {
     return live;
   }
 
+  // A native handle the host wraps must be a live stream or event of this device: on the CPU device
+  // it is a pointer, and a wrong one would be dereferenced.
+  absl::Status check_live(uint64_t native, std::string_view call, std::string_view what, std::string_view make) {
+    absl::MutexLock lock(&mutex_);
+    if (live_.contains(from_native<const void>(native))) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s on %s: 0x%x is not a live %s of this device; hint: on the CPU device, wrap the native() of what its "
+        "%s returned",
+        to_absl(call), describe(info_), native, to_absl(what), to_absl(make)));
+  }
+  void forget(uint64_t native) {
+    absl::MutexLock lock(&mutex_);
+    live_.erase(from_native<const void>(native));
+  }
+
   absl::Status enqueue(Stream& stream, Work work) {
     MT_RETURN_IF_ERROR(check_owned(stream, "stream"));
     CpuStream* queue = from_native<CpuStream>(stream.native());
@@ -381,8 +416,8 @@ class CpuDevice final : public Device {
         std::free(memory);
         return;
       }
-      case ResourceKind::kStream: delete from_native<CpuStream>(native); return;
-      case ResourceKind::kEvent: delete from_native<CpuEvent>(native); return;
+      case ResourceKind::kStream: forget(native); delete from_native<CpuStream>(native); return;
+      case ResourceKind::kEvent: forget(native); delete from_native<CpuEvent>(native); return;
       case ResourceKind::kModule: delete from_native<LoadedModule>(native); return;
       case ResourceKind::kGraph: delete from_native<CpuGraph>(native); return;
     }
@@ -395,6 +430,7 @@ class CpuDevice final : public Device {
   // Of allocations_, the host's own memory (register_host): how many registrations each base has.
   std::map<const void*, int> registered_ ABSL_GUARDED_BY(mutex_);
   int64_t allocation_count_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::set<const void*> live_ ABSL_GUARDED_BY(mutex_);  // the streams and events made, not yet released
 };
 
 }  // namespace

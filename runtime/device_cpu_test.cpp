@@ -179,6 +179,67 @@ TEST(CpuDevice, CapturedWorkRunsOnlyOnReplay) {
   EXPECT_EQ(host_view<uint8_t>(buffer->address())[7], 0x5A);
 }
 
+TEST(CpuDevice, AWrappedStreamIsTheHostsAndOutlivesNothing) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  absl::StatusOr<Stream> own = device->create_stream();
+  absl::StatusOr<DeviceBuffer> buffer = device->allocate(32);
+  ASSERT_TRUE(own.ok() && buffer.ok());
+  ASSERT_TRUE(device->fill_bytes(buffer->address(), 0, 32).ok());
+  {
+    absl::StatusOr<Stream> wrapped = device->wrap_stream(own->native());
+    ASSERT_TRUE(wrapped.ok()) << wrapped.status();
+    EXPECT_FALSE(wrapped->owned());
+    EXPECT_EQ(wrapped->native(), own->native());
+    // Capture begun on the host's own handle records the work enqueued through the wrapper.
+    ASSERT_TRUE(device->begin_capture(*own).ok());
+    ASSERT_TRUE(device->fill_bytes_async(buffer->address(), 0x3C, 32, *wrapped).ok());
+    absl::StatusOr<Graph> graph = device->end_capture(*own);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    EXPECT_EQ(host_view<uint8_t>(buffer->address())[3], 0);
+    ASSERT_TRUE(device->replay(*graph, *wrapped).ok());
+    EXPECT_EQ(host_view<uint8_t>(buffer->address())[3], 0x3C);
+  }
+  // The wrapper gave nothing back: the host's stream still works.
+  ASSERT_TRUE(device->fill_bytes_async(buffer->address(), 0x11, 32, *own).ok());
+  ASSERT_TRUE(device->synchronize(*own).ok());
+  EXPECT_EQ(host_view<uint8_t>(buffer->address())[3], 0x11);
+}
+
+TEST(CpuDevice, AWrappedEventRecordsOnTheHostsEvent) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  absl::StatusOr<Stream> stream = device->create_stream();
+  absl::StatusOr<Event> start = device->create_event();
+  absl::StatusOr<Event> end = device->create_event();
+  ASSERT_TRUE(stream.ok() && start.ok() && end.ok());
+  {
+    absl::StatusOr<Event> wrapped = device->wrap_event(start->native());
+    ASSERT_TRUE(wrapped.ok()) << wrapped.status();
+    ASSERT_TRUE(device->record(*wrapped, *stream).ok());
+  }
+  ASSERT_TRUE(device->record(*end, *stream).ok());
+  EXPECT_TRUE(device->elapsed_ms(*start, *end).ok()) << "the host's event was recorded through the wrapper";
+}
+
+TEST(CpuDevice, WrapsOnlyItsOwnLiveHandles) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  uint64_t gone = 0;
+  {
+    absl::StatusOr<Stream> stream = device->create_stream();
+    ASSERT_TRUE(stream.ok());
+    gone = stream->native();
+  }
+  absl::StatusOr<Stream> wrapped = device->wrap_stream(gone);
+  EXPECT_EQ(wrapped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(wrapped.status().message()),
+            absl::StrCat("wrap_stream on cpu device 0 \"cpu interpreter\" (cpu): 0x", absl::Hex(gone),
+                         " is not a live stream of this device; hint: on the CPU device, wrap the native() of "
+                         "what its create_stream returned"));
+  absl::StatusOr<Event> event = device->wrap_event(0);
+  EXPECT_EQ(std::string(event.status().message()),
+            "wrap_event on cpu device 0 \"cpu interpreter\" (cpu): 0x0 is not a live event of this device; hint: on "
+            "the CPU device, wrap the native() of what its create_event returned");
+}
+
 TEST(CpuDevice, EndCaptureWithoutBeginIsAnError) {
   std::unique_ptr<Device> device = make_cpu_device();
   absl::StatusOr<Stream> stream = device->create_stream();

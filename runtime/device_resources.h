@@ -1,7 +1,9 @@
 // RAII handles to what a Device creates: device buffers, host-mapped buffers, streams, events,
 // modules and instantiated graphs. Each owns one native handle and gives it back to its device when
 // destroyed, so the device must outlive every handle it made. Move-only; a moved-from or default
-// handle owns nothing. A Function is not owned: it lives as long as its Module.
+// handle owns nothing. A Function is not owned: it lives as long as its Module. A Stream or Event
+// that wraps the host's own native handle (Device::wrap_stream, wrap_event) is not owned either:
+// it gives nothing back, and the host keeps the native handle alive while the wrapper is used.
 #pragma once
 
 #include <cstddef>
@@ -27,9 +29,11 @@ class DeviceResource {
   DeviceResource& operator=(const DeviceResource&) = delete;
   ~DeviceResource();
 
-  // Gives the handle back to its device now.
+  // Gives the handle back to its device now (a wrapped handle is only forgotten).
   void reset();
   bool valid() const { return device_ != nullptr; }
+  // Whether destroying it gives the native handle back (false: the host's handle, wrapped).
+  bool owned() const { return owned_; }
   // The device that made it; null when it owns nothing.
   Device* device() const { return device_; }
   ResourceKind kind() const { return kind_; }
@@ -38,13 +42,14 @@ class DeviceResource {
   uint64_t native() const { return native_; }
 
  protected:
-  DeviceResource(Device* device, ResourceKind kind, uint64_t native)
-      : device_(device), kind_(kind), native_(native) {}
+  DeviceResource(Device* device, ResourceKind kind, uint64_t native, bool owned = true)
+      : device_(device), kind_(kind), native_(native), owned_(owned) {}
 
  private:
   Device* device_ = nullptr;
   ResourceKind kind_ = ResourceKind::kBuffer;
   uint64_t native_ = 0;
+  bool owned_ = true;
 };
 
 class DeviceBuffer : public DeviceResource {
@@ -90,7 +95,8 @@ class Stream : public DeviceResource {
 
  private:
   friend class Device;
-  Stream(Device* device, uint64_t native) : DeviceResource(device, ResourceKind::kStream, native) {}
+  Stream(Device* device, uint64_t native, bool owned)
+      : DeviceResource(device, ResourceKind::kStream, native, owned) {}
 };
 
 // A point in a stream; two recorded events give the time between them.
@@ -100,7 +106,8 @@ class Event : public DeviceResource {
 
  private:
   friend class Device;
-  Event(Device* device, uint64_t native) : DeviceResource(device, ResourceKind::kEvent, native) {}
+  Event(Device* device, uint64_t native, bool owned)
+      : DeviceResource(device, ResourceKind::kEvent, native, owned) {}
 };
 
 // A loaded code object (CUBIN, HSA code object, or an interpreter program on the CPU).

@@ -31,7 +31,7 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
 }
 
 absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, std::shared_ptr<LaunchState> state,
-                                          const Kernel* kernel) {
+                                          const Kernel* kernel, Stream* stream) {
   const int programs = state->programs();
   K1Launch launch(std::move(state));
   launch.build_ = build;
@@ -45,7 +45,7 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
     MT_ASSIGN_OR_RETURN(launch.clock_, device.allocate(static_cast<size_t>(programs) * kernels::k3::kK1ClockPoints * 8));
     MT_RETURN_IF_ERROR(device.fill_bytes(launch.clock_.address(), 0, launch.clock_.size()));
   }
-  MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0, static_cast<size_t>(launch.layout_.zeroed_bytes)));
+  MT_RETURN_IF_ERROR(zero_bytes(device, launch.scratch_.address(), static_cast<size_t>(launch.layout_.zeroed_bytes), stream));
   if (kernel != nullptr) {
     // The binding's types against the kernel's signature, once, in the storage launches reuse.
     MT_RETURN_IF_ERROR(pack_arguments_into(launch.packed_, kernel->name(), kernel->params(), launch.arguments({}, 0)));

@@ -77,9 +77,12 @@ class K1Launch {
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs,
                                          const Kernel* kernel = nullptr);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
-  // executor's layers share one epoch and one set of health words); programs() is state's.
+  // executor's layers share one epoch and one set of health words); programs() is state's. With
+  // `stream`, the scratch is zeroed on it (ordered before the launches the host enqueues there)
+  // instead of synchronously.
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build,
-                                         std::shared_ptr<LaunchState> state, const Kernel* kernel = nullptr);
+                                         std::shared_ptr<LaunchState> state, const Kernel* kernel = nullptr,
+                                         Stream* stream = nullptr);
 
   // The arguments in k1_parameters(build) order; `layer` is the tag slot (0..127).
   LaunchArguments arguments(const K1Tensors& tensors, int layer) const;

@@ -37,8 +37,8 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build, 
 }
 
 absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
-                                          std::shared_ptr<LaunchState> state,
-                                          const Kernel* kernel) {
+                                          std::shared_ptr<LaunchState> state, const Kernel* kernel,
+                                          Stream* stream) {
   const int programs = state->programs();
   K2Launch launch(std::move(state));
   launch.build_ = build;
@@ -54,8 +54,8 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
                                                        kernels::k3::kK2ClockPoints * 8));
     MT_RETURN_IF_ERROR(device.fill_bytes(launch.clock_.address(), 0, launch.clock_.size()));
   }
-  MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch_.address(), 0,
-                                       static_cast<size_t>(launch.layout_.zeroed_bytes)));
+  MT_RETURN_IF_ERROR(zero_bytes(device, launch.scratch_.address(),
+                                static_cast<size_t>(launch.layout_.zeroed_bytes), stream));
   if (kernel != nullptr) {
     // The binding's types against the kernel's signature, once, in the storage launches reuse.
     MT_RETURN_IF_ERROR(pack_arguments_into(launch.packed_, kernel->name(), kernel->params(),

@@ -77,10 +77,12 @@ class K2Launch {
   static absl::StatusOr<K2Launch> create(Device& device, const kernels::k3::K2Build& build,
                                          int programs, const Kernel* kernel = nullptr);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
-  // executor's layers share one epoch and one set of health words); programs() is state's.
+  // executor's layers share one epoch and one set of health words); programs() is state's. With
+  // `stream`, the scratch is zeroed on it (ordered before the launches the host enqueues there)
+  // instead of synchronously.
   static absl::StatusOr<K2Launch> create(Device& device, const kernels::k3::K2Build& build,
                                          std::shared_ptr<LaunchState> state,
-                                         const Kernel* kernel = nullptr);
+                                         const Kernel* kernel = nullptr, Stream* stream = nullptr);
 
   // The arguments in k2_parameters(build) order; `layer` (0..127) gives the tag slot 128 + layer
   // (K1 of the same layer uses slot `layer`, so their flags never carry the same tag).

@@ -12,6 +12,11 @@
 
 namespace monotile::runtime {
 
+absl::Status zero_bytes(Device& device, DevicePtr address, size_t bytes, Stream* stream) {
+  return stream != nullptr ? device.fill_bytes_async(address, 0, bytes, *stream)
+                           : device.fill_bytes(address, 0, bytes);
+}
+
 absl::StatusOr<Kernel> load_program(Device& device, dsl::Program program, jit::Jit& jit) {
   if (device.info().vendor == dsl::Vendor::kCpu) {
     std::vector<dsl::lower::KernelParam> params;

@@ -25,6 +25,10 @@ namespace monotile::runtime {
 // device loads from.
 absl::StatusOr<Kernel> load_program(Device& device, dsl::Program program, jit::Jit& jit);
 
+// `bytes` zeroed from `address`: on `stream` when given (ordered with the host's work there),
+// else synchronously.
+absl::Status zero_bytes(Device& device, DevicePtr address, size_t bytes, Stream* stream);
+
 // A wait that gave up, as its health record holds it (k1.h health_words).
 struct WaitRecord {
   int32_t region = 0;  // the kernel's region enum (K1Region, K2Region)

@@ -167,7 +167,8 @@ absl::Status DecodeJob::setup() {
                      dec::TensorView::dense(model::Dtype::kF32, {slots_, dims_.kda_heads, 128, 128},
                                             c.state.address())});
   }
-  MT_RETURN_IF_ERROR(decode_->prepare_kv(bound));
+  MT_ASSIGN_OR_RETURN(stream_, device_->create_stream());
+  MT_RETURN_IF_ERROR(decode_->prepare_kv(bound, stream_));
   mla_context_.assign(static_cast<size_t>(o_.requests), 4);
   StandinKind standins =
       info.vendor == dsl::Vendor::kCpu ? StandinKind::kReference : StandinKind::kKernels;
@@ -187,7 +188,6 @@ absl::Status DecodeJob::setup() {
   }
   MT_RETURN_IF_ERROR(
       host_->prepare(host_layers, o_.requests * o_.q, o_.q, static_cast<int>(state_len_)));
-  MT_ASSIGN_OR_RETURN(stream_, device_->create_stream());
   if (info.vendor != dsl::Vendor::kCpu) {
     // The floors' bandwidth, measured in this run: a 1 GiB device-to-device copy, best of 10.
     MT_ASSIGN_OR_RETURN(kernels::k3::Timing copy, kernels::k3::copy_floor(*device_, stream_, 10));

@@ -243,7 +243,7 @@ void bind_executor(nb::module_& m) {
             }
             self.caches.clear();
             self.cache_registrations.clear();
-            check(self.decode->prepare_kv(views));
+            check(self.decode->prepare_kv(views, self.stream));
             self.caches = caches;
             self.cache_registrations = std::move(registrations);
           },

@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
                       dec::TensorView::dense(monotile::model::Dtype::kBF16, {slots, q + 2, channels}, kNowhere),
                       dec::TensorView::dense(monotile::model::Dtype::kF32, {slots, dims.kda_heads, 128, 128}, kNowhere)});
   }
-  if (absl::Status bound = decode.prepare_kv(caches); !bound.ok()) {
+  monotile::runtime::Stream stream = *device->create_stream();
+  if (absl::Status bound = decode.prepare_kv(caches, stream); !bound.ok()) {
     std::fprintf(stderr, "executor_bench: %s\n", std::string(bound.message()).c_str());
     return 1;
   }
@@ -195,7 +196,6 @@ int main(int argc, char** argv) {
     // The whole host path of a step: plan, then every served layer's launches (the epoch bump, K1
     // and K2, or K2 after the host's attention), enqueued on a device that counts them.
     auto& counter = static_cast<dec::LaunchCountingDevice&>(*device);
-    monotile::runtime::Stream stream = *device->create_stream();
     const int64_t h = config.hidden_size;
     dec::LayerIo io{.prefix = kNowhere, .blocks = kNowhere, .blocks_token_stride = config.block_count() * h,
                     .blocks_block_stride = h, .delta = kNowhere,

@@ -320,7 +320,8 @@ class ExecutorFixture : public ::testing::Test {
   EXPECT_NE(lines[0].find("12 layers (9 KDA, 3 MLA FFN) at widths 2,4"), std::string::npos) << lines[0];
   EXPECT_EQ((*decode)->kda_prefix(), "model.layers.1.self_attn");
 
-  ASSERT_TRUE((*decode)->prepare_kv(bind_caches(rng)).ok());
+  Stream kv_stream = *device_->create_stream();
+  ASSERT_TRUE((*decode)->prepare_kv(bind_caches(rng), kv_stream).ok());
   // The same width twice (one scratch reused with nothing zeroed, the epoch telling the steps
   // apart), then another width.
   run_step(**decode, 2, rng);
@@ -351,13 +352,13 @@ class ExecutorFixture : public ::testing::Test {
                                return c.layer != "model.layers.1.self_attn" && c.layer != "model.layers.2.self_attn";
                              }),
               bound.end());
-  ASSERT_TRUE((*decode)->prepare_kv(bound).ok());
+  Stream stream = *device_->create_stream();
+  ASSERT_TRUE((*decode)->prepare_kv(bound, stream).ok());
 
   StepInputs in = make_step(**decode, 2);
   fill_step(in, 0, rng);
   std::optional<Step> step = plan(**decode, in);
   ASSERT_TRUE(step.has_value());
-  Stream stream = *device_->create_stream();
   ASSERT_TRUE(device_->begin_capture(stream).ok());
   LayerIo io = io_of(in);
   for (int layer : {1, 2}) ASSERT_TRUE((*step->layer(layer))(io, stream).ok());

@@ -49,6 +49,10 @@ class LaunchCountingDevice : public Device {
     return inner_->fill_bytes_async(to, value, bytes, stream);
   }
   absl::StatusOr<Stream> create_stream() override { return inner_->create_stream(); }
+  absl::StatusOr<Stream> wrap_stream(uint64_t native) override {
+    return inner_->wrap_stream(native);
+  }
+  absl::StatusOr<Event> wrap_event(uint64_t native) override { return inner_->wrap_event(native); }
   absl::Status synchronize(Stream& stream) override { return inner_->synchronize(stream); }
   absl::Status synchronize() override { return inner_->synchronize(); }
   absl::StatusOr<Event> create_event() override { return inner_->create_event(); }

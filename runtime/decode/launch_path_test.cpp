@@ -87,7 +87,8 @@ TEST_F(LaunchPath, AStepOfEveryServedLayerAllocatesNothingOnTheHost) {
       weights_.backbone, {.q = kQ, .max_rows = 4}, *group, *device_, jit::Jit::process_default(),
       {.on_progress = nullptr, .log = [](const std::string&) {}});
   ASSERT_TRUE(decode.ok()) << decode.status();
-  ASSERT_TRUE((*decode)->prepare_kv(bind_caches(rng)).ok());
+  Stream stream = *device_->create_stream();
+  ASSERT_TRUE((*decode)->prepare_kv(bind_caches(rng), stream).ok());
   StepInputs in = make_step(**decode, 2);
   fill_step(in, 1, rng);
   const TensorView first_state =
@@ -95,7 +96,6 @@ TEST_F(LaunchPath, AStepOfEveryServedLayerAllocatesNothingOnTheHost) {
                         caches_.begin()->second.state.address());
   const ::monotile::runtime::decode::StepInputs step_inputs{
       .width = in.width, .attn_metadata = &in.metadata, .kda_state = &first_state};
-  Stream stream = *device_->create_stream();
   // The host's MLA attention: a stand-in that returns the o_proj input's buffer.
   const DevicePtr core = in.core.address();
   LayerIo io = io_of(in);
@@ -178,7 +178,8 @@ TEST(LaunchPathK3, AHundredStepsOfNinetyTwoLayersAllocateNothing) {
          TensorView::dense(model::Dtype::kBF16, {64, kQ + 2, 3 * dims.kda_projection}, kNowhere),
          TensorView::dense(model::Dtype::kF32, {64, dims.kda_heads, 128, 128}, kNowhere)});
   }
-  ASSERT_TRUE(decode.prepare_kv(caches).ok());
+  Stream stream = *device->create_stream();
+  ASSERT_TRUE(decode.prepare_kv(caches, stream).ok());
   const SpecMetadata m{
       .spec_sequence_masks = true,
       .num_spec_decodes = kRequests,
@@ -189,7 +190,6 @@ TEST(LaunchPathK3, AHundredStepsOfNinetyTwoLayersAllocateNothing) {
   const AttnMetadata metadata{{decode.kda_prefix(), m}};
   const StepInputs inputs{
       .width = kRequests * kQ, .attn_metadata = &metadata, .kda_state = &caches.front().recurrent};
-  Stream stream = *device->create_stream();
   const int64_t h = config.hidden_size;
   LayerIo io{.prefix = kNowhere,
              .blocks = kNowhere,

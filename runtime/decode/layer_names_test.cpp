@@ -46,11 +46,12 @@ class LayerNames : public ExecutorFixture {
         out[i].layer = attention_name(names, static_cast<int>(i) + 1);
       return out;
     };
-    absl::Status refused = decode.prepare_kv(named(other));
+    Stream stream = *device_->create_stream();
+    absl::Status refused = decode.prepare_kv(named(other), stream);
     EXPECT_THAT(std::string(refused.message()),
                 ::testing::HasSubstr(
                     absl::StrCat("no cache for KDA layer \"", expected, ".1.self_attn\"")));
-    ASSERT_TRUE(decode.prepare_kv(named(expected)).ok());
+    ASSERT_TRUE(decode.prepare_kv(named(expected), stream).ok());
 
     StepInputs in = make_step(decode, 2);
     fill_step(in, 0, rng);

@@ -48,7 +48,8 @@ absl::Status Runner::allocate(int programs, int64_t core_width) {
   return absl::OkStatus();
 }
 
-absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s, ExecutorStats& stats) {
+absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s, ExecutorStats& stats,
+                          Stream* stream) {
   // The builds not loaded yet, once each, as functions making their programs.
   std::vector<K1Build> new_k1;
   std::vector<K2Build> new_k2;
@@ -99,13 +100,20 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
   }
   std::vector<std::optional<absl::StatusOr<K1Launch>>> k1_launches(new_k1.size());
   std::vector<std::optional<absl::StatusOr<K2Launch>>> k2_launches(new_k2.size());
-  parallel_for(n, [&](size_t i) {
+  // A Stream is used by one thread at a time: with the host's stream, the launches are made in order.
+  auto make_launch = [&](size_t i) {
     if (i < new_k1.size()) {
-      k1_launches[i] = K1Launch::create(*device_, new_k1[i], state_, &**kernels[i]);
+      k1_launches[i] = K1Launch::create(*device_, new_k1[i], state_, &**kernels[i], stream);
     } else {
-      k2_launches[i - new_k1.size()] = K2Launch::create(*device_, new_k2[i - new_k1.size()], state_, &**kernels[i]);
+      k2_launches[i - new_k1.size()] =
+          K2Launch::create(*device_, new_k2[i - new_k1.size()], state_, &**kernels[i], stream);
     }
-  });
+  };
+  if (stream != nullptr) {
+    for (size_t i = 0; i < n; ++i) make_launch(i);
+  } else {
+    parallel_for(n, make_launch);
+  }
   for (size_t i = 0; i < new_k1.size(); ++i) {
     if (!k1_launches[i]->ok()) return k1_launches[i]->status();
     k1_.emplace(kernels::k3::k1_name(new_k1[i]), K1Entry{std::move(**kernels[i]), std::move(**k1_launches[i])});

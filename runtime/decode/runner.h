@@ -73,9 +73,10 @@ class Runner {
 
   // Loads every build not loaded yet: on a GPU lowered and compiled through compile_all (parallel,
   // cached, progress through options.on_progress), on the CPU device added to the interpreter's
-  // catalog; then each build's launch (its scratch, zeroed once). Adds to stats.
+  // catalog; then each build's launch (its scratch, zeroed once: on `stream` when given, else
+  // synchronously). Adds to stats.
   absl::Status load(const std::vector<kernels::k3::K1Build>& k1s, const std::vector<kernels::k3::K2Build>& k2s,
-                    ExecutorStats& stats);
+                    ExecutorStats& stats, Stream* stream = nullptr);
 
   // Points every served layer's builds at their loaded entries (after each load).
   void resolve();

@@ -177,7 +177,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
   return decode;
 }
 
-absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) {
+absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches, Stream& stream) {
   Runner& runner = *runner_;
   for (auto& [layer, k] : runner.layers) k.state_len = 0;
   // Every served KDA layer needs its pair. A rank missing one refuses with its peers (the planner
@@ -196,7 +196,7 @@ absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) 
   MT_RETURN_IF_ERROR(runner.planner->prepare_kv(caches, runner.group(), std::move(missing)));
   if (!runner.planner->kv_bound()) return absl::OkStatus();
   // The builds and loads below are this rank's own work: their outcome is agreed before returning.
-  absl::Status built = bind_kv(caches);
+  absl::Status built = bind_kv(caches, stream);
   if (absl::Status agreed = agree_outcome(built, runner.group(), "prepare_kv"); !agreed.ok()) {
     runner.planner->unbind();
     return agreed;
@@ -204,7 +204,7 @@ absl::Status SpecializedDecode::prepare_kv(const std::vector<KdaCache>& caches) 
   return absl::OkStatus();
 }
 
-absl::Status SpecializedDecode::bind_kv(const std::vector<KdaCache>& caches) {
+absl::Status SpecializedDecode::bind_kv(const std::vector<KdaCache>& caches, Stream& stream) {
   Runner& runner = *runner_;
 
   const int64_t channels = 3 * runner.dims().kda_projection;
@@ -235,7 +235,7 @@ absl::Status SpecializedDecode::bind_kv(const std::vector<KdaCache>& caches) {
   }
   if (needed.empty()) return absl::OkStatus();
   const int before = stats_.compiled, builds = stats_.builds;
-  MT_RETURN_IF_ERROR(runner.load(needed, {}, stats_));
+  MT_RETURN_IF_ERROR(runner.load(needed, {}, stats_, &stream));
   runner.resolve();
   runner.options().log(absl::StrCat("specialized decode: the bound KV caches need ", stats_.builds - builds,
                                     " more builds (", stats_.compiled - before, " compiled)"));

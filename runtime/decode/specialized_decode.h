@@ -8,6 +8,9 @@
 //   Step::layer(i)(io, stream)    per decoder layer i the step serves, in layer order,
 //   after_step                    once per executed step (all ranks; the fail-stop vote).
 // Nothing is compiled or allocated after prepare_kv returns: plan and the launches only enqueue.
+// Every device operation of prepare_kv, the launches and after_step is enqueued on the stream the
+// host passes (its own, through Device::wrap_stream), and the executor has no stream of its own: a
+// host capturing its stream into a graph (vLLM's CUDA graphs) captures the whole step.
 #pragma once
 
 #include <chrono>
@@ -140,10 +143,11 @@ class SpecializedDecode {
   // After each KV-cache bind: forgets the previous binding; with nothing bound returns; else checks
   // every KDA layer's (conv, recurrent) pair (cache_reasons, agreed over the group), records the
   // binding, and compiles here any build the binding needs that construction did not make (another
-  // conv state_len). Every served KDA layer must be in `caches`. Every rank refuses or fails
-  // together: a rank missing a cache, refusing one, unbound beside bound peers, or failing a build
-  // makes every rank return an error, and none waits in a collective the others left.
-  absl::Status prepare_kv(const std::vector<KdaCache>& caches);
+  // conv state_len), its scratch zeroed on the host's `stream` (the stream its steps run on). Every
+  // served KDA layer must be in `caches`, keyed by attention_name(layer). Every rank refuses or
+  // fails together: a rank missing a cache, refusing one, unbound beside bound peers, or failing a
+  // build makes every rank return an error, and none waits in a collective the others left.
+  absl::Status prepare_kv(const std::vector<KdaCache>& caches, Stream& stream);
 
   // The seed's plan (step_plan.h): nothing, a Step, or FailedPrecondition for a KV cache re-bound
   // without prepare_kv. Compiles nothing, allocates nothing.
@@ -172,7 +176,7 @@ class SpecializedDecode {
   static absl::StatusOr<std::unique_ptr<SpecializedDecode>> construct(
       const Backbone& backbone, DecodeConfig config, Group& group, Device& device, jit::Jit& jit,
       ExecutorOptions options, std::chrono::steady_clock::time_point start, double check_seconds);
-  absl::Status bind_kv(const std::vector<KdaCache>& caches);
+  absl::Status bind_kv(const std::vector<KdaCache>& caches, Stream& stream);
   std::unique_ptr<Runner> runner_;
   ExecutorStats stats_;
   std::string layers_prefix_;

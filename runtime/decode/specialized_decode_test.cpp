@@ -143,12 +143,13 @@ TEST_F(Executor, OneRankMissingACacheMakesEveryRankRefuse) {
     MT_ASSIGN_OR_RETURN(std::unique_ptr<SpecializedDecode> decode,
                         make_decode(backbone, group, *device_, nullptr, /*other_ranks_stood_in=*/true));
     const size_t rank = static_cast<size_t>(group.rank());
+    MT_ASSIGN_OR_RETURN(Stream stream, device_->create_stream());
     std::vector<KdaCache> mine = caches;
     if (rank == 1) mine.erase(mine.begin() + 1);  // layer 2's
-    missing[rank] = std::string(decode->prepare_kv(mine).message());
+    missing[rank] = std::string(decode->prepare_kv(mine, stream).message());
     mine = rank == 1 ? std::vector<KdaCache>{} : caches;
-    unbound[rank] = std::string(decode->prepare_kv(mine).message());
-    return decode->prepare_kv(caches);
+    unbound[rank] = std::string(decode->prepare_kv(mine, stream).message());
+    return decode->prepare_kv(caches, stream);
   });
   for (const absl::Status& status : statuses) EXPECT_TRUE(status.ok()) << status;
   EXPECT_THAT(missing[0], ::testing::HasSubstr("the KV caches: another TP rank refused (rank 1)"));
@@ -178,7 +179,8 @@ TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
   std::vector<KdaCache> caches = bind_caches(rng);
   std::vector<KdaCache> wrong = caches;
   wrong[1].conv.dtype = model::Dtype::kF32;
-  absl::Status bad = decode.prepare_kv(wrong);
+  Stream kv_stream = *device_->create_stream();
+  absl::Status bad = decode.prepare_kv(wrong, kv_stream);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.message()), ::testing::HasSubstr("model.layers.2.self_attn"));
   step = decode.plan({.width = 4, .attn_metadata = &in.metadata, .kda_state = &caches[0].recurrent});
@@ -186,9 +188,9 @@ TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
   EXPECT_FALSE(step->has_value()) << "a refused bind leaves nothing bound";
 
   // A served KDA layer without its pair, after a good bind: refused, and the good bind forgotten.
-  ASSERT_TRUE(decode.prepare_kv(caches).ok());
+  ASSERT_TRUE(decode.prepare_kv(caches, kv_stream).ok());
   std::vector<KdaCache> missing(caches.begin(), caches.end() - 1);
-  bad = decode.prepare_kv(missing);
+  bad = decode.prepare_kv(missing, kv_stream);
   EXPECT_THAT(std::string(bad.message()), ::testing::HasSubstr("prepare_kv: no cache for KDA layer \"model.layers.12.self_attn\""));
   step = decode.plan({.width = 4, .attn_metadata = &in.metadata, .kda_state = &caches[0].recurrent});
   ASSERT_TRUE(step.ok());
@@ -201,10 +203,10 @@ TEST_F(Executor, KvBindsPlansAndLaunchesRefuseByTheSeedsRules) {
     c.conv = TensorView::dense(model::Dtype::kBF16, {kSlots - 2, kQ + 3, 3 * dims_.kda_projection}, c.conv.data);
     c.recurrent.shape[0] = kSlots - 2;
   }
-  ASSERT_TRUE(decode.prepare_kv(longer).ok());
+  ASSERT_TRUE(decode.prepare_kv(longer, kv_stream).ok());
   EXPECT_GT(decode.stats().builds, builds);
   EXPECT_THAT(lines.back(), ::testing::HasSubstr("the bound KV caches need"));
-  ASSERT_TRUE(decode.prepare_kv(caches).ok());
+  ASSERT_TRUE(decode.prepare_kv(caches, kv_stream).ok());
   EXPECT_EQ(lines.size(), 2u) << "rebinding a state_len already built builds nothing";
 
   // Widths without kernels, and every step_reason: the host's layers.
@@ -283,9 +285,9 @@ TEST_F(Executor, AStalledRankMakesEveryRankRaiseAtTheSameStep) {
     const KdaCache cache{"model.layers.1.self_attn",
                          TensorView::dense(model::Dtype::kBF16, {kSlots, kQ + 2, channels}, conv.address()),
                          TensorView::dense(model::Dtype::kF32, {kSlots, dims_.kda_heads, 128, 128}, state.address())};
-    MT_RETURN_IF_ERROR(decode->prepare_kv({cache}));
-    StepInputs in = make_step(*decode, 2);
     MT_ASSIGN_OR_RETURN(Stream stream, device_->create_stream());
+    MT_RETURN_IF_ERROR(decode->prepare_kv({cache}, stream));
+    StepInputs in = make_step(*decode, 2);
     for (int step = 1; step <= 6; ++step) {
       fill_step(in, 0, rng);
       MT_ASSIGN_OR_RETURN(std::optional<Step> planned,
