@@ -26,7 +26,6 @@ from typing import Any, Callable, Iterable
 import monotile
 
 _LAYER_PARAMETER = re.compile(r"^(?P<prefix>(?:.*\.)?layers\.)(?P<layer>\d+)\.(?P<name>.+)$")
-_KDA_PREFIX = re.compile(r"^(?P<layers>.*layers\.)\d+\.self_attn$")
 
 
 def _get(obj: Any, path: str, default: Any = None) -> Any:
@@ -298,8 +297,6 @@ class SpecializedDecode:
             self.backbone, config, group, device=device, attention=attention, log=log
         )
         self._config = model_config
-        names = _KDA_PREFIX.match(self.decode.kda_prefix)
-        self._layer_names = names["layers"] if names else "model.layers."
         self._kda_layers = [
             i
             for i in range(self.backbone.start_layer, self.backbone.end_layer)
@@ -330,7 +327,7 @@ class SpecializedDecode:
             self.decode.prepare_kv([])
             return
         caches = [
-            monotile.KdaCache(f"{self._layer_names}{i}.self_attn", kv_cache[0], kv_cache[1])
+            monotile.KdaCache(self.decode.attention_name(i), kv_cache[0], kv_cache[1])
             for i, kv_cache in self._kv_caches()
             if isinstance(kv_cache, (list, tuple)) and len(kv_cache) == 2
         ]

@@ -45,8 +45,8 @@ absl::StatusOr<runtime::DevicePtr> call_attention(ExecutorObject& executor, int 
 
 void construct(ExecutorObject* storage, nb::object backbone,
                const runtime::decode::DecodeConfig& config, nb::handle group, nb::object device,
-               nb::object attention, int check_every, int64_t wait_ns, int compile_jobs,
-               bool other_ranks_stood_in, nb::object log) {
+               nb::object attention, nb::object stream, int check_every, int64_t wait_ns,
+               int compile_jobs, bool other_ranks_stood_in, nb::object log) {
   // Built whole before the placement: an exception part-way must leave nothing half-made.
   ExecutorObject made;
   ExecutorObject* self = &made;
@@ -88,7 +88,16 @@ void construct(ExecutorObject* storage, nb::object backbone,
   self->decode =
       value(SpecializedDecode::create(b.backbone, config, *self->group.group, *self->device->device,
                                       jit::Jit::process_default(), std::move(options)));
-  self->stream = value(self->device->device->create_stream());
+  self->own_stream = value(self->device->device->create_stream());
+  if (!stream.is_none()) {
+    self->stream_source = stream;
+  } else if (self->device->tensors.type != 1) {
+    // torch's current stream on the executor's GPU (torch.cuda is HIP's too on ROCm).
+    nb::object cuda = nb::module_::import_("torch.cuda");
+    nb::object index = nb::int_(self->device->tensors.id);
+    self->stream_source = nb::cpp_function(
+        [cuda, index]() { return cuda.attr("current_stream")(index).attr("cuda_stream"); });
+  }
   struct Keep {
     std::shared_ptr<DeviceHandle> device;  // outlives decode: its buffers are the device's
     std::shared_ptr<SpecializedDecode> decode;
@@ -150,6 +159,7 @@ std::optional<StepObject> plan(nb::object self_object, nb::handle positions,
     step.registrations.push_back(
         HostRegistration::make(*self.device, *view, absl::StrCat("attn_metadata ", name)));
   }
+  step.stream = current_stream(self);
   step.executor_object = self_object;
   step.executor = &self;
   step.step = std::move(planned);
@@ -157,6 +167,13 @@ std::optional<StepObject> plan(nb::object self_object, nb::handle positions,
 }
 
 }  // namespace
+
+runtime::Stream current_stream(ExecutorObject& executor) {
+  const uint64_t native = executor.stream_source.is_valid() && !executor.stream_source.is_none()
+                              ? nb::cast<uint64_t>(executor.stream_source())
+                              : executor.own_stream.native();
+  return value(executor.device->device->wrap_stream(native));
+}
 
 void bind_executor(nb::module_& m) {
   nb::enum_<GraphMode>(m, "GraphMode",
@@ -188,18 +205,19 @@ void bind_executor(nb::module_& m) {
       .def_prop_ro("width", [](const StepObject& s) { return s.step->width(); })
       .def(
           "layer",
-          [](nb::object self_object, int layer) -> std::optional<LayerObject> {
-            StepObject& self = nb::cast<StepObject&>(self_object);
+          [](nb::handle_t<StepObject> self_object, int layer) -> nb::object {
+            // Called for every decoder layer of every step: no cast through the type registry,
+            // the launch object built in place.
+            StepObject& self = *nb::inst_ptr<StepObject>(self_object);
             std::optional<runtime::decode::LayerLaunch> launch = self.step->layer(layer);
-            if (!launch) return std::nullopt;
-            LayerObject out;
-            out.step_object = self_object;
-            out.step = &self;
-            out.launch = std::move(launch);
-            out.layer = layer;
+            if (!launch) return nb::none();
+            nb::object out = nb::inst_alloc(nb::type<LayerObject>());
+            new (nb::inst_ptr<LayerObject>(out))
+                LayerObject{nb::borrow(self_object), &self, std::move(launch), layer};
+            nb::inst_mark_ready(out);
             return out;
           },
-          nb::arg("layer"),
+          nb::arg("layer"), nb::sig("def layer(self, layer: int) -> LayerLaunch | None"),
           "The launch replacing decoder layer `layer`, or None for the host's layer.");
 
   nb::class_<ExecutorObject>(
@@ -209,19 +227,24 @@ void bind_executor(nb::module_& m) {
       "steps plan() accepts.")
       .def("__init__", &construct, nb::arg("backbone"), nb::arg("config"), nb::arg("group"),
            nb::kw_only(), nb::arg("device").none() = nb::none(),
-           nb::arg("attention").none() = nb::none(), nb::arg("check_every") = 16,
-           nb::arg("wait_ns") = 0, nb::arg("compile_jobs") = 0,
+           nb::arg("attention").none() = nb::none(), nb::arg("stream").none() = nb::none(),
+           nb::arg("check_every") = 16, nb::arg("wait_ns") = 0, nb::arg("compile_jobs") = 0,
            nb::arg("other_ranks_stood_in") = false, nb::arg("log").none() = nb::none(),
            nb::sig("def __init__(self, backbone: Backbone, config: DecodeConfig, group: object, *, "
                    "device: Device | None = None, attention: object | None = None, "
-                   "check_every: int = 16, wait_ns: int = 0, compile_jobs: int = 0, "
+                   "stream: object | None = None, check_every: int = 16, wait_ns: int = 0, "
+                   "compile_jobs: int = 0, "
                    "other_ranks_stood_in: bool = False, log: object | None = None) -> None"),
            "On every rank of `group` at the same point, once the weights are loaded: agrees on "
            "weight_reasons (ValueError on every rank when any refuses), then builds and compiles "
            "every kernel. `device`: by default the weights' (the CPU interpreter for CPU "
            "tensors). `attention(layer, positions, prefix_sum, block_residual, prefix_delta) -> "
            "core`: the host's half of an MLA layer (fold the delta into prefix_sum in place, "
-           "AttnRes, attention up to o_proj's input). `log(line)`: construction's summary. "
+           "AttnRes, attention up to o_proj's input). `stream() -> int`: the native handle of the "
+           "stream to enqueue on, read by plan (the step's launches go there), prepare_kv and "
+           "after_step; by default torch.cuda.current_stream() on a GPU (so that "
+           "torch.cuda.CUDAGraph captures the step), the executor's own stream on the CPU. "
+           "`log(line)`: construction's summary. "
            "`other_ranks_stood_in`: benchmarks' one-rank runs at TP > 1 only (the other ranks' "
            "partial sums are zero: not the layer's outputs).")
       .def(
@@ -243,7 +266,8 @@ void bind_executor(nb::module_& m) {
             }
             self.caches.clear();
             self.cache_registrations.clear();
-            check(self.decode->prepare_kv(views, self.stream));
+            runtime::Stream stream = current_stream(self);
+            check(self.decode->prepare_kv(views, stream));
             self.caches = caches;
             self.cache_registrations = std::move(registrations);
           },
@@ -269,7 +293,8 @@ void bind_executor(nb::module_& m) {
       .def(
           "after_step",
           [](ExecutorObject& self, bool capturing) {
-            check(self.decode->after_step(self.stream, capturing));
+            runtime::Stream stream = current_stream(self);
+            check(self.decode->after_step(stream, capturing));
           },
           nb::arg("capturing") = false,
           "Once per executed step on every rank (vLLM: compute_logits): the fail-stop vote; "
@@ -281,8 +306,11 @@ void bind_executor(nb::module_& m) {
           "up.")
       .def(
           "synchronize",
-          [](ExecutorObject& self) { check(self.device->device->synchronize(self.stream)); },
-          "Waits for the executor's stream.")
+          [](ExecutorObject& self) {
+            runtime::Stream stream = current_stream(self);
+            check(self.device->device->synchronize(stream));
+          },
+          "Waits for the executor's current stream.")
       .def_prop_ro(
           "kda_prefix", [](const ExecutorObject& self) { return self.decode->kda_prefix(); },
           "The name plan routes on: the first KDA layer's attention ('model.layers.1.self_attn').")

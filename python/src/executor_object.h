@@ -58,7 +58,11 @@ struct ExecutorObject {
   GroupArgument group;
   // Shared with output_owner, so that a tensor handed out keeps the buffers it views.
   std::shared_ptr<runtime::decode::SpecializedDecode> decode;
-  runtime::Stream stream;
+  // The stream the executor enqueues on: `stream_source()`'s native handle, read when a step is
+  // planned, prepare_kv binds or after_step votes (a GPU executor's default source is torch's
+  // current stream, so that torch.cuda.CUDAGraph captures the step); without a source, own_stream.
+  nb::object stream_source;
+  runtime::Stream own_stream;
   nb::object attention;            // the host's MLA half, or None
   std::vector<nb::object> caches;  // the last prepare_kv's KdaCache objects
   CurrentCall call;
@@ -86,6 +90,7 @@ struct StepObject {
   std::unique_ptr<runtime::decode::AttnMetadata> metadata;
   nb::object metadata_owner;  // the routing layer's SpecMetadata
   std::optional<runtime::decode::Step> step;
+  runtime::Stream stream;  // the host's stream when the step was planned: its launches go there
   std::vector<HostRegistration> registrations;  // the metadata's, with the CPU device
 };
 
@@ -95,6 +100,9 @@ struct LayerObject {
   std::optional<runtime::decode::LayerLaunch> launch;
   int layer = 0;
 };
+
+// The stream that is current for the executor now, wrapped (not owned).
+runtime::Stream current_stream(ExecutorObject& executor);
 
 // The routing layer's entry of a dict {layer name: SpecMetadata} (the only entry plan and the
 // launches read) in a map that stays put, or nothing for None; `owner` keeps its tensors alive.

@@ -123,7 +123,7 @@ nb::object call_layer(LayerObject& self, nb::handle positions, nb::handle prefix
     io.attention = executor.attention_hook;
 
   executor.call = {positions, prefix_sum, block_residual, prefix_delta, width, nb::object(), {}};
-  const absl::Status launched = (*self.launch)(io, executor.stream);
+  const absl::Status launched = (*self.launch)(io, self.step->stream);
   executor.call = {};
   check(launched);
   nb::object out = output_tensor(executor, io.delta, width, prefix.numpy);

@@ -134,6 +134,32 @@ class ExecutorTest(unittest.TestCase):
         decode.after_step()
         decode.check_health()
 
+    def test_the_stream_comes_from_the_hosts_source(self):
+        # A GPU executor's default source is torch's current stream; a given one is read by plan,
+        # prepare_kv and after_step, and what it returns must be a stream of the device.
+        calls = []
+
+        def foreign():
+            calls.append(1)
+            return 12345
+
+        decode = monotile.SpecializedDecode(
+            self.tiny.backbone(), monotile.DecodeConfig(q=Q, max_rows=MAX_ROWS), monotile.single_process_group(),
+            log=lambda line: None, stream=foreign)
+        with self.assertRaises(Exception) as raised:
+            decode.prepare_kv(self.tiny.kda_caches(self.tiny.caches(self.rng)))
+        self.assertIn("wrap_stream", str(raised.exception))
+        self.assertEqual(len(calls), 1)
+
+        def broken():
+            raise OSError("no stream")
+
+        decode = monotile.SpecializedDecode(
+            self.tiny.backbone(), monotile.DecodeConfig(q=Q, max_rows=MAX_ROWS), monotile.single_process_group(),
+            log=lambda line: None, stream=broken)
+        with self.assertRaises(OSError):
+            decode.after_step()
+
     def test_launch_refuses_bad_tensors_before_enqueueing(self):
         decode, caches = self.bound(attention=MlaStandIn(self.tiny, self.rng))
         s = self.tiny.step(self.rng, 2)

@@ -130,13 +130,16 @@ class TorchExecutorTest(unittest.TestCase):
         decode = self.executor(1, 3)
         caches = self.bind(decode, [1, 2])
         s = self.step_tensors(2)
-        step = self.plan(decode, caches, s, graph_mode=monotile.GraphMode.FULL)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.stream(stream):
-            step.layer(1)(s.positions, s.prefix, s.blocks, s.delta)  # warm-up outside the capture
+            # A warm-up step outside the capture, as vLLM runs one before capturing.
+            self.plan(decode, caches, s).layer(1)(s.positions, s.prefix, s.blocks, s.delta)
             with torch.cuda.graph(graph, stream=stream):
+                # plan inside the capture, as vLLM's forward calls it: the step's launches go to the
+                # stream that is current when it plans (the capture's).
+                step = self.plan(decode, caches, s, graph_mode=monotile.GraphMode.FULL)
                 _, _, mid = step.layer(1)(s.positions, s.prefix, s.blocks, s.delta)
                 _, _, out = step.layer(2)(s.positions, s.prefix, s.blocks, mid)
         torch.cuda.current_stream().wait_stream(stream)
