@@ -95,9 +95,23 @@ class ExecutorTest(unittest.TestCase):
         self.assertIn("re-bound without prepare_kv: call prepare_kv after every KV-cache bind", str(raised.exception))
 
     def test_one_step_through_every_served_layer_matches_float64(self):
+        self.every_served_layer(padded=False)
+
+    def test_a_request_padded_as_vllm_pads_it_matches_float64(self):
+        # A FULL graph replayed with fewer requests: vLLM pads whole requests with slot 0
+        # (NULL_BLOCK_ID) in every column, one accepted token, and the query starts repeating the
+        # last real end. The padded rows are served like real ones; slot 0's state is never touched.
+        self.every_served_layer(padded=True)
+
+    def every_served_layer(self, padded: bool):
         stand_in = MlaStandIn(self.tiny, self.rng)
         decode, caches = self.bound(attention=stand_in)
         s = self.tiny.step(self.rng, 2)
+        if padded:
+            s.indices[1, :] = 0
+            s.accepted[1] = 1
+            s.starts[2] = s.starts[1]
+        slot0 = {layer: (c.conv[0].copy(), c.state[0].copy()) for layer, c in caches.items()}
         step = self.plan(decode, caches, s)
         self.assertEqual(step.width, s.width)
         self.assertIsNone(step.layer(0), "layer 0 (dense MLP) is the host's")
@@ -133,6 +147,9 @@ class ExecutorTest(unittest.TestCase):
         self.assertEqual(checked, self.tiny.served)
         decode.after_step()
         decode.check_health()
+        for layer, (conv, state) in slot0.items():
+            self.assertTrue(np.array_equal(caches[layer].conv[0], conv), f"layer {layer}: slot 0's conv state")
+            self.assertTrue(np.array_equal(caches[layer].state[0], state), f"layer {layer}: slot 0's state")
 
     def test_the_stream_comes_from_the_hosts_source(self):
         # A GPU executor's default source is torch's current stream; a given one is read by plan,
