@@ -169,9 +169,9 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   MT_RETURN_IF_ERROR(bf16s(lat, 0, 1.0));                                          // latent_norm
   MT_RETURN_IF_ERROR(zeros(int64_t{build.up_rows} * lat * 2, ScalarType::kBf16));  // w_up
   MT_RETURN_IF_ERROR(zeros(t * h * 2, ScalarType::kBf16));                         // out
-  MT_ASSIGN_OR_RETURN(uint64_t route, buffer(t * build.top_k * 4));  // route_experts
+  MT_ASSIGN_OR_RETURN(uint64_t route, buffer(t * build.top_k * 4));                // route_experts
   pointer(route, ScalarType::kI32);
-  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kF32));                // route_weights
+  MT_RETURN_IF_ERROR(zeros(t * build.top_k * 4, ScalarType::kF32));  // route_weights
   const K2Scratch layout = k2_scratch(build);
   MT_ASSIGN_OR_RETURN(uint64_t scratch, buffer(layout.bytes));
   const std::pair<int64_t, ScalarType> views[] = {
@@ -425,7 +425,8 @@ K2Build clock_build(K2Build build, const dsl::Target& target) {
 // The --together build's stage clock build: every variant's change on the shape's clock build (not
 // on the plain build with the clock added, which at 4 tokens would keep the L2 prefetch that
 // k2_for_target leaves out of a clock build there, where it spills).
-K2Build together_clock_build(const K2Build& build, const dsl::Target& target, const Variants& variants) {
+K2Build together_clock_build(const K2Build& build, const dsl::Target& target,
+                             const Variants& variants) {
   return variants_of(clock_build(build, target), variants).back();
 }
 
