@@ -38,7 +38,7 @@ import monotile
 
 config = monotile.load_config("k3-tiny")
 weights = monotile.testing.seeded_rank_weights(config, 1, 0, 5, 0, config.num_hidden_layers)
-backbone = monotile.Backbone(config, 1, 0, 0, config.num_hidden_layers, weights)
+backbone = monotile.Backbone(config, 1, 0, 0, config.num_hidden_layers, weights, experts_layout="checkpoint")
 decode = monotile.SpecializedDecode(backbone, monotile.DecodeConfig(q=2, max_rows=4), monotile.single_process_group())
 print("executor:", decode.stats)
 PY
