@@ -89,6 +89,47 @@ class DecodeConfigTest(unittest.TestCase):
         self.assertEqual(monotile.launch_counting_device().launches, 0)
 
 
+class HostRefusalsTest(unittest.TestCase):
+    """The refusals a host can reach from Python, each a ValueError with the library's words."""
+
+    def test_q_beyond_the_kernels(self):
+        with self.assertRaises(ValueError) as raised:
+            monotile.specialized_decode_config(options(num_speculative_tokens=8))
+        self.assertIn("q 9 (num_speculative_tokens 8 + 1): K1 serves q up to 8; expected at most 7 speculative "
+                      "tokens", str(raised.exception))
+
+    def test_tp_above_one_without_exchanges(self):
+        with self.assertRaises(ValueError) as raised:
+            monotile.specialized_decode_config(options(tensor_parallel_size=8))
+        self.assertIn("TP 8", str(raised.exception))
+
+    def test_the_experts_layout_must_be_the_checkpoints(self):
+        config = monotile.load_config("k3-tiny")
+        weights = monotile.testing.seeded_rank_weights(config, 1, 0, 5, 0, config.num_hidden_layers)
+        for layout, words in [("", 'experts_layout is not declared: expected "checkpoint"'),
+                              ("aiter_shuffled", 'experts_layout "aiter_shuffled" is not read by the kernels: '
+                                                 'expected "checkpoint"')]:
+            backbone = monotile.Backbone(config, 1, 0, 0, config.num_hidden_layers, weights, experts_layout=layout)
+            reasons = monotile.weight_reasons(backbone)
+            self.assertEqual(len(reasons), 1, reasons)
+            self.assertIn(words, reasons[0])
+            with self.assertRaises(ValueError) as raised:
+                monotile.SpecializedDecode(backbone, monotile.DecodeConfig(q=2, max_rows=8),
+                                           monotile.single_process_group(), log=lambda line: None)
+            self.assertIn(words, str(raised.exception))
+        backbone = monotile.Backbone(config, 1, 0, 0, config.num_hidden_layers, weights, experts_layout="checkpoint")
+        self.assertEqual(monotile.weight_reasons(backbone), [])
+
+    def test_a_layers_prefix_ending_in_a_dot(self):
+        config = monotile.load_config("k3-tiny")
+        weights = monotile.testing.seeded_rank_weights(config, 1, 0, 5, 0, config.num_hidden_layers)
+        backbone = monotile.Backbone(config, 1, 0, 0, config.num_hidden_layers, weights,
+                                     layers_prefix="model.layers.", experts_layout="checkpoint")
+        reasons = monotile.weight_reasons(backbone)
+        self.assertEqual(len(reasons), 1, reasons)
+        self.assertIn('"model.layers."', reasons[0])
+
+
 class ReasonsTest(unittest.TestCase):
     def test_no_weights_every_reason(self):
         config = monotile.load_config("k3-tiny")
