@@ -23,6 +23,8 @@ constexpr int abi_kind() {
     } else {
       return 1000;  // void or an opaque struct: only the pointer matters
     }
+  } else if constexpr (std::is_class_v<U>) {
+    return 100000 + static_cast<int>(sizeof(U));  // a struct by value (an IPC handle): its size
   } else if constexpr (std::is_floating_point_v<U>) {
     return static_cast<int>(sizeof(U)) * 10 + 1;
   } else {

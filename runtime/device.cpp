@@ -51,6 +51,17 @@ absl::StatusOr<Event> Device::wrap_event(uint64_t native) {
   return Event(this, native, false);
 }
 
+absl::StatusOr<ExportedBuffer> Device::allocate_exportable(size_t bytes) {
+  return absl::UnimplementedError(
+      absl::StrCat(describe(info()), " cannot export ", bytes,
+                   " bytes to other ranks: it shares no memory with them"));
+}
+
+absl::StatusOr<PeerMapping> Device::map_peer(std::string_view, size_t bytes) {
+  return absl::UnimplementedError(absl::StrCat(describe(info()), " cannot map another rank's ",
+                                               bytes, " bytes: it shares no memory with them"));
+}
+
 absl::Status Device::check_owned(const DeviceResource& resource, std::string_view what) const {
   if (!resource.valid()) {
     return absl::FailedPreconditionError(absl::StrCat(to_absl(what), " given to ",

@@ -88,6 +88,15 @@ class Device {
   virtual absl::Status launch(const Function& function, const LaunchConfig& config, void** args,
                               Stream& stream) = 0;
 
+  // Peer memory for the ranks of a TP group (runtime/decode/peer_buffer.h). allocate_exportable:
+  // `bytes` of device memory, zero-filled, with a handle another rank's device of the same kind
+  // maps through map_peer (a GPU: a driver IPC handle, another process on this machine; the CPU
+  // device: ranks are threads of one process, the handle the host address). A device that cannot
+  // share memory returns Unimplemented; a handle this device cannot map, InvalidArgument or the
+  // driver's error.
+  virtual absl::StatusOr<ExportedBuffer> allocate_exportable(size_t bytes);
+  virtual absl::StatusOr<PeerMapping> map_peer(std::string_view handle, size_t bytes);
+
   // Graph capture: work enqueued on `stream` between the two calls is recorded, not run.
   virtual absl::Status begin_capture(Stream& stream) = 0;
   virtual absl::StatusOr<Graph> end_capture(Stream& stream) = 0;
@@ -108,6 +117,9 @@ class Device {
     return Module(this, native, std::string(label));
   }
   Graph make_graph(uint64_t native) { return Graph(this, native); }
+  PeerMapping make_peer_mapping(DevicePtr address, size_t bytes) {
+    return PeerMapping(this, address, bytes);
+  }
   Function make_function(uint64_t native, std::string_view name) {
     return Function(this, native, std::string(name));
   }

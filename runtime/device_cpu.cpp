@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -80,9 +82,10 @@ class CpuDevice final : public Device {
 
   ~CpuDevice() override {
     absl::MutexLock lock(&mutex_);
-    if (allocations_.size() > registered_.size()) {
-      log_warning(absl::StrCat("cpu device destroyed with ", allocations_.size() - registered_.size(),
-                               " allocation(s) still live; they are leaked"));
+    // The host's registered memory and other devices' mapped buffers are not this device's to free.
+    const size_t owned = allocations_.size() - registered_.size() - peer_maps_.size();
+    if (owned > 0) {
+      log_warning(absl::StrCat("cpu device destroyed with ", owned, " allocation(s) still live; they are leaked"));
     }
   }
 
@@ -138,6 +141,50 @@ class CpuDevice final : public Device {
     MT_ASSIGN_OR_RETURN(void* memory, allocate_host(bytes, "host-mapped buffer"));
     std::memset(memory, 0, bytes);
     return make_host_mapped(memory, to_native(memory), bytes);
+  }
+
+  // Peer memory: the ranks are threads of this process, so a handle is the host address (with this
+  // process's id, so that another process's handle is refused rather than read).
+  absl::StatusOr<ExportedBuffer> allocate_exportable(size_t bytes) override {
+    MT_ASSIGN_OR_RETURN(void* memory, allocate_host(bytes, "exported buffer"));
+    std::memset(memory, 0, bytes);
+    return ExportedBuffer{make_buffer(to_native(memory), bytes),
+                          absl::StrCat("cpu ", getpid(), " ", to_native(memory), " ", bytes)};
+  }
+  absl::StatusOr<PeerMapping> map_peer(std::string_view handle, size_t bytes) override {
+    long long pid = 0;
+    uint64_t address = 0, exported = 0;
+    char extra = 0;
+    const std::string text(handle);
+    if (std::sscanf(text.c_str(), "cpu %lld %" SCNu64 " %" SCNu64 "%c", &pid, &address, &exported,
+                    &extra) != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a peer buffer's handle of ", handle.size(), " bytes given to ", describe(info_),
+          ": not the CPU device's (\"cpu <pid> <address> <bytes>\")"));
+    }
+    if (pid != getpid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a peer buffer of process ", pid, " given to ", describe(info_), " of process ", getpid(),
+          ": the CPU device's ranks are threads of one process; hint: run the ranks as threads "
+          "(InProcessGroup)"));
+    }
+    if (bytes > exported) {
+      return absl::InvalidArgumentError(absl::StrCat("mapping ", bytes,
+                                                     " bytes of a peer buffer of ", exported,
+                                                     " bytes on ", describe(info_)));
+    }
+    // A buffer of another CPU device of this process: this device's range checks accept it while
+    // it is mapped (counted: the same buffer may be mapped more than once).
+    absl::MutexLock lock(&mutex_);
+    const void* base = from_native<const void>(address);
+    if (auto mapped = peer_maps_.find(base); mapped != peer_maps_.end()) {
+      ++mapped->second;
+    } else if (!allocations_.contains(base)) {
+      allocations_[base] =
+          CpuAllocation{base, bytes, absl::StrCat("peer buffer (", bytes, " bytes)")};
+      peer_maps_[base] = 1;
+    }
+    return make_peer_mapping(address, bytes);
   }
 
   absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
@@ -420,6 +467,17 @@ class CpuDevice final : public Device {
       case ResourceKind::kEvent: forget(native); delete from_native<CpuEvent>(native); return;
       case ResourceKind::kModule: delete from_native<LoadedModule>(native); return;
       case ResourceKind::kGraph: delete from_native<CpuGraph>(native); return;
+      case ResourceKind::kPeerMapping: {
+        // Another device's buffer: nothing to free here, only this device's view of it to end.
+        absl::MutexLock lock(&mutex_);
+        const void* base = from_native<const void>(native);
+        if (auto mapped = peer_maps_.find(base);
+            mapped != peer_maps_.end() && --mapped->second == 0) {
+          peer_maps_.erase(mapped);
+          allocations_.erase(base);
+        }
+        return;
+      }
     }
   }
 
@@ -429,6 +487,8 @@ class CpuDevice final : public Device {
   std::map<const void*, CpuAllocation> allocations_ ABSL_GUARDED_BY(mutex_);
   // Of allocations_, the host's own memory (register_host): how many registrations each base has.
   std::map<const void*, int> registered_ ABSL_GUARDED_BY(mutex_);
+  // Other devices' buffers this one has mapped (map_peer), with their mapping counts.
+  std::map<const void*, int> peer_maps_ ABSL_GUARDED_BY(mutex_);
   int64_t allocation_count_ ABSL_GUARDED_BY(mutex_) = 0;
   std::set<const void*> live_ ABSL_GUARDED_BY(mutex_);  // the streams and events made, not yet released
 };

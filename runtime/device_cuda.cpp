@@ -104,6 +104,15 @@ struct CudaApi {
   static constexpr EntryPoint graph_exec_destroy{&CudaDriver::cuGraphExecDestroy,
                                                  "cuGraphExecDestroy"};
   static constexpr EntryPoint graph_destroy{&CudaDriver::cuGraphDestroy, "cuGraphDestroy"};
+  // Peer memory: a buffer's IPC handle, opened in another process (peer access enabled lazily).
+  using IpcHandle = CUipcMemHandle;
+  static constexpr EntryPoint ipc_get_handle{&CudaDriver::cuIpcGetMemHandle, "cuIpcGetMemHandle"};
+  static constexpr EntryPoint ipc_open{
+      +[](const CudaDriver& d, CUdeviceptr* address, CUipcMemHandle handle) {
+        return d.cuIpcOpenMemHandle(address, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+      },
+      "cuIpcOpenMemHandle_v2"};
+  static constexpr EntryPoint ipc_close{&CudaDriver::cuIpcCloseMemHandle, "cuIpcCloseMemHandle"};
 };
 
 std::string driver_version_text(int version) {

@@ -111,6 +111,31 @@ class GpuDevice final : public Device {
     return make_host_mapped(host, to_native(address), bytes);
   }
 
+  // Peer memory through the driver's IPC handles: valid in another process on this machine (ranks
+  // sharing one GPU or on peer GPUs); the driver refuses a handle opened in its own process.
+  absl::StatusOr<ExportedBuffer> allocate_exportable(size_t bytes) override {
+    MT_ASSIGN_OR_RETURN(DeviceBuffer buffer, allocate(bytes));
+    MT_RETURN_IF_ERROR(fill_bytes(buffer.address(), 0, bytes));
+    typename Api::IpcHandle handle{};
+    MT_RETURN_IF_ERROR(
+        call_for(describe_bytes(bytes), Api::ipc_get_handle, &handle, device(buffer.address())));
+    return ExportedBuffer{std::move(buffer),
+                          std::string(reinterpret_cast<const char*>(&handle), sizeof handle)};
+  }
+  absl::StatusOr<PeerMapping> map_peer(std::string_view handle, size_t bytes) override {
+    typename Api::IpcHandle ipc{};
+    if (handle.size() != sizeof ipc) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a peer buffer's handle of ", handle.size(), " bytes given to ", describe(info_),
+          ": expected an IPC handle of ", sizeof ipc, " bytes from a device of the same vendor"));
+    }
+    std::memcpy(&ipc, handle.data(), sizeof ipc);
+    MT_RETURN_IF_ERROR(make_current());
+    Address address{};
+    MT_RETURN_IF_ERROR(call_for(describe_bytes(bytes), Api::ipc_open, &address, ipc));
+    return make_peer_mapping(to_native(address), bytes);
+  }
+
   absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
     MT_RETURN_IF_ERROR(make_current());
     MT_RETURN_IF_ERROR(call_for(describe_bytes(bytes), Api::copy_to_device, device(destination),
@@ -344,6 +369,9 @@ class GpuDevice final : public Device {
           break;
         case ResourceKind::kGraph:
           status = call(Api::graph_exec_destroy, from_native<GraphExecHandle>(native));
+          break;
+        case ResourceKind::kPeerMapping:
+          status = call(Api::ipc_close, device(native));
           break;
       }
     }

@@ -93,6 +93,19 @@ struct HipApi {
   static constexpr EntryPoint graph_exec_destroy{&HipDriver::hipGraphExecDestroy,
                                                  "hipGraphExecDestroy"};
   static constexpr EntryPoint graph_destroy{&HipDriver::hipGraphDestroy, "hipGraphDestroy"};
+  // Peer memory: a buffer's IPC handle, opened in another process (peer access enabled lazily).
+  using IpcHandle = hipIpcMemHandle_t;
+  static constexpr EntryPoint ipc_get_handle{&HipDriver::hipIpcGetMemHandle, "hipIpcGetMemHandle"};
+  // The lazy peer-access flag as this runtime's header spells it (HIP 6 is the R0600 layout).
+  static constexpr EntryPoint ipc_open{
+      +[](const HipDriver& d, void** address, hipIpcMemHandle_t handle) {
+        return d.hipIpcOpenMemHandle(address, handle,
+                                     d.device_prop_layout.size == kDevicePropR0600.size
+                                         ? kIpcMemLazyEnablePeerAccessHip6
+                                         : kIpcMemLazyEnablePeerAccessHip5);
+      },
+      "hipIpcOpenMemHandle"};
+  static constexpr EntryPoint ipc_close{&HipDriver::hipIpcCloseMemHandle, "hipIpcCloseMemHandle"};
 };
 
 template <typename T>

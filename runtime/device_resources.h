@@ -18,7 +18,7 @@ class Device;
 // A device address. On the CPU device it is the host address itself.
 using DevicePtr = uint64_t;
 
-enum class ResourceKind { kBuffer, kHostMapped, kStream, kEvent, kModule, kGraph };
+enum class ResourceKind { kBuffer, kHostMapped, kStream, kEvent, kModule, kGraph, kPeerMapping };
 
 class DeviceResource {
  public:
@@ -62,6 +62,28 @@ class DeviceBuffer : public DeviceResource {
   friend class Device;
   DeviceBuffer(Device* device, DevicePtr address, size_t size)
       : DeviceResource(device, ResourceKind::kBuffer, address), size_(size) {}
+  size_t size_ = 0;
+};
+
+// Device memory another process (a TP rank) may map: the buffer, zero-filled, and the handle that
+// names it to Device::map_peer in that process (opaque bytes that travel through the TP group).
+struct ExportedBuffer {
+  DeviceBuffer buffer;
+  std::string handle;
+};
+
+// Another rank's exported buffer mapped into this device's address space; destroying it unmaps it
+// (the exporter's buffer lives on until its own rank frees it).
+class PeerMapping : public DeviceResource {
+ public:
+  PeerMapping() = default;
+  DevicePtr address() const { return native(); }
+  size_t size() const { return size_; }
+
+ private:
+  friend class Device;
+  PeerMapping(Device* device, DevicePtr address, size_t size)
+      : DeviceResource(device, ResourceKind::kPeerMapping, address), size_(size) {}
   size_t size_ = 0;
 };
 

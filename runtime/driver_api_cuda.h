@@ -49,6 +49,11 @@ constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 constexpr unsigned kMemHostAllocPortable = 0x01;
 constexpr unsigned kMemHostAllocDeviceMap = 0x02;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
+// Another process's buffer (cuda.h: CUipcMemHandle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS).
+struct CUipcMemHandle {
+  char reserved[64];
+};
+constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 
 // Entry points, named after the exact exported symbol (the _v2 ABI where one exists).
@@ -111,5 +116,9 @@ using PFN_cuGraphInstantiateWithFlags = CUresult (*)(CUgraphExec* exec, CUgraph 
 using PFN_cuGraphLaunch = CUresult (*)(CUgraphExec exec, CUstream stream);
 using PFN_cuGraphExecDestroy = CUresult (*)(CUgraphExec exec);
 using PFN_cuGraphDestroy = CUresult (*)(CUgraph graph);
+using PFN_cuIpcGetMemHandle = CUresult (*)(CUipcMemHandle* handle, CUdeviceptr address);
+using PFN_cuIpcOpenMemHandle_v2 = CUresult (*)(CUdeviceptr* address, CUipcMemHandle handle,
+                                               unsigned flags);
+using PFN_cuIpcCloseMemHandle = CUresult (*)(CUdeviceptr address);
 
 }  // namespace monotile::runtime::cuda_api

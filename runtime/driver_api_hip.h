@@ -38,6 +38,13 @@ constexpr hipError_t hipErrorNotFound = 500;
 constexpr unsigned kHostMallocMapped = 0x2;
 constexpr unsigned kHostMallocPortable = 0x1;
 constexpr unsigned kStreamNonBlocking = 0x1;
+// Another process's buffer (hipIpcMemHandle_t, HIP_IPC_HANDLE_SIZE). hipIpcMemLazyEnablePeerAccess
+// is 0 in HIP 5's header and 0x1 in ROCm 6's; hipIpcOpenMemHandle takes the one of its own version.
+struct hipIpcMemHandle_t {
+  char reserved[64];
+};
+constexpr unsigned kIpcMemLazyEnablePeerAccessHip5 = 0x0;
+constexpr unsigned kIpcMemLazyEnablePeerAccessHip6 = 0x1;
 constexpr hipStreamCaptureMode hipStreamCaptureModeThreadLocal = 1;
 
 // hipDeviceProp_t, by layout. R0000: HIP 5's hipGetDeviceProperties; R0600: HIP 6's
@@ -110,5 +117,9 @@ using PFN_hipGraphInstantiateWithFlags = hipError_t (*)(hipGraphExec_t* exec, hi
 using PFN_hipGraphLaunch = hipError_t (*)(hipGraphExec_t exec, hipStream_t stream);
 using PFN_hipGraphExecDestroy = hipError_t (*)(hipGraphExec_t exec);
 using PFN_hipGraphDestroy = hipError_t (*)(hipGraph_t graph);
+using PFN_hipIpcGetMemHandle = hipError_t (*)(hipIpcMemHandle_t* handle, void* address);
+using PFN_hipIpcOpenMemHandle = hipError_t (*)(void** address, hipIpcMemHandle_t handle,
+                                               unsigned flags);
+using PFN_hipIpcCloseMemHandle = hipError_t (*)(void* address);
 
 }  // namespace monotile::runtime::hip_api

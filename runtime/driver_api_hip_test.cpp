@@ -5,6 +5,7 @@
 #include "runtime/driver_api_hip.h"  // first: the HIP header defines macros our names would hit
 
 #include <hip/hip_runtime_api.h>
+#include <hip/hip_version.h>
 
 #include <cstddef>
 
@@ -65,6 +66,13 @@ MT_EXPECT_SAME_ABI(PFN_hipGraphInstantiateWithFlags, hipGraphInstantiateWithFlag
 MT_EXPECT_SAME_ABI(PFN_hipGraphLaunch, hipGraphLaunch);
 MT_EXPECT_SAME_ABI(PFN_hipGraphExecDestroy, hipGraphExecDestroy);
 MT_EXPECT_SAME_ABI(PFN_hipGraphDestroy, hipGraphDestroy);
+MT_EXPECT_SAME_ABI(PFN_hipIpcGetMemHandle, hipIpcGetMemHandle);
+MT_EXPECT_SAME_ABI(PFN_hipIpcOpenMemHandle, hipIpcOpenMemHandle);
+MT_EXPECT_SAME_ABI(PFN_hipIpcCloseMemHandle, hipIpcCloseMemHandle);
+static_assert(sizeof(api::hipIpcMemHandle_t) == sizeof(::hipIpcMemHandle_t));
+static_assert(HIP_VERSION_MAJOR >= 6
+                  ? api::kIpcMemLazyEnablePeerAccessHip6 == hipIpcMemLazyEnablePeerAccess
+                  : api::kIpcMemLazyEnablePeerAccessHip5 == hipIpcMemLazyEnablePeerAccess);
 
 #undef MT_EXPECT_SAME_ABI
 

@@ -49,6 +49,10 @@ absl::Status bind_all(CudaDriver& d) {
   MT_RETURN_IF_ERROR(bind_any(l, {"cuMemcpyDtoH_v2"}, d.cuMemcpyDtoH));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuMemcpyDtoD_v2"}, d.cuMemcpyDtoD));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuMemsetD8_v2"}, d.cuMemsetD8));
+  MT_RETURN_IF_ERROR(bind_any(l, {"cuIpcGetMemHandle"}, d.cuIpcGetMemHandle));
+  MT_RETURN_IF_ERROR(
+      bind_any(l, {"cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle"}, d.cuIpcOpenMemHandle));
+  MT_RETURN_IF_ERROR(bind_any(l, {"cuIpcCloseMemHandle"}, d.cuIpcCloseMemHandle));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuMemcpyHtoDAsync_v2"}, d.cuMemcpyHtoDAsync));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuMemcpyDtoHAsync_v2"}, d.cuMemcpyDtoHAsync));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuMemcpyDtoDAsync_v2"}, d.cuMemcpyDtoDAsync));

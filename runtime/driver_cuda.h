@@ -37,6 +37,9 @@ struct CudaDriver {
   cuda_api::PFN_cuMemcpyHtoD_v2 cuMemcpyHtoD = nullptr;
   cuda_api::PFN_cuMemcpyDtoH_v2 cuMemcpyDtoH = nullptr;
   cuda_api::PFN_cuMemcpyDtoD_v2 cuMemcpyDtoD = nullptr;
+  cuda_api::PFN_cuIpcGetMemHandle cuIpcGetMemHandle = nullptr;
+  cuda_api::PFN_cuIpcOpenMemHandle_v2 cuIpcOpenMemHandle = nullptr;
+  cuda_api::PFN_cuIpcCloseMemHandle cuIpcCloseMemHandle = nullptr;
   cuda_api::PFN_cuMemsetD8_v2 cuMemsetD8 = nullptr;
   cuda_api::PFN_cuMemcpyHtoDAsync_v2 cuMemcpyHtoDAsync = nullptr;
   cuda_api::PFN_cuMemcpyDtoHAsync_v2 cuMemcpyDtoHAsync = nullptr;

@@ -69,6 +69,9 @@ absl::Status bind_all(HipDriver& d) {
   MT_RETURN_IF_ERROR(bind_one(l, "hipGraphLaunch", d.hipGraphLaunch));
   MT_RETURN_IF_ERROR(bind_one(l, "hipGraphExecDestroy", d.hipGraphExecDestroy));
   MT_RETURN_IF_ERROR(bind_one(l, "hipGraphDestroy", d.hipGraphDestroy));
+  MT_RETURN_IF_ERROR(bind_one(l, "hipIpcGetMemHandle", d.hipIpcGetMemHandle));
+  MT_RETURN_IF_ERROR(bind_one(l, "hipIpcOpenMemHandle", d.hipIpcOpenMemHandle));
+  MT_RETURN_IF_ERROR(bind_one(l, "hipIpcCloseMemHandle", d.hipIpcCloseMemHandle));
   return absl::OkStatus();
 }
 

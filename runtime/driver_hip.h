@@ -63,6 +63,9 @@ struct HipDriver {
   hip_api::PFN_hipGraphLaunch hipGraphLaunch = nullptr;
   hip_api::PFN_hipGraphExecDestroy hipGraphExecDestroy = nullptr;
   hip_api::PFN_hipGraphDestroy hipGraphDestroy = nullptr;
+  hip_api::PFN_hipIpcGetMemHandle hipIpcGetMemHandle = nullptr;
+  hip_api::PFN_hipIpcOpenMemHandle hipIpcOpenMemHandle = nullptr;
+  hip_api::PFN_hipIpcCloseMemHandle hipIpcCloseMemHandle = nullptr;
 
   // "hipErrorInvalidValue"; "hipError_t 9999" when the runtime has no name for it.
   std::string error_name(hip_api::hipError_t error) const;

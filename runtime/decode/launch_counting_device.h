@@ -18,6 +18,12 @@ class LaunchCountingDevice : public Device {
 
   const DeviceInfo& info() const override { return inner_->info(); }
   absl::StatusOr<DeviceBuffer> allocate(size_t bytes) override { return inner_->allocate(bytes); }
+  absl::StatusOr<ExportedBuffer> allocate_exportable(size_t bytes) override {
+    return inner_->allocate_exportable(bytes);
+  }
+  absl::StatusOr<PeerMapping> map_peer(std::string_view handle, size_t bytes) override {
+    return inner_->map_peer(handle, bytes);
+  }
   absl::StatusOr<HostMappedBuffer> allocate_host_mapped(size_t bytes) override {
     return inner_->allocate_host_mapped(bytes);
   }

@@ -1,0 +1,155 @@
+// The peer buffer on a GPU through the driver's IPC handles: two ranks as two processes of this
+// test (forked before either touches the driver, since a driver does not survive a fork) sharing
+// the first GPU, their group a socket pair. Each rank writes into the other's buffer and reads back
+// what the other wrote into its own, then both close. Skips without a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/decode/peer_buffer.h"
+#include "runtime/discovery.h"
+
+namespace monotile::runtime::decode {
+namespace {
+
+// Two processes' group over one end each of a socket pair: every all_gather writes this rank's
+// bytes (length first) and reads the other's.
+class SocketPairGroup final : public Group {
+ public:
+  SocketPairGroup(int fd, int rank) : fd_(fd), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return 2; }
+  absl::StatusOr<std::vector<std::string>> all_gather(std::string_view bytes) override {
+    const uint64_t length = bytes.size();
+    if (!write_all(&length, sizeof length) || !write_all(bytes.data(), bytes.size())) {
+      return absl::UnavailableError("the socket pair's write failed");
+    }
+    uint64_t theirs = 0;
+    if (!read_all(&theirs, sizeof theirs))
+      return absl::UnavailableError("the other rank closed the socket pair");
+    std::string other(theirs, '\0');
+    if (!read_all(other.data(), other.size()))
+      return absl::UnavailableError("the other rank closed the socket pair");
+    std::vector<std::string> out(2);
+    out[static_cast<size_t>(rank_)] = std::string(bytes);
+    out[static_cast<size_t>(1 - rank_)] = std::move(other);
+    return out;
+  }
+
+ private:
+  bool write_all(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t done = ::write(fd_, p, n);
+      if (done <= 0) return false;
+      p += done;
+      n -= static_cast<size_t>(done);
+    }
+    return true;
+  }
+  bool read_all(void* data, size_t n) {
+    char* p = static_cast<char*>(data);
+    while (n > 0) {
+      const ssize_t done = ::read(fd_, p, n);
+      if (done <= 0) return false;
+      p += done;
+      n -= static_cast<size_t>(done);
+    }
+    return true;
+  }
+  int fd_;
+  int rank_;
+};
+
+// One rank's part: "" when it passed, "skip: <why>" without a GPU, else what failed.
+std::string run_rank(Group& group) {
+  Discovery found = discover_devices();
+  std::unique_ptr<Device> gpu;
+  for (std::unique_ptr<Device>& device : found.devices) {
+    if (device->info().vendor != dsl::Vendor::kCpu && !gpu) gpu = std::move(device);
+  }
+  if (!gpu) return absl::StrCat("skip: ", no_gpu_reason(found));
+  constexpr size_t kBytes = 1 << 20;
+  absl::StatusOr<std::unique_ptr<PeerBuffer>> peer = PeerBuffer::create(*gpu, group, kBytes);
+  if (!peer.ok()) return std::string(peer.status().message());
+  PeerBuffer& p = **peer;
+  std::vector<uint32_t> own(kBytes / 4, 1);
+  if (!gpu->copy_to_host(own.data(), p.local(), kBytes).ok())
+    return "reading the own buffer failed";
+  if (own != std::vector<uint32_t>(kBytes / 4, 0)) return "a fresh peer buffer is not zeroed";
+  if (!group.all_gather("").ok()) return "the barrier before writing failed";  // both looked first
+  // Rank r writes 0x1000 + r into every word of the second half of the other rank's buffer...
+  const int other = 1 - group.rank();
+  std::vector<uint32_t> words(kBytes / 8, static_cast<uint32_t>(0x1000 + group.rank()));
+  if (absl::Status s = gpu->copy_to_device(p.address(other) + kBytes / 2, words.data(), kBytes / 2);
+      !s.ok()) {
+    return absl::StrCat("writing the other rank's buffer: ", s.message());
+  }
+  if (!gpu->synchronize().ok() || !group.all_gather("").ok())
+    return "the barrier after writing failed";
+  // ...and finds the other's words in its own, its first half untouched.
+  if (!gpu->copy_to_host(own.data(), p.local(), kBytes).ok())
+    return "reading the own buffer failed";
+  if (std::vector<uint32_t>(own.begin(), own.begin() + kBytes / 8) !=
+      std::vector<uint32_t>(kBytes / 8, 0)) {
+    return "the first half was written";
+  }
+  if (std::vector<uint32_t>(own.begin() + kBytes / 8, own.end()) !=
+      std::vector<uint32_t>(kBytes / 8, static_cast<uint32_t>(0x1000 + other))) {
+    return absl::StrCat("the second half does not hold rank ", other, "'s words");
+  }
+  std::vector<int64_t> table(2);
+  if (!gpu->copy_to_host(table.data(), p.table(), sizeof(int64_t) * 2).ok())
+    return "reading the table failed";
+  if (static_cast<DevicePtr>(table[static_cast<size_t>(group.rank())]) != p.local())
+    return "the table's own entry";
+  if (!group.all_gather("").ok())
+    return "the barrier before closing failed";  // neither frees while the other reads
+  p.close();
+  return "";
+}
+
+TEST(PeerBufferGpu, TwoProcessesSharingOneGpuWriteIntoEachOthersBuffers) {
+  int pair[2];
+  int report[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Rank 1: its verdict through the pipe, then out without running the parent's test teardown.
+    ::close(pair[0]);
+    ::close(report[0]);
+    SocketPairGroup group(pair[1], 1);
+    const std::string verdict = run_rank(group);
+    [[maybe_unused]] ssize_t written = ::write(report[1], verdict.data(), verdict.size());
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  ::close(report[1]);
+  SocketPairGroup group(pair[0], 0);
+  const std::string verdict = run_rank(group);
+  ::close(pair[0]);  // a rank 1 still waiting in the group sees it closed instead of hanging
+  std::string theirs;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;)
+    theirs.append(buffer, static_cast<size_t>(n));
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (verdict.rfind("skip: ", 0) == 0) GTEST_SKIP() << verdict.substr(6);
+  EXPECT_EQ(verdict, "") << "rank 0";
+  EXPECT_EQ(theirs, "") << "rank 1";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 1's process ended abnormally";
+}
+
+}  // namespace
+}  // namespace monotile::runtime::decode

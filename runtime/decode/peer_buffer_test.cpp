@@ -1,0 +1,189 @@
+// The peer buffer on the CPU device, its ranks as threads (InProcessGroup), each with its own
+// device: every rank writes into every peer's buffer and reads back what each wrote into its own; a
+// rank that cannot export or map makes every rank refuse; closing ends the mappings.
+#include "runtime/decode/peer_buffer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "runtime/decode/in_process_group.h"
+#include "runtime/decode/launch_counting_device.h"
+#include "runtime/device_cpu.h"
+
+namespace monotile::runtime::decode {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr size_t kSlot = 16;
+
+// Rank `from`'s 16 bytes for rank `to`.
+std::array<uint8_t, kSlot> pattern(int from, int to) {
+  std::array<uint8_t, kSlot> bytes{};
+  for (size_t i = 0; i < kSlot; ++i) bytes[i] = static_cast<uint8_t>(0x40 + 16 * from + 4 * to + i);
+  return bytes;
+}
+
+TEST(PeerBuffer, FourRanksEachWriteIntoEveryPeersBufferAndReadTheirOwn) {
+  std::vector<absl::Status> statuses = InProcessGroup::run(4, [](Group& group) -> absl::Status {
+    std::unique_ptr<Device> device = make_cpu_device();
+    absl::StatusOr<std::unique_ptr<PeerBuffer>> peer =
+        PeerBuffer::create(*device, group, 4 * kSlot);
+    if (!peer.ok()) return peer.status();
+    PeerBuffer& p = **peer;
+    EXPECT_EQ(p.rank(), group.rank());
+    EXPECT_EQ(p.size(), 4);
+    EXPECT_EQ(p.address(group.rank()), p.local());
+    std::vector<uint8_t> own(4 * kSlot, 0xff);
+    EXPECT_TRUE(device->copy_to_host(own.data(), p.local(), own.size()).ok());
+    EXPECT_EQ(own, std::vector<uint8_t>(4 * kSlot, 0)) << "a fresh peer buffer is zeroed";
+    // Every rank has looked at its fresh buffer before any writes into it.
+    if (absl::StatusOr<std::vector<std::string>> barrier = group.all_gather(""); !barrier.ok()) {
+      return barrier.status();
+    }
+    // The table holds every rank's address as this device sees it.
+    std::vector<int64_t> table(4);
+    EXPECT_TRUE(device->copy_to_host(table.data(), p.table(), 4 * sizeof(int64_t)).ok());
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(static_cast<DevicePtr>(table[static_cast<size_t>(r)]), p.address(r));
+    // Rank r writes its slot of every rank's buffer (its own included), through this device.
+    for (int to = 0; to < 4; ++to) {
+      std::array<uint8_t, kSlot> bytes = pattern(group.rank(), to);
+      absl::Status written = device->copy_to_device(
+          p.address(to) + kSlot * static_cast<size_t>(group.rank()), bytes.data(), kSlot);
+      if (!written.ok()) return written;
+    }
+    if (absl::StatusOr<std::vector<std::string>> barrier = group.all_gather(""); !barrier.ok())
+      return barrier.status();
+    EXPECT_TRUE(device->copy_to_host(own.data(), p.local(), own.size()).ok());
+    for (int from = 0; from < 4; ++from) {
+      std::array<uint8_t, kSlot> want = pattern(from, group.rank());
+      EXPECT_EQ(0, std::memcmp(own.data() + kSlot * static_cast<size_t>(from), want.data(), kSlot))
+          << "rank " << group.rank() << "'s slot of rank " << from;
+    }
+    // Nothing is freed while a peer may still write: every rank closes after the last barrier.
+    if (absl::StatusOr<std::vector<std::string>> barrier = group.all_gather(""); !barrier.ok())
+      return barrier.status();
+    p.close();
+    return absl::OkStatus();
+  });
+  for (const absl::Status& status : statuses) EXPECT_TRUE(status.ok()) << status;
+}
+
+TEST(PeerBuffer, ClosingUnmapsThePeersBuffers) {
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [](Group& group) -> absl::Status {
+    std::unique_ptr<Device> device = make_cpu_device();
+    absl::StatusOr<std::unique_ptr<PeerBuffer>> peer = PeerBuffer::create(*device, group, 64);
+    if (!peer.ok()) return peer.status();
+    const DevicePtr other = (*peer)->address(1 - group.rank());
+    const uint8_t byte = 7;
+    EXPECT_TRUE(device->copy_to_device(other, &byte, 1).ok())
+        << "mapped: the peer's buffer is this device's to use";
+    if (absl::StatusOr<std::vector<std::string>> barrier = group.all_gather(""); !barrier.ok())
+      return barrier.status();
+    (*peer)->close();
+    (*peer)->close();  // idempotent
+    absl::Status after = device->copy_to_device(other, &byte, 1);
+    EXPECT_EQ(after.code(), absl::StatusCode::kInvalidArgument)
+        << "unmapped: outside every allocation";
+    EXPECT_THAT(std::string(after.message()), HasSubstr("outside every allocation"));
+    return group.all_gather("").status();  // the peer frees only after both have looked
+  });
+  for (const absl::Status& status : statuses) EXPECT_TRUE(status.ok()) << status;
+}
+
+// A device whose map_peer fails, as a driver refusing a handle would.
+class MapFailingDevice final : public LaunchCountingDevice {
+ public:
+  MapFailingDevice() : LaunchCountingDevice(make_cpu_device()) {}
+  absl::StatusOr<PeerMapping> map_peer(std::string_view, size_t) override {
+    return absl::InternalError("the driver refused the handle");
+  }
+};
+
+// A device that shares no memory (Device's default).
+class PlainDevice final : public LaunchCountingDevice {
+ public:
+  PlainDevice() : LaunchCountingDevice(make_cpu_device()) {}
+  absl::StatusOr<ExportedBuffer> allocate_exportable(size_t bytes) override {
+    return Device::allocate_exportable(bytes);
+  }
+};
+
+TEST(PeerBuffer, ARankThatCannotMapMakesEveryRankRefuse) {
+  std::vector<std::string> messages(3);
+  std::vector<absl::Status> statuses = InProcessGroup::run(3, [&](Group& group) -> absl::Status {
+    std::unique_ptr<Device> device =
+        group.rank() == 2 ? std::unique_ptr<Device>(new MapFailingDevice()) : make_cpu_device();
+    absl::StatusOr<std::unique_ptr<PeerBuffer>> peer = PeerBuffer::create(*device, group, 256);
+    messages[static_cast<size_t>(group.rank())] = std::string(peer.status().message());
+    return peer.status();
+  });
+  for (const absl::Status& status : statuses)
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      messages[2],
+      HasSubstr("the specialized decode does not support the peer buffers: rank 2 could not map "
+                "rank 0's peer buffer: the driver refused the handle"));
+  for (int rank : {0, 1}) {
+    EXPECT_THAT(messages[static_cast<size_t>(rank)], HasSubstr("another TP rank refused (rank 2)"))
+        << rank;
+  }
+}
+
+TEST(PeerBuffer, ADeviceThatSharesNoMemoryRefusesOnEveryRank) {
+  std::vector<std::string> messages(2);
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    std::unique_ptr<Device> device =
+        group.rank() == 1 ? std::unique_ptr<Device>(new PlainDevice()) : make_cpu_device();
+    absl::StatusOr<std::unique_ptr<PeerBuffer>> peer = PeerBuffer::create(*device, group, 256);
+    messages[static_cast<size_t>(group.rank())] = std::string(peer.status().message());
+    return peer.status();
+  });
+  for (const absl::Status& status : statuses)
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      messages[1],
+      HasSubstr("rank 1 could not export its peer buffer: cpu device 0 \"cpu interpreter\" "
+                "(cpu) cannot export 256 bytes to other ranks: it shares no memory with them"));
+  EXPECT_THAT(messages[0], HasSubstr("another TP rank refused (rank 1)"));
+}
+
+TEST(PeerBuffer, RanksOfDifferentSizesRefuse) {
+  std::vector<std::string> messages(2);
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    std::unique_ptr<Device> device = make_cpu_device();
+    absl::StatusOr<std::unique_ptr<PeerBuffer>> peer =
+        PeerBuffer::create(*device, group, group.rank() == 0 ? 256 : 512);
+    messages[static_cast<size_t>(group.rank())] = std::string(peer.status().message());
+    return peer.status();
+  });
+  for (const absl::Status& status : statuses)
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      messages[0],
+      HasSubstr("rank 1's peer buffer is 512 bytes, rank 0's 256: every rank must make the same"));
+}
+
+TEST(CpuDevicePeerMemory, RefusesAHandleOfAnotherProcessOrAnotherDevice) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  absl::StatusOr<PeerMapping> mapped = device->map_peer("cpu 1 4096 64", 64);
+  EXPECT_EQ(mapped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(mapped.status().message()),
+              HasSubstr("a peer buffer of process 1 given to cpu device 0 \"cpu interpreter\" "
+                        "(cpu) of process "));
+  EXPECT_THAT(std::string(mapped.status().message()),
+              HasSubstr("the CPU device's ranks are threads of one process"));
+  mapped = device->map_peer(std::string(64, '\x11'), 64);
+  EXPECT_THAT(std::string(mapped.status().message()),
+              HasSubstr("a peer buffer's handle of 64 bytes given to cpu device 0 \"cpu "
+                        "interpreter\" (cpu): not the "
+                        "CPU device's"));
+}
+
+}  // namespace
+}  // namespace monotile::runtime::decode
