@@ -157,6 +157,32 @@ class ExecutorFixture : public ::testing::Test {
     return in;
   }
 
+  // What a step reads and writes besides its output: the prefix and block sums, and the conv and
+  // recurrent states of the whole KDA layers 1 and 2. A graph test snapshots them before a replay,
+  // restores them, runs the same inputs eagerly, and compares the two snapshots.
+  using StepBytes = std::vector<std::vector<uint8_t>>;
+  StepBytes snapshot_step(const StepInputs& in) const {
+    const size_t th = static_cast<size_t>(in.width * config_.hidden_size);
+    StepBytes bytes;
+    bytes.push_back(read<uint8_t>(in.prefix.address(), th * 2));
+    bytes.push_back(read<uint8_t>(in.blocks.address(), th * static_cast<size_t>(config_.block_count()) * 2));
+    for (int layer : {1, 2}) {
+      const Cache& c = caches_.at(layer);
+      bytes.push_back(read<uint8_t>(c.conv.address(), static_cast<size_t>(c.conv_elements) * 2));
+      bytes.push_back(read<uint8_t>(c.state.address(), static_cast<size_t>(c.state_elements) * 4));
+    }
+    return bytes;
+  }
+  void restore_step(const StepInputs& in, const StepBytes& bytes) const {
+    write(in.prefix.address(), bytes[0]);
+    write(in.blocks.address(), bytes[1]);
+    size_t i = 2;
+    for (int layer : {1, 2}) {
+      write(caches_.at(layer).conv.address(), bytes[i++]);
+      write(caches_.at(layer).state.address(), bytes[i++]);
+    }
+  }
+
   // How a padded request is written: as vLLM 0.33.0 stages a FULL graph's replay for fewer
   // requests (gdn_attn.py: NULL_BLOCK_ID 0 in every column of spec_state_indices, one accepted
   // token, and spec_query_start_loc's entries past the real requests the last real end repeated:
@@ -383,7 +409,6 @@ class ExecutorFixture : public ::testing::Test {
                      Pad pad, std::mt19937& rng) {
   fill_step(in, 1, rng, pad);
   const size_t th = static_cast<size_t>(in.width * config_.hidden_size);
-  const size_t tbh = th * static_cast<size_t>(config_.block_count());
   const size_t conv_slot = static_cast<size_t>(caches_[1].conv_elements / kSlots) * 2;
   const size_t state_slot = static_cast<size_t>(caches_[1].state_elements / kSlots) * 4;
   // Slot 0 holds a huge finite value (the reference's check compares untouched slots bit for bit,
@@ -414,42 +439,23 @@ class ExecutorFixture : public ::testing::Test {
     }
   };
   const std::vector<uint16_t> nan_out(th, 0x7FC1);
-  auto snapshot = [&] {
-    std::vector<std::vector<uint8_t>> bytes;
-    bytes.push_back(read<uint8_t>(in.prefix.address(), th * 2));
-    bytes.push_back(read<uint8_t>(in.blocks.address(), tbh * 2));
-    for (int layer : {1, 2}) {
-      bytes.push_back(read<uint8_t>(caches_[layer].conv.address(), static_cast<size_t>(caches_[layer].conv_elements) * 2));
-      bytes.push_back(read<uint8_t>(caches_[layer].state.address(), static_cast<size_t>(caches_[layer].state_elements) * 4));
-    }
-    return bytes;
-  };
-  auto restore = [&](const std::vector<std::vector<uint8_t>>& bytes) {
-    write(in.prefix.address(), bytes[0]);
-    write(in.blocks.address(), bytes[1]);
-    size_t i = 2;
-    for (int layer : {1, 2}) {
-      write(caches_[layer].conv.address(), bytes[i++]);
-      write(caches_[layer].state.address(), bytes[i++]);
-    }
-  };
-  const std::vector<std::vector<uint8_t>> before = snapshot();
+  const StepBytes before = snapshot_step(in);
   write(out, nan_out);
   ASSERT_TRUE(device_->replay(graph, stream).ok());
   ASSERT_TRUE(device_->synchronize(stream).ok());
   ASSERT_TRUE(decode.check_health().ok()) << decode.check_health();
   expect_slot_zero_untouched("replay");
   expect_every_row_written("replay");
-  std::vector<std::vector<uint8_t>> replayed = snapshot();
+  StepBytes replayed = snapshot_step(in);
   replayed.push_back(read<uint8_t>(out, th * 2));
 
-  restore(before);
+  restore_step(in, before);
   write(out, nan_out);
   const DevicePtr eager_out = run_layers(decode, in, rng);
   ASSERT_EQ(eager_out, out) << "an eager step writes its output where the captured one did";
   expect_slot_zero_untouched("eager run");
   expect_every_row_written("eager run");
-  std::vector<std::vector<uint8_t>> eager = snapshot();
+  StepBytes eager = snapshot_step(in);
   eager.push_back(read<uint8_t>(out, th * 2));
   const char* names[] = {"prefix", "blocks", "layer 1 conv", "layer 1 state", "layer 2 conv", "layer 2 state", "out"};
   for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(eager[i] == replayed[i]) << names[i] << " differs";

@@ -90,40 +90,18 @@ class HostStreamFixture : public ExecutorFixture {
     // New metadata, one real request and one padded; the caches as they are now.
     fill_step(in, 1, rng);
     const size_t th = static_cast<size_t>(in.width * config_.hidden_size);
-    const size_t tbh = th * static_cast<size_t>(config_.block_count());
-    auto snapshot = [&] {
-      std::vector<std::vector<uint8_t>> bytes;
-      bytes.push_back(read<uint8_t>(in.prefix.address(), th * 2));
-      bytes.push_back(read<uint8_t>(in.blocks.address(), tbh * 2));
-      for (int layer : {1, 2}) {
-        const Cache& c = caches_[layer];
-        bytes.push_back(read<uint8_t>(c.conv.address(), static_cast<size_t>(c.conv_elements) * 2));
-        bytes.push_back(
-            read<uint8_t>(c.state.address(), static_cast<size_t>(c.state_elements) * 4));
-      }
-      return bytes;
-    };
-    auto restore = [&](const std::vector<std::vector<uint8_t>>& bytes) {
-      write(in.prefix.address(), bytes[0]);
-      write(in.blocks.address(), bytes[1]);
-      size_t i = 2;
-      for (int layer : {1, 2}) {
-        write(caches_[layer].conv.address(), bytes[i++]);
-        write(caches_[layer].state.address(), bytes[i++]);
-      }
-    };
-    const std::vector<std::vector<uint8_t>> before = snapshot();
+    const StepBytes before = snapshot_step(in);
     write(out, std::vector<uint8_t>(th * 2, 0xff));  // poisoned: the replay must write it
     ASSERT_TRUE(host.replay().ok());
     ASSERT_TRUE(host.synchronize().ok());
     ASSERT_TRUE(decode.check_health().ok()) << decode.check_health();
-    std::vector<std::vector<uint8_t>> replayed = snapshot();
+    StepBytes replayed = snapshot_step(in);
     replayed.push_back(read<uint8_t>(out, th * 2));
     EXPECT_NE(replayed.back(), std::vector<uint8_t>(th * 2, 0xff))
         << "the replay wrote the step's output";
 
     // The same inputs eagerly, on the same stream.
-    restore(before);
+    restore_step(in, before);
     write(out, std::vector<uint8_t>(th * 2, 0xff));
     io = io_of(in);
     io.attention = attention;
@@ -133,7 +111,7 @@ class HostStreamFixture : public ExecutorFixture {
     ASSERT_TRUE(host.synchronize().ok());
     ASSERT_TRUE(decode.check_health().ok()) << decode.check_health();
     ASSERT_EQ(io.delta, out) << "an eager step writes its output where the captured one did";
-    std::vector<std::vector<uint8_t>> eager_bytes = snapshot();
+    StepBytes eager_bytes = snapshot_step(in);
     eager_bytes.push_back(read<uint8_t>(out, th * 2));
     const char* names[] = {"prefix",       "blocks",        "layer 1 conv", "layer 1 state",
                            "layer 2 conv", "layer 2 state", "out"};
