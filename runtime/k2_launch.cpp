@@ -71,6 +71,8 @@ K2Launch::Table K2Launch::table(const K2Tensors& t, int layer) const {
   auto i64 = [](int64_t value) { return KernelArgument::integer(ScalarType::kI64, value); };
   const DevicePtr scratch = scratch_.address();
   const kernels::k3::K2Scratch& s = layout_;
+  // Rank r's peer buffer (tp > 1 builds only: a build at TP 1 has no such parameter).
+  auto peer = [&](size_t r) { return r < state_->peers().size() ? state_->peers()[r] : DevicePtr{0}; };
   return {{
       {"core", pointer(t.core, ScalarType::kBf16)},
       {"w_o", pointer(t.w_o, ScalarType::kBf16)},
@@ -114,6 +116,14 @@ K2Launch::Table K2Launch::table(const K2Tensors& t, int layer) const {
       {"slot", KernelArgument::integer(ScalarType::kI32, kK2SlotBase + layer)},
       {"health", pointer(state_->health(), ScalarType::kI32)},
       {"alarm", pointer(state_->alarm(), ScalarType::kI32)},
+      {"peer0", pointer(peer(0), ScalarType::kI32)},
+      {"peer1", pointer(peer(1), ScalarType::kI32)},
+      {"peer2", pointer(peer(2), ScalarType::kI32)},
+      {"peer3", pointer(peer(3), ScalarType::kI32)},
+      {"peer4", pointer(peer(4), ScalarType::kI32)},
+      {"peer5", pointer(peer(5), ScalarType::kI32)},
+      {"peer6", pointer(peer(6), ScalarType::kI32)},
+      {"peer7", pointer(peer(7), ScalarType::kI32)},
       {"clock", pointer(clock_.address(), ScalarType::kI64)},
   }};
 }
@@ -149,13 +159,21 @@ std::string k2_region_name(int32_t region) {
       return "the MoE";
     case K2Region::kLatentSum:
       return "the routed latent sum";
+    case K2Region::kOProjPeers:
+      return "o_proj's partial sums";
+    case K2Region::kLatentPeers:
+      return "the routed latent's partial sums";
+    case K2Region::kFinalPeers:
+      return "the MoE output's partial sums";
   }
   return "";
 }
 
 absl::Status K2Launch::check_health() const {
   return state_->check_health(absl::StrCat("K2 \"", kernels::k3::k2_name(build_), "\""),
-                              build_.wait_ns, k2_region_name);
+                              build_.wait_ns, k2_region_name, [](int32_t region) {
+                                return region >= static_cast<int32_t>(K2Region::kOProjPeers);
+                              });
 }
 
 }  // namespace monotile::runtime

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "jit/jit.h"
 #include "kernels/k3/k2.h"
+#include "kernels/k3/peer_exchange.h"
 #include "runtime/device.h"
 #include "runtime/kernel.h"
 #include "runtime/launch_state.h"
@@ -119,7 +120,7 @@ class K2Launch {
 
  private:
   // Every value a K2 build may take, by parameter name (the build's parameters pick theirs).
-  static constexpr size_t kTableSize = 43;
+  static constexpr size_t kTableSize = 43 + kernels::k3::kMaxExchangeRanks;
   using Table = std::array<NamedArgument, kTableSize>;
 
   explicit K2Launch(std::shared_ptr<LaunchState> state) : state_(std::move(state)) {}

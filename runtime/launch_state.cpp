@@ -71,25 +71,32 @@ absl::StatusOr<std::vector<WaitRecord>> LaunchState::failed_waits() const {
 
 absl::Status LaunchState::check_health(
     std::string_view who, int64_t wait_ns,
-    const std::function<std::string(int32_t)>& region_name) const {
+    const std::function<std::string(int32_t)>& region_name,
+    const std::function<bool(int32_t)>& peer_region) const {
   MT_ASSIGN_OR_RETURN(std::vector<WaitRecord> records, failed_waits());
   int32_t alarm = 0;
   MT_RETURN_IF_ERROR(device_->copy_to_host(&alarm, this->alarm(), 4));
   if (records.empty() && alarm == 0) return absl::OkStatus();
   std::vector<std::string> lines;
+  bool on_a_peer = false;
   for (const WaitRecord& r : records) {
     std::string region = region_name(r.region);
     if (region.empty()) region = "unknown region";
+    // A peer region's index is the TP rank whose share never came.
+    const bool peer = peer_region && peer_region(r.region);
+    on_a_peer = on_a_peer || peer;
     lines.push_back(absl::StrCat("program ", r.program, " waited on ", region, " (region ",
-                                 r.region, ") flag ", r.index, ": expected tag ", r.expected,
-                                 ", saw ", r.seen));
+                                 r.region, ") ", peer ? "from TP rank " : "flag ", r.index,
+                                 ": expected tag ", r.expected, ", saw ", r.seen));
   }
   if (records.empty())
     lines.push_back(absl::StrCat("the alarm word is ", alarm, " but no health record is set"));
   return absl::InternalError(absl::StrCat(
       std::string(who), " over ", programs_, " programs: a hand-off wait gave up after ",
       wait_ns / 1000000, " ms: ", absl::StrJoin(lines, "; "),
-      "; hint: every program must be resident at once (a persistent kernel)"));
+      on_a_peer ? "; hint: that TP rank stalled, died or runs other steps; every rank must launch "
+                  "the same layers in the same order"
+                : "; hint: every program must be resident at once (a persistent kernel)"));
 }
 
 }  // namespace monotile::runtime

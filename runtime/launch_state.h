@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -54,8 +55,11 @@ class LaunchState {
   // OK, or Internal: "<who> over N programs: a hand-off wait gave up after W ms: program p waited
   // on <region> (region r) flag i: expected tag e, saw s; ...; hint: ...", `who` naming the
   // launches (K1 "k3_k1_..."), `region_name` a region id ("unknown region" when it returns empty).
+  // A region for which `peer_region` is true is a wait on another TP rank's share: its line says
+  // "from TP rank i" (the record's index) and the hint names the peer.
   absl::Status check_health(std::string_view who, int64_t wait_ns,
-                            const std::function<std::string(int32_t)>& region_name) const;
+                            const std::function<std::string(int32_t)>& region_name,
+                            const std::function<bool(int32_t)>& peer_region = nullptr) const;
 
   int programs() const { return programs_; }
   // i32 [health_words(programs)]: word 0 FAILED, then one 8-word record per program.
@@ -63,12 +67,18 @@ class LaunchState {
   DevicePtr alarm() const { return words_.address(); }
   DevicePtr epoch() const { return words_.address() + 4; }
 
+  // The TP group's peer buffers (runtime/decode/peer_buffer.h) as this device addresses them, in
+  // rank order, for K2's exchanges across ranks (k2.h: peer{r}); none at TP 1.
+  void set_peers(std::vector<DevicePtr> peers) { peers_ = std::move(peers); }
+  const std::vector<DevicePtr>& peers() const { return peers_; }
+
  private:
   LaunchState() = default;
   Device* device_ = nullptr;
   int programs_ = 0;
   DeviceBuffer health_;
   DeviceBuffer words_;  // i32 [2]: the alarm, then the epoch
+  std::vector<DevicePtr> peers_;
 };
 
 }  // namespace monotile::runtime

@@ -1,9 +1,10 @@
 // A TP reduction inside a layer kernel: every rank's program instances hand in their partial rows,
 // a block of columns at a time, and every rank then reads the reduced rows [T, width] from one
-// buffer behind one flag. K2's o_proj goes through it; TP 1 is LocalExchange. Peer-memory
-// exchanges across processes (the [tp] work) implement the same interface, so the stages that hand
-// in and read back never change. The reduced value is bf16(sum over ranks in rank order of
-// bf16(partial)), as the stock all-reduce of bf16 partials gives (k3_layer.md 4.6, 4.7).
+// buffer behind one flag. K2's three reductions (o_proj's, the routed latent's, the final one) go
+// through it: at TP 1 LocalExchange, across ranks PeerExchange (peer_exchange.h, over the TP
+// group's peer buffers), so the stages that hand in and read back never change. The reduced value
+// is bf16(sum over ranks in rank order of bf16(partial)), as the stock all-reduce of bf16 partials
+// gives (k3_layer.md 4.6, 4.7), bit for bit the same on every rank.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +18,11 @@ class Exchange {
  public:
   virtual ~Exchange() = default;
   // Hands in this rank's partial of columns `cols` [C] for every token: `partial` [C, P] f32 (a
-  // GEMV task's accumulator, P >= tokens padded), one of `shares` calls that together cover every
-  // column once. Call it from every program that computes a share.
-  virtual void contribute(const dsl::Value& partial, const dsl::Value& cols, int shares) = 0;
+  // GEMV task's accumulator, P >= tokens padded), share number `share` (i32 scalar) of `shares`
+  // calls that together cover every column once, share s covering columns [C s, C s + C). Call it
+  // from every program that computes a share; every rank's programs make the same shares.
+  virtual void contribute(const dsl::Value& partial, const dsl::Value& cols, const dsl::Value& share,
+                          int shares) = 0;
   // Waits until every column of the reduced rows is readable from out(); `index` goes into a
   // health record if the wait gives up.
   virtual void wait_reduced(const dsl::Value& index) = 0;
@@ -40,7 +43,8 @@ class LocalExchange final : public Exchange {
   };
   LocalExchange(Buffers buffers, int tokens, int64_t width, int32_t region, HandoffContext context)
       : b_(buffers), tokens_(tokens), width_(width), region_(region), context_(context) {}
-  void contribute(const dsl::Value& partial, const dsl::Value& cols, int shares) override;
+  void contribute(const dsl::Value& partial, const dsl::Value& cols, const dsl::Value& share,
+                  int shares) override;
   void wait_reduced(const dsl::Value& index) override;
   dsl::Value out() const override { return b_.out; }
   dsl::Value done_flag() const override { return b_.flag; }

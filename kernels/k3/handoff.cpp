@@ -74,12 +74,12 @@ void arrive(const Value& counter, int arrivals, const Value& flag, const Handoff
   if_(count_arrival(counter, arrivals, span), [&] { store_release(flag, context.tag, Scope::gpu); });
 }
 
-void wait_flag(const Value& flag, int32_t region, const Value& index, const HandoffContext& c) {
+void wait_flag(const Value& flag, int32_t region, const Value& index, const HandoffContext& c, MemScope scope) {
   // Scalar ordered loads are made by one thread and shared, so every thread takes the same branch
   // (the branches hold barriers): a plain load per thread could see the word change in between.
-  if_(load_acquire(flag, Scope::gpu) != c.tag, [&] {
+  if_(load_acquire(flag, scope) != c.tag, [&] {
     if_(load(c.health, {.order = Order::relaxed, .scope = Scope::gpu}) == 0, [&] {
-      auto timed_out = wait_until(flag, Cmp::eq, c.tag, c.wait_ns, Scope::gpu);
+      auto timed_out = wait_until(flag, Cmp::eq, c.tag, c.wait_ns, scope);
       if_(timed_out, [&] { record_give_up(c, region, index, load(flag, {.cache = Cache::volatile_})); });
     });
   });

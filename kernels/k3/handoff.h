@@ -44,10 +44,12 @@ dsl::Value count_arrival(const dsl::Value& counter, int arrivals, int span = 0);
 // The same for a number of arrivals known only at run time (i32 scalar, 1..span).
 dsl::Value count_arrival(const dsl::Value& counter, const dsl::Value& arrivals, int span);
 
-// Waits (wait_until, acquire) until *flag holds the tag, the timeout passes (recorded under
-// `region` and `index` with the value seen), or the rank has already failed (no wait at all). The
-// flag is looked at first, so a flag already set costs one round trip. Later plain loads of every
-// thread of the program see what the flag's publisher stored.
-void wait_flag(const dsl::Value& flag, int32_t region, const dsl::Value& index, const HandoffContext& context);
+// Waits (wait_until, acquire at `scope`) until *flag holds the tag, the timeout passes (recorded
+// under `region` and `index` with the value seen), or the rank has already failed (no wait at all).
+// The flag is looked at first, so a flag already set costs one round trip. Later plain loads of
+// every thread of the program see what the flag's publisher stored. A flag another rank sets in
+// this rank's peer buffer (peer_exchange.h) is waited on at system scope.
+void wait_flag(const dsl::Value& flag, int32_t region, const dsl::Value& index, const HandoffContext& context,
+               dsl::MemScope scope = dsl::MemScope::kGpu);
 
 }  // namespace monotile::kernels::k3

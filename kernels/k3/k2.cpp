@@ -2,6 +2,7 @@
 #include "kernels/k3/k2.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
@@ -14,6 +15,7 @@
 #include "kernels/k3/k2_clock.h"
 #include "kernels/k3/moe_stage.h"
 #include "kernels/k3/mxfp4_gemv.h"
+#include "kernels/k3/peer_exchange.h"
 #include "kernels/k3/router_stage.h"
 
 namespace monotile::kernels::k3 {
@@ -77,6 +79,9 @@ void check(const K2Build& b, const SourceLocation& loc) {
   require(b.routed_stages == 0 || chunk <= kMaxStagedChunk, loc, "k2_program", "routed_stages with chunks too long",
           absl::StrCat("at most ", kMaxStagedChunk, " union slots a chunk"), std::to_string(chunk),
           "a staged chunk selects its experts' addresses from ids read before its loop: raise routed_chunks");
+  require(b.tp >= 1 && b.tp <= kMaxExchangeRanks && b.rank >= 0 && b.rank < b.tp, loc, "k2_program",
+          "TP rank out of range", "tp in 1..8 and rank in 0..tp-1", absl::StrCat("tp ", b.tp, " rank ", b.rank),
+          "the executor sets them from its group");
   require(mxfp4_step(b.core_width) > 0, loc, "k2_program", "core_width must be a multiple of 32", "a multiple of 32",
           std::to_string(b.core_width), "o_proj's K steps are powers of two from 32");
   require(mxfp4_step(b.latent) > 0 && mxfp4_step(b.expert_rows) > 0 && mxfp4_step(b.shared_rows) > 0, loc, "k2_program",
@@ -91,6 +96,7 @@ struct Args {
   Value a_rows, y_rows, ares, logits, lat, latent_sum, normed, act, shared, sorted, union_ids, union_count, inter;
   Value flags, counters;
   Value epoch, slot, health, alarm;
+  std::vector<Value> peers;  // tp > 1: every rank's peer buffer
   K2Clock clock;
 };
 
@@ -138,6 +144,9 @@ Args declare(Builder& b, const K2Build& build) {
   a.slot = b.arg("slot", i32);
   a.health = b.arg("health", ptr(i32));
   a.alarm = b.arg("alarm", ptr(i32));
+  if (build.tp > 1) {
+    for (int r = 0; r < build.tp; ++r) a.peers.push_back(b.arg(absl::StrCat("peer", r), ptr(i32)));
+  }
   if (build.stage_clock) a.clock = K2Clock(b.arg("clock", ptr(i64)));
   return a;
 }
@@ -148,7 +157,7 @@ void stage_o_proj(const K2Build& b, const Args& a, Exchange& exchange) {
   const GemvTask gemv{.w = a.w_o, .x = a.core, .k = b.core_width, .tokens = b.tokens, .rows = kGemvRows,
                       .step = mxfp4_step(b.core_width, b.gemv_step)};
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
-    exchange.contribute(gemv_task(gemv, task, b.hidden), task * kGemvRows + arange(0, kGemvRows), tasks);
+    exchange.contribute(gemv_task(gemv, task, b.hidden), task * kGemvRows + arange(0, kGemvRows), task, tasks);
   });
 }
 
@@ -161,6 +170,25 @@ void fault_hook(const K2Build& b, const Args& a) {
     auto start = global_timer();
     while_(start, [&](Value now) { return now - start < b.fault_ns; }, [&](Value) { return global_timer(); });
   });
+}
+
+// One of K2's reductions: LocalExchange at tp 1, else PeerExchange over every rank's buffer.
+std::unique_ptr<Exchange> make_exchange(const K2Build& build, const Args& a, ExchangeIndex index, const Value& out,
+                                        int word, K2Region region, K2Region peer_region, const HandoffContext& hc) {
+  const int64_t width = index == ExchangeIndex::kLatent ? build.latent : build.hidden;
+  if (build.tp == 1) {
+    return std::make_unique<LocalExchange>(
+        LocalExchange::Buffers{.out = out, .counter = a.counters + word, .flag = a.flags + word}, build.tokens, width,
+        static_cast<int32_t>(region), hc);
+  }
+  return std::make_unique<PeerExchange>(
+      PeerExchange::Buffers{.buffers = a.peers,
+                            .parity = load(a.epoch, {.cache = Cache::volatile_}) & 1,
+                            .out = out,
+                            .counter = a.counters + word,
+                            .flag = a.flags + word},
+      peer_exchange_layout(build.tp, build.hidden, build.latent), index, build.rank, build.tokens,
+      static_cast<int32_t>(region), static_cast<int32_t>(peer_region), hc);
 }
 
 }  // namespace
@@ -280,6 +308,7 @@ std::string k2_name(const K2Build& b) {
     absl::StrAppend(&name, "_kp", b.front_parts);
   }
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
+  if (b.tp > 1) absl::StrAppend(&name, "_tp", b.tp, "r", b.rank);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
   if (b.stage_clock) name += "_clock";
   const K2Build defaults;
@@ -301,8 +330,9 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
   a.clock.tick(K2ClockPoint::kStart);
   fault_hook(build, a);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.slot), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
-  LocalExchange o_proj({.out = a.a_rows, .counter = a.counters + kOProjWord, .flag = a.flags + kOProjWord},
-                       build.tokens, build.hidden, static_cast<int32_t>(K2Region::kDelta), hc);
+  std::unique_ptr<Exchange> o_proj_exchange = make_exchange(build, a, ExchangeIndex::kOProj, a.a_rows, kOProjWord,
+                                                            K2Region::kDelta, K2Region::kOProjPeers, hc);
+  Exchange& o_proj = *o_proj_exchange;
   stage_o_proj(build, a, o_proj);
   a.clock.tick(K2ClockPoint::kOProj);
   AttnResRows mlp_res{.hidden = build.hidden,
@@ -350,10 +380,10 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
   a.clock.tick(K2ClockPoint::kAttnRes);
   router_rows(router, hc);
   a.clock.tick(K2ClockPoint::kRouter);
-  LocalExchange latent({.out = a.latent_sum, .counter = a.counters + kLatentSumWord, .flag = a.flags + kLatentSumWord},
-                       build.tokens, build.latent, static_cast<int32_t>(K2Region::kLatentSum), hc);
-  LocalExchange final_sum({.out = a.out, .counter = a.counters + kFinalSumWord, .flag = a.flags + kFinalSumWord},
-                          build.tokens, build.hidden, static_cast<int32_t>(K2Region::kMoe), hc);
+  std::unique_ptr<Exchange> latent = make_exchange(build, a, ExchangeIndex::kLatent, a.latent_sum, kLatentSumWord,
+                                                   K2Region::kLatentSum, K2Region::kLatentPeers, hc);
+  std::unique_ptr<Exchange> final_sum = make_exchange(build, a, ExchangeIndex::kFinal, a.out, kFinalSumWord,
+                                                      K2Region::kMoe, K2Region::kFinalPeers, hc);
   moe_rows({.hidden = build.hidden,
             .tokens = build.tokens,
             .latent = build.latent,
@@ -417,7 +447,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .counters = a.counters + kMoeWords,
             .flags = a.flags + kMoeWords,
             .clock = a.clock},
-           latent, final_sum, hc);
+           *latent, *final_sum, hc);
   return b.finish(loc);
 }
 

@@ -57,6 +57,13 @@ struct K2Build {
   bool latent_norm = true;      // latent_moe_use_norm
   float situ_beta = 4.0f, situ_linear_beta = 25.0f;
   int64_t wait_ns = 10'000'000'000;
+  // The ranks K2's three reductions span (o_proj's, the routed latent's, the final one): 1 sums
+  // this rank's partials alone (LocalExchange; also a rank run alone, the others stood in), 2..8
+  // exchanges them with every rank of the group over the peer buffers (PeerExchange,
+  // peer_exchange.h), `rank` being this one. Set by the executor from its group, not by k2_build;
+  // above 1 the name ends "_tp{tp}r{rank}" and the program takes every rank's peer buffer.
+  int tp = 1;
+  int rank = 0;
   int num_warps = 8;
   int gemv_step = 256;
   // K steps the gate-and-up GEMVs (the shared experts' two, the routed experts' paired one) run at
@@ -175,7 +182,8 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target);
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
 // _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_bp" with pairs a
 // byte at a time (mxfp4_words false), "_sb{-mxfp4_scale_bias}" when it is not kMxfp4ScaleBias, "_a{expert_ahead}"
-// when it is not 2, "_n8" with 8 expert token rows, then "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
+// when it is not 2, "_n8" with 8 expert token rows, then "_tp{tp}r{rank}" across ranks,
+// "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
 // "_clock" with the stage clock, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);
 
@@ -191,7 +199,9 @@ std::string k2_name(const K2Build& build);
 //   (ptr<f32> [T, top_k]), the scratch views of K2Scratch (a_rows, y_rows, ares, logits, lat,
 //   latent_sum, normed, act, shared, sorted, union_ids, union_count, inter, flags, counters),
 //   epoch (ptr<i32>), slot (i32: the tag slot, 128 + layer, < 256), health (ptr<i32>:
-//   health_words(programs)), alarm (ptr<i32>)[, clock (ptr<i64>: stage_clock builds only)].
+//   health_words(programs)), alarm (ptr<i32>)[, at tp > 1 for r in 0..tp-1: peer{r} (ptr<i32>),
+//   rank r's peer buffer of peer_exchange_layout(tp, H, LAT).bytes() as this rank addresses it]
+//   [, clock (ptr<i64>: stage_clock builds only)].
 // Any number of resident programs may run it (one per SM is the intent).
 dsl::Program k2_program(const K2Build& build, SourceLocation loc = SourceLocation::current());
 
@@ -229,6 +239,17 @@ struct K2Scratch {
 K2Scratch k2_scratch(const K2Build& build);
 
 // Region ids of K2's waits in health records.
-enum class K2Region : int32_t { kAttnRes = 1, kDelta = 4, kRouterInput = 5, kRouterLogits = 6, kMoe = 7, kLatentSum = 8 };
+// The peer regions (tp > 1) are the waits on another rank's share (the record's index: that rank).
+enum class K2Region : int32_t {
+  kAttnRes = 1,
+  kDelta = 4,
+  kRouterInput = 5,
+  kRouterLogits = 6,
+  kMoe = 7,
+  kLatentSum = 8,
+  kOProjPeers = 9,
+  kLatentPeers = 10,
+  kFinalPeers = 11
+};
 
 }  // namespace monotile::kernels::k3

@@ -35,17 +35,18 @@ struct K2Shape {
   bool fault = false;  // with the fault hook (K2Build::fault_ns), as a fail-stop test builds it
   bool clock = false;  // the stage_clock build (K2Build::stage_clock), as k2_bench --clock builds it
   int stages = 0;  // K2Build::expert_stages (stage H through shared memory)
+  bool exchange = false;  // rank 1 of tp exchanging over the peer buffers (K2Build::tp, PeerExchange)
 };
 
 std::string shape_name(const K2Shape& s) {
   std::string model = s.model == "k3" ? "k3" : "tiny";
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
-                      s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "");
+                      s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "", s.exchange ? "_exchange" : "");
 }
 
 K2Build build_of(const K2Shape& s) {
   model::ModelConfig config = *model::load_config(s.model);
-  model::RankDims dims = *model::rank_dims(config, s.tp, 0);
+  model::RankDims dims = *model::rank_dims(config, s.tp, s.exchange ? 1 : 0);
   const bool kda = config.served_kind(s.layer) == model::ServedKind::kWhole;
   const int64_t core = kda ? dims.kda_projection : int64_t{dims.mla_heads} * config.v_head_dim;
   absl::StatusOr<K2Build> made = k2_build(config, dims, s.layer, static_cast<int>(core), s.tokens);
@@ -58,10 +59,15 @@ K2Build build_of(const K2Shape& s) {
     build.fault_ns = 1'000'000'000;
   }
   build.stage_clock = s.clock;
+  if (s.exchange) {
+    build.tp = s.tp;
+    build.rank = 1;
+  }
   return build;
 }
 
-// K3: KDA layer 13 at T 4 and 16 on TP 1, 2 and 8, the block-write layer 12 at TP 8, and TP 8 T 16
+// K3: KDA layer 13 at T 4 and 16 on TP 1, 2 and 8 (TP 8 also exchanging across ranks), the
+// block-write layer 12 at TP 8, and TP 8 T 16
 // with the fault hook and with the stage clock (the experts' loads 1, 3 or 4 steps ahead instead of
 // 2, k2_bench --ahead's variants, spill at 16 tokens on sm_90a). k3-tiny: KDA layer 1 (the interpreter's widths 1, 4, 8 and 16), the
 // block-write layer 12 (KDA, width 6 as the tests), MLA layer 3, each at TP 1 and some at TP 2.
@@ -89,6 +95,10 @@ std::vector<K2Shape> shapes() {
   for (int tokens : {4, 8, 16}) out.push_back({.model = "k3-tiny", .tp = 2, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 2, .layer = 3, .tokens = 16});
   out.push_back({.model = "k3-tiny", .tp = 2, .layer = 12, .tokens = 6});
+  // The reductions across ranks (PeerExchange): K3 TP 8 at 4 and 16 tokens (16 on NVIDIA only),
+  // k3-tiny TP 2.
+  for (int tokens : {4, 16}) out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .exchange = true});
+  out.push_back({.model = "k3-tiny", .tp = 2, .layer = 1, .tokens = 4, .exchange = true});
   return out;
 }
 
@@ -104,6 +114,10 @@ class K2Compile : public ::testing::TestWithParam<K2Target> {};
 TEST_P(K2Compile, FitsTheTarget) {
   const std::string& arch = GetParam().arch;
   dsl::Target target = *dsl::Target::parse(arch);
+  if (GetParam().shape.exchange && GetParam().shape.tokens > 8 && target.vendor() == dsl::Vendor::kAmd) {
+    // Measured on gfx90a (hiprtc 5.2): 432 VGPRs and 154 SGPRs in VGPR lanes, over the bound below.
+    GTEST_SKIP() << "K2 exchanging across ranks past 8 tokens is not yet fitted to AMD's registers";
+  }
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for " << arch << ": " << compiler.status();
   K2Build build = k2_for_target(build_of(GetParam().shape), target);

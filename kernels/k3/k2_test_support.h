@@ -87,8 +87,10 @@ struct K2Outputs {
 };
 
 // Checks a, P', y, the route (near-ties within the margin, k1_check.h check_route) and m against
-// the reference, with gtest assertions.
-void check_k2_outputs(const K2Inputs& in, const K2Outputs& got);
+// the reference, with gtest assertions. With `ranks` > 1, `got` is one rank's of a TP run whose
+// reductions summed that many bf16-rounded partials (PeerExchange) and `in` the TP 1 case: a (and
+// P' and y after it) may then differ from the one-rounding reference by the partials' roundings.
+void check_k2_outputs(const K2Inputs& in, const K2Outputs& got, int ranks = 1);
 
 // One launch of K2 on the case's inputs, outputs poisoned first: the launch's status (the
 // interpreter refuses an out-of-bounds access), the health words, what it wrote and, for a

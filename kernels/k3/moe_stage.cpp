@@ -362,7 +362,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       }
       return acc;
     });
-    latent.contribute(routed, rows, lat_tasks);
+    latent.contribute(routed, rows, task, lat_tasks);
   });
   r.clock.tick(K2ClockPoint::kLatentSum);
 
@@ -396,7 +396,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                      .step = mxfp4_step(r.latent, r.gemv_step)};
     auto up = gemv_rows(g, up_row, (up_row >= 0) & (up_row < r.up_rows));
     auto shared = load(r.shared + row(ts) * r.hidden + col(cols), col(cols < r.hidden) & row(t_ok)).to(f32);
-    final_sum.contribute(shared + up, cols, shared_tasks);
+    final_sum.contribute(shared + up, cols, task, shared_tasks);
   });
   r.clock.tick(K2ClockPoint::kFinal);
 }
