@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "dsl/ir.h"
 #include "dsl/target.h"
+#include "kernels/k3/l2_flush.h"
 #include "runtime/device.h"
 
 namespace monotile::kernels::k3 {
@@ -40,10 +41,11 @@ void precompile(const std::vector<dsl::Program>& programs, const dsl::Target& ta
 std::string json_string(const std::string& text);
 
 // The leading members of a --json document: with a GPU, "gpu": true, its name, the programs a
-// launch runs (its compute units), the iterations, the copy bandwidth (bytes/s) and whether the L2
-// was flushed before each launch; without one, "gpu": false and why.
+// launch runs (its compute units), the iterations, the copy bandwidth (bytes/s), whether the L2
+// was flushed before each launch and how ("l2_flush": "read", "write" or "none"; l2_flush.h);
+// without one, "gpu": false and why.
 std::string gpu_json_header(const runtime::DeviceInfo& info, int iterations, double bandwidth,
-                            bool l2_flushed);
+                            L2Flush flush);
 std::string no_gpu_json_header(const std::string& reason);
 
 // Writes {header, "shapes": [shapes...]} (each shape one JSON object) to `path`; false, with `tool`

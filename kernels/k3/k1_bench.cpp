@@ -2,15 +2,17 @@
 // The floor is the bytes K1 must move (every weight once, the caches read and written, the
 // activations in and out) at the device-to-device copy bandwidth (bytes read + written) of a 1 GiB
 // copy timed here. Each launch runs with a fresh step epoch (its flags must not be satisfied by
-// the previous launch's) after a 256 MiB memset that pushes K1's inputs out of L2. Prints, per
-// shape: bytes, median and best time, the floor's time, and the ratio. Without a GPU it says why
+// the previous launch's) after a 256 MiB read that pushes K1's inputs out of L2 and leaves clean
+// lines there (l2_flush.h; --flush write: a memset, whose dirty lines K1's reads then write back).
+// Prints, per shape: bytes, median and best time, the floor's time, and the ratio. Without a GPU it says why
 // and exits 0.
 // The KDA half: K1 followed by o_proj, our DSL GEMV y = core W_o^T (kernels/bench/gemv.h at
 // m = T, k = Pl, n = H; the rank's partial, no all-reduce), timed the same way (a fresh epoch and
 // the L2 flush before each K1 + GEMV pair, events around the pair), its launches interleaved with
 // K1's alone. Its bytes: K1's, plus W_o, the core read back and the partial written.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
-// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]
+// usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write]
+//                 [--pipeline N[,N...]] [--prefetch]
 //                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
@@ -29,6 +31,9 @@
 // --prefetch-next: the same with o_proj's W_o asked into L2 during stage C (K1Build::prefetch_next;
 // the half's GEMV then reads it from there); with --prefetch too, a third row with both.
 // --kda-loop: the same with stage C's tasks always in its loop (K1Build::kda_loop).
+// --flush read|write: how L2 is flushed before each launch (read, the default: clean lines, as a
+// decode step leaves them; write: a memset, dirty lines: the flush of the earlier runs that
+// docs/perf_history.md records).
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
 // weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
@@ -56,7 +61,6 @@
 namespace monotile::kernels::k3 {
 namespace {
 
-constexpr int64_t kFlushBytes = int64_t{256} << 20;
 constexpr int kSlotsPerRequest = 8;
 constexpr int kClockPoints = kK1ClockPoints;
 
@@ -89,7 +93,7 @@ int64_t half_bytes(const K1Build& b) {
 // Times K1 alone and, with `half`, K1 followed by the o_proj GEMV, their launches interleaved
 // (without `half`, `half` of the result stays zero).
 absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& stream, const K1Build& build,
-                                    int iterations, bool half, bool flush) {
+                                    int iterations, bool half, L2Flush flush) {
   const dsl::Target& target = device.info().target;
   MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(k1_program(build), target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit::Jit::process_default().compile_build(made.build));
@@ -167,7 +171,7 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
     MT_ASSIGN_OR_RETURN(uint64_t address, pointer(int64_t{programs} * kClockPoints * 8, ScalarType::kI64));
     clock = address;
   }
-  MT_ASSIGN_OR_RETURN(uint64_t flusher, buffer(kFlushBytes));
+  MT_ASSIGN_OR_RETURN(L2Flusher flusher, L2Flusher::create(device, flush));
 
   // o_proj: y = core W_o^T, W_o [H, Pl] (zero bytes, as K1's weights), y [T, H], and the GEMV's
   // split-K workspaces (partials, counters zero once) when its configuration splits K.
@@ -204,7 +208,7 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
   int launches = 0;
   auto timed = [&](bool with_gemv) -> absl::StatusOr<float> {
     MT_RETURN_IF_ERROR(device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + launches % 255), 4, stream));
-    if (flush) MT_RETURN_IF_ERROR(device.fill_bytes_async(flusher, static_cast<uint8_t>(launches), kFlushBytes, stream));
+    MT_RETURN_IF_ERROR(flusher.run(device, stream, launches));
     ++launches;
     MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
     MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
@@ -286,7 +290,7 @@ struct GemvShape {
   int ahead = 0;
 };
 
-int run(int iterations, bool stages, const std::string& json, bool flush, const std::vector<int>& pipelines,
+int run(int iterations, bool stages, const std::string& json, L2Flush flush, const std::vector<int>& pipelines,
         bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
@@ -314,7 +318,7 @@ int run(int iterations, bool stages, const std::string& json, bool flush, const 
   std::printf("k1_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d)\n",
               device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations);
   std::printf("half = K1 + the o_proj GEMV (core [T, 1536] x W_o^T [1536, 7168], the rank's partial); median of %d; %s\n",
-              iterations, flush ? "a 256 MiB memset (cold L2) before each launch" : "--warm: no L2 flush between launches");
+              iterations, l2_flush_description(flush).c_str());
   std::printf("%-52s %8s %9s %9s %9s %6s | %8s %9s %9s %9s %6s\n", "build (K3 TP8 rank 0, layer 1, delta)", "K1 MB",
               "median us", "best us", "floor us", "ratio", "half MB", "median us", "best us", "floor us", "ratio");
   model::ModelConfig config = *model::load_config("k3");
@@ -446,7 +450,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 50;
   bool stages = false;
-  bool flush = true;
+  monotile::kernels::k3::L2Flush flush = monotile::kernels::k3::L2Flush::kRead;
   std::string json;
   std::vector<int> pipelines;
   bool prefetch = false;
@@ -455,7 +459,8 @@ int main(int argc, char** argv) {
   std::vector<monotile::kernels::k3::GemvShape> gemvs;
   bool stream_k = false;
   const char* usage =
-      "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm] [--pipeline N[,N...]] [--prefetch]\n"
+      "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write] [--pipeline N[,N...]]\n"
+      "                [--prefetch]\n"
       "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
@@ -494,7 +499,14 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--stages") {
       stages = true;
     } else if (std::string(argv[i]) == "--warm") {
-      flush = false;
+      flush = monotile::kernels::k3::L2Flush::kNone;
+    } else if (std::string(argv[i]) == "--flush" && i + 1 < argc) {
+      const std::optional<monotile::kernels::k3::L2Flush> mode = monotile::kernels::k3::parse_l2_flush(argv[++i]);
+      if (!mode || *mode == monotile::kernels::k3::L2Flush::kNone) {
+        std::fprintf(stderr, "k1_bench: --flush %s: expected read or write\n", argv[i]);
+        return 2;
+      }
+      flush = *mode;
     } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
       json = argv[++i];
     } else if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {

@@ -5,9 +5,11 @@
 // own union, printed), and the activations. Inputs that decide the route (core, the prefix and
 // blocks, W_o, the AttnRes projection, the gate) are random so that rows choose different experts;
 // the other weights are zero bytes (K2's time does not depend on their values). Each launch runs
-// with a fresh step epoch after a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
+// with a fresh step epoch after a 256 MiB read (cold L2, clean lines, as a decode step leaves it;
+// l2_flush.h; --flush write: a memset, dirty lines, the flush of the earlier runs that
+// docs/perf_history.md records). Without a GPU it says why and exits 0.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
-// usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages N[,N...]]
+// usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead N[,N...]] [--stages N[,N...]]
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
 //                 [--exact-decode] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
@@ -54,6 +56,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -78,7 +81,6 @@
 namespace monotile::kernels::k3 {
 namespace {
 
-constexpr int64_t kFlushBytes = int64_t{256} << 20;
 constexpr int kLayer = 13;
 
 struct Result {
@@ -106,7 +108,7 @@ int64_t must_move(const K2Build& b, int distinct) {
 }
 
 absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
-                               const K2Build& build, int iterations) {
+                               const K2Build& build, int iterations, L2Flush flush) {
   MT_ASSIGN_OR_RETURN(jit::ProgramBuild made,
                       jit::make_build(k2_program(build), device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
@@ -198,14 +200,13 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
                         buffer(clock_words * 8));  // zeroed once: a point never passed stays 0
     pointer(clock, ScalarType::kI64);
   }
-  MT_ASSIGN_OR_RETURN(uint64_t flusher, buffer(kFlushBytes));
+  MT_ASSIGN_OR_RETURN(L2Flusher flusher, L2Flusher::create(device, flush));
 
   std::vector<float> times;
   for (int i = 0; i < iterations + 2; ++i) {
     MT_RETURN_IF_ERROR(
         device.fill_bytes_async(epoch, static_cast<uint8_t>(1 + i % 255), 4, stream));
-    MT_RETURN_IF_ERROR(
-        device.fill_bytes_async(flusher, static_cast<uint8_t>(i), kFlushBytes, stream));
+    MT_RETURN_IF_ERROR(flusher.run(device, stream, i));
     MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
     MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
     MT_RETURN_IF_ERROR(device.record(start, stream));
@@ -451,7 +452,7 @@ std::vector<K2Build> timed_builds(const model::ModelConfig& config, const model:
   return out;
 }
 
-int run(int iterations, bool clock, const std::string& json, const Variants& variants) {
+int run(int iterations, bool clock, const std::string& json, const Variants& variants, L2Flush flush) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -475,9 +476,9 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
   const double bandwidth = copy_bandwidth(*copy);
   std::printf(
       "k2_bench on %s, %d programs; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d); median of "
-      "%d\n",
+      "%d; %s\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
-      iterations);
+      iterations, l2_flush_description(flush).c_str());
   std::printf("%-72s %8s %8s %9s %9s %9s %6s\n", "build (K3 TP8 rank 0, layer 13)", "experts", "MB",
               "median us", "best us", "floor us", "ratio");
   model::ModelConfig config = *model::load_config("k3");
@@ -495,7 +496,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
         k2_build(config, dims, kLayer, static_cast<int>(dims.kda_projection), tokens);
     if (clock && build.ok()) {
       const K2Build clocked = clock_build(*build, device.info().target);
-      absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3);
+      absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3, flush);
       if (clocked_result.ok()) {
         columns.push_back(clock_column("T " + std::to_string(tokens), tokens, *clocked_result));
       } else {
@@ -505,7 +506,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     }
     absl::StatusOr<Result> result =
         build.ok()
-            ? time_k2(device, *stream, k2_for_target(*build, device.info().target), iterations)
+            ? time_k2(device, *stream, k2_for_target(*build, device.info().target), iterations, flush)
             : build.status();
     if (!result.ok()) {
       std::fprintf(stderr, "k2_bench: %s\n", result.status().ToString().c_str());
@@ -520,7 +521,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
                                   result->route, for_target.top_k});
     const std::vector<K2Build> each = variants_of(for_target, variants);
     for (const K2Build& built : each) {
-      absl::StatusOr<Result> variant = time_k2(device, *stream, built, iterations);
+      absl::StatusOr<Result> variant = time_k2(device, *stream, built, iterations, flush);
       if (!variant.ok()) {
         std::fprintf(stderr, "k2_bench: %s\n", variant.status().ToString().c_str());
         status = 1;
@@ -530,7 +531,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     }
     if (clock && variants.together && each.size() > 1) {
       const K2Build clocked = together_clock_build(*build, device.info().target, variants);
-      absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3);
+      absl::StatusOr<Result> clocked_result = time_k2(device, *stream, clocked, 3, flush);
       if (clocked_result.ok()) {
         columns.push_back(
             clock_column("T " + std::to_string(tokens) + " all", tokens, *clocked_result));
@@ -545,7 +546,7 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     std::vector<std::string> shapes;
     for (const ShapeResult& r : results) shapes.push_back(shape_json(r));
     if (!write_json_document("k2_bench", json,
-                             gpu_json_header(device.info(), iterations, bandwidth, true), shapes)) {
+                             gpu_json_header(device.info(), iterations, bandwidth, flush), shapes)) {
       status = 1;
     }
   }
@@ -562,8 +563,9 @@ int main(int argc, char** argv) {
   bool clock = false;
   std::string json;
   monotile::kernels::k3::Variants variants;
+  monotile::kernels::k3::L2Flush flush = monotile::kernels::k3::L2Flush::kRead;
   const char* usage =
-      "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--ahead N[,N...]] [--stages "
+      "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead N[,N...]] [--stages "
       "N[,N...]] "
       "[--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs] "
       "[--exact-decode] [--gemv-step N[,N...]] "
@@ -576,6 +578,13 @@ int main(int argc, char** argv) {
       iterations = std::atoi(argv[++i]);
     } else if (std::string(argv[i]) == "--clock") {
       clock = true;
+    } else if (std::string(argv[i]) == "--flush" && i + 1 < argc) {
+      const std::optional<monotile::kernels::k3::L2Flush> mode = monotile::kernels::k3::parse_l2_flush(argv[++i]);
+      if (!mode || *mode == monotile::kernels::k3::L2Flush::kNone) {
+        std::fprintf(stderr, "k2_bench: --flush %s: expected read or write\n", argv[i]);
+        return 2;
+      }
+      flush = *mode;
     } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
       json = argv[++i];
     } else if (std::string(argv[i]) == "--ahead" && i + 1 < argc) {
@@ -638,5 +647,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json, variants);
+  return monotile::kernels::k3::run(std::max(iterations, 3), clock, json, variants, flush);
 }
