@@ -295,8 +295,9 @@ class ExecutorTest(unittest.TestCase):
         config = monotile.DecodeConfig(q=Q, max_rows=MAX_ROWS)
         with self.assertRaises(ValueError) as raised:
             monotile.SpecializedDecode(self.tiny.backbone(), config, OtherRankRefuses(), log=lambda line: None)
-        self.assertIn("a group of 2 TP ranks: the kernels' reductions do not exchange partial sums between TP "
-                      "ranks yet; expected a group of one rank", str(raised.exception))
+        self.assertIn("a group of 2 TP ranks (this one rank 0) for weights of TP 1 rank 0: the kernels exchange "
+                      "partial sums with every rank of the group; expected the group of the weights' 1 TP ranks, "
+                      "this one their rank 0", str(raised.exception))
         with self.assertRaises(ValueError) as raised:
             monotile.SpecializedDecode(self.tiny.backbone(), config, OtherRankRefuses(), log=lambda line: None,
                                        other_ranks_stood_in=True)

@@ -97,19 +97,19 @@ struct DecodeOptions {
   DeviceFacts device;
   // For the tools' one-rank runs only (`monotile decode --tp T --rank R`): this rank runs alone,
   // the other ranks' partial sums in every reduction stood in by zero, so its outputs are not the
-  // layer's. Without it TP > 1 is refused (tp_reasons.h), since the kernels do not exchange partial
-  // sums between ranks yet.
+  // layer's. Without it TP > 1 is refused (tp_reasons.h): the kernels' exchanges between ranks have
+  // not been checked on GPUs yet.
   bool other_ranks_stood_in = false;
 };
 
 // TP sizes the kernels are shaped for: 1 (one process), 2 and 4 (ranks sharing one GPU, tests) and
-// 8 (K3's deployment). Only TP 1 is served: above it the kernels' reductions do not exchange
-// partial sums yet (tp_reasons.h).
+// 8 (K3's deployment), K2's reductions exchanging partial sums over the group's peer buffers above
+// 1. The deployment check serves only TP 1 (tp_reasons.h).
 inline constexpr int kKernelTpSizes[] = {1, 2, 4, 8};
 
 // Nothing for decode_backend "auto" (the stock decode runs). InvalidArgument for an unknown backend
 // name, and for the specialized backend when any of these applies, listing every one in the seed's
-// order: TP > 1 (the kernels do not exchange partial sums between ranks yet; with
+// order: TP > 1 (the exchanges between ranks are not yet checked on GPUs; with
 // other_ranks_stood_in, a TP size the kernels are not shaped for), pipeline parallelism, data
 // parallelism, expert parallelism, EPLB, decode context parallelism other than 1 or TP, prefill
 // context parallelism, DBO, LoRA, KV connectors other than a MoRIIO consumer, routed-expert

@@ -19,7 +19,7 @@ const model::ModelConfig& k3() {
 }
 
 // One K3 rank at TP 8 as the tools run it: alone, the other ranks' partial sums stood in (without
-// the stand-in TP 8 is refused: TpAboveOneIsRefusedUntilTheKernelsExchange).
+// the stand-in TP 8 is refused: TpAboveOneIsRefusedUntilTheExchangesAreCheckedOnGpus).
 DecodeOptions k3_options() {
   DecodeOptions options;
   options.decode_backend = "latency_specialized";
@@ -111,7 +111,7 @@ TEST(SpecializedDecodeConfig, MaxRowsEightAsTheSeed) {
   EXPECT_EQ((*config)->widths(), (std::vector<int>{8}));
 }
 
-TEST(SpecializedDecodeConfig, TpAboveOneIsRefusedUntilTheKernelsExchange) {
+TEST(SpecializedDecodeConfig, TpAboveOneIsRefusedUntilTheExchangesAreCheckedOnGpus) {
   for (int tp : {2, 4, 8}) {
     DecodeOptions options = k3_options();
     options.other_ranks_stood_in = false;
@@ -119,9 +119,9 @@ TEST(SpecializedDecodeConfig, TpAboveOneIsRefusedUntilTheKernelsExchange) {
     std::string message = refusal(options);
     EXPECT_THAT(message, HasSubstr(absl::StrCat(
                              "TP ", tp,
-                             ": the kernels' reductions do not exchange partial sums between "
-                             "TP ranks yet, so every rank would return its own partial sums as "
-                             "each layer's output; expected TP 1")));
+                             ": the kernels' reductions across TP ranks have been checked on the "
+                             "CPU interpreter only, not yet on GPUs, so a deployment could return "
+                             "wrong layer outputs unnoticed; expected TP 1")));
     EXPECT_THAT(message, HasSubstr("(decode_backend \"auto\" runs the stock decode)"));
     EXPECT_THAT(message, Not(HasSubstr("the kernels are built for")));
   }

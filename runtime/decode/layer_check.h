@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,5 +36,12 @@ struct LayerCheck {
 absl::StatusOr<LayerCheck> check_layer(const model::ModelConfig& config, int layer,
                                        const kernels::reference::RankLayerWeights& weights,
                                        const kernels::reference::LayerInput& input, const LayerResult& result);
+
+// The same for rank `rank` of a TP group of ranks.size() ranks: the reference sums every rank's
+// partials (input.caches holds every rank's caches, KDA layers), `result` is that rank's.
+absl::StatusOr<LayerCheck> check_layer(const model::ModelConfig& config, int layer,
+                                       std::span<const kernels::reference::RankLayerWeights> ranks,
+                                       const kernels::reference::LayerInput& input, const LayerResult& result,
+                                       int rank);
 
 }  // namespace monotile::runtime::decode

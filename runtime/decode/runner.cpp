@@ -32,6 +32,11 @@ Runner::Runner(Device& device, jit::Jit& jit, Group& group, DecodeConfig config,
 absl::Status Runner::allocate(int programs, int64_t core_width) {
   MT_ASSIGN_OR_RETURN(LaunchState state, LaunchState::create(*device_, programs, "the layer kernels"));
   state_ = std::make_shared<LaunchState>(std::move(state));
+  if (peers_) {
+    std::vector<DevicePtr> addresses;
+    for (int r = 0; r < peers_->size(); ++r) addresses.push_back(peers_->address(r));
+    state_->set_peers(std::move(addresses));
+  }
   MT_ASSIGN_OR_RETURN(FailStop stop, FailStop::create(*device_, state_->health(), *group_, options_.check_every));
   fail_stop_ = std::make_unique<FailStop>(std::move(stop));
   MT_ASSIGN_OR_RETURN(Kernel bump, load_program(*device_, step_begin_program(), *jit_));

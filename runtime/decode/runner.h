@@ -19,6 +19,7 @@
 #include "model/config.h"
 #include "runtime/decode/cache_reasons.h"
 #include "runtime/decode/fail_stop.h"
+#include "runtime/decode/peer_buffer.h"
 #include "runtime/decode/specialized_decode.h"
 #include "runtime/decode/step_plan.h"
 #include "runtime/k1_launch.h"
@@ -67,8 +68,12 @@ class Runner {
   Runner(Device& device, jit::Jit& jit, Group& group, DecodeConfig config, const model::ModelConfig& model,
          model::RankDims dims, ExecutorOptions options);
 
-  // The launch state for `programs` instances at most, the epoch bump, the step's buffers (rows up
-  // to max_rows, o_proj inputs up to `core_width`), and FailStop.
+  // The group's peer buffer, K2's exchanges' (before allocate); none at TP 1 or stood in.
+  void set_peer_buffer(std::unique_ptr<PeerBuffer> peers) { peers_ = std::move(peers); }
+
+  // The launch state for `programs` instances at most (with the peer buffer's addresses, for every
+  // K2 launch), the epoch bump, the step's buffers (rows up to max_rows, o_proj inputs up to
+  // `core_width`), and FailStop.
   absl::Status allocate(int programs, int64_t core_width);
 
   // Loads every build not loaded yet: on a GPU lowered and compiled through compile_all (parallel,
@@ -107,6 +112,8 @@ class Runner {
   const model::ModelConfig* model_;
   model::RankDims dims_;
   ExecutorOptions options_;
+  // Destroyed after everything that launches into it (members go in reverse order).
+  std::unique_ptr<PeerBuffer> peers_;
   std::shared_ptr<LaunchState> state_;
   std::unique_ptr<FailStop> fail_stop_;
   std::optional<Kernel> step_begin_;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "runtime/decode/agree.h"
+#include "kernels/k3/peer_exchange.h"
 #include "runtime/decode/executor_builds.h"
 #include "runtime/decode/layer_names.h"
 #include "runtime/decode/runner.h"
@@ -98,18 +99,28 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::create(con
   std::vector<std::string> reasons = tp_reasons(backbone, group, options.other_ranks_stood_in);
   for (std::string& reason : weight_reasons(backbone)) reasons.push_back(std::move(reason));
   MT_RETURN_IF_ERROR(agree(reasons, group, "this deployment"));
+  // Every rank reaches this point (the verdict was agreed), so the peer buffer's collective is made
+  // before any of this rank's own work can fail.
+  std::unique_ptr<PeerBuffer> peers;
+  if (group.size() > 1 && !options.other_ranks_stood_in) {
+    const model::ModelConfig& model = *backbone.config;
+    const kernels::k3::PeerExchangeLayout layout =
+        kernels::k3::peer_exchange_layout(group.size(), model.hidden_size, model.routed_expert_hidden_size);
+    MT_ASSIGN_OR_RETURN(peers, PeerBuffer::create(device, group, static_cast<size_t>(layout.bytes())));
+  }
   const double check_seconds = seconds_since(start);
   // Past the weights, each rank builds, allocates and loads on its own: the outcome is agreed
   // before returning, so that no rank goes on to prepare_kv's collective while another has failed.
   absl::StatusOr<std::unique_ptr<SpecializedDecode>> made =
-      construct(backbone, config, group, device, jit, std::move(options), start, check_seconds);
+      construct(backbone, config, group, device, jit, std::move(options), start, check_seconds, std::move(peers));
   MT_RETURN_IF_ERROR(agree_outcome(made.status(), group, "constructing the specialized decode"));
   return made;
 }
 
 absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
     const Backbone& backbone, DecodeConfig config, Group& group, Device& device, jit::Jit& jit,
-    ExecutorOptions options, std::chrono::steady_clock::time_point start, double check_seconds) {
+    ExecutorOptions options, std::chrono::steady_clock::time_point start, double check_seconds,
+    std::unique_ptr<PeerBuffer> peers) {
   const model::ModelConfig& model = *backbone.config;
   MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(model, backbone.tp, backbone.rank));
   if (!options.log) {
@@ -120,6 +131,8 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
   decode->layers_prefix_ = std::string(layers_prefix(backbone));
   decode->runner_ = std::make_unique<Runner>(device, jit, group, config, model, dims, options);
   Runner& runner = *decode->runner_;
+  const bool exchanging = peers != nullptr;
+  runner.set_peer_buffer(std::move(peers));
   ExecutorStats& stats = decode->stats_;
   stats.widths = config.widths();
   stats.check_seconds = check_seconds;
@@ -146,6 +159,10 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
     core_width = std::max<int64_t>(core_width, l.core_width);
     for (auto [width, build] : l.k2) {
       apply(options, build);
+      if (exchanging) {
+        build.tp = group.size();
+        build.rank = group.rank();
+      }
       k.k2_builds[width] = build;
       k2s.push_back(build);
     }
@@ -173,7 +190,10 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
                                  stats.lowered, " lowered)"),
       " in ", absl::StrFormat("%.2f s (weights %.2f, finding %.2f, loading %.2f)", stats.seconds,
                               stats.check_seconds, stats.find_seconds, stats.load_seconds),
-      stood_in ? absl::StrCat("; ", other_ranks_stood_in_note(backbone.tp, backbone.rank)) : ""));
+      stood_in ? absl::StrCat("; ", other_ranks_stood_in_note(backbone.tp, backbone.rank)) : "",
+      exchanging ? absl::StrCat("; TP ", group.size(), " rank ", group.rank(),
+                                ": K2 exchanges partial sums over the group's peer buffers")
+                 : ""));
   return decode;
 }
 
@@ -279,11 +299,16 @@ absl::Status SpecializedDecode::check_health() const {
       case 6: return "K2 router logits";
       case 7: return "K2 MoE";
       case 8: return "K2 latent sum";
+      case 9: return "K2 o_proj's partial sums";
+      case 10: return "K2 routed latent's partial sums";
+      case 11: return "K2 MoE output's partial sums";
       default: return "";
     }
   };
   const int64_t wait_ns = runner_->options().wait_ns > 0 ? runner_->options().wait_ns : kernels::k3::K1Build{}.wait_ns;
-  return runner_->state().check_health("a layer kernel", wait_ns, region);
+  return runner_->state().check_health("a layer kernel", wait_ns, region, [](int32_t region) {
+    return region >= static_cast<int32_t>(kernels::k3::K2Region::kOProjPeers);
+  });
 }
 
 const DecodeConfig& SpecializedDecode::config() const { return runner_->config(); }

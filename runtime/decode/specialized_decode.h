@@ -27,6 +27,7 @@
 #include "jit/jit.h"
 #include "runtime/decode/decode_config.h"
 #include "runtime/decode/group.h"
+#include "runtime/decode/peer_buffer.h"
 #include "runtime/decode/step_plan.h"
 #include "runtime/decode/weight_reasons.h"
 #include "runtime/device.h"
@@ -109,8 +110,8 @@ struct ExecutorOptions {
   int64_t fault_ns = 0;
   // For the tools' one-rank runs and the executor's tests only: every rank of the group runs alone,
   // the other ranks' partial sums in every reduction stood in by zero (its outputs are then not the
-  // layer's; construction's log line says so). Without it a group of more than one rank, or a
-  // backbone of TP > 1, is refused (tp_reasons.h): the kernels do not exchange partial sums yet.
+  // layer's; construction's log line says so). Without it a group of more than one rank exchanges
+  // partial sums inside K2 over a peer buffer the executor makes (tp_reasons.h says what it needs).
   bool other_ranks_stood_in = false;
 };
 
@@ -130,7 +131,10 @@ struct ExecutorStats {
 class SpecializedDecode {
  public:
   // The seed's construction, on every rank of `group` at the same point: agrees on tp_reasons and
-  // weight_reasons (any rank refusing makes every rank refuse), builds the rank's launch state on `device` (the
+  // weight_reasons (any rank refusing makes every rank refuse); with a group of more than one rank
+  // (not stood in) makes the group's peer buffer (PeerBuffer::create: a device that cannot map its
+  // peers refuses on every rank) for K2's exchanges, its builds exchanging over the group's ranks;
+  // builds the rank's launch state on `device` (the
   // scratch of every build, the epoch, the health words and the alarm), a WholeLayer or FfnLayer for
   // every served layer at every width, and compiles every distinct build through `jit` before
   // returning. A failure of any rank past the weights (a build, an allocation, a compile) fails
@@ -175,7 +179,8 @@ class SpecializedDecode {
   // create's steps past the weight agreement, this rank's own, and prepare_kv's past the planner's.
   static absl::StatusOr<std::unique_ptr<SpecializedDecode>> construct(
       const Backbone& backbone, DecodeConfig config, Group& group, Device& device, jit::Jit& jit,
-      ExecutorOptions options, std::chrono::steady_clock::time_point start, double check_seconds);
+      ExecutorOptions options, std::chrono::steady_clock::time_point start, double check_seconds,
+      std::unique_ptr<PeerBuffer> peers);
   absl::Status bind_kv(const std::vector<KdaCache>& caches, Stream& stream);
   std::unique_ptr<Runner> runner_;
   ExecutorStats stats_;

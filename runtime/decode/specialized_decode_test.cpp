@@ -35,9 +35,9 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> make_decode(const Backbone& b
                                     .other_ranks_stood_in = other_ranks_stood_in});
 }
 
-// Until the kernels exchange partial sums between ranks, TP > 1 is refused on every rank, with its
-// reason: a group of more than one rank, a backbone of TP > 1.
-TEST_F(Executor, AGroupOfTwoRanksIsRefusedOnEveryRank) {
+// A group that is not the backbone's TP group is refused on every rank, with its reason: a TP 1
+// backbone in a group of two ranks, and a TP 2 backbone with a group of one rank.
+TEST_F(Executor, AGroupThatIsNotTheBackbonesIsRefusedOnEveryRank) {
   std::vector<std::string> messages(2);
   std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
     absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = make_decode(weights_.backbone, group, *device_);
@@ -47,15 +47,16 @@ TEST_F(Executor, AGroupOfTwoRanksIsRefusedOnEveryRank) {
   for (int rank : {0, 1}) {
     EXPECT_EQ(statuses[static_cast<size_t>(rank)].code(), absl::StatusCode::kInvalidArgument) << rank;
     EXPECT_THAT(messages[static_cast<size_t>(rank)],
-                ::testing::AllOf(::testing::HasSubstr("the specialized decode does not support this deployment: a "
-                                                      "group of 2 TP ranks: the kernels' reductions do not exchange "
-                                                      "partial sums between TP ranks yet; expected a group of one rank"),
+                ::testing::AllOf(::testing::HasSubstr(absl::StrCat(
+                                     "the specialized decode does not support this deployment: a group of 2 TP "
+                                     "ranks (this one rank ", rank, ") for weights of TP 1 rank 0: the kernels "
+                                     "exchange partial sums with every rank of the group")),
                                  ::testing::HasSubstr("decode_backend \"auto\" runs the stock decode")))
         << rank;
   }
 }
 
-TEST_F(Executor, ABackboneAboveTp1WithoutAGroupThatExchangesIsRefused) {
+TEST_F(Executor, ABackboneAboveTp1WithoutAGroupIsRefused) {
   Backbone backbone = weights_.backbone;
   backbone.tp = 2;
   backbone.rank = 1;
@@ -64,9 +65,10 @@ TEST_F(Executor, ABackboneAboveTp1WithoutAGroupThatExchangesIsRefused) {
   ASSERT_FALSE(decode.ok());
   EXPECT_EQ(decode.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(decode.status().message()),
-              ::testing::HasSubstr("TP 2 (rank 1) without a group that exchanges partial sums: the kernels' "
-                                   "reductions do not exchange partial sums between TP ranks yet, so this rank "
-                                   "would return its own partial sums as each layer's output; expected TP 1"));
+              ::testing::HasSubstr("TP 2 (rank 1) without a group of its TP ranks: the kernels exchange partial "
+                                   "sums with the other ranks through the group, so alone this rank would "
+                                   "return its own partial sums as each layer's output; expected TP 1, or the "
+                                   "group of the 2 TP ranks"));
 }
 
 TEST_F(Executor, RefusesAMissingWeightListingIt) {

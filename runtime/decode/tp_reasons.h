@@ -1,8 +1,11 @@
-// tp_reasons: why a TP deployment cannot run yet. The kernels' reductions (o_proj's, the latent's,
-// the final one) sum this rank's partials alone: no exchange between ranks runs, so at TP > 1 each
-// rank would return its own partial sums as the layer's output. Until the exchanges run, TP > 1 is
-// refused, except where a tool runs one rank alone and says that the other ranks' partial sums are
-// stood in by zero (`other_ranks_stood_in`).
+// tp_reasons: when a TP deployment cannot run. K2's reductions (o_proj's, the latent's, the final
+// one) exchange partial sums with every rank of the executor's group over the peer buffers
+// (kernels/k3/peer_exchange.h), so a backbone of TP t runs with the group of its t ranks, this
+// rank at its own rank. Refused: a group that is not the backbone's TP group, a TP the kernels do
+// not exchange over, and a backbone of TP > 1 without a group (it would return its own partial sums
+// as each layer's output); none where a tool runs one rank alone and says that the other ranks'
+// partial sums are stood in by zero (`other_ranks_stood_in`). The deployment check still refuses
+// TP > 1: the exchanges have not been checked on GPUs.
 #pragma once
 
 #include <string>
@@ -17,8 +20,10 @@ namespace monotile::runtime::decode {
 std::string tp_deployment_reason(int tp);
 
 // Construction's reasons (SpecializedDecode::create, agreed over `group`): a group of more than one
-// rank, and a backbone of TP > 1 without a group that exchanges partial sums. None when
-// `other_ranks_stood_in`: every rank of the group then runs alone.
+// rank whose size or this rank differ from the backbone's TP and rank, a group of a size outside
+// 2, 4 and 8, a backbone of TP > 1 with a group of one rank. None when `other_ranks_stood_in`:
+// every rank of the group then runs alone. (A device that cannot map its peers' memory refuses when
+// the executor makes the peer buffer: PeerBuffer::create.)
 std::vector<std::string> tp_reasons(const Backbone& backbone, const Group& group,
                                     bool other_ranks_stood_in);
 
