@@ -4,7 +4,9 @@
 // down columns, each expert's w1 and w3 rows and w2 columns, up_proj's rows). Its three reductions
 // go through PeerExchange (peer_exchange.h). At TP 2, 4 and 8 every rank's outputs are the TP 1
 // reference's within the partials' roundings, and bit for bit every other rank's; over two steps
-// (the second on the other parity half, nothing zeroed) and from near the epoch's wrap.
+// (the second on the other parity half, nothing zeroed) and from near the epoch's wrap. A rank whose
+// peer never sends (absent, or stalled by the fault hook) gives up its waits within their bound,
+// records the peer and the tags, and ends; a stale flag of an earlier epoch is never taken.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "kernels/k3/k2_test_support.h"
 #include "kernels/k3/peer_exchange.h"
@@ -202,11 +205,12 @@ struct RankSteps {
 // Runs K2 on every rank of `ranks` (rank r's case at r) as threads of an InProcessGroup, each over
 // `programs` programs, for each epoch of `epochs` in turn on one scratch and one peer buffer (nothing
 // zeroed between steps). `skip(rank, step)` true: that rank does not launch that step (a rank that
-// died or stalled before it).
+// died or stalled before it); `failing(rank, step)` true: that launch is expected to give up a wait
+// (RankTensors::reset), and the rank's scratch starts zeroed.
 std::vector<RankSteps> run_k2_ranks(const std::vector<K2Inputs>& ranks, int programs,
                                     const std::vector<int32_t>& epochs,
                                     const std::function<bool(int, size_t)>& skip = nullptr,
-                                    bool failing = false) {
+                                    const std::function<bool(int, size_t)>& failing = nullptr) {
   const int tp = static_cast<int>(ranks.size());
   std::vector<RankSteps> runs(ranks.size());
   std::vector<absl::Status> statuses = InProcessGroup::run(tp, [&](Group& group) -> absl::Status {
@@ -234,7 +238,7 @@ std::vector<RankSteps> run_k2_ranks(const std::vector<K2Inputs>& ranks, int prog
       }
       for (size_t s = 0; s < epochs.size(); ++s) {
         if (skip && skip(rank, s)) continue;
-        tensors.reset(launch, failing);
+        tensors.reset(launch, failing && failing(rank, s));
         MT_RETURN_IF_ERROR(launch.set_epoch(epochs[s]));
         const auto start = std::chrono::steady_clock::now();
         MT_RETURN_IF_ERROR(launch.launch(kernel, tensors.tensors(), in.c.layer, stream));
@@ -317,6 +321,71 @@ INSTANTIATE_TEST_SUITE_P(Ranks, K2Tp, ::testing::ValuesIn(cases()),
                            std::replace(name.begin(), name.end(), '-', 'm');
                            return name;
                          });
+
+// The waits of a rank whose peer is gone: ranks of TP 2 with waits bounded by `wait_ns` (2
+// programs a rank, each with o_proj shares, so that the first wait to give up is a peer's).
+std::vector<K2Inputs> fault_ranks(int64_t wait_ns, int32_t fault_epoch = 0, int64_t fault_ns = 0) {
+  const K2Inputs whole = kernels::k3::make_k2_inputs({.layer = 1, .tokens = 2}, /*interpreter=*/true);
+  EXPECT_FALSE(whole.core.empty());
+  std::vector<K2Inputs> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(rank_inputs(whole, 2, r));
+    ranks.back().build.wait_ns = wait_ns;
+  }
+  if (fault_ns != 0) {
+    ranks[1].build.fault_epoch = fault_epoch;
+    ranks[1].build.fault_layer = 128 + whole.c.layer;
+    ranks[1].build.fault_ns = fault_ns;
+  }
+  return ranks;
+}
+
+// Epochs 1 and 2 on both ranks, then epoch 3 on rank 0 alone: its half of the peer buffer holds rank
+// 1's flags of epoch 1 (same parity, same layer), with that step's data beside them. Rank 0 must
+// not take them for epoch 3's: its waits give up, recording the stale tag they saw, and the launch
+// ends within the bound (plus the interpreter's time for the rest of the launch).
+TEST(K2TpFault, AStaleTagOfAnEarlierEpochIsNeverTakenForThisStepsData) {
+  constexpr int64_t kWaitNs = 3'000'000'000;  // healthy steps' waits cover the interpreter's pace
+  const std::vector<K2Inputs> ranks = fault_ranks(kWaitNs);
+  if (HasFailure()) return;
+  const std::vector<RankSteps> runs = run_k2_ranks(
+      ranks, 2, {1, 2, 3}, [](int rank, size_t step) { return rank == 1 && step == 2; },
+      [](int rank, size_t step) { return rank == 0 && step == 2; });
+  for (const RankSteps& run : runs) ASSERT_TRUE(run.status.ok()) << run.status;
+  ASSERT_EQ(runs[0].health.size(), 3u);
+  for (size_t s = 0; s < 2; ++s) {
+    for (const RankSteps& run : runs) EXPECT_TRUE(run.health[s].ok()) << run.health[s];
+  }
+  const int slot = 128 + ranks[0].c.layer;
+  EXPECT_THAT(std::string(runs[0].health[2].message()),
+              ::testing::AllOf(::testing::HasSubstr(absl::StrCat(
+                                   "waited on o_proj's partial sums (region 9) from TP rank 1: expected tag ",
+                                   kernels::k3::step_tag(3, slot), ", saw ", kernels::k3::step_tag(1, slot))),
+                               ::testing::HasSubstr("hint: that TP rank stalled, died or runs other steps")));
+  EXPECT_LT(runs[0].seconds[2], kWaitNs * 1e-9 + 10) << "the give-up ends the launch";
+}
+
+// Rank 1's K2 stalls its program 0 (the fault hook) for far longer than the waits' bound: rank 0's
+// waits for rank 1's shares give up, recorded, and its launch ends long before rank 1's stall does;
+// rank 1's own waits on its stalled program give up too. Neither hangs.
+TEST(K2TpFault, AStallAtOneRankMakesTheOtherGiveUpWithinTheBound) {
+  constexpr int64_t kWaitNs = 500'000'000, kFaultNs = 6'000'000'000;
+  const std::vector<K2Inputs> ranks = fault_ranks(kWaitNs, 1, kFaultNs);
+  if (HasFailure()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<RankSteps> runs =
+      run_k2_ranks(ranks, 2, {1}, nullptr, [](int, size_t) { return true; });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const RankSteps& run : runs) ASSERT_TRUE(run.status.ok()) << run.status;
+  ASSERT_EQ(runs[0].health.size(), 1u);
+  ASSERT_EQ(runs[1].health.size(), 1u);
+  EXPECT_THAT(std::string(runs[0].health[0].message()),
+              ::testing::HasSubstr(absl::StrCat("from TP rank 1: expected tag ", kernels::k3::step_tag(1, 129))));
+  EXPECT_THAT(std::string(runs[1].health[0].message()), ::testing::HasSubstr("a hand-off wait gave up after 500 ms"));
+  EXPECT_LT(runs[0].seconds[0], kFaultNs * 1e-9 - 2) << "rank 0 waited for the stalled rank";
+  EXPECT_GE(runs[1].seconds[0], kFaultNs * 1e-9) << "the stall ran";
+  EXPECT_LT(seconds, kFaultNs * 1e-9 + 20) << "the stalled rank's launch ends once its stall does";
+}
 
 }  // namespace
 }  // namespace monotile::runtime::decode
