@@ -176,12 +176,20 @@ void bind_testing(nb::module_& m) {
          const Array& delta, const Array& blocks, std::optional<Array> conv,
          std::optional<Array> state, std::optional<Array> core, const Array& prefix_after,
          const Array& blocks_after, const Array& out, std::optional<Array> conv_after,
-         std::optional<Array> state_after) {
+         std::optional<Array> state_after, int tp, int rank, std::vector<Array> every_rank_conv,
+         std::vector<Array> every_rank_state) {
         std::unique_ptr<model::SeededWeights> source =
             value(model::SeededWeights::create(config, seed));
-        const model::RankPlan plan = value(model::plan_rank(config, 1, 0));
-        const ref::RankLayerWeights w = value(
-            ref::load_rank_layer(plan.layers.at(static_cast<size_t>(layer)), plan.dims, *source));
+        if (tp < 1 || rank < 0 || rank >= tp)
+          raise_refusal(absl::StrCat("check_layer: rank ", rank, " of TP ", tp, ", expected 0 <= rank < tp"));
+        // Every rank's weights of the layer (the reference sums their partials); w is this rank's.
+        std::vector<ref::RankLayerWeights> ranks;
+        for (int r = 0; r < tp; ++r) {
+          const model::RankPlan plan = value(model::plan_rank(config, tp, r));
+          ranks.push_back(
+              value(ref::load_rank_layer(plan.layers.at(static_cast<size_t>(layer)), plan.dims, *source)));
+        }
+        const ref::RankLayerWeights& w = ranks[static_cast<size_t>(rank)];
         ref::LayerInput in;
         in.prefix = bf16_values(prefix, "prefix");
         in.delta = bf16_values(delta, "delta");
@@ -189,7 +197,19 @@ void bind_testing(nb::module_& m) {
         in.meta = {requests, q, i32_values(state_indices, "state_indices"),
                    i32_values(num_accepted, "num_accepted")};
         const bool kda = config.is_kda_layer(layer);
-        if (kda) {
+        if (tp > 1) {
+          // At TP > 1 the reference needs every rank's caches before the step; an MLA layer's
+          // attention output would be every rank's o_proj partial, which no caller hands in.
+          if (!kda) raise_refusal(absl::StrCat("check_layer: layer ", layer, " is an MLA layer; at TP ", tp,
+                                               " only KDA layers are checked"));
+          if (every_rank_conv.size() != static_cast<size_t>(tp) || every_rank_state.size() != static_cast<size_t>(tp))
+            raise_refusal(absl::StrCat("check_layer: every_rank_conv and every_rank_state hold ",
+                                       every_rank_conv.size(), " and ", every_rank_state.size(),
+                                       " arrays, expected one per rank (", tp, ")"));
+          for (int r = 0; r < tp; ++r)
+            in.caches.push_back(kda_cache(every_rank_conv[static_cast<size_t>(r)],
+                                          every_rank_state[static_cast<size_t>(r)]));
+        } else if (kda) {
           if (!conv || !state) raise_refusal("check_layer: a KDA layer needs conv and state");
           in.caches.push_back(kda_cache(*conv, *state));
         } else {
@@ -216,7 +236,8 @@ void bind_testing(nb::module_& m) {
           result.cache = kda_cache(*conv_after, *state_after);
         }
         const runtime::decode::LayerCheck check =
-            value(runtime::decode::check_layer(config, layer, w, in, result));
+            tp == 1 ? value(runtime::decode::check_layer(config, layer, w, in, result))
+                    : value(runtime::decode::check_layer(config, layer, ranks, in, result, rank));
         nb::list outputs;
         for (const kernels::k3::OutputCheck& o : check.outputs) {
           nb::dict d;
@@ -241,9 +262,13 @@ void bind_testing(nb::module_& m) {
       nb::arg("state").none() = nb::none(), nb::arg("core").none() = nb::none(),
       nb::arg("prefix_after"), nb::arg("blocks_after"), nb::arg("out"),
       nb::arg("conv_after").none() = nb::none(), nb::arg("state_after").none() = nb::none(),
-      "One served layer's step on rank 0 of TP 1 (weights model::SeededWeights(seed)) against the "
+      nb::arg("tp") = 1, nb::arg("rank") = 0, nb::arg("every_rank_conv") = std::vector<Array>{},
+      nb::arg("every_rank_state") = std::vector<Array>{},
+      "One served layer's step on rank `rank` of TP `tp` (default 0 of 1 (weights model::SeededWeights(seed)) against the "
       "float64 "
-      "reference of that layer on the inputs it had (numpy, bf16 as uint16 bits): the prefix and "
+      "reference of that layer on the inputs it had (at TP > 1, KDA layers only: every rank's "
+      "caches before the step in every_rank_conv and every_rank_state, this rank's after it in "
+      "conv_after and state_after; the reference sums every rank's partials) (numpy, bf16 as uint16 bits): the prefix and "
       "blocks after "
       "it, the KDA caches, and the MoE output on rows with a clear top-k. Returns {'passed', "
       "'rows', "

@@ -151,6 +151,23 @@ class ExecutorTest(unittest.TestCase):
             self.assertTrue(np.array_equal(caches[layer].conv[0], conv), f"layer {layer}: slot 0's conv state")
             self.assertTrue(np.array_equal(caches[layer].state[0], state), f"layer {layer}: slot 0's state")
 
+    def test_check_layer_at_tp_2_says_what_it_needs(self):
+        s = self.tiny.step(self.rng, 1)
+        args = dict(requests=s.requests, q=Q, state_indices=s.indices, num_accepted=s.accepted, prefix=s.prefix,
+                    delta=s.delta, blocks=s.blocks, prefix_after=s.prefix, blocks_after=s.blocks, out=s.prefix)
+        with self.assertRaises(ValueError) as raised:
+            monotile.testing.check_layer(self.tiny.config, SEED, 3, **args, tp=2, rank=0)
+        self.assertIn("check_layer: layer 3 is an MLA layer; at TP 2 only KDA layers are checked", str(raised.exception))
+        caches = self.tiny.caches(self.rng, [1])
+        with self.assertRaises(ValueError) as raised:
+            monotile.testing.check_layer(self.tiny.config, SEED, 1, **args, tp=2, rank=1,
+                                         every_rank_conv=[caches[1].conv], every_rank_state=[caches[1].state])
+        self.assertIn("check_layer: every_rank_conv and every_rank_state hold 1 and 1 arrays, expected one per "
+                      "rank (2)", str(raised.exception))
+        with self.assertRaises(ValueError) as raised:
+            monotile.testing.check_layer(self.tiny.config, SEED, 1, **args, tp=2, rank=2)
+        self.assertIn("check_layer: rank 2 of TP 2, expected 0 <= rank < tp", str(raised.exception))
+
     def test_the_stream_comes_from_the_hosts_source(self):
         # A GPU executor's default source is torch's current stream; a given one is read by plan,
         # prepare_kv and after_step, and what it returns must be a stream of the device.

@@ -2,17 +2,24 @@
 GPU): one step through Step.layer for every served layer against the float64 reference, and a
 torch.cuda.CUDAGraph capture of a whole step replayed with new metadata and vLLM's padding (padded
 requests: slot 0 in every column, one accepted token, the query starts repeating the last real
-end), bit for bit what an eager run writes."""
+end), bit for bit what an eager run writes; and k3-tiny's KDA layers at TP 2 over a torch.distributed
+gloo group, two processes on one GPU, against the float64 reference over both ranks and bit for bit
+the same on both ranks."""
 
+import os
+import tempfile
 import unittest
+from types import SimpleNamespace
 
 import numpy as np
 
 import monotile
-from k3_tiny import MAX_ROWS, Q, SEED, K3Tiny, bf16_bits, bf16_values, random_bf16
+from k3_tiny import MAX_ROWS, Q, SEED, SLOTS, K3Tiny, bf16_bits, bf16_values, random_bf16
 
 try:
     import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
 except ImportError:
     torch = None
 
@@ -175,6 +182,81 @@ class TorchExecutorTest(unittest.TestCase):
             self.assertTrue(np.array_equal(a, b), f"{name} differs between the replay and an eager run")
         self.assertEqual(eager_out.data_ptr(), out.data_ptr(), "an eager step writes where the captured one did")
         decode.after_step()
+
+
+TP_LAYERS = [1, 2]  # k3-tiny's first two layers are whole KDA layers: no host attention at TP 2
+
+
+def _tp_rank(rank, world, init_file, result_dir):
+    """One TP rank's process: its shards of the seeded weights and its own caches on the first GPU,
+    a group over gloo, one step through layers 1 and 2; every rank's inputs and outputs gathered so
+    that each checks its own against the reference over all ranks and against rank 0's bits."""
+    import monotile.vllm
+
+    torch.cuda.set_device(0)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    tiny = K3Tiny()
+    weights = monotile.testing.seeded_rank_weights(tiny.config, world, rank, SEED, TP_LAYERS[0], TP_LAYERS[-1] + 1)
+    on_gpu = {layer: {name: to_device(a) for name, a in tensors.items()} for layer, tensors in weights.items()}
+    backbone = monotile.Backbone(tiny.config, world, rank, TP_LAYERS[0], TP_LAYERS[-1] + 1, on_gpu,
+                                 layers_prefix="model.layers", experts_layout="checkpoint")
+    decode = monotile.SpecializedDecode(backbone, monotile.DecodeConfig(q=Q, max_rows=MAX_ROWS),
+                                        monotile.vllm.Group(dist.group.WORLD), log=lambda line: None)
+    # Each rank's own caches (its heads); the step's inputs the same on every rank.
+    cache_rng = np.random.default_rng(1000 + rank)
+    channels = 3 * (tiny.kda_heads // world) * 128
+    caches = {layer: SimpleNamespace(
+        conv=to_device(random_bf16(cache_rng, (SLOTS, Q + 2, channels), 1.0)),
+        state=to_device(cache_rng.normal(0.0, 0.1, size=(SLOTS, tiny.kda_heads // world, 128, 128)).astype(np.float32)))
+        for layer in TP_LAYERS}
+    decode.prepare_kv(K3Tiny.kda_caches(caches))
+    s = tiny.step(np.random.default_rng(2026), 2)
+    for name in ["indices", "accepted", "starts", "positions", "prefix", "blocks", "delta"]:
+        setattr(s, name, to_device(getattr(s, name)))
+    step = decode.plan(s.positions, attn_metadata={decode.kda_prefix: tiny.metadata(s)},
+                       kda_state=caches[TP_LAYERS[0]].state)
+    prefix, blocks, delta = s.prefix, s.blocks, s.delta
+    report = []
+    for layer in TP_LAYERS:
+        torch.cuda.synchronize()
+        before = dict(prefix=to_numpy(prefix), delta=to_numpy(delta), blocks=to_numpy(blocks))
+        conv, state = to_numpy(caches[layer].conv), to_numpy(caches[layer].state)
+        prefix, blocks, out = step.layer(layer)(s.positions, prefix, blocks, delta)
+        torch.cuda.synchronize()
+        after = dict(prefix_after=to_numpy(prefix), blocks_after=to_numpy(blocks), out=to_numpy(out))
+        every = [None] * world
+        dist.all_gather_object(every, dict(conv=conv, state=state, **after))
+        result = monotile.testing.check_layer(
+            tiny.config, SEED, layer, requests=s.requests, q=Q, state_indices=to_numpy(s.indices),
+            num_accepted=to_numpy(s.accepted), **before, **after, conv_after=to_numpy(caches[layer].conv),
+            state_after=to_numpy(caches[layer].state), tp=world, rank=rank,
+            every_rank_conv=[e["conv"] for e in every], every_rank_state=[e["state"] for e in every])
+        failed = [o for o in result["outputs"] if not o["passed"]]
+        differs = [name for name in ("prefix_after", "blocks_after", "out")
+                   if not np.array_equal(after[name], every[0][name])]
+        report.append(f"layer {layer}: reference {'ok' if not failed else failed}; "
+                      f"bits as rank 0's: {'all' if not differs else 'not ' + ', '.join(differs)}")
+        delta = out
+    decode.after_step()
+    decode.check_health()
+    with open(os.path.join(result_dir, f"rank{rank}.txt"), "w") as f:
+        f.write("\n".join(report) + "\n")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@unittest.skipIf(REASON is not None, REASON or "")
+class TorchDistributedTpTest(unittest.TestCase):
+    def test_two_ranks_over_gloo_on_one_gpu_match_the_reference_and_each_other(self):
+        with tempfile.TemporaryDirectory() as folder:
+            mp.spawn(_tp_rank, args=(2, os.path.join(folder, "init"), folder), nprocs=2, join=True)
+            for rank in range(2):
+                with open(os.path.join(folder, f"rank{rank}.txt")) as f:
+                    lines = f.read().splitlines()
+                print(f"rank {rank}: " + " | ".join(lines))
+                self.assertEqual(len(lines), len(TP_LAYERS))
+                for line in lines:
+                    self.assertIn("reference ok; bits as rank 0's: all", line, f"rank {rank}")
 
 
 if __name__ == "__main__":
