@@ -579,11 +579,9 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--clock") {
       clock = true;
     } else if (std::string(argv[i]) == "--flush" && i + 1 < argc) {
-      const std::optional<monotile::kernels::k3::L2Flush> mode = monotile::kernels::k3::parse_l2_flush(argv[++i]);
-      if (!mode || *mode == monotile::kernels::k3::L2Flush::kNone) {
-        std::fprintf(stderr, "k2_bench: --flush %s: expected read or write\n", argv[i]);
-        return 2;
-      }
+      const std::optional<monotile::kernels::k3::L2Flush> mode =
+          monotile::kernels::k3::parse_flush_option("k2_bench", argv[++i]);
+      if (!mode) return 2;
       flush = *mode;
     } else if (std::string(argv[i]) == "--json" && i + 1 < argc) {
       json = argv[++i];

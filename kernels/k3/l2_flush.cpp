@@ -1,5 +1,6 @@
 #include "kernels/k3/l2_flush.h"
 
+#include <cstdio>
 #include <vector>
 
 #include "dsl/dsl.h"
@@ -15,6 +16,13 @@ std::optional<L2Flush> parse_l2_flush(const std::string& text) {
   if (text == "read") return L2Flush::kRead;
   if (text == "write") return L2Flush::kWrite;
   if (text == "none") return L2Flush::kNone;
+  return std::nullopt;
+}
+
+std::optional<L2Flush> parse_flush_option(const std::string& tool, const std::string& value) {
+  const std::optional<L2Flush> mode = parse_l2_flush(value);
+  if (mode && *mode != L2Flush::kNone) return mode;
+  std::fprintf(stderr, "%s: --flush %s: expected read or write\n", tool.c_str(), value.c_str());
   return std::nullopt;
 }
 

@@ -27,6 +27,9 @@ inline constexpr int64_t kL2FlushBytes = int64_t{256} << 20;
 // "read", "write" or "none" (--warm); nullopt for anything else.
 std::optional<L2Flush> parse_l2_flush(const std::string& text);
 const char* l2_flush_name(L2Flush flush);
+// A benchmark's `--flush VALUE`: read or write; anything else prints "TOOL: --flush VALUE:
+// expected read or write" on stderr and gives nullopt (--warm is the way to flush nothing).
+std::optional<L2Flush> parse_flush_option(const std::string& tool, const std::string& value);
 // The words a run's header prints: "a 256 MiB read (cold, clean L2) before each launch", ...
 std::string l2_flush_description(L2Flush flush);
 
