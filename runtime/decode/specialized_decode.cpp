@@ -78,9 +78,16 @@ void apply(const ExecutorOptions& options, K2Build& build) {
   }
 }
 
-// The programs each build runs with on `device`; the shared health words cover the most.
-int programs_for(const Device& device, const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s) {
+// The programs each build runs with on `device` (or `wanted`, when not 0, and at least every K1
+// build's rows); the shared health words cover the most.
+int programs_for(const Device& device, const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s,
+                 int wanted) {
   int programs = 1;
+  if (wanted > 0) {
+    programs = wanted;
+    for (const K1Build& b : k1s) programs = std::max(programs, b.tokens);
+    return programs;
+  }
   for (const K1Build& b : k1s) programs = std::max(programs, k1_programs(device.info(), b));
   for (const K2Build& b : k2s) programs = std::max(programs, k2_programs(device.info(), b));
   return programs;
@@ -175,7 +182,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
   stats.layers = static_cast<int>(served.size());
   runner.by_layer.assign(static_cast<size_t>(model.num_hidden_layers), nullptr);
   for (const auto& [layer, k] : runner.layers) runner.by_layer[static_cast<size_t>(layer)] = &k;
-  MT_RETURN_IF_ERROR(runner.allocate(programs_for(device, k1s, k2s), core_width));
+  MT_RETURN_IF_ERROR(runner.allocate(programs_for(device, k1s, k2s, options.programs), core_width));
   MT_RETURN_IF_ERROR(runner.load(k1s, k2s, stats));
   runner.resolve();
   runner.planner = std::make_unique<StepPlanner>(config, model, dims, served, kda_prefix);

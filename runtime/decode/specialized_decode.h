@@ -113,6 +113,10 @@ struct ExecutorOptions {
   // layer's; construction's log line says so). Without it a group of more than one rank exchanges
   // partial sums inside K2 over a peer buffer the executor makes (tp_reasons.h says what it needs).
   bool other_ranks_stood_in = false;
+  // The program instances of every launch (0: one per compute unit on a GPU, 8 on the CPU device).
+  // Ranks sharing one GPU each take their share of its compute units, so that their persistent
+  // grids can be resident at once; at least the widest K1 build's rows.
+  int programs = 0;
 };
 
 // What construction and the KV binds built.

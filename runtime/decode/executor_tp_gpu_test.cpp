@@ -1,0 +1,103 @@
+// The executor over a group of TP ranks on one GPU: two ranks as two processes of this test (forked
+// before either touches the driver) sharing the first GPU, their group a socket pair, each serving
+// k3-tiny's KDA layers 1 and 2 (K1, then K2 exchanging over the group's peer buffer mapped through
+// IPC handles) with half the GPU's SMs (ExecutorOptions::programs). One step eagerly, then the same
+// step captured into a graph (the epoch bump inside) and replayed twice on both parity halves: each
+// replay writes bit for bit what the eager step wrote, and both ranks hold the same bits. Skips
+// without a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/config.h"
+#include "runtime/decode/executor_tp_test_support.h"
+#include "runtime/decode/socket_pair_group.h"
+#include "runtime/discovery.h"
+
+namespace monotile::runtime::decode {
+namespace {
+
+// One rank's part: "" when it passed, "skip: <why>" without a GPU, else what failed.
+std::string run_gpu_rank(Group& group, const model::ModelConfig& config) {
+  Discovery found = discover_devices();
+  std::unique_ptr<Device> gpu;
+  for (std::unique_ptr<Device>& device : found.devices) {
+    if (device->info().vendor != dsl::Vendor::kCpu && !gpu) gpu = std::move(device);
+  }
+  // The other rank decides the same (one GPU for both): neither enters the group's collectives.
+  if (!gpu) return absl::StrCat("skip: ", no_gpu_reason(found));
+  ExecutorOptions options;
+  options.programs = std::max(1, gpu->info().compute_units / 2);
+  absl::Status status = [&]() -> absl::Status {
+    MT_ASSIGN_OR_RETURN(std::unique_ptr<KdaRank> r, KdaRank::create(group, config, options, std::move(gpu)));
+    std::mt19937 step_rng = monotile::testing::named_rng("executor tp gpu step");
+    MT_RETURN_IF_ERROR(r->fill(step_rng));
+    MT_ASSIGN_OR_RETURN(std::vector<std::vector<uint8_t>> saved, r->snapshot());
+    MT_ASSIGN_OR_RETURN(DevicePtr out, r->enqueue());
+    MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
+    MT_RETURN_IF_ERROR(r->decode().check_health());
+    MT_ASSIGN_OR_RETURN(std::string eager, r->outputs(out));
+    MT_RETURN_IF_ERROR(r->restore(saved));
+    MT_RETURN_IF_ERROR(r->device().begin_capture(r->stream()));
+    absl::StatusOr<DevicePtr> captured_out = r->enqueue();
+    MT_ASSIGN_OR_RETURN(Graph graph, r->device().end_capture(r->stream()));
+    MT_RETURN_IF_ERROR(captured_out.status());
+    for (int replay = 1; replay <= 2; ++replay) {
+      MT_RETURN_IF_ERROR(r->restore(saved));
+      MT_RETURN_IF_ERROR(r->device().replay(graph, r->stream()));
+      MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
+      MT_RETURN_IF_ERROR(r->decode().check_health());
+      MT_ASSIGN_OR_RETURN(std::string replayed, r->outputs(*captured_out));
+      if (replayed != eager) return absl::InternalError(absl::StrCat("replay ", replay, " differs from the eager step"));
+    }
+    MT_ASSIGN_OR_RETURN(std::vector<std::string> both, group.all_gather(eager));
+    if (both[0] != both[1]) return absl::InternalError("the ranks' outputs differ");
+    return group.all_gather("").status();  // no rank frees its peer buffer while the other may use it
+  }();
+  return status.ok() ? "" : std::string(status.message());
+}
+
+TEST(ExecutorTpGpu, TwoProcessesOnOneGpuReplayACapturedStepAsTheEagerOne) {
+  const model::ModelConfig config = *model::load_config("k3-tiny");
+  int pair[2];
+  int report[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Rank 1: its verdict through the pipe, then out without running the parent's test teardown.
+    ::close(pair[0]);
+    ::close(report[0]);
+    SocketPairGroup group(pair[1], 1);
+    const std::string verdict = run_gpu_rank(group, config);
+    [[maybe_unused]] ssize_t written = ::write(report[1], verdict.data(), verdict.size());
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  ::close(report[1]);
+  SocketPairGroup group(pair[0], 0);
+  const std::string verdict = run_gpu_rank(group, config);
+  ::close(pair[0]);  // a rank 1 still waiting in the group sees it closed instead of hanging
+  std::string theirs;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;) theirs.append(buffer, static_cast<size_t>(n));
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (verdict.rfind("skip: ", 0) == 0) GTEST_SKIP() << verdict.substr(6);
+  EXPECT_EQ(verdict, "") << "rank 0";
+  EXPECT_EQ(theirs, "") << "rank 1";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 1's process ended abnormally";
+}
+
+}  // namespace
+}  // namespace monotile::runtime::decode
