@@ -107,7 +107,8 @@ Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc) {
   return builder.emit1(OpCode::kMxfp4Pairs, {packed, codes}, {}, Type{ElementType{ScalarType::kI32}, tp.shape}, loc);
 }
 
-Value mxfp4_word_pairs(const Value& words, const Value& codes, int scale_bias, SourceLocation loc) {
+Value mxfp4_word_pairs(const Value& words, const Value& codes, int scale_bias, Mxfp4Placement placement,
+                       SourceLocation loc) {
   Builder& builder = Builder::current("mxfp4_word_pairs", loc);
   if (scale_bias < kMinMxfp4ScaleBias || scale_bias > 0) {
     throw Error(at(loc), "mxfp4_word_pairs", "scale_bias " + std::to_string(scale_bias) + " is out of range",
@@ -130,6 +131,9 @@ Value mxfp4_word_pairs(const Value& words, const Value& codes, int scale_bias, S
   result.shape.back() *= 4;
   Attrs attrs;
   attrs.int_value = scale_bias;
+  // The default placement adds nothing, so that the text (and hash) of a program written before the
+  // choice existed stays the same.
+  if (placement != Mxfp4Placement::kCopies) attrs.ints = {static_cast<int64_t>(placement)};
   return builder.emit1(OpCode::kMxfp4WordPairs, {words, codes}, attrs, std::move(result), loc);
 }
 

@@ -33,12 +33,29 @@ Value mxfp4_pairs(const Value& packed, const Value& codes, SourceLocation loc = 
 // and i + 4 (high half) times 2^(code - 127) as bf16, exact as mxfp4_pairs' (overflow to infinity,
 // code 255 NaN). With unpack_bf16 the values arrive in the order 0 4 1 5 2 6 3 7 of each word's
 // eight, so a dot's other operand must hold its K in that order too; in exchange each word decodes
-// without taking its bytes apart (NVIDIA sm_80 and up: about 4 integer operations and two bf16x2
-// multiplies a word of the result, against 6 and a byte's extraction for mxfp4_pairs). Each
+// without taking its bytes apart (NVIDIA sm_80 and up: about 3 integer operations and one or two
+// bf16x2 multiplies a word of the result, against 6 and a byte's extraction for mxfp4_pairs). Each
 // result word's thread holds its source word where the layouts allow, so nothing moves.
 //
 // The most negative scale_bias of mxfp4_word_pairs: 2^b stays a normal bf16.
 inline constexpr int kMinMxfp4ScaleBias = -126;
+
+// How NVIDIA's decode (sm_80 and up) puts a result word's two nibbles (its elements i and i + 4)
+// into bf16's places: sign to bits 15 and 31, exponent and mantissa to 6..8 and 22..24 (e2m1 x
+// 2^-126, then the scale's multiplies). Both halves move by the same shift, so one 32-bit operation
+// moves both; the sign and the magnitude need shifts 6 apart. The values are the same either way;
+// only the instructions differ (docs/perf.md, SASS of K2's expert loops).
+enum class Mxfp4Placement {
+  // Elements 0 and 1 (both fields move left): the two nibbles kept by a mask, one integer multiply
+  // by 2^s + 2^(s + 6) adds the two shifted copies (they cannot overlap, so nothing carries), one
+  // mask. Element 3 (its sign already in place): the word shifted right by 6, two masks. Element 2:
+  // one select of the word's sign bits and that shifted word's magnitude bits, a shift, a mask.
+  // 12 integer operations a packed word.
+  kCopies,
+  // Each shifted copy made by its own shift, then two masks: 4 integer operations a result word, 3
+  // for element 3: 15 a packed word (kept to time the two side by side).
+  kShifts,
+};
 
 // With `scale_bias` b (-126..-1) the values are scaled by 2^b too, at one multiply a word instead of
 // two (a GEMV undoes b on its f32 sums): word 4j + i holds bf16(e2m1 x 2^(code - 127 + b)), rounded
@@ -46,7 +63,10 @@ inline constexpr int kMinMxfp4ScaleBias = -126;
 // Larger codes, 255 included, are outside that multiply's range: each value is then infinity with
 // its sign, and NaN where it is zero. A caller that may meet such codes checks them first
 // (mxfp4_gemv.h does, per task) and takes b = 0 for them.
+// `placement` chooses NVIDIA's instructions only (Mxfp4Placement); the interpreter and other
+// targets compute the same values whichever it is.
 Value mxfp4_word_pairs(const Value& words, const Value& codes, int scale_bias = 0,
+                       Mxfp4Placement placement = Mxfp4Placement::kCopies,
                        SourceLocation loc = SourceLocation::current());
 
 // i32 words [..., n] as bf16 [..., 2n]: word j's low half is element 2j, its high half 2j + 1 (the

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dsl/dot.h"
 #include "dsl/scalar_semantics.h"
 #include "dsl/scalar_values.h"
 #include "dsl/shape_rules.h"
@@ -384,6 +385,9 @@ std::string Rule::check() const {
                      out(0) == expected,
                  "expected i32[..., n] and u8[..., n] -> i32[..., 4n], got " + in(0).str() + " and " + in(1).str() +
                      " -> " + out(0).str());
+      // The placement (dsl/dot.h Mxfp4Placement): none for kCopies, else its number.
+      MT_REQUIRE(a.ints.empty() || (a.ints.size() == 1 && a.ints[0] == static_cast<int64_t>(Mxfp4Placement::kShifts)),
+                 "placement " + shape_str(a.ints) + " is not one of dsl/dot.h's Mxfp4Placement");
       return "";
     }
     case OpCode::kAdd:

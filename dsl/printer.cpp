@@ -175,7 +175,9 @@ class Printer {
         return absl::StrCat(" ", to_absl(cmp_name(a.cmp)), " scope=", to_absl(scope_name(a.scope)));
       case OpCode::kReduce:
       case OpCode::kArgReduce: return absl::StrCat(" ", to_absl(reduce_name(a.reduce)), axis);
-      case OpCode::kMxfp4WordPairs: return a.int_value == 0 ? "" : absl::StrCat(" scale_bias=", a.int_value);
+      case OpCode::kMxfp4WordPairs:
+        return absl::StrCat(a.int_value == 0 ? "" : absl::StrCat(" scale_bias=", a.int_value),
+                            a.ints.empty() ? "" : " placement=shifts");
       case OpCode::kScan:
         return absl::StrCat(" ", to_absl(reduce_name(a.reduce)), axis, a.reverse ? " reverse" : "");
       case OpCode::kSort: return absl::StrCat(axis, a.descending ? " descending" : " ascending");

@@ -14,6 +14,7 @@ namespace monotile::dsl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Program axpy() {
   Builder b("axpy", {.num_warps = 2});
@@ -212,6 +213,19 @@ TEST(Printer, RenumbersAfterPassesRemoveValues) {
   (void)unused;
   std::string text = to_text(eliminate_dead_code(b.finish()));
   EXPECT_THAT(text, HasSubstr("  %1 = arange start=0 end=32 : i32[32]\n"));
+}
+
+TEST(Printer, Mxfp4PlacementOnlyAwayFromItsDefault) {
+  auto text = [](Mxfp4Placement placement) {
+    Builder b("decode");
+    auto words = b.arg("words", ptr(i32)), codes = b.arg("codes", ptr(u8)), out = b.arg("out", ptr(i32));
+    auto js = arange(0, 8);
+    store(out + arange(0, 32), mxfp4_word_pairs(load(words + js), load(codes + js), -32, placement));
+    return to_text(b.finish());
+  };
+  EXPECT_THAT(text(Mxfp4Placement::kShifts), HasSubstr("mxfp4_word_pairs scale_bias=-32 placement=shifts"));
+  EXPECT_THAT(text(Mxfp4Placement::kCopies), Not(HasSubstr("placement")));
+  EXPECT_THAT(text(Mxfp4Placement::kCopies), HasSubstr("mxfp4_word_pairs scale_bias=-32 "));
 }
 
 TEST(Printer, OptionsAwayFromTheirDefaults) {

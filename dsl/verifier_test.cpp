@@ -155,6 +155,18 @@ TEST(Verifier, PrefetchNeedsAPointerByTheBuildersRule) {
   EXPECT_THAT(message(verify(program)), HasSubstr("expected 1 operands, got 2"));
 }
 
+TEST(Verifier, Mxfp4WordPairsPlacementIsOneTheBuilderMakes) {
+  Builder b("decode");
+  auto words = b.arg("words", ptr(i32)), codes = b.arg("codes", ptr(u8)), out = b.arg("out", ptr(i32));
+  auto js = arange(0, 8);
+  store(out + arange(0, 32), mxfp4_word_pairs(load(words + js), load(codes + js), 0, Mxfp4Placement::kShifts));
+  Program program = b.finish();
+  ASSERT_TRUE(verify(program).ok());
+  find(program, OpCode::kMxfp4WordPairs).attrs.ints = {7};
+  EXPECT_THAT(message(verify(program)), HasSubstr("mxfp4_word_pairs at verifier_test.cpp:"));
+  EXPECT_THAT(message(verify(program)), HasSubstr("placement [7] is not one of dsl/dot.h's Mxfp4Placement"));
+}
+
 TEST(Verifier, ResultWithoutATypeIsAnErrorNotACrash) {
   Program program = small();
   find(program, OpCode::kAdd).results[0] = 1000;

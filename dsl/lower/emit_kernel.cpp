@@ -223,17 +223,40 @@ __device__ __forceinline__ unsigned mt_mxfp4_biased_bits(unsigned nibble, unsign
 #endif
 // Nibbles `which` and `which` + 4 of a packed MXFP4 word (its elements `which` and `which` + 4 of 8)
 // times 2^(code - 127) as a bf16 pair, exact as mt_mxfp4_pair's; with a bias (a constant), times
-// 2^(code - 127 + bias) as mt_mxfp4_biased. `which` is a constant where it is unrolled, so the word is
-// never taken apart into bytes: one shift brings both nibbles' signs to bits 15 and 31 (their
-// magnitudes then sit at 12..14 and 28..30), a second moves the magnitudes to bf16's e2m1 x 2^-126
-// places, two masks keep the four fields; then the scale's multiplies.
-__device__ __forceinline__ int mt_mxfp4_word_pair(unsigned word, unsigned which, unsigned code, int bias) {
+// 2^(code - 127 + bias) as mt_mxfp4_biased. `which` and `placement` (dsl/dot.h Mxfp4Placement: 0
+// copies, 1 shifts) are constants where it is unrolled, so the word is never taken apart into bytes:
+// both nibbles move at once, sign to bits 15 and 31 and magnitude to e2m1 x 2^-126's places (6..8,
+// 22..24), then the scale's multiplies.
 #ifdef MT_BF16X2_FMA
-  const unsigned at = word << (12u - 4u * which);
-  const unsigned raw = (at & 0x80008000u) | ((at >> 6) & 0x01c001c0u);
+__device__ __forceinline__ unsigned mt_mxfp4_word_raw(unsigned word, unsigned which, unsigned placement) {
+  // Element 3's sign is already in place: one shift brings its magnitude, two masks keep the fields.
+  if (which == 3u) return (word & 0x80008000u) | ((word >> 6) & 0x01c001c0u);
+  if (placement != 0u) {
+    // A shift for each field's copy (element 2's magnitude moves right, its sign left).
+    const unsigned at = word << (12u - 4u * which);
+    return (at & 0x80008000u) | ((at >> 6) & 0x01c001c0u);
+  }
+  if (which == 2u) {
+    // The word's signs beside its magnitudes 6 bits lower (element 3's shift, computed once for
+    // both): one select takes element 2's sign bits from the word and its magnitude bits from the
+    // shifted word, then one shift by 4 and one mask.
+    return (((word & 0x08000800u) | ((word >> 6) & ~0x08000800u)) << 4) & 0x81c081c0u;
+  }
+  // Elements 0 and 1 move left by s (magnitude) and s + 6 (sign): the two nibbles kept, one multiply
+  // by 2^s + 2^(s + 6) adds both copies (4 bits each at s..s+3 and s+6..s+9 from each nibble: they
+  // cannot overlap, so nothing carries), one mask keeps the four fields.
+  const unsigned s = 6u - 4u * which;
+  return ((word & (0x000f000fu << (4u * which))) * ((1u << s) | (1u << (s + 6u)))) & 0x81c081c0u;
+}
+#endif
+__device__ __forceinline__ int mt_mxfp4_word_pair(unsigned word, unsigned which, unsigned code, int bias,
+                                                  unsigned placement) {
+#ifdef MT_BF16X2_FMA
+  const unsigned raw = mt_mxfp4_word_raw(word, which, placement);
   return bias == 0 ? mt_mxfp4_scaled(raw, code) : mt_mxfp4_biased(raw, code, bias);
 #endif
 #ifndef MT_BF16X2_FMA
+  (void)placement;  // the same values whichever placement
   const unsigned low_nibble = (word >> (4u * which)) & 15u, high_nibble = (word >> (4u * which + 16u)) & 15u;
   if (bias != 0) {
     return (int)(mt_mxfp4_biased_bits(low_nibble, code, bias) | (mt_mxfp4_biased_bits(high_nibble, code, bias) << 16));

@@ -124,7 +124,7 @@ absl::Status OpLowering::shape_op(const Op& op) {
         const std::string at = linear_of(type(sources[0]).shape, word);
         line(absl::StrCat(name(result), "[i] = mt_mxfp4_word_pair((unsigned)", smem(t), "[", at, "], ", c.back(),
                           " & 3, (unsigned)", smem(t), "[", offsets[1], " + ", at, "] & 255u, ", op.attrs.int_value,
-                          ");"));
+                          ", ", op.attrs.ints.empty() ? "0u" : "1u", ");"));
         close();
         continue;
       }
@@ -183,7 +183,7 @@ absl::Status OpLowering::mxfp4_word_pairs(const Op& op) {
   declare(op.results[0], layout.num_regs());
   unrolled("i", layout.num_regs());
   line(absl::StrCat(name(op.results[0]), "[i] = mt_mxfp4_word_pair((unsigned)", source, "[i / 4], i & 3, (unsigned)",
-                    code, "[i / 4] & 255u, ", op.attrs.int_value, ");"));
+                    code, "[i / 4] & 255u, ", op.attrs.int_value, ", ", op.attrs.ints.empty() ? "0u" : "1u", ");"));
   close();
   return absl::OkStatus();
 }

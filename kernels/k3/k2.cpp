@@ -292,6 +292,7 @@ std::string k2_name(const K2Build& b) {
   if (!b.mxfp4_pairs) name += "_fp";
   if (b.mxfp4_pairs && !b.mxfp4_words) name += "_bp";
   if (b.mxfp4_scale_bias != kMxfp4ScaleBias) absl::StrAppend(&name, "_sb", -b.mxfp4_scale_bias);
+  if (b.mxfp4_shift_placement) name += "_ps";
   if (b.expert_ahead != 2) absl::StrAppend(&name, "_a", b.expert_ahead);
   if (b.expert_token_rows != kMxfp4Tokens) absl::StrAppend(&name, "_n", b.expert_token_rows);
   if (b.expert_x_ahead) name += "_xa";
@@ -402,6 +403,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             .mxfp4_pairs = build.mxfp4_pairs,
             .mxfp4_words = build.mxfp4_words,
             .mxfp4_scale_bias = build.mxfp4_pairs && build.mxfp4_words ? build.mxfp4_scale_bias : 0,
+            .mxfp4_placement = build.mxfp4_shift_placement ? dsl::Mxfp4Placement::kShifts : dsl::Mxfp4Placement::kCopies,
             .expert_ahead = build.expert_ahead,
             .x_ahead = build.expert_x_ahead,
             .prefetch_steps = build.expert_prefetch_steps,

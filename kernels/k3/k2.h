@@ -84,6 +84,10 @@ struct K2Build {
   // multiply a word instead of two (Mxfp4Gemv::scale_bias; kMxfp4ScaleBias). 0 always takes the
   // exact decode: the name then ends "_sb0"; another value ends "_sb{-bias}".
   int mxfp4_scale_bias = kMxfp4ScaleBias;
+  // With mxfp4_words: the routed experts' nibbles put into bf16's places by the two-copy multiply
+  // (dsl::Mxfp4Placement::kCopies: 12 integer operations a packed word in SASS instead of 15); true
+  // takes the two shifts a word instead (kShifts; the values are the same), and the name ends "_ps".
+  bool mxfp4_shift_placement = false;
   // K steps of the routed experts' weight loads in flight while one decodes (Mxfp4Gemv::ahead, 1 to
   // kMxfp4MaxAhead): each step ahead holds a thread's 32 bytes in registers. Other than 2, the name
   // ends "_a{n}".
@@ -181,7 +185,8 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
 // "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
 // _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_bp" with pairs a
-// byte at a time (mxfp4_words false), "_sb{-mxfp4_scale_bias}" when it is not kMxfp4ScaleBias, "_a{expert_ahead}"
+// byte at a time (mxfp4_words false), "_sb{-mxfp4_scale_bias}" when it is not kMxfp4ScaleBias, "_ps"
+// with mxfp4_shift_placement, "_a{expert_ahead}"
 // when it is not 2, "_n8" with 8 expert token rows, then "_tp{tp}r{rank}" across ranks,
 // "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
 // "_clock" with the stage clock, plus a hash of the scalars when they differ from the defaults.

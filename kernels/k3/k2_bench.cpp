@@ -11,7 +11,7 @@
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead N[,N...]] [--stages N[,N...]]
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
-//                 [--exact-decode] [--gemv-step N[,N...]]
+//                 [--exact-decode] [--shift-placement] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
 //                 [--expert-stages N[,N...]] [--routed-stages N[,N...]] [--shared-early]
 //                 [--chunk-handoff] [--together]
@@ -35,6 +35,9 @@
 // (K2Build::mxfp4_words false).
 // --exact-decode: likewise with every expert task at the exact decode's two multiplies a word
 // (K2Build::mxfp4_scale_bias 0).
+// --shift-placement: likewise with the experts' nibbles put into bf16's places by two shifts a word
+// instead of the two-copy multiply (K2Build::mxfp4_shift_placement: the same values, the decode
+// before it; the name ends "_ps").
 // --gemv-step N,...: likewise with the bf16 GEMVs' K steps up to N (K2Build::gemv_step: 128 to
 // 1024) instead of 256.
 // --latent-rows N,...: likewise with stage D's tasks N latent rows each instead of 64
@@ -345,8 +348,8 @@ struct Variants {
   // --ahead, --stages, --routed-chunks, --latent-rows, --front-parts
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
       gemv_steps, front_parts, expert_stages, routed_stages;
-  bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shared_early = false,
-       chunk_handoff = false;
+  bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shift_placement = false,
+       shared_early = false, chunk_handoff = false;
   // --together: one more row with every variant above at once (a list's first value)
   bool together = false;
 };
@@ -384,6 +387,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   for (int n : v.routed_chunks) with(true, &K2Build::routed_chunks, n);
   with(v.byte_pairs, &K2Build::mxfp4_words, false);
   with(v.exact_decode, &K2Build::mxfp4_scale_bias, 0);
+  with(v.shift_placement, &K2Build::mxfp4_shift_placement, true);
   for (int n : v.latent_rows) with(true, &K2Build::latent_rows, n);
   for (int n : v.front_parts) with(true, &K2Build::front_parts, n);
   for (int n : v.expert_stages) with(true, &K2Build::expert_stages, n);
@@ -405,6 +409,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::routed_chunks);
       take(&K2Build::mxfp4_words);
       take(&K2Build::mxfp4_scale_bias);
+      take(&K2Build::mxfp4_shift_placement);
       take(&K2Build::latent_rows);
       take(&K2Build::front_parts);
       take(&K2Build::expert_stages);
@@ -568,7 +573,7 @@ int main(int argc, char** argv) {
       "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead N[,N...]] [--stages "
       "N[,N...]] "
       "[--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs] "
-      "[--exact-decode] [--gemv-step N[,N...]] "
+      "[--exact-decode] [--shift-placement] [--gemv-step N[,N...]] "
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
       "[--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] "
@@ -611,6 +616,8 @@ int main(int argc, char** argv) {
       variants.byte_pairs = true;
     } else if (std::string(argv[i]) == "--exact-decode") {
       variants.exact_decode = true;
+    } else if (std::string(argv[i]) == "--shift-placement") {
+      variants.shift_placement = true;
     } else if (std::string(argv[i]) == "--gemv-step" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--gemv-step", argv[++i], 128, 1024,
                                                variants.gemv_steps))

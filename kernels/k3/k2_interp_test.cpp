@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dsl/printer.h"
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "kernels/k3/k2_test_support.h"
@@ -120,6 +121,16 @@ TEST(K2Build, TheStageClockChangesTheNameAndAddsTheLastParameter) {
   EXPECT_EQ(with_clock.back(), "clock");
   with_clock.pop_back();
   EXPECT_EQ(with_clock, plain);
+}
+
+TEST(K2Build, TheShiftPlacementChangesTheNameAndTheWordDecodes) {
+  K2Build shifts;
+  shifts.mxfp4_shift_placement = true;
+  EXPECT_EQ(k2_name(shifts), k2_name(K2Build{}) + "_ps");
+  // Its word decodes take the other placement (dsl/dot.h Mxfp4Placement); the default prints none.
+  std::string plain = dsl::to_text(k2_program(K2Build{})), shifted = dsl::to_text(k2_program(shifts));
+  EXPECT_NE(shifted.find("placement=shifts"), std::string::npos);
+  EXPECT_EQ(plain.find("placement="), std::string::npos);
 }
 
 TEST(K2Build, TheFaultHookChangesTheName) {

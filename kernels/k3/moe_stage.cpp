@@ -224,6 +224,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .pairs = r.mxfp4_pairs,
                         .words = words,
                         .scale_bias = r.mxfp4_scale_bias,
+                        .placement = r.mxfp4_placement,
                         .prefetch_steps = r.prefetch_steps,
                         .l2_fetch = r.l2_fetch,
                         .stages = r.expert_stages};
@@ -324,6 +325,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .pairs = r.mxfp4_pairs,
                             .words = words,
                             .scale_bias = r.mxfp4_scale_bias,
+                            .placement = r.mxfp4_placement,
                             .prefetch_steps = r.prefetch_steps,
                             .l2_fetch = r.l2_fetch,
                             .stages = r.routed_stages};

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 
+#include "dsl/dot.h"
 #include "dsl/value.h"
 #include "kernels/k3/exchange.h"
 #include "kernels/k3/handoff.h"
@@ -52,6 +53,8 @@ struct MoeRows {
   bool mxfp4_pairs = true;  // H's and I's weights decoded a byte a word (K2Build::mxfp4_pairs)
   bool mxfp4_words = true;  // and four bytes at once; lat and inter in its K order (K2Build::mxfp4_words)
   int mxfp4_scale_bias = 0;  // with words: one multiply a word where codes allow (K2Build::mxfp4_scale_bias)
+  // with words: the instructions that place the nibbles (K2Build::mxfp4_shift_placement)
+  dsl::Mxfp4Placement mxfp4_placement = dsl::Mxfp4Placement::kCopies;
   int expert_ahead = 2;     // H's and I's K steps of loads in flight (K2Build::expert_ahead)
   bool x_ahead = false;     // their x words loaded with the weights (K2Build::expert_x_ahead)
   int prefetch_steps = 0;   // their L2 prefetch distance in K steps (K2Build::expert_prefetch_steps)

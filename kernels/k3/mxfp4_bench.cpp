@@ -45,12 +45,19 @@ struct Shape {
   int prefetch_steps = 0;  // Mxfp4Gemv::prefetch_steps: L2 asked for the weights this many steps on
   int l2_fetch = 0;        // Mxfp4Gemv::l2_fetch: bytes L2 fetches around each weight load
   int stages = 0;  // Mxfp4Gemv::stages: words and x through shared memory, stages - 1 steps ahead
+  // With words, Mxfp4Gemv::placement: K2's two-copy multiply, or the two shifts a word before it.
+  dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies;
 };
 
 // The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
-// "word" (words, the exact decode's two), "byte" (pairs) or "f32".
+// "word" (words, the exact decode's two), "byte" (pairs) or "f32"; a word decode ending "s" puts
+// the nibbles in place by two shifts a word (Mxfp4Placement::kShifts).
 const char* decode_name(const Shape& s) {
-  return !s.pairs ? "f32" : !s.words ? "byte" : s.scale_bias != 0 ? "word1" : "word";
+  const bool shifts = s.placement == dsl::Mxfp4Placement::kShifts;
+  if (!s.pairs) return "f32";
+  if (!s.words) return "byte";
+  if (s.scale_bias != 0) return shifts ? "word1s" : "word1";
+  return shifts ? "words" : "word";
 }
 
 // Weights, scales, activations and the accumulators written (token_rows rows of f32).
@@ -66,7 +73,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
       jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
                                          s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words,
                                          s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps,
-                                         s.l2_fetch, s.stages),
+                                         s.l2_fetch, s.stages, s.placement),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -161,6 +168,16 @@ int run(int iterations) {
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true},
       {"w13", w13_rows, 3584, 8, 128, 1, 8, 2, true, true, 8, true},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true},
+      // The same three and K2's staged w13 at 16 tokens with the nibbles put in place by two shifts
+      // a word (the decode before the two-copy multiply), to time the two side by side.
+      {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 0, 0, 0,
+       dsl::Mxfp4Placement::kShifts},
+      {"w13", w13_rows, 3584, 8, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 0, 0, 0,
+       dsl::Mxfp4Placement::kShifts},
+      {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, true, kMxfp4ScaleBias, 0, 0, 0,
+       dsl::Mxfp4Placement::kShifts},
+      {"w13", w13_rows, 3584, 16, 128, 1, 8, 2, true, true, 16, false, true, kMxfp4ScaleBias, 0, 0,
+       4, dsl::Mxfp4Placement::kShifts},
       // The same at the exact decode's two multiplies a word (K2's until its scale bias).
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 2, true, true, 8, true, true, 0},
       {"w2", w2_rows, 384, 4, 128, 1, 8, 2, true, true, 8, true, true, 0},

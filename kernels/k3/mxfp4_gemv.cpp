@@ -113,7 +113,7 @@ std::array<Value, 2> accumulate_step(const Mxfp4Gemv& g, const Value& x_pairs, c
                                      int parity, int bias) {
   auto pairs = packed.x.empty() ? load_x(g, x_pairs, byte0) : packed.x;
   if (g.pairs) {
-    auto w = unpack_bf16(g.words ? mxfp4_word_pairs(packed.bytes, packed.codes, bias)
+    auto w = unpack_bf16(g.words ? mxfp4_word_pairs(packed.bytes, packed.codes, bias, g.placement)
                                  : mxfp4_pairs(packed.bytes, packed.codes));
     std::array<Value, 2> out = acc;
     out[parity] = dot(w, trans(unpack_bf16(pairs)), acc[parity]);
@@ -309,13 +309,15 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
                            bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words,
-                           int scale_bias, int prefetch_steps, int l2_fetch, int stages) {
+                           int scale_bias, int prefetch_steps, int l2_fetch, int stages,
+                           Mxfp4Placement placement) {
   Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
                          x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
                          scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
                          prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
                          l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : "",
-                         stages != 0 ? absl::StrCat("_st", stages) : ""),
+                         stages != 0 ? absl::StrCat("_st", stages) : "",
+                         placement == Mxfp4Placement::kShifts ? "_ps" : ""),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
@@ -330,6 +332,7 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .pairs = pairs,
               .words = words,
               .scale_bias = scale_bias,
+              .placement = placement,
               .prefetch_steps = prefetch_steps,
               .l2_fetch = l2_fetch,
               .stages = stages};

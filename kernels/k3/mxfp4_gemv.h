@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "dsl/dot.h"
 #include "dsl/ir.h"
 #include "dsl/value.h"
 
@@ -65,6 +66,9 @@ struct Mxfp4Gemv {
   // (a scale above 2^(1 - scale_bias), or NaN) gets sums that are not finite that way, and then
   // runs again with the exact decode.
   int scale_bias = 0;
+  // With words: which instructions put each word's nibbles into bf16's places on NVIDIA
+  // (dsl::Mxfp4Placement; the values are the same).
+  dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies;
   // Each step's loads also ask L2 for the packed bytes `prefetch_steps` steps past them (a prefetch
   // a row, no registers held; 0: none), so that a loop whose `ahead` register slots cannot cover
   // the memory's latency finds its weights in L2. The steps past the last ask for the last again.
@@ -177,11 +181,12 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // With words, x holds each run of 8 in mxfp4_x_position's order; scale_bias as Mxfp4Gemv's (the
 // name then ends "_sb{-scale_bias}").
 // prefetch_steps, l2_fetch and stages as Mxfp4Gemv's (the name then ends "_pf{n}", "_l2f{bytes}",
-// "_st{n}").
+// "_st{n}"); placement likewise ("_ps" for kShifts).
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
                                 int token_rows = kMxfp4Tokens, bool x_ahead = false,
                                 bool words = false, int scale_bias = 0, int prefetch_steps = 0,
-                                int l2_fetch = 0, int stages = 0);
+                                int l2_fetch = 0, int stages = 0,
+                                dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies);
 
 }  // namespace monotile::kernels::k3

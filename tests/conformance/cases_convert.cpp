@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "dsl/interp/float16.h"
 #include "tests/conformance/cases.h"
 #include "tests/conformance/kernel_helpers.h"
@@ -192,10 +193,12 @@ Case mxfp4_pairs_case(int64_t rows, int64_t n) {
 
 // packed words i32 [rows, n/8] with a code per word (u8 [rows, n/32] read at word / 4) -> the bf16
 // pairs of mxfp4_word_pairs, unpacked: out bf16 [rows, n], each word's eight values in the order
-// 0 4 1 5 2 6 3 7. Codes as mxfp4_pairs_case's.
-Case mxfp4_word_pairs_case(int64_t rows, int64_t n, int bias = 0) {
+// 0 4 1 5 2 6 3 7. Codes as mxfp4_pairs_case's. Either placement (dsl/dot.h) gives the same values.
+Case mxfp4_word_pairs_case(int64_t rows, int64_t n, int bias = 0, Mxfp4Placement placement = Mxfp4Placement::kCopies) {
   Case c;
-  c.name = case_name(bias == 0 ? "mxfp4_word_pairs" : "mxfp4_word_pairs_bias" + std::to_string(-bias), kI32, {rows, n / 8});
+  c.name = case_name(absl::StrCat(bias == 0 ? "mxfp4_word_pairs" : "mxfp4_word_pairs_bias" + std::to_string(-bias),
+                                  placement == Mxfp4Placement::kShifts ? "_shifts" : ""),
+                     kI32, {rows, n / 8});
   c.build = [=] {
     Builder b("mxfp4_word_pairs");
     Value packed = b.arg("words", ptr(i32)), scales = b.arg("scales", ptr(u8));
@@ -203,7 +206,7 @@ Case mxfp4_word_pairs_case(int64_t rows, int64_t n, int bias = 0) {
     auto r = col(arange(0, static_cast<int>(rows))), j = row(arange(0, static_cast<int>(n / 8)));
     Value q = load(packed + r * static_cast<int>(n / 8) + j);
     Value s = load(scales + r * static_cast<int>(n / 32) + (j >> 2));
-    store(out + flat_offsets({rows, n}), unpack_bf16(mxfp4_word_pairs(q, s, bias)));
+    store(out + flat_offsets({rows, n}), unpack_bf16(mxfp4_word_pairs(q, s, bias, placement)));
     return b.finish();
   };
   c.tensors = {{"words", kI32, {rows, n / 8}, Role::kInput, integers(INT32_MIN, INT32_MAX), std::nullopt},
@@ -279,6 +282,8 @@ std::vector<Case> convert_cases() {
   cases.push_back(mxfp4_word_pairs_case(8, 256));
   cases.push_back(mxfp4_word_pairs_case(16, 64, -64));
   cases.push_back(mxfp4_word_pairs_case(8, 256, -126));
+  cases.push_back(mxfp4_word_pairs_case(16, 64, 0, Mxfp4Placement::kShifts));
+  cases.push_back(mxfp4_word_pairs_case(16, 64, -64, Mxfp4Placement::kShifts));
   return cases;
 }
 
