@@ -139,7 +139,7 @@ std::vector<K2Inputs> fault_ranks(int64_t wait_ns, int32_t fault_epoch = 0, int6
 // not take them for epoch 3's: its waits give up, recording the stale tag they saw, and the launch
 // ends within the bound (plus the interpreter's time for the rest of the launch).
 TEST(K2TpFault, AStaleTagOfAnEarlierEpochIsNeverTakenForThisStepsData) {
-  constexpr int64_t kWaitNs = 3'000'000'000;  // healthy steps' waits cover the interpreter's pace
+  constexpr int64_t kWaitNs = 5'000'000'000;  // healthy steps' waits cover the interpreter's pace
   const std::vector<K2Inputs> ranks = fault_ranks(kWaitNs);
   if (HasFailure()) return;
   const std::vector<RankSteps> runs = run_k2_ranks(
