@@ -14,11 +14,12 @@
 // of every step sets flags no other launch sets, and nothing is ever zeroed (the buffers start
 // zeroed; a tag is never 0). The buffer is double-buffered by epoch parity: a step uses the half
 // of its epoch's parity, so a rank one step ahead writes the other half. Inside a half, every
-// layer of a step reuses the same mailboxes: a rank stores layer l+1's partials into a peer only
-// after it has that peer's partials of layer l+1's o_proj, which the peer makes after its layer l
-// finished reading. The epoch is masked to 22 bits in the tag (and wraps as an i32 beyond), so a
-// stale flag could match only 2^22 steps later in the same half, and every step rewrites every
-// flag of its half.
+// layer of a step reuses the same mailboxes: a rank's partials of layer l+1 reach a peer's o_proj
+// and latent mailboxes only after the rank had the peer's MoE-output shares of layer l, which the
+// peer sends once it has read those mailboxes of layer l; they reach its MoE-output mailboxes only
+// after the rank had the peer's o_proj shares of layer l+1, sent once the peer's layer l ended.
+// The epoch is masked to 22 bits in the tag (and wraps as an i32 beyond), so a stale flag could
+// match only 2^22 steps later in the same half, and every step rewrites every flag of its half.
 //
 // Every wait is bounded (HandoffContext::wait_ns): one that gives up records its region, the peer
 // it waited on (the flag index), the expected and the seen tag in the rank's health words, raises
