@@ -152,6 +152,8 @@ std::string_view op_name(OpCode code) {
     case OpCode::kBarrier: return "barrier";
     case OpCode::kGlobalTimer: return "global_timer";
     case OpCode::kWaitUntil: return "wait_until";
+    case OpCode::kLaunchDependents: return "launch_dependents";
+    case OpCode::kWaitGridDependency: return "wait_grid_dependency";
     case OpCode::kReduce: return "reduce";
     case OpCode::kArgReduce: return "arg_reduce";
     case OpCode::kScan: return "scan";
@@ -167,6 +169,20 @@ std::string_view op_name(OpCode code) {
   }
   return "unknown";
 }
+
+namespace {
+bool contains_wait(const Block& block) {
+  for (const Op& op : block.ops) {
+    if (op.code == OpCode::kWaitGridDependency) return true;
+    for (const Block& region : op.regions) {
+      if (contains_wait(region)) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool Program::waits_for_grid_dependency() const { return contains_wait(body); }
 
 std::string_view cmp_name(CmpPredicate cmp) {
   constexpr std::string_view kNames[] = {"eq", "ne", "lt", "le", "gt", "ge"};

@@ -35,6 +35,14 @@
 //   address into L2. It changes no value and gives no ordering or visibility guarantee; a target
 //   may drop it. Its addresses are checked like a load's (the interpreter refuses an unmasked or
 //   selected lane outside its allocation), and passes keep every one (never merged or removed).
+// - Dependent launch: kLaunchDependents lets the kernel launched after this one on its stream start
+//   its programs before this kernel ends (once every program has asked or ended); kWaitGridDependency
+//   waits until the kernel before this one has ended and its memory writes are visible. A program
+//   that reads anything an earlier kernel wrote waits first; before the wait it may only read what no
+//   kernel of the stream writes (weights) and prefetch. Both are NVIDIA sm_90+ instructions
+//   (griddepcontrol); elsewhere, and in the interpreter (a launch starts after its predecessor has
+//   ended), they do nothing. A kernel whose program waits is launched with programmatic stream
+//   serialization (runtime/); one without the wait launches after its predecessor has ended.
 // - Pointers: kAddPtr advances by whole elements of the pointee type. Pointer arguments may point
 //   into another device's memory (peer access), with the same semantics.
 #pragma once
@@ -171,6 +179,8 @@ enum class OpCode : uint8_t {
   kBarrier,      // block-wide barrier
   kGlobalTimer,  // i64 scalar: nanoseconds of a device-wide clock
   kWaitUntil,    // (ptr scalar, value scalar, timeout_ns i64 scalar) -> i1 timed_out; attrs.cmp, scope
+  kLaunchDependents,    // no operands or results: the next kernel may start (header comment)
+  kWaitGridDependency,  // no operands or results: the previous kernel has ended (header comment)
   // Across a tile.
   kReduce,     // attrs.axis, attrs.reduce; kCustom combines with regions[0] (a, b) -> (c)
   kArgReduce,  // i32 index of the max/min along attrs.axis; attrs.reduce is kMax or kMin
@@ -289,6 +299,9 @@ struct Program {
   Block body;
 
   const Type& type_of(ValueId value) const { return value_types.at(value); }
+  // Whether any op of the body, nested regions included, is kWaitGridDependency: the program may
+  // then be launched before its predecessor on the stream ends (ir.h's header comment).
+  bool waits_for_grid_dependency() const;
   ValueId add_value(Type type) {
     value_types.push_back(std::move(type));
     return static_cast<ValueId>(value_types.size() - 1);

@@ -277,6 +277,14 @@ Value global_timer(SourceLocation loc) {
       .emit1(OpCode::kGlobalTimer, {}, {}, Type{ElementType{ScalarType::kI64}, {}}, loc);
 }
 
+void launch_dependents(SourceLocation loc) {
+  Builder::current("launch_dependents", loc).emit(OpCode::kLaunchDependents, {}, {}, {}, loc);
+}
+
+void wait_grid_dependency(SourceLocation loc) {
+  Builder::current("wait_grid_dependency", loc).emit(OpCode::kWaitGridDependency, {}, {}, {}, loc);
+}
+
 Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
                  MemScope scope, SourceLocation loc) {
   Builder& builder = Builder::current("wait_until", loc);

@@ -131,4 +131,14 @@ Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const
                  MemScope scope = MemScope::kGpu,
                  SourceLocation loc = SourceLocation::current());
 
+// Programmatic dependent launch (ir.h's header comment): launch_dependents() lets the kernel
+// launched next on the stream start its programs on the SMs this kernel frees, once every program
+// of this one has called it or ended; wait_grid_dependency() waits until the kernel launched before
+// this one has ended, its memory writes visible. Everything a program reads that an earlier kernel
+// wrote must come after the wait; before it, a program may prefetch and read weights. NVIDIA sm_90+
+// only (griddepcontrol); on AMD and older NVIDIA targets both lower to nothing (the kernel then
+// launches after its predecessor has ended), and in the interpreter both do nothing.
+void launch_dependents(SourceLocation loc = SourceLocation::current());
+void wait_grid_dependency(SourceLocation loc = SourceLocation::current());
+
 }  // namespace monotile::dsl

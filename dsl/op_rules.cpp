@@ -478,7 +478,9 @@ std::string Rule::check() const {
       MT_REQUIRE(a.order == MemOrder::kAcquire || a.order == MemOrder::kRelease || a.order == MemOrder::kAcqRel,
                  "a fence needs acquire, release or acq_rel");
       return "";
-    case OpCode::kBarrier: return counts(0, 0);
+    case OpCode::kBarrier:
+    case OpCode::kLaunchDependents:
+    case OpCode::kWaitGridDependency: return counts(0, 0);
     case OpCode::kGlobalTimer:
       MT_RULE(counts(0, 1));
       MT_REQUIRE(out(0) == (Type{ElementType{ScalarType::kI64}, {}}), "result is not an i64 scalar");

@@ -12,6 +12,8 @@ bool has_side_effect(const Op& op) {
     case OpCode::kFence:
     case OpCode::kBarrier:
     case OpCode::kWaitUntil:
+    case OpCode::kLaunchDependents:
+    case OpCode::kWaitGridDependency:
     case OpCode::kAssert:
     case OpCode::kPrint: return true;
     case OpCode::kLoad: return op.attrs.order != MemOrder::kPlain;

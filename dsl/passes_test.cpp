@@ -217,6 +217,47 @@ TEST(Cse, KeepsLoadsAtomicsAndTimers) {
   EXPECT_EQ(count(program.body, OpCode::kAtomicRmw), 2);
 }
 
+// The dependent-launch ops have no results: every pass keeps each where written, and the program
+// says it waits only when a wait is there, in a nested region too.
+TEST(Simplify, KeepsGridDependencyOpsInOrder) {
+  Builder b("dependent");
+  auto p = b.arg("p", ptr(f32)), w = b.arg("w", ptr(f32));
+  launch_dependents();
+  prefetch(w);
+  wait_grid_dependency();
+  wait_grid_dependency();
+  store(p, load(p) * load(w));
+  Program program = simplify(b.finish());
+  EXPECT_TRUE(verify(program).ok());
+  ASSERT_GE(program.body.ops.size(), 4u);
+  EXPECT_EQ(program.body.ops[0].code, OpCode::kLaunchDependents);
+  EXPECT_EQ(count(program.body, OpCode::kWaitGridDependency), 2);
+  EXPECT_TRUE(program.waits_for_grid_dependency());
+  const std::string text = to_text(program);
+  EXPECT_THAT(text, ::testing::HasSubstr("launch_dependents"));
+  EXPECT_THAT(text, ::testing::HasSubstr("wait_grid_dependency"));
+  EXPECT_LT(text.find("launch_dependents"), text.find("prefetch"));
+  EXPECT_LT(text.find("prefetch"), text.find("wait_grid_dependency"));
+  EXPECT_LT(text.find("wait_grid_dependency"), text.find("load"));
+}
+
+TEST(Program, WaitsForGridDependencyOnlyWithTheWait) {
+  auto build = [](bool launch, bool wait) {
+    Builder b("dependent");
+    auto p = b.arg("p", ptr(i32)), n = b.arg("n", i32);
+    if (launch) launch_dependents();
+    if_(n > 0, [&] {
+      if (wait) wait_grid_dependency();
+      store(p, n);
+    });
+    return b.finish();
+  };
+  EXPECT_FALSE(build(false, false).waits_for_grid_dependency());
+  EXPECT_FALSE(build(true, false).waits_for_grid_dependency());
+  EXPECT_TRUE(build(false, true).waits_for_grid_dependency());
+  EXPECT_TRUE(verify(build(true, true)).ok());
+}
+
 TEST(Cse, ReusesOuterValuesButNotSiblingRegions) {
   Builder b("scopes");
   auto p = b.arg("p", ptr(i32)), n = b.arg("n", i32);

@@ -214,6 +214,9 @@ absl::Status exec_sync(Frame& frame, const Op& op) {
     case OpCode::kBarrier: return absl::OkStatus();  // one thread per instance: nothing to wait for
     case OpCode::kGlobalTimer: frame.result(op).ints[0] = now_ns(); return absl::OkStatus();
     case OpCode::kWaitUntil: return exec_wait_until(frame, op);
+    // A launch starts after its predecessor has ended here: there is nothing to release or wait for.
+    case OpCode::kLaunchDependents:
+    case OpCode::kWaitGridDependency: return absl::OkStatus();
     default: return op_error(frame, op, "not a synchronization op");
   }
 }

@@ -94,7 +94,9 @@ absl::Status exec_op(Frame& frame, const Op& op) {
     case OpCode::kFence:
     case OpCode::kBarrier:
     case OpCode::kGlobalTimer:
-    case OpCode::kWaitUntil: return exec_sync(frame, op);
+    case OpCode::kWaitUntil:
+    case OpCode::kLaunchDependents:
+    case OpCode::kWaitGridDependency: return exec_sync(frame, op);
     case OpCode::kReduce:
     case OpCode::kArgReduce:
     case OpCode::kScan: return exec_reduction(frame, op);

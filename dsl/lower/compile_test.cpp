@@ -119,5 +119,21 @@ TEST(PrefetchCompiles, OnBothVendors) {
   expect_compiles_clean(warm_then_copy(), "gfx90a");
 }
 
+// griddepcontrol assembles for sm_90a (PTX ISA 7.8); gfx90a gets nothing to assemble.
+Program dependent_copy() {
+  Builder b("dependent_copy", {.num_warps = 4});
+  auto w = b.arg("w", ptr(bf16)), x = b.arg("x", ptr(f32)), y = b.arg("y", ptr(f32));
+  launch_dependents();
+  prefetch(w + arange(0, 1024));
+  wait_grid_dependency();
+  store(y + arange(0, 256), load(x + arange(0, 256)));
+  return b.finish();
+}
+
+TEST(GridDependencyCompiles, OnBothVendors) {
+  expect_compiles_clean(dependent_copy(), "sm_90a");
+  expect_compiles_clean(dependent_copy(), "gfx90a");
+}
+
 }  // namespace
 }  // namespace monotile::dsl::lower

@@ -148,6 +148,16 @@ absl::Status OpLowering::global_timer(const Op& op) {
   return absl::OkStatus();
 }
 
+// Every thread, no guard (spelling.h). Where the target has no such instruction nothing is written:
+// the runtime then launches the kernel after its predecessor has ended, which the wait promises.
+absl::Status OpLowering::grid_dependency(const Op& op) {
+  const bool wait = op.code == OpCode::kWaitGridDependency;
+  auto spell = wait ? spelling_.wait_grid_dependency : spelling_.launch_dependents;
+  std::string statement = spell == nullptr ? "" : spell(state_.target);
+  if (!statement.empty()) line(statement);
+  return absl::OkStatus();
+}
+
 absl::Status OpLowering::wait_until(const Op& op) {
   ValueId ptr = op.operands[0];
   ScalarType element = type(ptr).element.scalar;

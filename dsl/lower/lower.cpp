@@ -13,6 +13,7 @@
 #include "dsl/lower/lowering_state.h"
 #include "dsl/lower/op_lowering.h"
 #include "dsl/lower/register_precheck.h"
+#include "dsl/lower/spelling.h"
 #include "dsl/lower/verify_pass.h"
 #include "dsl/simplify.h"
 #include "support/status_macros.h"
@@ -62,6 +63,7 @@ absl::StatusOr<LoweredKernel> lower(const Program& program, const Target& target
         " bytes of shared memory, the target has ", target.shared_memory_per_block(),
         "; hint: use smaller tiles for the ops that go through shared memory (dot, sort, trans, conversions)"));
   }
+  kernel.waits_for_grid_dependency = state.program.waits_for_grid_dependency() && has_grid_dependency_wait(target);
   kernel.dumps = std::move(state.dumps);
   return kernel;
 }

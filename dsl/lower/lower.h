@@ -64,6 +64,9 @@ struct LoweredKernel {
   int block_threads = 0;    // num_warps * target.warp_size()
   int64_t dynamic_shared_bytes = 0;  // pass at launch (above 48 KiB NVIDIA needs the opt-in attribute)
   std::vector<KernelParam> params;
+  // The program waits for its grid dependency with an instruction of this target (ir.h): the
+  // runtime may launch it before its predecessor on the stream ends (programmatic serialization).
+  bool waits_for_grid_dependency = false;
   std::vector<SourceOrigin> origins;  // generated lines -> the user's file:line, in source order
   std::vector<PassDump> dumps;  // when requested
 };

@@ -394,6 +394,8 @@ absl::Status OpLowering::op(const Op& op) {
     case OpCode::kBarrier: barrier(); return absl::OkStatus();
     case OpCode::kGlobalTimer: return global_timer(op);
     case OpCode::kWaitUntil: return wait_until(op);
+    case OpCode::kLaunchDependents:
+    case OpCode::kWaitGridDependency: return grid_dependency(op);
     case OpCode::kReduce:
     case OpCode::kArgReduce: return reduce(op);
     case OpCode::kScan: return scan(op);

@@ -110,6 +110,7 @@ class OpLowering {
                              std::string_view desired, std::string_view dest);
   absl::Status wait_until(const Op& op);
   absl::Status global_timer(const Op& op);
+  absl::Status grid_dependency(const Op& op);
   absl::Status reduce(const Op& op);  // emit_reduce.cpp
   absl::Status scan(const Op& op);
   std::string combine_function(const Op& op, ScalarType element);

@@ -54,6 +54,12 @@ struct Spelling {
   // A statement asking for the line holding `ptr` (a global address) to be brought into L2, or null
   // where the vendor has no such instruction (the emitter then drops the hint).
   std::string (*prefetch_l2)(std::string_view ptr);
+  // Programmatic dependent launch (ir.h): a statement letting the next kernel on the stream start
+  // (launch_dependents) or waiting until the previous one has ended, its writes visible
+  // (wait_grid_dependency); empty where `target` has no such instruction, and null where the vendor
+  // has none (the emitter then writes nothing, and the kernel launches after its predecessor ends).
+  std::string (*launch_dependents)(const Target& target);
+  std::string (*wait_grid_dependency)(const Target& target);
   // One matrix instruction: c (float[c_elems]) += a * b, with a and b arrays of 16-bit patterns
   // (unsigned short[a_elems] / [b_elems]).
   std::string (*matrix_multiply)(const MatrixUnit& unit, std::string_view a, std::string_view b,
@@ -82,6 +88,10 @@ struct Spelling {
 
 // The table for `target`'s vendor (NVIDIA or AMD); MT_CHECKs that it is a GPU target.
 const Spelling& spelling_for(const Target& target);
+
+// Whether `target` lowers wait_grid_dependency to an instruction (ir.h: a program that waits may
+// then be launched before its predecessor ends).
+bool has_grid_dependency_wait(const Target& target);
 
 const Spelling& cuda_spelling();
 const Spelling& hip_spelling();

@@ -282,6 +282,17 @@ std::string prefetch_l2(std::string_view ptr) {
                       "));");
 }
 
+// griddepcontrol: PTX ISA 7.8, sm_90 and later. Every thread executes it: a program counts as having
+// asked once any of its threads has, and each thread that reads a predecessor's output waits itself.
+// The wait's memory clobber keeps the compiler from moving a load above it.
+std::string launch_dependents(const Target& target) {
+  return target.compute_capability() >= 90 ? "asm volatile(\"griddepcontrol.launch_dependents;\");" : "";
+}
+
+std::string wait_grid_dependency(const Target& target) {
+  return target.compute_capability() >= 90 ? "asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");" : "";
+}
+
 std::string matrix_multiply(const MatrixUnit& unit, std::string_view a, std::string_view b, std::string_view c) {
   MT_CHECK(unit.shape.m == 16 && unit.shape.n == 8 && unit.shape.k == 16);
   std::string_view type = unit.shape.operand == MatrixOperand::kBf16 ? "bf16" : "f16";
@@ -348,6 +359,8 @@ const Spelling& cuda_spelling() {
       .load_hinted = load_hinted,
       .store_hinted = store_hinted,
       .prefetch_l2 = prefetch_l2,
+      .launch_dependents = launch_dependents,
+      .wait_grid_dependency = wait_grid_dependency,
       .matrix_multiply = matrix_multiply,
       .stages_matrix_operands = stages_matrix_operands,
       .matrix_multiply_words = matrix_multiply_words,

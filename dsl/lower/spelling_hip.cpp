@@ -207,6 +207,10 @@ const Spelling& hip_spelling() {
       // gfx90a and gfx942 have no L2 prefetch instruction; a dummy load would cost registers and a
       // wait, so the hint is dropped (the emitter leaves a comment in its place).
       .prefetch_l2 = nullptr,
+      // HIP has no programmatic dependent launch: a kernel starts after its predecessor has ended,
+      // so there is nothing to release or wait for.
+      .launch_dependents = nullptr,
+      .wait_grid_dependency = nullptr,
       .matrix_multiply = matrix_multiply,
       .stages_matrix_operands = stages_matrix_operands,
       .matrix_multiply_words = nullptr,

@@ -345,6 +345,34 @@ Case timer_and_wait_case() {
   return c;
 }
 
+// Dependent launch: each program lets the next kernel start, prefetches its weights (a read no
+// kernel writes), then waits for the previous kernel before reading its input. The values are those
+// of the program without the three ops; on a GPU the kernel launches with programmatic stream
+// serialization (sm_90+) after the runner's copies.
+Case grid_dependency_case() {
+  Case c;
+  c.name = "grid_dependency_scale/f32/[1000]";
+  c.grid = {8, 1, 1};
+  c.build = [] {
+    Builder b("grid_dependency_scale");
+    Value x = b.arg("x", ptr(f32)), w = b.arg("w", ptr(f32)), out = b.arg("out", ptr(f32));
+    Value offsets = program_id(0) * 128 + arange(0, 128);
+    Value mask = offsets < 1000;
+    launch_dependents();
+    prefetch(w + offsets, mask);
+    wait_grid_dependency();
+    store(out + offsets, load(x + offsets, mask) * load(w + offsets, mask), mask);
+    return b.finish();
+  };
+  c.tensors = {{"x", kF32, {1000}, Role::kInput, uniform(-10, 10), std::nullopt},
+               {"w", kF32, {1000}, Role::kInput, uniform(-10, 10), std::nullopt},
+               {"out", kF32, {1000}, Role::kOutput, nullptr, Tolerance::exact()}};
+  c.reference = [](Tensors& t) {
+    for (int64_t i = 0; i < 1000; ++i) t["out"].set(i, static_cast<float>(t["x"].get(i) * t["w"].get(i)));
+  };
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> memory_cases() {
@@ -371,6 +399,7 @@ std::vector<Case> memory_cases() {
   cases.push_back(contended_atomic_case("add", kF32));
   for (ScalarType dtype : {kF32, kF16, kBf16}) cases.push_back(float_atomic_add_case(dtype));
   cases.push_back(timer_and_wait_case());
+  cases.push_back(grid_dependency_case());
   return cases;
 }
 
