@@ -22,6 +22,9 @@ struct LaunchInfo {
   int block_y = 1;
   int block_z = 1;
   int64_t dynamic_shared_memory = 0;  // bytes, on top of the kernel's static shared memory
+  // The kernel waits for its grid dependency (dsl/ir.h's dependent launch): it is launched with
+  // programmatic stream serialization, so that it may start before its predecessor has ended.
+  bool programmatic_dependency = false;
   int threads() const { return block_x * block_y * block_z; }
 };
 

@@ -48,17 +48,20 @@ bool parse(const std::string& text, Integer& value) {
 
 std::string encode_launch(const LaunchInfo& launch) {
   return encode_fields({absl::StrCat(launch.block_x), absl::StrCat(launch.block_y),
-                        absl::StrCat(launch.block_z), absl::StrCat(launch.dynamic_shared_memory)});
+                        absl::StrCat(launch.block_z), absl::StrCat(launch.dynamic_shared_memory),
+                        launch.programmatic_dependency ? "1" : "0"});
 }
 
 std::optional<LaunchInfo> decode_launch(const std::string& text) {
   std::optional<std::vector<std::string>> fields = decode_fields(text);
   LaunchInfo launch;
-  if (!fields || fields->size() != 4 || !parse((*fields)[0], launch.block_x) ||
+  if (!fields || fields->size() != 5 || !parse((*fields)[0], launch.block_x) ||
       !parse((*fields)[1], launch.block_y) || !parse((*fields)[2], launch.block_z) ||
-      !parse((*fields)[3], launch.dynamic_shared_memory)) {
+      !parse((*fields)[3], launch.dynamic_shared_memory) ||
+      ((*fields)[4] != "0" && (*fields)[4] != "1")) {
     return std::nullopt;
   }
+  launch.programmatic_dependency = (*fields)[4] == "1";
   return launch;
 }
 

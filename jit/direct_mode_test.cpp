@@ -25,8 +25,17 @@ const dsl::Target& sm90() {
   return target;
 }
 
+// `program` waiting for its grid dependency first: its launch info says so, direct or lowered.
+dsl::Program waiting(dsl::Program program) {
+  dsl::Op wait;
+  wait.code = dsl::OpCode::kWaitGridDependency;
+  program.body.ops.insert(program.body.ops.begin(), wait);
+  return program;
+}
+
 std::vector<std::function<dsl::Program()>> programs() {
-  return {[] { return rms_norm(256, 1e-6f); }, [] { return gemv(4, 256, 512, 32, 64, 1); }};
+  return {[] { return rms_norm(256, 1e-6f); },
+          [] { return waiting(gemv(4, 256, 512, 32, 64, 1)); }};
 }
 
 // A cache under `dir` holding every program's compiled build, as a GPU machine's would after a
@@ -61,6 +70,7 @@ void expect_as_lowered(const CompiledPrograms& started) {
     EXPECT_EQ(got.compiled.kernel_name, made.build.kernel_name);
     EXPECT_EQ(got.compiled.launch.block_x, made.build.launch.block_x);
     EXPECT_EQ(got.compiled.launch.dynamic_shared_memory, made.build.launch.dynamic_shared_memory);
+    EXPECT_EQ(got.compiled.launch.programmatic_dependency, i == 1);
     EXPECT_EQ(got.params, made.params);
   }
 }

@@ -25,6 +25,7 @@ absl::StatusOr<ProgramBuild> make_build(const dsl::Program& program, const dsl::
   build.generator_version = std::string(dsl::lower::kLoweringVersion);
   build.launch.block_x = lowered->block_threads;
   build.launch.dynamic_shared_memory = lowered->dynamic_shared_bytes;
+  build.launch.programmatic_dependency = lowered->waits_for_grid_dependency;
   build.policy = options.policy;
   build.origins = std::move(lowered->origins);
   return result;

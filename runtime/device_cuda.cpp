@@ -95,6 +95,9 @@ struct CudaApi {
   static constexpr EntryPoint module_function{&CudaDriver::cuModuleGetFunction,
                                               "cuModuleGetFunction"};
   static constexpr EntryPoint launch{&CudaDriver::cuLaunchKernel, "cuLaunchKernel"};
+  // A kernel that waits for its grid dependency may start before its predecessor ends (sm_90+).
+  static constexpr bool kProgrammaticLaunch = true;
+  static constexpr EntryPoint launch_programmatic{&runtime::launch_programmatic, "cuLaunchKernelEx"};
   static constexpr EntryPoint begin_capture{&CudaDriver::cuStreamBeginCapture,
                                             "cuStreamBeginCapture_v2"};
   static constexpr EntryPoint end_capture{&CudaDriver::cuStreamEndCapture, "cuStreamEndCapture"};

@@ -63,6 +63,8 @@ uint64_t to_native(T handle) {
 //   make_current(driver, context, info) and release_context(driver, context), both Statuses;
 //   kHostMappedFlags, kStreamNonBlocking, kCaptureThreadLocal: the vendor's spelling of each;
 //   kSharedMemoryOptIn, and where true an EntryPoint set_max_dynamic_shared_memory;
+//   kProgrammaticLaunch, and where true an EntryPoint launch_programmatic(function, config, stream,
+//   args) for launches with LaunchConfig::programmatic_dependency (elsewhere they launch as any other);
 //   an EntryPoint for each other driver call below (allocate ... graph_destroy), named after what
 //   it does and taking the arguments the calls below pass.
 template <typename Api>
@@ -280,6 +282,15 @@ class GpuDevice final : public Device {
                       Stream& stream) override {
     MT_RETURN_IF_ERROR(check_owned(function));
     MT_ASSIGN_OR_RETURN(StreamHandle queue, current_stream(stream));
+    if constexpr (Api::kProgrammaticLaunch) {
+      if (config.programmatic_dependency) {
+        const auto result =
+            invoke(Api::launch_programmatic, from_native<FunctionHandle>(function.native()), config, queue, args);
+        if (result == 0) return absl::OkStatus();
+        return driver_->check(result, Api::launch_programmatic.name,
+                              absl::StrCat("\"", function.name(), "\" (", describe(config), ")"));
+      }
+    }
     const auto result = invoke(Api::launch, from_native<FunctionHandle>(function.native()), config.grid.x,
                                config.grid.y, config.grid.z, config.block.x, config.block.y, config.block.z,
                                config.shared_memory_bytes, queue, args, nullptr);

@@ -47,6 +47,9 @@ struct HipApi {
   static constexpr hipStreamCaptureMode kCaptureThreadLocal = hipStreamCaptureModeThreadLocal;
   // AMD has no opt-in: a kernel may use all of the block's LDS; only the bound is checked.
   static constexpr bool kSharedMemoryOptIn = false;
+  // HIP has no programmatic dependent launch: every kernel launches after its predecessor ends (the
+  // lowering writes no grid dependency instruction for AMD).
+  static constexpr bool kProgrammaticLaunch = false;
 
   static constexpr EntryPoint allocate{&HipDriver::hipMalloc, "hipMalloc"};
   static constexpr EntryPoint free_buffer{&HipDriver::hipFree, "hipFree"};

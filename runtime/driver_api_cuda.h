@@ -55,6 +55,32 @@ struct CUipcMemHandle {
 };
 constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
+// cuLaunchKernelEx's configuration, with the one attribute we set: programmatic stream
+// serialization, which lets a kernel that waits for its grid dependency (griddepcontrol.wait) start
+// before the previous kernel on its stream has ended.
+using CUlaunchAttributeID = int;
+constexpr CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+union CUlaunchAttributeValue {
+  char pad[64];
+  int programmaticStreamSerializationAllowed;
+};
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX;
+  unsigned gridDimY;
+  unsigned gridDimZ;
+  unsigned blockDimX;
+  unsigned blockDimY;
+  unsigned blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned numAttrs;
+};
 
 // Entry points, named after the exact exported symbol (the _v2 ABI where one exists).
 using PFN_cuGetErrorName = CUresult (*)(CUresult error, const char** name);
@@ -109,6 +135,8 @@ using PFN_cuLaunchKernel = CUresult (*)(CUfunction function, unsigned grid_x, un
                                         unsigned grid_z, unsigned block_x, unsigned block_y,
                                         unsigned block_z, unsigned shared_memory_bytes,
                                         CUstream stream, void** params, void** extra);
+using PFN_cuLaunchKernelEx = CUresult (*)(const CUlaunchConfig* config, CUfunction function, void** params,
+                                          void** extra);
 using PFN_cuStreamBeginCapture_v2 = CUresult (*)(CUstream stream, CUstreamCaptureMode mode);
 using PFN_cuStreamEndCapture = CUresult (*)(CUstream stream, CUgraph* graph);
 using PFN_cuGraphInstantiateWithFlags = CUresult (*)(CUgraphExec* exec, CUgraph graph,

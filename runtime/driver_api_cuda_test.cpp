@@ -5,6 +5,8 @@
 
 #include <cuda.h>
 
+#include <cstddef>
+
 #include "gtest/gtest.h"
 #include "runtime/abi_signature.h"
 
@@ -60,6 +62,20 @@ MT_EXPECT_SAME_ABI(PFN_cuModuleUnload, cuModuleUnload);
 MT_EXPECT_SAME_ABI(PFN_cuModuleGetFunction, cuModuleGetFunction);
 MT_EXPECT_SAME_ABI(PFN_cuFuncSetAttribute, cuFuncSetAttribute);
 MT_EXPECT_SAME_ABI(PFN_cuLaunchKernel, cuLaunchKernel);
+MT_EXPECT_SAME_ABI(PFN_cuLaunchKernelEx, cuLaunchKernelEx);
+static_assert(api::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
+              ::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+static_assert(sizeof(api::CUlaunchAttributeID) == sizeof(::CUlaunchAttributeID));
+static_assert(sizeof(api::CUlaunchAttributeValue) == sizeof(::CUlaunchAttributeValue));
+static_assert(sizeof(api::CUlaunchAttribute) == sizeof(::CUlaunchAttribute));
+static_assert(offsetof(api::CUlaunchAttribute, value) == offsetof(::CUlaunchAttribute, value));
+static_assert(offsetof(api::CUlaunchAttributeValue, programmaticStreamSerializationAllowed) ==
+              offsetof(::CUlaunchAttributeValue, programmaticStreamSerializationAllowed));
+static_assert(sizeof(api::CUlaunchConfig) == sizeof(::CUlaunchConfig));
+static_assert(offsetof(api::CUlaunchConfig, sharedMemBytes) == offsetof(::CUlaunchConfig, sharedMemBytes));
+static_assert(offsetof(api::CUlaunchConfig, hStream) == offsetof(::CUlaunchConfig, hStream));
+static_assert(offsetof(api::CUlaunchConfig, attrs) == offsetof(::CUlaunchConfig, attrs));
+static_assert(offsetof(api::CUlaunchConfig, numAttrs) == offsetof(::CUlaunchConfig, numAttrs));
 MT_EXPECT_SAME_ABI(PFN_cuStreamBeginCapture_v2, cuStreamBeginCapture_v2);
 MT_EXPECT_SAME_ABI(PFN_cuStreamEndCapture, cuStreamEndCapture);
 MT_EXPECT_SAME_ABI(PFN_cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags);

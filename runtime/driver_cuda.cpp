@@ -72,6 +72,7 @@ absl::Status bind_all(CudaDriver& d) {
   MT_RETURN_IF_ERROR(bind_any(l, {"cuModuleGetFunction"}, d.cuModuleGetFunction));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuFuncSetAttribute"}, d.cuFuncSetAttribute));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuLaunchKernel"}, d.cuLaunchKernel));
+  MT_RETURN_IF_ERROR(bind_any(l, {"cuLaunchKernelEx"}, d.cuLaunchKernelEx));  // CUDA 12.0
   MT_RETURN_IF_ERROR(bind_any(l, {"cuStreamBeginCapture_v2"}, d.cuStreamBeginCapture));
   MT_RETURN_IF_ERROR(bind_any(l, {"cuStreamEndCapture"}, d.cuStreamEndCapture));
   MT_RETURN_IF_ERROR(
@@ -108,6 +109,25 @@ absl::StatusCode cuda_status_code(cuda_api::CUresult result) {
     case cuda_api::CUDA_ERROR_NOT_FOUND: return absl::StatusCode::kNotFound;
     default: return absl::StatusCode::kInternal;
   }
+}
+
+cuda_api::CUresult launch_programmatic(const CudaDriver& driver, cuda_api::CUfunction function,
+                                       const LaunchConfig& config, cuda_api::CUstream stream, void** args) {
+  cuda_api::CUlaunchAttribute attribute{};
+  attribute.id = cuda_api::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attribute.value.programmaticStreamSerializationAllowed = 1;
+  cuda_api::CUlaunchConfig launch{};
+  launch.gridDimX = config.grid.x;
+  launch.gridDimY = config.grid.y;
+  launch.gridDimZ = config.grid.z;
+  launch.blockDimX = config.block.x;
+  launch.blockDimY = config.block.y;
+  launch.blockDimZ = config.block.z;
+  launch.sharedMemBytes = config.shared_memory_bytes;
+  launch.hStream = stream;
+  launch.attrs = &attribute;
+  launch.numAttrs = 1;
+  return driver.cuLaunchKernelEx(&launch, function, args, nullptr);
 }
 
 absl::StatusOr<std::shared_ptr<const CudaDriver>> load_cuda_driver(

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/driver_api_cuda.h"
+#include "runtime/launch_config.h"
 #include "support/shared_library.h"
 
 namespace monotile::runtime {
@@ -58,6 +59,7 @@ struct CudaDriver {
   cuda_api::PFN_cuModuleGetFunction cuModuleGetFunction = nullptr;
   cuda_api::PFN_cuFuncSetAttribute cuFuncSetAttribute = nullptr;
   cuda_api::PFN_cuLaunchKernel cuLaunchKernel = nullptr;
+  cuda_api::PFN_cuLaunchKernelEx cuLaunchKernelEx = nullptr;
   cuda_api::PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture = nullptr;
   cuda_api::PFN_cuStreamEndCapture cuStreamEndCapture = nullptr;
   cuda_api::PFN_cuGraphInstantiateWithFlags cuGraphInstantiateWithFlags = nullptr;
@@ -75,6 +77,15 @@ struct CudaDriver {
 // The absl code for a CUresult: out of memory -> ResourceExhausted, invalid value ->
 // InvalidArgument, no device -> NotFound, anything else -> Internal.
 absl::StatusCode cuda_status_code(cuda_api::CUresult result);
+
+// One launch of `function` on `stream` through cuLaunchKernelEx with programmatic stream
+// serialization allowed (LaunchConfig::programmatic_dependency): the kernel's programs may start
+// once every program of the previous kernel on the stream has called launch_dependents or ended,
+// and they wait for its end with griddepcontrol.wait. Stream capture keeps it as a programmatic
+// edge (CUDA 12.3 and later).
+cuda_api::CUresult launch_programmatic(const CudaDriver& driver, cuda_api::CUfunction function,
+                                       const LaunchConfig& config, cuda_api::CUstream stream,
+                                       void** args);
 
 // Opens the first of `library_names` that dlopen accepts and resolves every entry point. Does not
 // call cuInit. Errors: `no NVIDIA driver: dlopen("libcuda.so.1") failed: <dlerror>` and

@@ -2,6 +2,9 @@
 // the driver's cuGetErrorName, the launch message, and the Target for a compute capability.
 #include "runtime/driver_cuda.h"
 
+#include <cstdint>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/device_cuda.h"
@@ -59,6 +62,63 @@ TEST(CudaDriver, LaunchFailureNamesKernelAndConfig) {
   EXPECT_EQ(std::string(status.message()),
             "cuLaunchKernel failed for \"vector_add\" (grid 132x1x1, block 256x1x1, smem 0): "
             "CUDA_ERROR_INVALID_VALUE");
+}
+
+// What the fake cuLaunchKernelEx below was given.
+struct SeenLaunch {
+  cuda_api::CUlaunchConfig config{};
+  std::vector<cuda_api::CUlaunchAttribute> attributes;
+  cuda_api::CUfunction function = nullptr;
+  void** params = nullptr;
+  void** extra = nullptr;
+};
+SeenLaunch seen_launch;
+
+TEST(CudaDriver, ProgrammaticLaunchAllowsProgrammaticStreamSerialization) {
+  CudaDriver driver = driver_with_error_names();
+  driver.cuLaunchKernelEx = [](const cuda_api::CUlaunchConfig* config,
+                               cuda_api::CUfunction function, void** params,
+                               void** extra) -> cuda_api::CUresult {
+    seen_launch.config = *config;
+    seen_launch.attributes.assign(config->attrs, config->attrs + config->numAttrs);
+    seen_launch.function = function;
+    seen_launch.params = params;
+    seen_launch.extra = extra;
+    return cuda_api::CUDA_SUCCESS;
+  };
+  LaunchConfig config{{132, 2, 1}, {256, 1, 1}, 4096};
+  config.programmatic_dependency = true;
+  auto* function = reinterpret_cast<cuda_api::CUfunction>(uintptr_t{0x1000});
+  auto* stream = reinterpret_cast<cuda_api::CUstream>(uintptr_t{0x2000});
+  void* argument = nullptr;
+  void* args[] = {&argument};
+  ASSERT_EQ(launch_programmatic(driver, function, config, stream, args), cuda_api::CUDA_SUCCESS);
+  const cuda_api::CUlaunchConfig& got = seen_launch.config;
+  EXPECT_EQ(got.gridDimX, 132u);
+  EXPECT_EQ(got.gridDimY, 2u);
+  EXPECT_EQ(got.gridDimZ, 1u);
+  EXPECT_EQ(got.blockDimX, 256u);
+  EXPECT_EQ(got.sharedMemBytes, 4096u);
+  EXPECT_EQ(got.hStream, stream);
+  EXPECT_EQ(seen_launch.function, function);
+  EXPECT_EQ(seen_launch.params, args);
+  EXPECT_EQ(seen_launch.extra, nullptr);
+  ASSERT_EQ(seen_launch.attributes.size(), 1u);
+  EXPECT_EQ(seen_launch.attributes[0].id,
+            cuda_api::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+  EXPECT_EQ(seen_launch.attributes[0].value.programmaticStreamSerializationAllowed, 1);
+}
+
+TEST(CudaDriver, ProgrammaticLaunchFailureNamesTheCallAndTheMode) {
+  CudaDriver driver = driver_with_error_names();
+  LaunchConfig config{{132, 1, 1}, {256, 1, 1}, 0};
+  config.programmatic_dependency = true;
+  absl::Status status = driver.check(cuda_api::CUDA_ERROR_INVALID_VALUE, "cuLaunchKernelEx",
+                                     "\"k3_k2\" (" + describe(config) + ")");
+  EXPECT_EQ(
+      std::string(status.message()),
+      "cuLaunchKernelEx failed for \"k3_k2\" (grid 132x1x1, block 256x1x1, smem 0, programmatic): "
+      "CUDA_ERROR_INVALID_VALUE");
 }
 
 TEST(CudaDriver, StatusCodes) {

@@ -151,6 +151,7 @@ LaunchConfig Kernel::config(const Dim3& grid) const {
   config.block = {static_cast<uint32_t>(launch_.block_x), static_cast<uint32_t>(launch_.block_y),
                   static_cast<uint32_t>(launch_.block_z)};
   config.shared_memory_bytes = static_cast<uint32_t>(launch_.dynamic_shared_memory);
+  config.programmatic_dependency = launch_.programmatic_dependency;
   return config;
 }
 

@@ -262,5 +262,32 @@ TEST(Kernel, SetsTheBlockAndDynamicSharedMemoryOfTheBuild) {
   EXPECT_EQ(config.shared_memory_bytes, 0u);
 }
 
+// A build whose program waits for its grid dependency launches with programmatic serialization
+// (CUDA: cuLaunchKernelEx, driver_cuda_test); the CPU device runs it as any other launch.
+TEST(Kernel, ABuildThatWaitsForItsGridDependencyLaunchesProgrammatically) {
+  CpuKernelFixture f;
+  EXPECT_FALSE(Kernel::load(*f.device, f.build, f.params)->config({1, 1, 1}).programmatic_dependency);
+  f.build.launch.programmatic_dependency = true;
+  absl::StatusOr<Kernel> kernel = Kernel::load(*f.device, f.build, f.params);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_TRUE(kernel->config({1, 1, 1}).programmatic_dependency);
+  EXPECT_EQ(describe(kernel->config({1, 1, 1})), "grid 1x1x1, block 1x1x1, smem 0, programmatic");
+  absl::StatusOr<DeviceBuffer> x = f.device->allocate(64 * 4), out = f.device->allocate(64 * 2);
+  ASSERT_TRUE(x.ok() && out.ok());
+  std::vector<float> host_x(64, 3.0f);
+  ASSERT_TRUE(f.device->copy_to_device(x->address(), host_x.data(), 256).ok());
+  absl::StatusOr<Stream> stream = f.device->create_stream();
+  ASSERT_TRUE(stream.ok());
+  const std::vector<KernelArgument> args = {
+      KernelArgument::pointer(reinterpret_cast<const void*>(x->address()), ScalarType::kF32),
+      KernelArgument::pointer(reinterpret_cast<const void*>(out->address()), ScalarType::kBf16),
+      KernelArgument::floating(ScalarType::kBf16, 2.0), KernelArgument::of(int32_t{64})};
+  ASSERT_TRUE(kernel->launch({1, 1, 1}, args, *stream).ok());
+  ASSERT_TRUE(f.device->synchronize(*stream).ok());
+  std::vector<uint16_t> host_out(64);
+  ASSERT_TRUE(f.device->copy_to_host(host_out.data(), out->address(), 128).ok());
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(dsl::interp::bf16_bits_to_double(host_out[i]), 6.0) << i;
+}
+
 }  // namespace
 }  // namespace monotile::runtime

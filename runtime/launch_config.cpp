@@ -9,7 +9,7 @@ std::string describe(const Dim3& dims) { return absl::StrCat(dims.x, "x", dims.y
 
 std::string describe(const LaunchConfig& config) {
   return absl::StrCat("grid ", describe(config.grid), ", block ", describe(config.block), ", smem ",
-                      config.shared_memory_bytes);
+                      config.shared_memory_bytes, config.programmatic_dependency ? ", programmatic" : "");
 }
 
 }  // namespace monotile::runtime
