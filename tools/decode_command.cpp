@@ -24,6 +24,7 @@ ABSL_FLAG(std::optional<std::string>, standins, std::nullopt, "how the host's la
 ABSL_FLAG(int, steps, 3, "spec-verify steps");
 ABSL_FLAG(bool, graph, false, "capture each width's step once into device graphs and replay it");
 ABSL_FLAG(bool, mpi, false, "one TP rank a process under mpirun: the group is MPI's world");
+ABSL_FLAG(bool, dependent_launch, false, "K1 and K2 built for programmatic dependent launch");
 ABSL_FLAG(bool, alias_weights, false, "random weights made on the device, one layer per kind viewed by every layer of it");
 
 namespace monotile::tools {
@@ -32,7 +33,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: monotile decode [--model k3-tiny|k3|DIR] [--seed S] [--device cpu|gpu] [--q Q] [--requests N]\n"
     "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--standins reference|kernels]\n"
-    "                       [--graph] [--alias-weights] [--check] [--mpi]\n"
+    "                       [--graph] [--alias-weights] [--dependent-launch] [--check] [--mpi]\n"
     "  --model     an embedded config (seeded random weights) or a checkpoint folder (default k3-tiny)\n"
     "  --seed      the seeded weights' and the steps' seed (default 1)\n"
     "  --device    cpu (the CPU interpreter) or gpu (default: a GPU when there is one)\n"
@@ -49,6 +50,9 @@ constexpr const char* kUsage =
     "              times from graphs replayed, a layer's against its floor on a GPU\n"
     "  --alias-weights  random weights made on the device, one layer per kind viewed by every layer\n"
     "              of that kind (automatic for an embedded config whose rank does not fit the device)\n"
+    "  --dependent-launch  K1 and K2 start on the SMs the previous kernel frees and bring their first\n"
+    "              weights into L2 before they wait for its end (programmatic dependent launch on\n"
+    "              NVIDIA sm_90+; elsewhere they launch as without it)\n"
     "  --check     compare every served layer with the float64 reference of that layer\n"
     "  --mpi       one TP rank a process: `mpirun -np T monotile decode --mpi ...`; the TP size is\n"
     "              MPI's world size and the rank the world rank (each rank still runs alone, the\n"
@@ -91,6 +95,7 @@ int decode_command(Args args) {
   o.check = absl::GetFlag(FLAGS_check);
   o.graph = absl::GetFlag(FLAGS_graph);
   o.alias_weights = absl::GetFlag(FLAGS_alias_weights);
+  o.dependent_launch = absl::GetFlag(FLAGS_dependent_launch);
   o.mpi = absl::GetFlag(FLAGS_mpi);
   if (o.mpi) {
     if (absl::GetFlag(FLAGS_rank)) {

@@ -181,6 +181,14 @@ TEST(DecodeCommand, AliasedDeviceWeightsPassTheCheck) {
                                        "back once)"));
 }
 
+// K1 and K2 built for dependent launch (on the interpreter both ops do nothing): every served layer
+// still passes its check.
+TEST(DecodeCommand, DependentLaunchPassesTheCheck) {
+  const CommandResult result = run("--device cpu --steps 1 --seed 7 --dependent-launch --check");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("every served layer passes its check against the float64 reference"));
+}
+
 TEST(DecodeCommand, RefusesAliasedWeightsForACheckpoint) {
   const std::string dir = ::testing::TempDir() + "/monotile_decode_alias_" + std::to_string(getpid());
   const CommandResult tiny = monotile::testing::run_command(absl::StrCat(MONOTILE_BINARY, " model tiny --out ", dir, " 2>&1"));

@@ -122,7 +122,8 @@ absl::Status DecodeJob::setup() {
                    *backbone_, *config, *group_, *device_, jit::Jit::process_default(),
                    {.on_progress = progress_printer(stderr),
                     .log = [](const std::string& line) { std::printf("%s\n", line.c_str()); },
-                    .other_ranks_stood_in = o_.tp > 1}));
+                    .other_ranks_stood_in = o_.tp > 1,
+                    .dependent_launch = o_.dependent_launch}));
 
   // The KV caches: a slot pool twice the live positions, so each step's slots leave gaps.
   slots_ = int64_t{2} * config->max_rows + 1;

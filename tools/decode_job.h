@@ -43,6 +43,7 @@ struct DecodeJobOptions {
   std::optional<std::string> standins;
   int q = 2, requests = 2, steps = 3, max_rows = 16, tp = 1, rank = 0;
   bool check = false, graph = false, alias_weights = false;
+  bool dependent_launch = false;  // ExecutorOptions::dependent_launch
   // One TP rank a process under mpirun: the group is MPI's world, the rank its world rank, and the
   // TP size its size (tp 0: not given; another value must equal it).
   bool mpi = false;

@@ -178,6 +178,21 @@ void prefetch_in_proj(const K1Build& b, const Args& a) {
   });
 }
 
+// K1Build::dependent_launch: the next kernel may start, this program's first weights come into L2,
+// then the wait. Correct because after griddepcontrol.wait the previous kernel on the stream has
+// completed and its memory writes are visible to this program (and, that kernel having waited for
+// its own predecessor the same way or launched after it ended, so are every earlier kernel's); before
+// the wait this program reads nothing (a prefetch reads no value), writes nothing, and W_in is
+// written by no kernel. The next kernel's programs take an SM only as this kernel's programs leave
+// it, and every program of this kernel is resident by then (all must have called
+// launch_dependents), so the hand-offs between this kernel's programs still find them all running.
+void dependent_start(const K1Build& b, const Args& a) {
+  if (!b.dependent_launch) return;
+  launch_dependents();
+  prefetch_in_proj(b, a);
+  wait_grid_dependency();
+}
+
 // In_proj's GEMV task: W_in's rows times x's.
 GemvTask in_proj_gemv(const K1Build& b, const Args& a) {
   return {.w = a.w_in, .x = a.x_rows, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows, .step = b.gemv_step,
@@ -623,7 +638,8 @@ std::string k1_name(const K1Build& b) {
                                   b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.prefetch_next ? "_pn" : "",
-                                  b.kda_loop ? "_kl" : "", b.stage_clock ? "_clock" : "");
+                                  b.kda_loop ? "_kl" : "", b.stage_clock ? "_clock" : "",
+                                  b.dependent_launch ? "_pdl" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
@@ -651,6 +667,7 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   Builder b(k1_name(build), {.num_warps = build.num_warps, .num_stages = build.num_stages, .min_programs_per_sm = 1},
             loc);
   Args a = declare(b, build);
+  dependent_start(build, a);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   tick(a, 0);
   std::function<void()> while_waiting;

@@ -95,6 +95,12 @@ struct K1Build {
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
   bool stage_clock = false;
+  // Programmatic dependent launch (dsl/memory.h): each program first lets the next kernel start on
+  // the SMs this one frees (launch_dependents), asks L2 for its first in_proj task's first rows (as
+  // prefetch_in_proj), and only then waits for the previous kernel's end (wait_grid_dependency)
+  // before it reads anything a kernel writes (the epoch, the prefix and delta, blocks, caches). The
+  // launch then starts while the previous kernel's last programs run. On, the name ends "_pdl".
+  bool dependent_launch = false;
 
   int requests() const { return tokens / q; }
   int projection() const { return heads * 128; }  // Pl
@@ -117,7 +123,7 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target);
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" where
 // the early inputs are loaded, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
 // the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_clock" with the stage
-// clock, plus a hash of the eps values and the lower bound when they differ from the defaults.
+// clock, "_pdl" with dependent_launch, plus a hash of the eps values and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
 
 // The program. Parameters, in order:

@@ -110,6 +110,19 @@ TEST(K1Compile, Sm90aGemvVariants) {
   expect_compiles("sm_90a", variants);
 }
 
+// Dependent launch (K1Build::dependent_launch: the first in_proj rows' prefetch before the wait) at
+// K3 TP 8, 4 and 16 tokens of q 4, as the executor builds it with dependent launch on.
+TEST(K1Compile, Sm90aDependentLaunch) {
+  const dsl::Target target = *dsl::Target::parse("sm_90a");
+  std::vector<K1Build> variants;
+  for (int tokens : {4, 16}) {
+    K1Build build = k1_for_target(k3_rank_build(tokens, 4, 1), target);
+    build.dependent_launch = true;
+    variants.push_back(build);
+  }
+  expect_compiles("sm_90a", variants);
+}
+
 TEST(K1Compile, Gfx90a) { expect_compiles("gfx90a", builds()); }
 TEST(K1Compile, Gfx942) { expect_compiles("gfx942", builds()); }
 

@@ -161,6 +161,37 @@ void stage_o_proj(const K2Build& b, const Args& a, Exchange& exchange) {
   });
 }
 
+// K2Build::dependent_launch: the next kernel may start, this program's first weights come into L2
+// (its o_proj task's W_o rows, then an equal share of W_gate's lines, which the router reads after
+// the MLP AttnRes), then the wait. Correct because after griddepcontrol.wait the previous kernel on
+// the stream has completed and its memory writes are visible to this program (and, that kernel
+// having waited for its own predecessor the same way or launched after it ended, so are every
+// earlier kernel's); before the wait this program reads nothing (a prefetch reads no value), writes
+// nothing, and no kernel writes W_o or W_gate. The next kernel's programs take an SM only as this
+// kernel's leave it, and every program of this kernel is resident by then (all must have called
+// launch_dependents), so the hand-offs between this kernel's programs still find them all running.
+void dependent_start(const K2Build& b, const Args& a) {
+  if (!b.dependent_launch) return;
+  launch_dependents();
+  const int tasks = (b.hidden + kGemvRows - 1) / kGemvRows;
+  if_(program_id(0) < tasks, [&] {
+    auto first_row = program_id(0) * kGemvRows;
+    prefetch_row_heads(a.w_o + first_row.to(i64) * b.core_width, b.hidden - first_row, kGemvRows, b.core_width,
+                       b.core_width, 2);
+  });
+  constexpr int kLineElements = 64;  // bf16 elements a 128-byte line
+  constexpr int kChunk = 256;
+  const int lines = static_cast<int>((int64_t{b.experts} * b.hidden + kLineElements - 1) / kLineElements);
+  auto share = (lines + num_programs(0) - 1) / num_programs(0);
+  auto first = program_id(0) * share;
+  auto end = minimum(first + share, full({}, lines, i32));
+  range(first, end, kChunk, [&](Value i0) {
+    auto i = i0 + arange(0, kChunk);
+    prefetch(a.w_gate + i.to(i64) * kLineElements, i < end);
+  });
+  wait_grid_dependency();
+}
+
 // The fault hook (K2Build::fault_ns): program 0 of the matching launch spins on the global timer
 // before its first stage, so that the launch's waits on its shares give up.
 void fault_hook(const K2Build& b, const Args& a) {
@@ -311,6 +342,7 @@ std::string k2_name(const K2Build& b) {
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.tp > 1) absl::StrAppend(&name, "_tp", b.tp, "r", b.rank);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
+  if (b.dependent_launch) name += "_pdl";
   if (b.stage_clock) name += "_clock";
   const K2Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.renormalize != defaults.renormalize ||
@@ -328,6 +360,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
             loc);
   Args a = declare(b, build);
   const K2Scratch scratch = k2_scratch(build);
+  dependent_start(build, a);
   a.clock.tick(K2ClockPoint::kStart);
   fault_hook(build, a);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.slot), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};

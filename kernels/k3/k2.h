@@ -162,6 +162,12 @@ struct K2Build {
   // global_timer() at its start and as it passes each stage's end (k2_clock.h's points; for
   // k2_bench --clock). The outputs are those of the build without it, bit for bit.
   bool stage_clock = false;
+  // Programmatic dependent launch (dsl/memory.h): each program first lets the next kernel start on
+  // the SMs this one frees (launch_dependents), asks L2 for its o_proj task's rows of W_o and its
+  // equal share of the router's W_gate, and only then waits for the previous kernel's end
+  // (wait_grid_dependency) before it reads anything a kernel writes (core, the prefix, blocks, the
+  // epoch, flags). The launch then starts while K1's last programs run. On, the name ends "_pdl".
+  bool dependent_launch = false;
   bool operator==(const K2Build&) const = default;
 };
 
@@ -189,7 +195,7 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target);
 // with mxfp4_shift_placement, "_a{expert_ahead}"
 // when it is not 2, "_n8" with 8 expert token rows, then "_tp{tp}r{rank}" across ranks,
 // "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
-// "_clock" with the stage clock, plus a hash of the scalars when they differ from the defaults.
+// "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);
 
 // The program. Parameters, in order:

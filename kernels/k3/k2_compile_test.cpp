@@ -36,12 +36,14 @@ struct K2Shape {
   bool clock = false;  // the stage_clock build (K2Build::stage_clock), as k2_bench --clock builds it
   int stages = 0;  // K2Build::expert_stages (stage H through shared memory)
   bool exchange = false;  // rank 1 of tp exchanging over the peer buffers (K2Build::tp, PeerExchange)
+  bool pdl = false;       // K2Build::dependent_launch, as the executor builds it with dependent launch on
 };
 
 std::string shape_name(const K2Shape& s) {
   std::string model = s.model == "k3" ? "k3" : "tiny";
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
-                      s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "", s.exchange ? "_exchange" : "");
+                      s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "", s.exchange ? "_exchange" : "",
+                      s.pdl ? "_pdl" : "");
 }
 
 K2Build build_of(const K2Shape& s) {
@@ -59,6 +61,7 @@ K2Build build_of(const K2Shape& s) {
     build.fault_ns = 1'000'000'000;
   }
   build.stage_clock = s.clock;
+  build.dependent_launch = s.pdl;
   if (s.exchange) {
     build.tp = s.tp;
     build.rank = 1;
@@ -99,6 +102,8 @@ std::vector<K2Shape> shapes() {
   // k3-tiny TP 2.
   for (int tokens : {4, 16}) out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .exchange = true});
   out.push_back({.model = "k3-tiny", .tp = 2, .layer = 1, .tokens = 4, .exchange = true});
+  // Dependent launch (W_o's and W_gate's prefetches before the wait): K3 TP 8 at 4 tokens, 255 registers.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .pdl = true});
   return out;
 }
 

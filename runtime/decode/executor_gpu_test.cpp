@@ -1,6 +1,7 @@
 // SpecializedDecode on a GPU at k3-tiny, TP 1 (executor_test_support.h): three steps of every served
 // layer and a captured step replayed with new metadata and padding, each layer against the float64
-// reference; an executor constructed again over the warm kernel cache compiles nothing. Skips, with
+// reference, also with K1 and K2 built for dependent launch; an executor constructed again over the
+// warm kernel cache compiles nothing. Skips, with
 // the reason, where there is no GPU.
 #include "runtime/decode/executor_test_support.h"
 
@@ -29,6 +30,13 @@ class ExecutorGpu : public ExecutorFixture {
 TEST_F(ExecutorGpu, ServesEveryLayerOfThreeSteps) { three_steps(); }
 
 TEST_F(ExecutorGpu, AStepCapturedOnceReplaysWithNewMetadataAndPadding) { graph_replay(); }
+
+// K1 and K2 built for programmatic dependent launch (launched through cuLaunchKernelEx on sm_90+):
+// every layer still matches the float64 reference, and a captured step (programmatic edges between
+// its kernels) replays bit for bit as an eager run of the same inputs.
+TEST_F(ExecutorGpu, WithDependentLaunchServesEveryLayerOfThreeSteps) { three_steps(true); }
+
+TEST_F(ExecutorGpu, WithDependentLaunchACapturedStepReplaysAsAnEagerRun) { graph_replay(true); }
 
 TEST_F(ExecutorGpu, ConstructionOverAWarmCacheLowersAndCompilesNothing) {
   std::unique_ptr<Group> group = make_single_process_group();

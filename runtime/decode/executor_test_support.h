@@ -327,15 +327,18 @@ class ExecutorFixture : public ::testing::Test {
   virtual std::unique_ptr<Device> make_device() = 0;
 
   // Every served layer of k3-tiny over three steps: the same width twice (one scratch reused with
-  // nothing zeroed, the epoch telling the steps apart), then another width.
-  void three_steps() {
+  // nothing zeroed, the epoch telling the steps apart), then another width. `dependent_launch`:
+  // ExecutorOptions::dependent_launch.
+  void three_steps(bool dependent_launch = false) {
   std::mt19937 rng = monotile::testing::case_rng();
   std::unique_ptr<Group> group = make_single_process_group();
   std::vector<std::string> lines;
   absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode =
       SpecializedDecode::create(weights_.backbone, {.q = kQ, .max_rows = 4}, *group, *device_,
                                 jit::Jit::process_default(),
-                                {.on_progress = nullptr, .log = [&](const std::string& l) { lines.push_back(l); }});
+                                {.on_progress = nullptr,
+                                 .log = [&](const std::string& l) { lines.push_back(l); },
+                                 .dependent_launch = dependent_launch});
   ASSERT_TRUE(decode.ok()) << decode.status();
   const ExecutorStats& stats = (*decode)->stats();
   EXPECT_EQ(stats.layers, 12);
@@ -360,8 +363,9 @@ class ExecutorFixture : public ::testing::Test {
   // A whole step of two KDA layers captured once, then replayed with new metadata contents and
   // fewer real requests (the rest padded as vLLM pads, then with -1): the replay writes exactly
   // what an eager run of the same inputs writes, and that eager run matches the reference layer by
-  // layer (replay_padded).
-  void graph_replay() {
+  // layer (replay_padded). `dependent_launch`: ExecutorOptions::dependent_launch (on a GPU the
+  // capture then holds programmatic edges between the layers' kernels).
+  void graph_replay(bool dependent_launch = false) {
   std::mt19937 rng = monotile::testing::case_rng();
   served_ = {1, 3};
   Backbone backbone = weights_.backbone;
@@ -370,7 +374,7 @@ class ExecutorFixture : public ::testing::Test {
   std::unique_ptr<Group> group = make_single_process_group();
   absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = SpecializedDecode::create(
       backbone, {.q = kQ, .max_rows = 4}, *group, *device_, jit::Jit::process_default(),
-      {.on_progress = nullptr, .log = [](const std::string&) {}});
+      {.on_progress = nullptr, .log = [](const std::string&) {}, .dependent_launch = dependent_launch});
   ASSERT_TRUE(decode.ok()) << decode.status();
   std::vector<KdaCache> bound = bind_caches(rng);
   bound.erase(std::remove_if(bound.begin(), bound.end(),

@@ -65,12 +65,14 @@ void bind_weights(const Backbone& b, LayerKernel& k) {
   k.k2.w_up = weight(b, l, moe + "routed_expert_up_proj.weight");
 }
 
-// The options that change a build: the waits' bound, the test fault.
+// The options that change a build: the waits' bound, dependent launch, the test fault.
 void apply(const ExecutorOptions& options, K1Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
+  build.dependent_launch = options.dependent_launch;
 }
 void apply(const ExecutorOptions& options, K2Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
+  build.dependent_launch = options.dependent_launch;
   if (options.fault_ns > 0) {
     build.fault_epoch = options.fault_epoch;
     build.fault_layer = 128 + options.fault_layer;  // K2's tag slot

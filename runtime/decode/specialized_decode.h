@@ -117,6 +117,13 @@ struct ExecutorOptions {
   // Ranks sharing one GPU each take their share of its compute units, so that their persistent
   // grids can be resident at once; at least the widest K1 build's rows.
   int programs = 0;
+  // K1 and K2 built with dependent_launch (k1.h, k2.h): each launch may start on the SMs the
+  // previous kernel frees, bringing its first weights into L2 before it waits for that kernel's end
+  // (programmatic dependent launch on NVIDIA sm_90+; elsewhere the same builds launch as any other).
+  // Off until measured; part of every build's key. For a rank with its GPU to itself: where ranks
+  // share one GPU (`programs` above), a rank's next kernel starting early may take the SMs another
+  // rank's programs wait for, and their bounded waits then give up into the health words.
+  bool dependent_launch = false;
 };
 
 // What construction and the KV binds built.

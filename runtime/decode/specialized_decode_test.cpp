@@ -23,6 +23,10 @@ TEST_F(Executor, ServesEveryLayerOfThreeStepsOnTheInterpreter) { three_steps(); 
 
 TEST_F(Executor, AStepCapturedOnceReplaysWithNewMetadataAndPadding) { graph_replay(); }
 
+// K1 and K2 built with dependent_launch: on the interpreter both ops do nothing, so the step is the
+// one without them, layer by layer against the reference, and its capture replays as an eager run.
+TEST_F(Executor, WithDependentLaunchACapturedStepReplaysAsAnEagerRun) { graph_replay(true); }
+
 // The seed's refusals through the executor: each leaves it as it was.
 absl::StatusOr<std::unique_ptr<SpecializedDecode>> make_decode(const Backbone& backbone, Group& group, Device& device,
                                                                std::vector<std::string>* lines = nullptr,
