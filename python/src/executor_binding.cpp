@@ -46,7 +46,7 @@ absl::StatusOr<runtime::DevicePtr> call_attention(ExecutorObject& executor, int 
 void construct(ExecutorObject* storage, nb::object backbone,
                const runtime::decode::DecodeConfig& config, nb::handle group, nb::object device,
                nb::object attention, nb::object stream, int check_every, int64_t wait_ns,
-               int compile_jobs, bool other_ranks_stood_in, nb::object log) {
+               int compile_jobs, bool other_ranks_stood_in, bool dependent_launch, nb::object log) {
   // Built whole before the placement: an exception part-way must leave nothing half-made.
   ExecutorObject made;
   ExecutorObject* self = &made;
@@ -73,6 +73,7 @@ void construct(ExecutorObject* storage, nb::object backbone,
   options.wait_ns = wait_ns;
   options.compile_jobs = compile_jobs;
   options.other_ranks_stood_in = other_ranks_stood_in;
+  options.dependent_launch = dependent_launch;
   if (!log.is_none()) {
     options.log = [log](const std::string& line) {
       nb::gil_scoped_acquire gil;
@@ -229,12 +230,14 @@ void bind_executor(nb::module_& m) {
            nb::kw_only(), nb::arg("device").none() = nb::none(),
            nb::arg("attention").none() = nb::none(), nb::arg("stream").none() = nb::none(),
            nb::arg("check_every") = 16, nb::arg("wait_ns") = 0, nb::arg("compile_jobs") = 0,
-           nb::arg("other_ranks_stood_in") = false, nb::arg("log").none() = nb::none(),
+           nb::arg("other_ranks_stood_in") = false, nb::arg("dependent_launch") = false,
+           nb::arg("log").none() = nb::none(),
            nb::sig("def __init__(self, backbone: Backbone, config: DecodeConfig, group: object, *, "
                    "device: Device | None = None, attention: object | None = None, "
                    "stream: object | None = None, check_every: int = 16, wait_ns: int = 0, "
                    "compile_jobs: int = 0, "
-                   "other_ranks_stood_in: bool = False, log: object | None = None) -> None"),
+                   "other_ranks_stood_in: bool = False, dependent_launch: bool = False, "
+                   "log: object | None = None) -> None"),
            "On every rank of `group` at the same point, once the weights are loaded: agrees on "
            "weight_reasons (ValueError on every rank when any refuses), then builds and compiles "
            "every kernel. `device`: by default the weights' (the CPU interpreter for CPU "
@@ -246,7 +249,9 @@ void bind_executor(nb::module_& m) {
            "torch.cuda.CUDAGraph captures the step), the executor's own stream on the CPU. "
            "`log(line)`: construction's summary. "
            "`other_ranks_stood_in`: benchmarks' one-rank runs at TP > 1 only (the other ranks' "
-           "partial sums are zero: not the layer's outputs).")
+           "partial sums are zero: not the layer's outputs). `dependent_launch`: K1 and K2 start on "
+           "the SMs the previous kernel frees and bring their first weights into L2 before they wait "
+           "for its end (programmatic dependent launch on NVIDIA sm_90+; off until measured).")
       .def(
           "prepare_kv",
           [](ExecutorObject& self, const std::vector<nb::object>& caches) {

@@ -97,15 +97,19 @@ class ExecutorTest(unittest.TestCase):
     def test_one_step_through_every_served_layer_matches_float64(self):
         self.every_served_layer(padded=False)
 
+    def test_with_dependent_launch_every_served_layer_matches_float64(self):
+        # K1 and K2 built for dependent launch: on the interpreter the two ops do nothing.
+        self.every_served_layer(padded=False, dependent_launch=True)
+
     def test_a_request_padded_as_vllm_pads_it_matches_float64(self):
         # A FULL graph replayed with fewer requests: vLLM pads whole requests with slot 0
         # (NULL_BLOCK_ID) in every column, one accepted token, and the query starts repeating the
         # last real end. The padded rows are served like real ones; slot 0's state is never touched.
         self.every_served_layer(padded=True)
 
-    def every_served_layer(self, padded: bool):
+    def every_served_layer(self, padded: bool, **options):
         stand_in = MlaStandIn(self.tiny, self.rng)
-        decode, caches = self.bound(attention=stand_in)
+        decode, caches = self.bound(attention=stand_in, **options)
         s = self.tiny.step(self.rng, 2)
         if padded:
             s.indices[1, :] = 0
