@@ -249,9 +249,10 @@ void bind_executor(nb::module_& m) {
            "torch.cuda.CUDAGraph captures the step), the executor's own stream on the CPU. "
            "`log(line)`: construction's summary. "
            "`other_ranks_stood_in`: benchmarks' one-rank runs at TP > 1 only (the other ranks' "
-           "partial sums are zero: not the layer's outputs). `dependent_launch`: K1 and K2 start on "
-           "the SMs the previous kernel frees and bring their first weights into L2 before they wait "
-           "for its end (programmatic dependent launch on NVIDIA sm_90+; off until measured).")
+           "partial sums are zero: not the layer's outputs). `dependent_launch`: K1 and K2 "
+           "start on the SMs the previous kernel frees and bring their first weights into L2 "
+           "before they wait for its end (programmatic dependent launch on NVIDIA sm_90+; off "
+           "until measured).")
       .def(
           "prepare_kv",
           [](ExecutorObject& self, const std::vector<nb::object>& caches) {
