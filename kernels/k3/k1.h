@@ -16,7 +16,9 @@
 // The overlap (the stage clock's points, k1_bench --stages, show it): stage C's first inputs come
 // while W_in streams (points "A" to "B"); in the loop, a task's successor's inputs and W_fb's
 // head rows while it runs. Measured and off (K1Build): W_in's first third asked into L2 during
-// AttnRes's second half (prefetch_weights), o_proj's W_o during stage C (prefetch_next).
+// AttnRes's second half (prefetch_weights), o_proj's W_o during stage C (prefetch_next). With
+// dependent_launch, each program asks L2 for its first in_proj rows before it waits for the previous
+// kernel's end, on the SMs that kernel's finished programs free.
 // No wait is unbounded: a wait gives up after `wait_ns`, records itself in the rank's health words
 // and raises the alarm word; the launch then runs to its end with whatever it read.
 #pragma once

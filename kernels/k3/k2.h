@@ -20,6 +20,8 @@
 // tasks as soon as its own H tasks are done (chunk_handoff); the tail (the chunk sums, J's norm,
 // K's W_up and the exchanges) runs with HBM mostly idle. No expert byte is asked for before the
 // route and the latent are both done (points "G union" and "H ready").
+// With dependent_launch, each program asks L2 for its W_o rows and a share of W_gate before it
+// waits for K1's end, on the SMs K1's finished programs free (the clock's start is after the wait).
 // Layer 0's dense MLP is not served yet (k2_build refuses it).
 #pragma once
 
