@@ -72,7 +72,9 @@ K2Launch::Table K2Launch::table(const K2Tensors& t, int layer) const {
   const DevicePtr scratch = scratch_.address();
   const kernels::k3::K2Scratch& s = layout_;
   // Rank r's peer buffer (tp > 1 builds only: a build at TP 1 has no such parameter).
-  auto peer = [&](size_t r) { return r < state_->peers().size() ? state_->peers()[r] : DevicePtr{0}; };
+  auto peer = [&](size_t r) {
+    return r < state_->peers().size() ? state_->peers()[r] : DevicePtr{0};
+  };
   return {{
       {"core", pointer(t.core, ScalarType::kBf16)},
       {"w_o", pointer(t.w_o, ScalarType::kBf16)},
@@ -170,10 +172,9 @@ std::string k2_region_name(int32_t region) {
 }
 
 absl::Status K2Launch::check_health() const {
-  return state_->check_health(absl::StrCat("K2 \"", kernels::k3::k2_name(build_), "\""),
-                              build_.wait_ns, k2_region_name, [](int32_t region) {
-                                return region >= static_cast<int32_t>(K2Region::kOProjPeers);
-                              });
+  return state_->check_health(
+      absl::StrCat("K2 \"", kernels::k3::k2_name(build_), "\""), build_.wait_ns, k2_region_name,
+      [](int32_t region) { return region >= static_cast<int32_t>(K2Region::kOProjPeers); });
 }
 
 }  // namespace monotile::runtime

@@ -69,10 +69,9 @@ absl::StatusOr<std::vector<WaitRecord>> LaunchState::failed_waits() const {
   return records;
 }
 
-absl::Status LaunchState::check_health(
-    std::string_view who, int64_t wait_ns,
-    const std::function<std::string(int32_t)>& region_name,
-    const std::function<bool(int32_t)>& peer_region) const {
+absl::Status LaunchState::check_health(std::string_view who, int64_t wait_ns,
+                                       const std::function<std::string(int32_t)>& region_name,
+                                       const std::function<bool(int32_t)>& peer_region) const {
   MT_ASSIGN_OR_RETURN(std::vector<WaitRecord> records, failed_waits());
   int32_t alarm = 0;
   MT_RETURN_IF_ERROR(device_->copy_to_host(&alarm, this->alarm(), 4));

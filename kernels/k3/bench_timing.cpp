@@ -73,11 +73,12 @@ std::string json_string(const std::string& text) {
 std::string gpu_json_header(const runtime::DeviceInfo& info, int iterations, double bandwidth,
                             L2Flush flush) {
   char header[512];
-  std::snprintf(header, sizeof header,
-                " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
-                " \"copy_bandwidth_bytes_per_s\": %.6e,\n \"l2_flushed\": %s,\n \"l2_flush\": \"%s\"",
-                json_string(info.name).c_str(), info.compute_units, iterations, bandwidth,
-                flush != L2Flush::kNone ? "true" : "false", l2_flush_name(flush));
+  std::snprintf(
+      header, sizeof header,
+      " \"gpu\": true,\n \"device\": %s,\n \"programs\": %d,\n \"iterations\": %d,\n"
+      " \"copy_bandwidth_bytes_per_s\": %.6e,\n \"l2_flushed\": %s,\n \"l2_flush\": \"%s\"",
+      json_string(info.name).c_str(), info.compute_units, iterations, bandwidth,
+      flush != L2Flush::kNone ? "true" : "false", l2_flush_name(flush));
   return header;
 }
 

@@ -21,8 +21,8 @@ class Exchange {
   // GEMV task's accumulator, P >= tokens padded), share number `share` (i32 scalar) of `shares`
   // calls that together cover every column once, share s covering columns [C s, C s + C). Call it
   // from every program that computes a share; every rank's programs make the same shares.
-  virtual void contribute(const dsl::Value& partial, const dsl::Value& cols, const dsl::Value& share,
-                          int shares) = 0;
+  virtual void contribute(const dsl::Value& partial, const dsl::Value& cols,
+                          const dsl::Value& share, int shares) = 0;
   // Waits until every column of the reduced rows is readable from out(); `index` goes into a
   // health record if the wait gives up.
   virtual void wait_reduced(const dsl::Value& index) = 0;

@@ -9,7 +9,8 @@
 // l2_flush.h; --flush write: a memset, dirty lines, the flush of the earlier runs that
 // docs/perf_history.md records). Without a GPU it says why and exits 0.
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
-// usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead N[,N...]] [--stages N[,N...]]
+// usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead N[,N...]]
+// [--stages N[,N...]]
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
 //                 [--exact-decode] [--shift-placement] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
@@ -59,8 +60,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <optional>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -457,7 +458,8 @@ std::vector<K2Build> timed_builds(const model::ModelConfig& config, const model:
   return out;
 }
 
-int run(int iterations, bool clock, const std::string& json, const Variants& variants, L2Flush flush) {
+int run(int iterations, bool clock, const std::string& json, const Variants& variants,
+        L2Flush flush) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -510,9 +512,9 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
       }
     }
     absl::StatusOr<Result> result =
-        build.ok()
-            ? time_k2(device, *stream, k2_for_target(*build, device.info().target), iterations, flush)
-            : build.status();
+        build.ok() ? time_k2(device, *stream, k2_for_target(*build, device.info().target),
+                             iterations, flush)
+                   : build.status();
     if (!result.ok()) {
       std::fprintf(stderr, "k2_bench: %s\n", result.status().ToString().c_str());
       status = 1;
@@ -551,7 +553,8 @@ int run(int iterations, bool clock, const std::string& json, const Variants& var
     std::vector<std::string> shapes;
     for (const ShapeResult& r : results) shapes.push_back(shape_json(r));
     if (!write_json_document("k2_bench", json,
-                             gpu_json_header(device.info(), iterations, bandwidth, flush), shapes)) {
+                             gpu_json_header(device.info(), iterations, bandwidth, flush),
+                             shapes)) {
       status = 1;
     }
   }
@@ -570,7 +573,8 @@ int main(int argc, char** argv) {
   monotile::kernels::k3::Variants variants;
   monotile::kernels::k3::L2Flush flush = monotile::kernels::k3::L2Flush::kRead;
   const char* usage =
-      "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead N[,N...]] [--stages "
+      "usage: k2_bench [--iterations N] [--clock] [--json FILE] [--flush read|write] [--ahead "
+      "N[,N...]] [--stages "
       "N[,N...]] "
       "[--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs] "
       "[--exact-decode] [--shift-placement] [--gemv-step N[,N...]] "

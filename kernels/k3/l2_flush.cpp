@@ -28,18 +28,24 @@ std::optional<L2Flush> parse_flush_option(const std::string& tool, const std::st
 
 const char* l2_flush_name(L2Flush flush) {
   switch (flush) {
-    case L2Flush::kRead: return "read";
-    case L2Flush::kWrite: return "write";
-    case L2Flush::kNone: break;
+    case L2Flush::kRead:
+      return "read";
+    case L2Flush::kWrite:
+      return "write";
+    case L2Flush::kNone:
+      break;
   }
   return "none";
 }
 
 std::string l2_flush_description(L2Flush flush) {
   switch (flush) {
-    case L2Flush::kRead: return "a 256 MiB read (cold L2, clean lines) before each launch";
-    case L2Flush::kWrite: return "a 256 MiB memset (cold L2, dirty lines to write back) before each launch";
-    case L2Flush::kNone: break;
+    case L2Flush::kRead:
+      return "a 256 MiB read (cold L2, clean lines) before each launch";
+    case L2Flush::kWrite:
+      return "a 256 MiB memset (cold L2, dirty lines to write back) before each launch";
+    case L2Flush::kNone:
+      break;
   }
   return "--warm: no L2 flush between launches";
 }
@@ -61,9 +67,12 @@ absl::StatusOr<L2Flusher> L2Flusher::create(runtime::Device& device, L2Flush flu
   if (flush == L2Flush::kWrite) return f;
   const int64_t programs = kL2FlushBytes / 4 / kL2ReadBlock;
   MT_ASSIGN_OR_RETURN(f.sums_, device.allocate(static_cast<size_t>(programs) * 4));
-  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(l2_read_program(kL2FlushBytes), device.info().target));
-  MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit::Jit::process_default().compile_build(made.build));
-  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel, runtime::Kernel::load(device, compiled, std::move(made.params)));
+  MT_ASSIGN_OR_RETURN(jit::ProgramBuild made,
+                      jit::make_build(l2_read_program(kL2FlushBytes), device.info().target));
+  MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
+                      jit::Jit::process_default().compile_build(made.build));
+  MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
+                      runtime::Kernel::load(device, compiled, std::move(made.params)));
   f.read_.emplace(std::move(kernel));
   return f;
 }
@@ -73,12 +82,16 @@ absl::Status L2Flusher::run(runtime::Device& device, runtime::Stream& stream, in
     case L2Flush::kNone:
       return absl::OkStatus();
     case L2Flush::kWrite:
-      return device.fill_bytes_async(buffer_.address(), static_cast<uint8_t>(launch), kL2FlushBytes, stream);
+      return device.fill_bytes_async(buffer_.address(), static_cast<uint8_t>(launch), kL2FlushBytes,
+                                     stream);
     case L2Flush::kRead: {
       const std::vector<runtime::KernelArgument> args = {
-          runtime::KernelArgument::pointer(reinterpret_cast<const void*>(buffer_.address()), ScalarType::kI32),
-          runtime::KernelArgument::pointer(reinterpret_cast<const void*>(sums_.address()), ScalarType::kI32)};
-      return read_->launch({static_cast<uint32_t>(kL2FlushBytes / 4 / kL2ReadBlock), 1, 1}, args, stream);
+          runtime::KernelArgument::pointer(reinterpret_cast<const void*>(buffer_.address()),
+                                           ScalarType::kI32),
+          runtime::KernelArgument::pointer(reinterpret_cast<const void*>(sums_.address()),
+                                           ScalarType::kI32)};
+      return read_->launch({static_cast<uint32_t>(kL2FlushBytes / 4 / kL2ReadBlock), 1, 1}, args,
+                           stream);
     }
   }
   return absl::OkStatus();

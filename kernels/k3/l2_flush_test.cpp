@@ -25,12 +25,13 @@ TEST(L2Flush, TheReadSumsEachBlockIntoItsProgramsWord) {
   options.allocations = {{src.data(), src.size() * 4, "src"}, {out.data(), out.size() * 4, "out"}};
   const dsl::Program program = l2_read_program(int64_t{programs} * kL2ReadBlock * 4);
   const std::vector<dsl::interp::ArgValue> args = {dsl::interp::ArgValue::of(src.data()),
-                                                    dsl::interp::ArgValue::of(out.data())};
+                                                   dsl::interp::ArgValue::of(out.data())};
   const absl::Status status = dsl::interp::interpret(program, {programs, 1, 1}, args, options);
   ASSERT_TRUE(status.ok()) << status;
   for (int p = 0; p < programs; ++p) {
     int64_t want = 0;
-    for (int64_t i = 0; i < kL2ReadBlock; ++i) want += src[static_cast<size_t>(p * kL2ReadBlock + i)];
+    for (int64_t i = 0; i < kL2ReadBlock; ++i)
+      want += src[static_cast<size_t>(p * kL2ReadBlock + i)];
     EXPECT_EQ(out[static_cast<size_t>(p)], static_cast<int32_t>(want)) << "program " << p;
   }
 }

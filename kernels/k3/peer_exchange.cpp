@@ -9,13 +9,16 @@ using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes 
 
 namespace {
 
-int64_t aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+int64_t aligned(int64_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
 
 }  // namespace
 
 PeerExchangeLayout peer_exchange_layout(int ranks, int64_t hidden, int64_t latent) {
   MT_CHECK(ranks >= 1 && ranks <= kMaxExchangeRanks, "an exchange spans 1..8 ranks");
-  MT_CHECK(hidden % 2 == 0 && latent % 2 == 0, "an exchange's widths are even (bf16 pairs in words)");
+  MT_CHECK(hidden % 2 == 0 && latent % 2 == 0,
+           "an exchange's widths are even (bf16 pairs in words)");
   PeerExchangeLayout layout;
   layout.ranks = ranks;
   const std::array<int64_t, kExchanges> widths = {hidden, latent, hidden};
@@ -35,8 +38,9 @@ PeerExchangeLayout peer_exchange_layout(int ranks, int64_t hidden, int64_t laten
   return layout;
 }
 
-PeerExchange::PeerExchange(Buffers buffers, const PeerExchangeLayout& layout, ExchangeIndex index, int rank,
-                           int tokens, int32_t region, int32_t peer_region, HandoffContext context)
+PeerExchange::PeerExchange(Buffers buffers, const PeerExchangeLayout& layout, ExchangeIndex index,
+                           int rank, int tokens, int32_t region, int32_t peer_region,
+                           HandoffContext context)
     : b_(std::move(buffers)),
       region_layout_(layout.regions[static_cast<size_t>(index)]),
       half_bytes_(layout.half_bytes),
@@ -46,14 +50,17 @@ PeerExchange::PeerExchange(Buffers buffers, const PeerExchangeLayout& layout, Ex
       region_(region),
       peer_region_(peer_region),
       context_(context) {
-  MT_CHECK(static_cast<int>(b_.buffers.size()) == ranks_, "a PeerExchange takes every rank's buffer");
+  MT_CHECK(static_cast<int>(b_.buffers.size()) == ranks_,
+           "a PeerExchange takes every rank's buffer");
   MT_CHECK(rank_ >= 0 && rank_ < ranks_, "a PeerExchange's rank is one of its ranks");
   MT_CHECK(tokens_ >= 1 && tokens_ <= kExchangeTokens, "a mailbox holds at most 16 rows");
 }
 
-// `cols` are the share's columns [C share, C share + C) (exchange.h): the words follow from the share.
+// `cols` are the share's columns [C share, C share + C) (exchange.h): the words follow from the
+// share.
 void PeerExchange::contribute(const Value& partial, const Value&, const Value& share, int shares) {
-  MT_CHECK(partial.shape()[0] == kExchangeColumns, "a contribution covers kExchangeColumns columns");
+  MT_CHECK(partial.shape()[0] == kExchangeColumns,
+           "a contribution covers kExchangeColumns columns");
   MT_CHECK(shares == region_layout_.shares, "the shares are the layout's");
   constexpr int kWords = kExchangeColumns / 2;
   const int64_t padded = partial.shape()[1];
@@ -78,17 +85,20 @@ void PeerExchange::contribute(const Value& partial, const Value&, const Value& s
   auto rounded = (odd & static_cast<int32_t>(0xffff0000u)) | ((even >> 16) & 0xffff);
   // Into this rank's mailbox of every rank's buffer (its own included), then, once every thread's
   // stores are ordered before it at system scope, the share's flag in each.
-  for (int r = 0; r < ranks_; ++r) store(mailbox(b_.buffers[static_cast<size_t>(r)], rank_), rounded, mask);
+  for (int r = 0; r < ranks_; ++r)
+    store(mailbox(b_.buffers[static_cast<size_t>(r)], rank_), rounded, mask);
   fence(Order::release, Scope::system);
   barrier();
   for (int r = 0; r < ranks_; ++r) {
-    store_release(b_.buffers[static_cast<size_t>(r)] + flags_at + int64_t{rank_} * shares, context_.tag, Scope::system);
+    store_release(b_.buffers[static_cast<size_t>(r)] + flags_at + int64_t{rank_} * shares,
+                  context_.tag, Scope::system);
   }
   // Every rank's partial of the share, from this rank's own buffer, summed in rank order: each
   // half of a word is its bf16 exactly as an f32 (the word shifted up, or its low half cleared).
   const Value& own = b_.buffers[static_cast<size_t>(rank_)];
   for (int source = 0; source < ranks_; ++source) {
-    wait_flag(own + flags_at + int64_t{source} * shares, peer_region_, full({}, source, i32), context_, Scope::system);
+    wait_flag(own + flags_at + int64_t{source} * shares, peer_region_, full({}, source, i32),
+              context_, Scope::system);
   }
   auto even_sum = zeros({kWords, padded}, f32);
   auto odd_sum = zeros({kWords, padded}, f32);
@@ -104,6 +114,8 @@ void PeerExchange::contribute(const Value& partial, const Value&, const Value& s
   arrive(b_.counter, shares, b_.flag, context_);
 }
 
-void PeerExchange::wait_reduced(const Value& index) { wait_flag(b_.flag, region_, index, context_); }
+void PeerExchange::wait_reduced(const Value& index) {
+  wait_flag(b_.flag, region_, index, context_);
+}
 
 }  // namespace monotile::kernels::k3

@@ -1,14 +1,15 @@
 // PeerExchange: K2's reductions across the TP ranks of one group, over their peer buffers
 // (runtime/decode/peer_buffer.h; the seed's push-to-all all-reduce, seed_source.md 3.4). Each
 // rank's program that computes a share of columns rounds its partial to bf16 and stores it into
-// every rank's buffer (bf16 pairs in i32 words), in the mailbox of its own source rank, then sets that share's ready flag
-// there to the launch's tag (data plus ready flags: the data with plain stores, then a system-scope
-// release). It then waits until every rank's flag for the same share holds the tag in its own
-// buffer and sums the ranks' partials in rank order 0..ranks-1 in f32, rounded once: every rank
-// computes bf16(sum over r of bf16(partial_r)) from the same bits in the same order, so every rank
-// holds the same result bit for bit and the replicated work downstream (the router above all)
-// chooses the same experts everywhere. The shares that finish on this rank are counted as
-// LocalExchange counts them, and the last publishes the reduced rows behind one flag.
+// every rank's buffer (bf16 pairs in i32 words), in the mailbox of its own source rank, then sets
+// that share's ready flag there to the launch's tag (data plus ready flags: the data with plain
+// stores, then a system-scope release). It then waits until every rank's flag for the same share
+// holds the tag in its own buffer and sums the ranks' partials in rank order 0..ranks-1 in f32,
+// rounded once: every rank computes bf16(sum over r of bf16(partial_r)) from the same bits in the
+// same order, so every rank holds the same result bit for bit and the replicated work downstream
+// (the router above all) chooses the same experts everywhere. The shares that finish on this rank
+// are counted as LocalExchange counts them, and the last publishes the reduced rows behind one
+// flag.
 //
 // Tags and buffers: the tag is the launch's (handoff.h: step_tag(epoch, 128 + layer)), so every K2
 // of every step sets flags no other launch sets, and nothing is ever zeroed (the buffers start
@@ -83,8 +84,8 @@ class PeerExchange final : public Exchange {
   };
   // `rank` is this rank (0..layout.ranks-1); `region` and `peer_region` are the health-record
   // regions of a wait on the reduced rows and of a wait on a peer's flag (its index: that peer).
-  PeerExchange(Buffers buffers, const PeerExchangeLayout& layout, ExchangeIndex index, int rank, int tokens,
-               int32_t region, int32_t peer_region, HandoffContext context);
+  PeerExchange(Buffers buffers, const PeerExchangeLayout& layout, ExchangeIndex index, int rank,
+               int tokens, int32_t region, int32_t peer_region, HandoffContext context);
   void contribute(const dsl::Value& partial, const dsl::Value& cols, const dsl::Value& share,
                   int shares) override;
   void wait_reduced(const dsl::Value& index) override;

@@ -181,13 +181,14 @@ void bind_testing(nb::module_& m) {
         std::unique_ptr<model::SeededWeights> source =
             value(model::SeededWeights::create(config, seed));
         if (tp < 1 || rank < 0 || rank >= tp)
-          raise_refusal(absl::StrCat("check_layer: rank ", rank, " of TP ", tp, ", expected 0 <= rank < tp"));
+          raise_refusal(
+              absl::StrCat("check_layer: rank ", rank, " of TP ", tp, ", expected 0 <= rank < tp"));
         // Every rank's weights of the layer (the reference sums their partials); w is this rank's.
         std::vector<ref::RankLayerWeights> ranks;
         for (int r = 0; r < tp; ++r) {
           const model::RankPlan plan = value(model::plan_rank(config, tp, r));
-          ranks.push_back(
-              value(ref::load_rank_layer(plan.layers.at(static_cast<size_t>(layer)), plan.dims, *source)));
+          ranks.push_back(value(ref::load_rank_layer(plan.layers.at(static_cast<size_t>(layer)),
+                                                     plan.dims, *source)));
         }
         const ref::RankLayerWeights& w = ranks[static_cast<size_t>(rank)];
         ref::LayerInput in;
@@ -200,9 +201,11 @@ void bind_testing(nb::module_& m) {
         if (tp > 1) {
           // At TP > 1 the reference needs every rank's caches before the step; an MLA layer's
           // attention output would be every rank's o_proj partial, which no caller hands in.
-          if (!kda) raise_refusal(absl::StrCat("check_layer: layer ", layer, " is an MLA layer; at TP ", tp,
-                                               " only KDA layers are checked"));
-          if (every_rank_conv.size() != static_cast<size_t>(tp) || every_rank_state.size() != static_cast<size_t>(tp))
+          if (!kda)
+            raise_refusal(absl::StrCat("check_layer: layer ", layer, " is an MLA layer; at TP ", tp,
+                                       " only KDA layers are checked"));
+          if (every_rank_conv.size() != static_cast<size_t>(tp) ||
+              every_rank_state.size() != static_cast<size_t>(tp))
             raise_refusal(absl::StrCat("check_layer: every_rank_conv and every_rank_state hold ",
                                        every_rank_conv.size(), " and ", every_rank_state.size(),
                                        " arrays, expected one per rank (", tp, ")"));
@@ -264,11 +267,13 @@ void bind_testing(nb::module_& m) {
       nb::arg("conv_after").none() = nb::none(), nb::arg("state_after").none() = nb::none(),
       nb::arg("tp") = 1, nb::arg("rank") = 0, nb::arg("every_rank_conv") = std::vector<Array>{},
       nb::arg("every_rank_state") = std::vector<Array>{},
-      "One served layer's step on rank `rank` of TP `tp` (default 0 of 1 (weights model::SeededWeights(seed)) against the "
+      "One served layer's step on rank `rank` of TP `tp` (default 0 of 1 (weights "
+      "model::SeededWeights(seed)) against the "
       "float64 "
       "reference of that layer on the inputs it had (at TP > 1, KDA layers only: every rank's "
       "caches before the step in every_rank_conv and every_rank_state, this rank's after it in "
-      "conv_after and state_after; the reference sums every rank's partials) (numpy, bf16 as uint16 bits): the prefix and "
+      "conv_after and state_after; the reference sums every rank's partials) (numpy, bf16 as "
+      "uint16 bits): the prefix and "
       "blocks after "
       "it, the KDA caches, and the MoE output on rows with a clear top-k. Returns {'passed', "
       "'rows', "

@@ -37,7 +37,8 @@ std::string run_gpu_rank(Group& group, const model::ModelConfig& config) {
   ExecutorOptions options;
   options.programs = std::max(1, gpu->info().compute_units / 2);
   absl::Status status = [&]() -> absl::Status {
-    MT_ASSIGN_OR_RETURN(std::unique_ptr<KdaRank> r, KdaRank::create(group, config, options, std::move(gpu)));
+    MT_ASSIGN_OR_RETURN(std::unique_ptr<KdaRank> r,
+                        KdaRank::create(group, config, options, std::move(gpu)));
     std::mt19937 step_rng = monotile::testing::named_rng("executor tp gpu step");
     MT_RETURN_IF_ERROR(r->fill(step_rng));
     MT_ASSIGN_OR_RETURN(std::vector<std::vector<uint8_t>> saved, r->snapshot());
@@ -56,11 +57,13 @@ std::string run_gpu_rank(Group& group, const model::ModelConfig& config) {
       MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
       MT_RETURN_IF_ERROR(r->decode().check_health());
       MT_ASSIGN_OR_RETURN(std::string replayed, r->outputs(*captured_out));
-      if (replayed != eager) return absl::InternalError(absl::StrCat("replay ", replay, " differs from the eager step"));
+      if (replayed != eager)
+        return absl::InternalError(absl::StrCat("replay ", replay, " differs from the eager step"));
     }
     MT_ASSIGN_OR_RETURN(std::vector<std::string> both, group.all_gather(eager));
     if (both[0] != both[1]) return absl::InternalError("the ranks' outputs differ");
-    return group.all_gather("").status();  // no rank frees its peer buffer while the other may use it
+    return group.all_gather("")
+        .status();  // no rank frees its peer buffer while the other may use it
   }();
   return status.ok() ? "" : std::string(status.message());
 }
@@ -89,7 +92,8 @@ TEST(ExecutorTpGpu, TwoProcessesOnOneGpuReplayACapturedStepAsTheEagerOne) {
   ::close(pair[0]);  // a rank 1 still waiting in the group sees it closed instead of hanging
   std::string theirs;
   char buffer[512];
-  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;) theirs.append(buffer, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;)
+    theirs.append(buffer, static_cast<size_t>(n));
   ::close(report[0]);
   int status = 0;
   ::waitpid(child, &status, 0);

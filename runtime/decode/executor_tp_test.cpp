@@ -56,27 +56,32 @@ struct Exchanged {
   std::vector<LayerResult> results;
 };
 
-absl::Status barrier(Group& group) { return group.all_gather("").status(); }
+absl::Status barrier(Group& group) {
+  return group.all_gather("").status();
+}
 
 // One rank's run: construction, its caches bound, `steps` steps of every served layer, each layer
 // checked by rank 0 against the reference over every rank (`weights[layer][rank]`).
 absl::Status run_rank(Group& group, const model::ModelConfig& config,
-                      const std::vector<std::vector<ref::RankLayerWeights>>& weights, Exchanged& shared, int steps,
-                      std::vector<std::string>& log) {
+                      const std::vector<std::vector<ref::RankLayerWeights>>& weights,
+                      Exchanged& shared, int steps, std::vector<std::string>& log) {
   const int tp = group.size(), rank = group.rank();
   const int64_t h = config.hidden_size, block_count = config.block_count();
   MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(config, tp, rank));
   std::unique_ptr<Device> device = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
-  MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> source, model::SeededWeights::create(config, 5));
-  MT_ASSIGN_OR_RETURN(DeviceWeights uploaded,
-                      upload_rank_weights(*device, config, tp, rank, 0, config.num_hidden_layers, *source));
+  MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> source,
+                      model::SeededWeights::create(config, 5));
+  MT_ASSIGN_OR_RETURN(
+      DeviceWeights uploaded,
+      upload_rank_weights(*device, config, tp, rank, 0, config.num_hidden_layers, *source));
   uploaded.backbone.layers_prefix = "model.layers";
-  MT_ASSIGN_OR_RETURN(std::unique_ptr<SpecializedDecode> decode,
-                      SpecializedDecode::create(uploaded.backbone, {.q = kQ, .max_rows = 4}, group, *device,
-                                                jit::Jit::process_default(),
-                                                {.on_progress = nullptr, .log = [&](const std::string& line) {
-                                                   if (rank == 0) log.push_back(line);
-                                                 }}));
+  MT_ASSIGN_OR_RETURN(
+      std::unique_ptr<SpecializedDecode> decode,
+      SpecializedDecode::create(uploaded.backbone, {.q = kQ, .max_rows = 4}, group, *device,
+                                jit::Jit::process_default(),
+                                {.on_progress = nullptr, .log = [&](const std::string& line) {
+                                   if (rank == 0) log.push_back(line);
+                                 }}));
   auto read = [&](DevicePtr at, size_t n) {
     std::vector<uint16_t> out(n);
     EXPECT_TRUE(device->copy_to_host(out.data(), at, n * 2).ok());
@@ -86,7 +91,8 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
     EXPECT_TRUE(device->copy_to_device(at, v.data(), v.size() * sizeof(v[0])).ok());
   };
   // This rank's own caches, random (seeded by the rank): conv channels last, recurrent f32.
-  std::mt19937 cache_rng = monotile::testing::named_rng(absl::StrCat("executor tp caches ", tp, " ", rank));
+  std::mt19937 cache_rng =
+      monotile::testing::named_rng(absl::StrCat("executor tp caches ", tp, " ", rank));
   const int64_t channels = 3 * dims.kda_projection, state_len = kQ + 2;
   const int64_t conv_elements = kSlots * state_len * channels;
   const int64_t state_elements = int64_t{kSlots} * dims.kda_heads * 128 * 128;
@@ -94,16 +100,20 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
   std::vector<KdaCache> views;
   for (int layer = 0; layer < config.num_hidden_layers; ++layer) {
     if (config.served_kind(layer) != model::ServedKind::kWhole) continue;
-    MT_ASSIGN_OR_RETURN(DeviceBuffer conv, device->allocate(static_cast<size_t>(conv_elements) * 2));
-    MT_ASSIGN_OR_RETURN(DeviceBuffer state, device->allocate(static_cast<size_t>(state_elements) * 4));
+    MT_ASSIGN_OR_RETURN(DeviceBuffer conv,
+                        device->allocate(static_cast<size_t>(conv_elements) * 2));
+    MT_ASSIGN_OR_RETURN(DeviceBuffer state,
+                        device->allocate(static_cast<size_t>(state_elements) * 4));
     write(conv.address(), random_bf16(static_cast<size_t>(conv_elements), 1.0, cache_rng));
     std::normal_distribution<float> small(0.0f, 0.1f);
     std::vector<float> s(static_cast<size_t>(state_elements));
     for (float& v : s) v = small(cache_rng);
     write(state.address(), s);
-    views.push_back({absl::StrCat("model.layers.", layer, ".self_attn"),
-                     TensorView::dense(model::Dtype::kBF16, {kSlots, state_len, channels}, conv.address()),
-                     TensorView::dense(model::Dtype::kF32, {kSlots, dims.kda_heads, 128, 128}, state.address())});
+    views.push_back(
+        {absl::StrCat("model.layers.", layer, ".self_attn"),
+         TensorView::dense(model::Dtype::kBF16, {kSlots, state_len, channels}, conv.address()),
+         TensorView::dense(model::Dtype::kF32, {kSlots, dims.kda_heads, 128, 128},
+                           state.address())});
     cache_buffers.emplace(layer, std::make_pair(std::move(conv), std::move(state)));
   }
   auto cache_of = [&](int layer) {
@@ -126,24 +136,30 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
   MT_ASSIGN_OR_RETURN(DeviceBuffer meta_accepted, device->allocate(kRequests * 4));
   MT_ASSIGN_OR_RETURN(DeviceBuffer meta_starts, device->allocate((kRequests + 1) * 4));
   MT_ASSIGN_OR_RETURN(DeviceBuffer prefix, device->allocate(th * 2));
-  MT_ASSIGN_OR_RETURN(DeviceBuffer blocks, device->allocate(th * static_cast<size_t>(block_count) * 2));
+  MT_ASSIGN_OR_RETURN(DeviceBuffer blocks,
+                      device->allocate(th * static_cast<size_t>(block_count) * 2));
   MT_ASSIGN_OR_RETURN(DeviceBuffer first_delta, device->allocate(th * 2));
   const int64_t mla_core_all = int64_t{config.num_attention_heads} * config.v_head_dim;
   const int64_t mla_core = int64_t{dims.mla_heads} * config.v_head_dim;
-  MT_ASSIGN_OR_RETURN(DeviceBuffer core, device->allocate(static_cast<size_t>(kWidth * mla_core) * 2));
+  MT_ASSIGN_OR_RETURN(DeviceBuffer core,
+                      device->allocate(static_cast<size_t>(kWidth * mla_core) * 2));
   SpecMetadata m{.spec_sequence_masks = true,
                  .num_spec_decodes = kRequests,
                  .uniform_spec_sequence_length = kQ,
-                 .spec_state_indices = TensorView::dense(model::Dtype::kI32, {kRequests, kQ}, meta_indices.address()),
-                 .num_accepted_tokens = TensorView::dense(model::Dtype::kI32, {kRequests}, meta_accepted.address()),
-                 .spec_query_start_loc = TensorView::dense(model::Dtype::kI32, {kRequests + 1}, meta_starts.address())};
+                 .spec_state_indices =
+                     TensorView::dense(model::Dtype::kI32, {kRequests, kQ}, meta_indices.address()),
+                 .num_accepted_tokens =
+                     TensorView::dense(model::Dtype::kI32, {kRequests}, meta_accepted.address()),
+                 .spec_query_start_loc =
+                     TensorView::dense(model::Dtype::kI32, {kRequests + 1}, meta_starts.address())};
   AttnMetadata metadata = {{decode->kda_prefix(), m}};
   const TensorView first_state = views.front().recurrent;
   std::mt19937 step_rng = monotile::testing::named_rng(absl::StrCat("executor tp steps ", tp));
 
   for (int s = 0; s < steps; ++s) {
     std::vector<int32_t> indices(kWidth), accepted(kRequests), starts(kRequests + 1, 0);
-    for (int i = 0; i < kWidth; ++i) indices[static_cast<size_t>(i)] = 1 + (i + 2 * s) % (kSlots - 1);
+    for (int i = 0; i < kWidth; ++i)
+      indices[static_cast<size_t>(i)] = 1 + (i + 2 * s) % (kSlots - 1);
     for (int n = 0; n < kRequests; ++n) {
       accepted[static_cast<size_t>(n)] = std::uniform_int_distribution<int>(1, kQ)(step_rng);
       starts[static_cast<size_t>(n + 1)] = (n + 1) * kQ;
@@ -154,11 +170,16 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
     write(prefix.address(), random_bf16(th, 1.0, step_rng));
     write(blocks.address(), random_bf16(th * static_cast<size_t>(block_count), 1.0, step_rng));
     write(first_delta.address(), random_bf16(th, 0.5, step_rng));
-    MT_ASSIGN_OR_RETURN(std::optional<Step> step,
-                        decode->plan({.width = kWidth, .attn_metadata = &metadata, .kda_state = &first_state}));
+    MT_ASSIGN_OR_RETURN(
+        std::optional<Step> step,
+        decode->plan({.width = kWidth, .attn_metadata = &metadata, .kda_state = &first_state}));
     if (!step) return absl::InternalError("plan refused a pure spec-verify step");
-    LayerIo io{.prefix = prefix.address(), .blocks = blocks.address(), .blocks_token_stride = block_count * h,
-               .blocks_block_stride = h, .delta = first_delta.address(), .attention = nullptr};
+    LayerIo io{.prefix = prefix.address(),
+               .blocks = blocks.address(),
+               .blocks_token_stride = block_count * h,
+               .blocks_block_stride = h,
+               .delta = first_delta.address(),
+               .attention = nullptr};
     for (int layer = 1; layer < config.num_hidden_layers; ++layer) {
       std::optional<LayerLaunch> launch = step->layer(layer);
       if (!launch) continue;
@@ -172,10 +193,11 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
       if (kda) shared.caches[static_cast<size_t>(rank)] = cache_of(layer);
       io.attention = nullptr;
       if (!kda) {
-        // The host's half of an MLA layer, as a test stand-in: the delta folded into the prefix, and
-        // this rank's heads of one random o_proj input (the same on every rank), whose o_proj over
-        // every rank's shard the reference applies.
-        const std::vector<uint16_t> all = random_bf16(static_cast<size_t>(kWidth * mla_core_all), 1.0, step_rng);
+        // The host's half of an MLA layer, as a test stand-in: the delta folded into the prefix,
+        // and this rank's heads of one random o_proj input (the same on every rank), whose o_proj
+        // over every rank's shard the reference applies.
+        const std::vector<uint16_t> all =
+            random_bf16(static_cast<size_t>(kWidth * mla_core_all), 1.0, step_rng);
         std::vector<uint16_t> mine;
         for (int t = 0; t < kWidth; ++t) {
           auto from = all.begin() + t * mla_core_all + rank * mla_core;
@@ -187,17 +209,23 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
         for (int t = 0; t < kWidth; ++t) {
           Vec a(static_cast<size_t>(h), 0.0);
           for (int r = 0; r < tp; ++r) {
-            Vec part = ref::matvec(weights[static_cast<size_t>(layer)][static_cast<size_t>(r)].at("self_attn.o_proj.weight"),
-                                   std::span(core_values).subspan(t * mla_core_all + r * mla_core, mla_core), h, mla_core);
-            for (int64_t i = 0; i < h; ++i) a[static_cast<size_t>(i)] += part[static_cast<size_t>(i)];
+            Vec part = ref::matvec(
+                weights[static_cast<size_t>(layer)][static_cast<size_t>(r)].at(
+                    "self_attn.o_proj.weight"),
+                std::span(core_values).subspan(t * mla_core_all + r * mla_core, mla_core), h,
+                mla_core);
+            for (int64_t i = 0; i < h; ++i)
+              a[static_cast<size_t>(i)] += part[static_cast<size_t>(i)];
           }
-          for (int64_t i = 0; i < h; ++i) in.attention_output[t * h + i] = model::round_to_bf16(a[static_cast<size_t>(i)]);
+          for (int64_t i = 0; i < h; ++i)
+            in.attention_output[t * h + i] = model::round_to_bf16(a[static_cast<size_t>(i)]);
         }
         io.attention = [&](int, const LayerIo& at, Stream& on) -> absl::StatusOr<DevicePtr> {
           MT_RETURN_IF_ERROR(device->synchronize(on));
           std::vector<uint16_t> p = read(at.prefix, th), d = read(at.delta, th);
           for (size_t i = 0; i < th; ++i) {
-            p[i] = model::bf16_from_double(double(model::bf16_to_float(p[i])) + model::bf16_to_float(d[i]));
+            p[i] = model::bf16_from_double(double(model::bf16_to_float(p[i])) +
+                                           model::bf16_to_float(d[i]));
           }
           write(at.prefix, p);
           return core.address();
@@ -207,7 +235,8 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
       MT_RETURN_IF_ERROR(device->synchronize(stream));
       MT_RETURN_IF_ERROR(decode->check_health());
       shared.prefix[static_cast<size_t>(rank)] = read(io.prefix, th);
-      shared.blocks[static_cast<size_t>(rank)] = read(io.blocks, th * static_cast<size_t>(block_count));
+      shared.blocks[static_cast<size_t>(rank)] =
+          read(io.blocks, th * static_cast<size_t>(block_count));
       shared.out[static_cast<size_t>(rank)] = read(io.delta, th);
       LayerResult& result = shared.results[static_cast<size_t>(rank)];
       result.prefix = values(shared.prefix[static_cast<size_t>(rank)]);
@@ -223,13 +252,17 @@ absl::Status run_rank(Group& group, const model::ModelConfig& config,
       EXPECT_TRUE(check.ok()) << check.status();
       if (check.ok()) {
         for (const kernels::k3::OutputCheck& output : check->outputs) {
-          EXPECT_TRUE(output.passed()) << output.name << ": " << output.failures << " failures, worst "
-                                       << output.worst_ulps << " ulps; first: " << output.first_failure;
+          EXPECT_TRUE(output.passed())
+              << output.name << ": " << output.failures << " failures, worst " << output.worst_ulps
+              << " ulps; first: " << output.first_failure;
         }
       }
-      EXPECT_EQ(shared.prefix[static_cast<size_t>(rank)], shared.prefix[0]) << "the prefix differs from rank 0's";
-      EXPECT_EQ(shared.blocks[static_cast<size_t>(rank)], shared.blocks[0]) << "the blocks differ from rank 0's";
-      EXPECT_EQ(shared.out[static_cast<size_t>(rank)], shared.out[0]) << "the MoE output differs from rank 0's";
+      EXPECT_EQ(shared.prefix[static_cast<size_t>(rank)], shared.prefix[0])
+          << "the prefix differs from rank 0's";
+      EXPECT_EQ(shared.blocks[static_cast<size_t>(rank)], shared.blocks[0])
+          << "the blocks differ from rank 0's";
+      EXPECT_EQ(shared.out[static_cast<size_t>(rank)], shared.out[0])
+          << "the MoE output differs from rank 0's";
       MT_RETURN_IF_ERROR(barrier(group));  // rank 0's rows stay until every rank has compared
     }
     MT_RETURN_IF_ERROR(decode->after_step(stream));
@@ -243,7 +276,8 @@ TEST_P(ExecutorTp, EveryLayerMatchesTheReferenceOverTheRanksAndEveryRankHoldsThe
   const int tp = GetParam();
   const model::ModelConfig config = *model::load_config("k3-tiny");
   std::unique_ptr<model::SeededWeights> source = *model::SeededWeights::create(config, 5);
-  std::vector<std::vector<ref::RankLayerWeights>> weights(static_cast<size_t>(config.num_hidden_layers));
+  std::vector<std::vector<ref::RankLayerWeights>> weights(
+      static_cast<size_t>(config.num_hidden_layers));
   for (int r = 0; r < tp; ++r) {
     const model::RankPlan plan = *model::plan_rank(config, tp, r);
     for (int layer = 1; layer < config.num_hidden_layers; ++layer) {
@@ -262,18 +296,25 @@ TEST_P(ExecutorTp, EveryLayerMatchesTheReferenceOverTheRanksAndEveryRankHoldsThe
   std::vector<std::string> log;
   std::vector<absl::Status> statuses = InProcessGroup::run(
       tp, [&](Group& group) { return run_rank(group, config, weights, shared, 1, log); });
-  for (int r = 0; r < tp; ++r) EXPECT_TRUE(statuses[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << statuses[static_cast<size_t>(r)];
+  for (int r = 0; r < tp; ++r)
+    EXPECT_TRUE(statuses[static_cast<size_t>(r)].ok())
+        << "rank " << r << ": " << statuses[static_cast<size_t>(r)];
   ASSERT_FALSE(log.empty());
-  EXPECT_THAT(log[0], ::testing::HasSubstr(absl::StrCat("; TP ", tp, " rank 0: K2 exchanges partial sums over the group's peer buffers")));
+  EXPECT_THAT(log[0], ::testing::HasSubstr(absl::StrCat(
+                          "; TP ", tp,
+                          " rank 0: K2 exchanges partial sums over the group's peer buffers")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ExecutorTp, ::testing::Values(2, 4),
-                         [](const ::testing::TestParamInfo<int>& info) { return absl::StrCat("tp", info.param); });
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return absl::StrCat("tp", info.param);
+                         });
 
 // A device that shares no memory with other ranks (Device's default allocate_exportable).
 class PlainDevice final : public LaunchCountingDevice {
  public:
-  PlainDevice() : LaunchCountingDevice(make_cpu_device(interpreter_loader(ProgramCatalog::process()))) {}
+  PlainDevice()
+      : LaunchCountingDevice(make_cpu_device(interpreter_loader(ProgramCatalog::process()))) {}
   absl::StatusOr<ExportedBuffer> allocate_exportable(size_t bytes) override {
     return Device::allocate_exportable(bytes);
   }
@@ -285,18 +326,21 @@ TEST(ExecutorTpRefusal, ARankThatCannotShareMemoryMakesEveryRankRefuse) {
   const model::ModelConfig config = *model::load_config("k3-tiny");
   std::vector<std::string> messages(2);
   std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
-    std::unique_ptr<Device> device = group.rank() == 1
-                                         ? std::unique_ptr<Device>(new PlainDevice())
-                                         : make_cpu_device(interpreter_loader(ProgramCatalog::process()));
-    MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> source, model::SeededWeights::create(config, 5));
-    MT_ASSIGN_OR_RETURN(DeviceWeights uploaded, upload_rank_weights(*device, config, 2, group.rank(), 0, 3, *source));
-    absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode =
-        SpecializedDecode::create(uploaded.backbone, {.q = kQ, .max_rows = 4}, group, *device,
-                                  jit::Jit::process_default(), {.on_progress = nullptr, .log = [](const std::string&) {}});
+    std::unique_ptr<Device> device =
+        group.rank() == 1 ? std::unique_ptr<Device>(new PlainDevice())
+                          : make_cpu_device(interpreter_loader(ProgramCatalog::process()));
+    MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> source,
+                        model::SeededWeights::create(config, 5));
+    MT_ASSIGN_OR_RETURN(DeviceWeights uploaded,
+                        upload_rank_weights(*device, config, 2, group.rank(), 0, 3, *source));
+    absl::StatusOr<std::unique_ptr<SpecializedDecode>> decode = SpecializedDecode::create(
+        uploaded.backbone, {.q = kQ, .max_rows = 4}, group, *device, jit::Jit::process_default(),
+        {.on_progress = nullptr, .log = [](const std::string&) {}});
     messages[static_cast<size_t>(group.rank())] = std::string(decode.status().message());
     return decode.status();
   });
-  for (const absl::Status& status : statuses) EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  for (const absl::Status& status : statuses)
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_THAT(messages[1], ::testing::HasSubstr("rank 1 could not export its peer buffer"));
   EXPECT_THAT(messages[1], ::testing::HasSubstr("it shares no memory with them"));
   EXPECT_THAT(messages[0], ::testing::HasSubstr("another TP rank refused (rank 1)"));
@@ -309,7 +353,10 @@ TEST(ExecutorTpGraph, ACapturedStepReplaysAsTheEagerStepOnEveryRank) {
   const model::ModelConfig config = *model::load_config("k3-tiny");
   std::vector<std::vector<std::string>> got(2);  // per rank: eager, replay 1, replay 2
   std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
-    MT_ASSIGN_OR_RETURN(std::unique_ptr<KdaRank> r, KdaRank::create(group, config, {}, make_cpu_device(interpreter_loader(ProgramCatalog::process()))));
+    MT_ASSIGN_OR_RETURN(
+        std::unique_ptr<KdaRank> r,
+        KdaRank::create(group, config, {},
+                        make_cpu_device(interpreter_loader(ProgramCatalog::process()))));
     std::mt19937 step_rng = monotile::testing::named_rng("executor tp graph step");
     MT_RETURN_IF_ERROR(r->fill(step_rng));
     MT_ASSIGN_OR_RETURN(std::vector<std::vector<uint8_t>> saved, r->snapshot());
@@ -339,7 +386,8 @@ TEST(ExecutorTpGraph, ACapturedStepReplaysAsTheEagerStepOnEveryRank) {
   ASSERT_EQ(got[1].size(), 3u);
   EXPECT_TRUE(got[0][1] == got[0][0]) << "the first replay differs from the eager step";
   EXPECT_TRUE(got[0][2] == got[0][0]) << "the second replay differs from the eager step";
-  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(got[1][i] == got[0][i]) << "rank 1 differs from rank 0 at run " << i;
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(got[1][i] == got[0][i]) << "rank 1 differs from rank 0 at run " << i;
 }
 
 // Rank 1's K2 stalls (the fault hook) at epoch 2 past the waits' bound: rank 1's waits on its
@@ -362,7 +410,10 @@ TEST(ExecutorTpFault, AStallAtOneRankMakesEveryRankRaiseAtTheSameStep) {
       options.fault_layer = 1;
       options.fault_ns = kFaultNs;
     }
-    MT_ASSIGN_OR_RETURN(std::unique_ptr<KdaRank> r, KdaRank::create(group, config, options, make_cpu_device(interpreter_loader(ProgramCatalog::process()))));
+    MT_ASSIGN_OR_RETURN(
+        std::unique_ptr<KdaRank> r,
+        KdaRank::create(group, config, options,
+                        make_cpu_device(interpreter_loader(ProgramCatalog::process()))));
     std::mt19937 step_rng = monotile::testing::named_rng("executor tp fault steps");
     for (int step = 1; step <= 6; ++step) {
       MT_RETURN_IF_ERROR(r->fill(step_rng));
@@ -378,7 +429,8 @@ TEST(ExecutorTpFault, AStallAtOneRankMakesEveryRankRaiseAtTheSameStep) {
     MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
     return group.all_gather("").status();
   });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const absl::Status& status : statuses) EXPECT_TRUE(status.ok()) << status;
   EXPECT_NE(raised_at[0], 0) << "rank 0 never raised";
   EXPECT_EQ(raised_at[0], raised_at[1]) << "the ranks raised at different steps";

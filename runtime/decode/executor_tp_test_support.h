@@ -1,6 +1,7 @@
-// Executor tests over a group of TP ranks (executor_tp_test on the interpreter, executor_tp_gpu_test
-// on a GPU): one rank serving k3-tiny's KDA layers 1 and 2 with its own device, weights, executor,
-// caches and a step's buffers. Compiled into the test binaries, not into a library.
+// Executor tests over a group of TP ranks (executor_tp_test on the interpreter,
+// executor_tp_gpu_test on a GPU): one rank serving k3-tiny's KDA layers 1 and 2 with its own
+// device, weights, executor, caches and a step's buffers. Compiled into the test binaries, not into
+// a library.
 #pragma once
 
 #include <cstdint>
@@ -40,22 +41,27 @@ inline std::vector<uint16_t> random_bf16(size_t n, double scale, std::mt19937& r
 class KdaRank {
  public:
   // On `device` (the rank's own), with `options` for its executor.
-  static absl::StatusOr<std::unique_ptr<KdaRank>> create(Group& group, const model::ModelConfig& config,
-                                                          ExecutorOptions options, std::unique_ptr<Device> device_made) {
+  static absl::StatusOr<std::unique_ptr<KdaRank>> create(Group& group,
+                                                         const model::ModelConfig& config,
+                                                         ExecutorOptions options,
+                                                         std::unique_ptr<Device> device_made) {
     std::unique_ptr<KdaRank> r(new KdaRank(config));
     const int tp = group.size(), rank = group.rank();
     MT_ASSIGN_OR_RETURN(r->dims_, model::rank_dims(config, tp, rank));
     r->device_ = std::move(device_made);
     Device& device = *r->device_;
-    MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> source, model::SeededWeights::create(config, 5));
-    MT_ASSIGN_OR_RETURN(r->weights_, upload_rank_weights(device, config, tp, rank, 0, config.num_hidden_layers, *source));
+    MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> source,
+                        model::SeededWeights::create(config, 5));
+    MT_ASSIGN_OR_RETURN(r->weights_, upload_rank_weights(device, config, tp, rank, 0,
+                                                         config.num_hidden_layers, *source));
     r->weights_.backbone.layers_prefix = "model.layers";
     r->weights_.backbone.start_layer = 1;
     r->weights_.backbone.end_layer = 3;
     options.on_progress = nullptr;
     options.log = [](const std::string&) {};
-    MT_ASSIGN_OR_RETURN(r->decode_, SpecializedDecode::create(r->weights_.backbone, {.q = kQ, .max_rows = 4}, group,
-                                                              device, jit::Jit::process_default(), options));
+    MT_ASSIGN_OR_RETURN(
+        r->decode_, SpecializedDecode::create(r->weights_.backbone, {.q = kQ, .max_rows = 4}, group,
+                                              device, jit::Jit::process_default(), options));
     std::mt19937 rng = monotile::testing::named_rng(absl::StrCat("kda rank ", tp, " ", rank));
     const int64_t channels = 3 * r->dims_.kda_projection;
     r->conv_bytes_ = static_cast<size_t>(kSlots * (kQ + 2) * channels) * 2;
@@ -66,9 +72,11 @@ class KdaRank {
       MT_ASSIGN_OR_RETURN(DeviceBuffer state, device.allocate(r->state_bytes_));
       MT_RETURN_IF_ERROR(r->write(conv.address(), random_bf16(r->conv_bytes_ / 2, 1.0, rng)));
       MT_RETURN_IF_ERROR(r->write(state.address(), std::vector<float>(r->state_bytes_ / 4, 0.01f)));
-      views.push_back({absl::StrCat("model.layers.", layer, ".self_attn"),
-                       TensorView::dense(model::Dtype::kBF16, {kSlots, kQ + 2, channels}, conv.address()),
-                       TensorView::dense(model::Dtype::kF32, {kSlots, r->dims_.kda_heads, 128, 128}, state.address())});
+      views.push_back(
+          {absl::StrCat("model.layers.", layer, ".self_attn"),
+           TensorView::dense(model::Dtype::kBF16, {kSlots, kQ + 2, channels}, conv.address()),
+           TensorView::dense(model::Dtype::kF32, {kSlots, r->dims_.kda_heads, 128, 128},
+                             state.address())});
       r->caches_.push_back(std::move(conv));
       r->caches_.push_back(std::move(state));
     }
@@ -80,14 +88,18 @@ class KdaRank {
     MT_ASSIGN_OR_RETURN(r->accepted_, device.allocate(kRequests * 4));
     MT_ASSIGN_OR_RETURN(r->starts_, device.allocate((kRequests + 1) * 4));
     MT_ASSIGN_OR_RETURN(r->prefix_, device.allocate(th * 2));
-    MT_ASSIGN_OR_RETURN(r->blocks_, device.allocate(th * static_cast<size_t>(config.block_count()) * 2));
+    MT_ASSIGN_OR_RETURN(r->blocks_,
+                        device.allocate(th * static_cast<size_t>(config.block_count()) * 2));
     MT_ASSIGN_OR_RETURN(r->delta_, device.allocate(th * 2));
     SpecMetadata m{.spec_sequence_masks = true,
                    .num_spec_decodes = kRequests,
                    .uniform_spec_sequence_length = kQ,
-                   .spec_state_indices = TensorView::dense(model::Dtype::kI32, {kRequests, kQ}, r->indices_.address()),
-                   .num_accepted_tokens = TensorView::dense(model::Dtype::kI32, {kRequests}, r->accepted_.address()),
-                   .spec_query_start_loc = TensorView::dense(model::Dtype::kI32, {kRequests + 1}, r->starts_.address())};
+                   .spec_state_indices = TensorView::dense(model::Dtype::kI32, {kRequests, kQ},
+                                                           r->indices_.address()),
+                   .num_accepted_tokens =
+                       TensorView::dense(model::Dtype::kI32, {kRequests}, r->accepted_.address()),
+                   .spec_query_start_loc = TensorView::dense(model::Dtype::kI32, {kRequests + 1},
+                                                             r->starts_.address())};
     r->metadata_ = {{r->decode_->kda_prefix(), m}};
     return r;
   }
@@ -106,18 +118,25 @@ class KdaRank {
     MT_RETURN_IF_ERROR(write(accepted_.address(), accepted));
     MT_RETURN_IF_ERROR(write(starts_.address(), starts));
     MT_RETURN_IF_ERROR(write(prefix_.address(), random_bf16(th, 1.0, step_rng)));
-    MT_RETURN_IF_ERROR(write(blocks_.address(), random_bf16(th * static_cast<size_t>(config_->block_count()), 1.0, step_rng)));
+    MT_RETURN_IF_ERROR(
+        write(blocks_.address(),
+              random_bf16(th * static_cast<size_t>(config_->block_count()), 1.0, step_rng)));
     return write(delta_.address(), random_bf16(th, 0.5, step_rng));
   }
 
-  // Enqueues layers 1 and 2 of a planned step on the rank's stream; returns the MoE output's buffer.
+  // Enqueues layers 1 and 2 of a planned step on the rank's stream; returns the MoE output's
+  // buffer.
   absl::StatusOr<DevicePtr> enqueue() {
-    MT_ASSIGN_OR_RETURN(std::optional<Step> step,
-                        decode_->plan({.width = kWidth, .attn_metadata = &metadata_, .kda_state = &first_state_}));
+    MT_ASSIGN_OR_RETURN(
+        std::optional<Step> step,
+        decode_->plan({.width = kWidth, .attn_metadata = &metadata_, .kda_state = &first_state_}));
     if (!step) return absl::InternalError("plan refused a pure spec-verify step");
-    LayerIo io{.prefix = prefix_.address(), .blocks = blocks_.address(),
+    LayerIo io{.prefix = prefix_.address(),
+               .blocks = blocks_.address(),
                .blocks_token_stride = config_->block_count() * config_->hidden_size,
-               .blocks_block_stride = config_->hidden_size, .delta = delta_.address(), .attention = nullptr};
+               .blocks_block_stride = config_->hidden_size,
+               .delta = delta_.address(),
+               .attention = nullptr};
     for (int layer : {1, 2}) MT_RETURN_IF_ERROR((*step->layer(layer))(io, stream_));
     return io.delta;
   }
@@ -143,7 +162,8 @@ class KdaRank {
     std::string bytes(th * (2 + static_cast<size_t>(config_->block_count())), '\0');
     MT_RETURN_IF_ERROR(device_->copy_to_host(bytes.data(), out, th));
     MT_RETURN_IF_ERROR(device_->copy_to_host(bytes.data() + th, prefix_.address(), th));
-    MT_RETURN_IF_ERROR(device_->copy_to_host(bytes.data() + 2 * th, blocks_.address(), bytes.size() - 2 * th));
+    MT_RETURN_IF_ERROR(
+        device_->copy_to_host(bytes.data() + 2 * th, blocks_.address(), bytes.size() - 2 * th));
     return bytes;
   }
 

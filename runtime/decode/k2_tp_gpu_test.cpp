@@ -1,8 +1,8 @@
 // K2 at TP 2 on one GPU: its two ranks are two processes of this test (forked before either touches
 // the driver) sharing the first GPU, their group a socket pair, each with its shards of one k3-tiny
-// TP 1 case (k2_tp_test_support.h), its peer buffer over the driver's IPC handles and a grid of half
-// the GPU's SMs (the ranks' grids then fit the GPU at once where both run together; otherwise the
-// driver time-slices the processes and the exchanges progress slice by slice, within the waits'
+// TP 1 case (k2_tp_test_support.h), its peer buffer over the driver's IPC handles and a grid of
+// half the GPU's SMs (the ranks' grids then fit the GPU at once where both run together; otherwise
+// the driver time-slices the processes and the exchanges progress slice by slice, within the waits'
 // 10 s). Over two steps (both parity halves): rank 0's outputs against the TP 1 float64 reference,
 // and both ranks' outputs bit for bit the same. Skips without a GPU.
 #include <gmock/gmock.h>
@@ -36,7 +36,8 @@ void append_bytes(std::string& out, const std::vector<T>& v) {
 // A step's outputs as bytes, to compare the ranks' bit for bit.
 std::string bytes_of(const K2Outputs& got) {
   std::string out;
-  for (const std::vector<uint16_t>* v : {&got.a, &got.prefix, &got.y, &got.out}) append_bytes(out, *v);
+  for (const std::vector<uint16_t>* v : {&got.a, &got.prefix, &got.y, &got.out})
+    append_bytes(out, *v);
   append_bytes(out, got.route_experts);
   append_bytes(out, got.route_weights);
   return out;
@@ -44,7 +45,8 @@ std::string bytes_of(const K2Outputs& got) {
 
 // One rank's part: "" when it passed, "skip: <why>" without a GPU, else what failed. Rank 0's
 // outputs come back in `steps` for the reference check.
-std::string run_gpu_rank(Group& group, const std::vector<K2Inputs>& ranks, std::vector<K2Outputs>* steps) {
+std::string run_gpu_rank(Group& group, const std::vector<K2Inputs>& ranks,
+                         std::vector<K2Outputs>* steps) {
   Discovery found = discover_devices();
   std::unique_ptr<Device> gpu;
   for (std::unique_ptr<Device>& device : found.devices) {
@@ -63,7 +65,8 @@ std::string run_gpu_rank(Group& group, const std::vector<K2Inputs>& ranks, std::
   for (size_t s = 0; s < run.steps.size(); ++s) {
     absl::StatusOr<std::vector<std::string>> both = group.all_gather(bytes_of(run.steps[s]));
     if (!both.ok()) return std::string(both.status().message());
-    if ((*both)[0] != (*both)[1]) return absl::StrCat("step ", s + 1, ": the ranks' outputs differ");
+    if ((*both)[0] != (*both)[1])
+      return absl::StrCat("step ", s + 1, ": the ranks' outputs differ");
   }
   if (steps != nullptr) *steps = std::move(run.steps);
   return "";
@@ -71,7 +74,8 @@ std::string run_gpu_rank(Group& group, const std::vector<K2Inputs>& ranks, std::
 
 TEST(K2TpGpu, TwoProcessesOnOneGpuHoldTheTp1ResultBitForBit) {
   // The case and its shards on the host, before the fork: both processes hold the same.
-  const K2Inputs whole = kernels::k3::make_k2_inputs({.layer = 1, .tokens = 4}, /*interpreter=*/false);
+  const K2Inputs whole =
+      kernels::k3::make_k2_inputs({.layer = 1, .tokens = 4}, /*interpreter=*/false);
   ASSERT_FALSE(whole.core.empty());
   const std::vector<K2Inputs> ranks = {rank_inputs(whole, 2, 0), rank_inputs(whole, 2, 1)};
   int pair[2];
@@ -97,7 +101,8 @@ TEST(K2TpGpu, TwoProcessesOnOneGpuHoldTheTp1ResultBitForBit) {
   ::close(pair[0]);  // a rank 1 still waiting in the group sees it closed instead of hanging
   std::string theirs;
   char buffer[512];
-  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;) theirs.append(buffer, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;)
+    theirs.append(buffer, static_cast<size_t>(n));
   ::close(report[0]);
   int status = 0;
   ::waitpid(child, &status, 0);

@@ -4,17 +4,17 @@
 // down columns, each expert's w1 and w3 rows and w2 columns, up_proj's rows). Its three reductions
 // go through PeerExchange (peer_exchange.h). At TP 2, 4 and 8 every rank's outputs are the TP 1
 // reference's within the partials' roundings, and bit for bit every other rank's; over two steps
-// (the second on the other parity half, nothing zeroed) and from near the epoch's wrap. A rank whose
-// peer never sends (absent, or stalled by the fault hook) gives up its waits within their bound,
-// records the peer and the tags, and ends; a stale flag of an earlier epoch is never taken.
+// (the second on the other parity half, nothing zeroed) and from near the epoch's wrap. A rank
+// whose peer never sends (absent, or stalled by the fault hook) gives up its waits within their
+// bound, records the peer and the tags, and ends; a stale flag of an earlier epoch is never taken.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,8 +46,8 @@ std::vector<RankSteps> run_k2_ranks(const std::vector<K2Inputs>& ranks, int prog
   std::vector<RankSteps> runs(ranks.size());
   InProcessGroup::run(static_cast<int>(ranks.size()), [&](Group& group) -> absl::Status {
     std::unique_ptr<Device> device = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
-    runs[static_cast<size_t>(group.rank())] =
-        run_k2_rank(group, *device, ranks[static_cast<size_t>(group.rank())], programs, epochs, skip, failing);
+    runs[static_cast<size_t>(group.rank())] = run_k2_rank(
+        group, *device, ranks[static_cast<size_t>(group.rank())], programs, epochs, skip, failing);
     return absl::OkStatus();
   });
   return runs;
@@ -62,14 +62,16 @@ struct TpCase {
 };
 
 std::string name_of(const TpCase& c) {
-  return absl::StrCat("tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_e", c.epochs.front());
+  return absl::StrCat("tp", c.tp, "_L", c.layer, "_t", c.tokens, "_p", c.programs, "_e",
+                      c.epochs.front());
 }
 
 class K2Tp : public ::testing::TestWithParam<TpCase> {};
 
 TEST_P(K2Tp, EveryRankHoldsTheTp1ResultBitForBit) {
   const TpCase& c = GetParam();
-  const K2Inputs whole = kernels::k3::make_k2_inputs({.layer = c.layer, .tokens = c.tokens}, /*interpreter=*/true);
+  const K2Inputs whole =
+      kernels::k3::make_k2_inputs({.layer = c.layer, .tokens = c.tokens}, /*interpreter=*/true);
   ASSERT_FALSE(whole.core.empty());
   std::vector<K2Inputs> ranks;
   for (int r = 0; r < c.tp; ++r) ranks.push_back(rank_inputs(whole, c.tp, r));
@@ -87,7 +89,8 @@ TEST_P(K2Tp, EveryRankHoldsTheTp1ResultBitForBit) {
       EXPECT_EQ(got.prefix, first.prefix);
       EXPECT_EQ(got.y, first.y);
       EXPECT_EQ(got.route_experts, first.route_experts) << "the ranks chose different experts";
-      EXPECT_EQ(0, std::memcmp(got.route_weights.data(), first.route_weights.data(), got.route_weights.size() * 4));
+      EXPECT_EQ(0, std::memcmp(got.route_weights.data(), first.route_weights.data(),
+                               got.route_weights.size() * 4));
       EXPECT_EQ(got.out, first.out) << "the MoE output differs from rank 0's";
       // The second step (the other parity half) writes what the first wrote.
       if (s > 0) {
@@ -99,7 +102,10 @@ TEST_P(K2Tp, EveryRankHoldsTheTp1ResultBitForBit) {
 
 std::vector<TpCase> cases() {
   return {
-      {.tp = 2, .layer = 12, .tokens = 6, .programs = 3},  // a block-write layer: the prefix restarts at a
+      {.tp = 2,
+       .layer = 12,
+       .tokens = 6,
+       .programs = 3},  // a block-write layer: the prefix restarts at a
       {.tp = 4, .layer = 1, .tokens = 4, .programs = 2},
       {.tp = 8, .layer = 5, .tokens = 3, .programs = 2},
       // From the last epoch below the tag's 22-bit wrap, then to 0 in the tag (the i32 epoch goes
@@ -119,7 +125,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, K2Tp, ::testing::ValuesIn(cases()),
 // The waits of a rank whose peer is gone: ranks of TP 2 with waits bounded by `wait_ns` (2
 // programs a rank, each with o_proj shares, so that the first wait to give up is a peer's).
 std::vector<K2Inputs> fault_ranks(int64_t wait_ns, int32_t fault_epoch = 0, int64_t fault_ns = 0) {
-  const K2Inputs whole = kernels::k3::make_k2_inputs({.layer = 1, .tokens = 2}, /*interpreter=*/true);
+  const K2Inputs whole =
+      kernels::k3::make_k2_inputs({.layer = 1, .tokens = 2}, /*interpreter=*/true);
   EXPECT_FALSE(whole.core.empty());
   std::vector<K2Inputs> ranks;
   for (int r = 0; r < 2; ++r) {
@@ -134,10 +141,10 @@ std::vector<K2Inputs> fault_ranks(int64_t wait_ns, int32_t fault_epoch = 0, int6
   return ranks;
 }
 
-// Epochs 1 and 2 on both ranks, then epoch 3 on rank 0 alone: its half of the peer buffer holds rank
-// 1's flags of epoch 1 (same parity, same layer), with that step's data beside them. Rank 0 must
-// not take them for epoch 3's: its waits give up, recording the stale tag they saw, and the launch
-// ends within the bound (plus the interpreter's time for the rest of the launch).
+// Epochs 1 and 2 on both ranks, then epoch 3 on rank 0 alone: its half of the peer buffer holds
+// rank 1's flags of epoch 1 (same parity, same layer), with that step's data beside them. Rank 0
+// must not take them for epoch 3's: its waits give up, recording the stale tag they saw, and the
+// launch ends within the bound (plus the interpreter's time for the rest of the launch).
 TEST(K2TpFault, AStaleTagOfAnEarlierEpochIsNeverTakenForThisStepsData) {
   constexpr int64_t kWaitNs = 5'000'000'000;  // healthy steps' waits cover the interpreter's pace
   const std::vector<K2Inputs> ranks = fault_ranks(kWaitNs);
@@ -152,10 +159,11 @@ TEST(K2TpFault, AStaleTagOfAnEarlierEpochIsNeverTakenForThisStepsData) {
   }
   const int slot = 128 + ranks[0].c.layer;
   EXPECT_THAT(std::string(runs[0].health[2].message()),
-              ::testing::AllOf(::testing::HasSubstr(absl::StrCat(
-                                   "waited on o_proj's partial sums (region 9) from TP rank 1: expected tag ",
-                                   kernels::k3::step_tag(3, slot), ", saw ", kernels::k3::step_tag(1, slot))),
-                               ::testing::HasSubstr("hint: that TP rank stalled, died or runs other steps")));
+              ::testing::AllOf(
+                  ::testing::HasSubstr(absl::StrCat(
+                      "waited on o_proj's partial sums (region 9) from TP rank 1: expected tag ",
+                      kernels::k3::step_tag(3, slot), ", saw ", kernels::k3::step_tag(1, slot))),
+                  ::testing::HasSubstr("hint: that TP rank stalled, died or runs other steps")));
   EXPECT_LT(runs[0].seconds[2], kWaitNs * 1e-9 + 10) << "the give-up ends the launch";
 }
 
@@ -169,13 +177,16 @@ TEST(K2TpFault, AStallAtOneRankMakesTheOtherGiveUpWithinTheBound) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<RankSteps> runs =
       run_k2_ranks(ranks, 2, {1}, nullptr, [](int, size_t) { return true; });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const RankSteps& run : runs) ASSERT_TRUE(run.status.ok()) << run.status;
   ASSERT_EQ(runs[0].health.size(), 1u);
   ASSERT_EQ(runs[1].health.size(), 1u);
   EXPECT_THAT(std::string(runs[0].health[0].message()),
-              ::testing::HasSubstr(absl::StrCat("from TP rank 1: expected tag ", kernels::k3::step_tag(1, 129))));
-  EXPECT_THAT(std::string(runs[1].health[0].message()), ::testing::HasSubstr("a hand-off wait gave up after 500 ms"));
+              ::testing::HasSubstr(
+                  absl::StrCat("from TP rank 1: expected tag ", kernels::k3::step_tag(1, 129))));
+  EXPECT_THAT(std::string(runs[1].health[0].message()),
+              ::testing::HasSubstr("a hand-off wait gave up after 500 ms"));
   EXPECT_LT(runs[0].seconds[0], kFaultNs * 1e-9 - 2) << "rank 0 waited for the stalled rank";
   EXPECT_GE(runs[1].seconds[0], kFaultNs * 1e-9) << "the stall ran";
   EXPECT_LT(seconds, kFaultNs * 1e-9 + 20) << "the stalled rank's launch ends once its stall does";

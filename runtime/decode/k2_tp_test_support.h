@@ -33,8 +33,8 @@ using kernels::k3::K2Outputs;
 // Rows [first, first + count) of each of `blocks` row-major blocks of `rows` rows of `row_bytes`
 // bytes: a rank's slice of a tensor of per-expert (or per-half) blocks.
 template <typename T>
-inline std::vector<T> slice_rows(const std::vector<T>& whole, int64_t blocks, int64_t rows, int64_t row_elements,
-                          int64_t first, int64_t count) {
+inline std::vector<T> slice_rows(const std::vector<T>& whole, int64_t blocks, int64_t rows,
+                                 int64_t row_elements, int64_t first, int64_t count) {
   std::vector<T> out;
   out.reserve(static_cast<size_t>(blocks * count * row_elements));
   for (int64_t b = 0; b < blocks; ++b) {
@@ -46,8 +46,8 @@ inline std::vector<T> slice_rows(const std::vector<T>& whole, int64_t blocks, in
 
 // Columns [first, first + count) of a row-major [rows, columns] tensor.
 template <typename T>
-inline std::vector<T> slice_columns(const std::vector<T>& whole, int64_t rows, int64_t columns, int64_t first,
-                             int64_t count) {
+inline std::vector<T> slice_columns(const std::vector<T>& whole, int64_t rows, int64_t columns,
+                                    int64_t first, int64_t count) {
   std::vector<T> out;
   out.reserve(static_cast<size_t>(rows * count));
   for (int64_t r = 0; r < rows; ++r) {
@@ -64,8 +64,8 @@ inline std::vector<T> slice_columns(const std::vector<T>& whole, int64_t rows, i
 inline K2Inputs rank_inputs(const K2Inputs& whole, int tp, int rank) {
   K2Inputs in = whole;
   const model::RankDims dims = *model::rank_dims(whole.config, tp, rank);
-  absl::StatusOr<kernels::k3::K2Build> build =
-      kernels::k3::k2_build(whole.config, dims, whole.c.layer, static_cast<int>(dims.kda_projection), whole.c.tokens);
+  absl::StatusOr<kernels::k3::K2Build> build = kernels::k3::k2_build(
+      whole.config, dims, whole.c.layer, static_cast<int>(dims.kda_projection), whole.c.tokens);
   EXPECT_TRUE(build.ok()) << build.status();
   in.build = *build;
   in.build.wait_ns = whole.build.wait_ns;
@@ -78,7 +78,8 @@ inline K2Inputs rank_inputs(const K2Inputs& whole, int tp, int rank) {
   in.core = slice_columns(whole.core, t_count, w.core_width, rank * cw, cw);
   in.w_o = slice_columns(whole.w_o, h, w.core_width, rank * cw, cw);
   std::vector<uint16_t> gate = slice_rows(whole.w_gu, 1, 2 * w.shared_rows, h, rank * si, si);
-  std::vector<uint16_t> up = slice_rows(whole.w_gu, 1, 2 * w.shared_rows, h, w.shared_rows + rank * si, si);
+  std::vector<uint16_t> up =
+      slice_rows(whole.w_gu, 1, 2 * w.shared_rows, h, w.shared_rows + rank * si, si);
   in.w_gu = gate;
   in.w_gu.insert(in.w_gu.end(), up.begin(), up.end());
   in.w_sd = slice_columns(whole.w_sd, h, w.shared_rows, rank * si, si);
@@ -95,7 +96,8 @@ inline K2Inputs rank_inputs(const K2Inputs& whole, int tp, int rank) {
   in.w13 = w13(whole.w13, lat / 2);
   in.w13_scale = w13(whole.w13_scale, lat / 32);
   in.w2 = slice_columns(whole.w2, held * lat, w.expert_rows / 2, rank * ir / 2, ir / 2);
-  in.w2_scale = slice_columns(whole.w2_scale, held * lat, w.expert_rows / 32, rank * ir / 32, ir / 32);
+  in.w2_scale =
+      slice_columns(whole.w2_scale, held * lat, w.expert_rows / 32, rank * ir / 32, ir / 32);
   in.w_up = slice_rows(whole.w_up, 1, h, lat, in.build.up_first, in.build.up_rows);
   return in;
 }
@@ -131,8 +133,8 @@ class RankTensors {
 
   // Restores the prefix (K2 updates it in place) and poisons every output, a and y included: a NaN,
   // expert -7 and a NaN weight. A launch expected to give up a wait (`failing`) runs to its end on
-  // what the skipped waits left, so its routes start at expert 0 instead (the interpreter refuses an
-  // access out of bounds).
+  // what the skipped waits left, so its routes start at expert 0 instead (the interpreter refuses
+  // an access out of bounds).
   void reset(const K2Launch& launch, bool failing) {
     copy_in(t_.prefix, in_.prefix);
     copy_in(t_.out, std::vector<uint16_t>(rows(), kPoison));
@@ -162,7 +164,8 @@ class RankTensors {
 
   template <typename T>
   DevicePtr upload(const std::vector<T>& values) {
-    absl::StatusOr<DeviceBuffer> buffer = device_.allocate(std::max<size_t>(values.size() * sizeof(T), 16));
+    absl::StatusOr<DeviceBuffer> buffer =
+        device_.allocate(std::max<size_t>(values.size() * sizeof(T), 16));
     EXPECT_TRUE(buffer.ok()) << buffer.status();
     copy_in(buffer->address(), values);
     buffers_.push_back(std::move(*buffer));
@@ -187,10 +190,10 @@ class RankTensors {
 
 // What one rank did over its steps.
 struct RankSteps {
-  absl::Status status;             // the first error making, launching or reading back
-  std::vector<K2Outputs> steps;    // each launched step's outputs
+  absl::Status status;               // the first error making, launching or reading back
+  std::vector<K2Outputs> steps;      // each launched step's outputs
   std::vector<absl::Status> health;  // each launched step's check_health
-  std::vector<double> seconds;     // each launched step's launch to synchronize
+  std::vector<double> seconds;       // each launched step's launch to synchronize
 };
 
 // One rank's K2 over `programs` programs on `device`, for each epoch of `epochs` in turn on one
@@ -205,7 +208,8 @@ inline RankSteps run_k2_rank(Group& group, Device& device, const K2Inputs& in, i
                              const std::function<bool(int, size_t)>& failing = nullptr) {
   RankSteps run;
   const int tp = group.size(), rank = group.rank();
-  const kernels::k3::PeerExchangeLayout layout = kernels::k3::peer_exchange_layout(tp, in.build.hidden, in.build.latent);
+  const kernels::k3::PeerExchangeLayout layout =
+      kernels::k3::peer_exchange_layout(tp, in.build.hidden, in.build.latent);
   absl::StatusOr<std::unique_ptr<PeerBuffer>> peer =
       PeerBuffer::create(device, group, static_cast<size_t>(layout.bytes()));
   if (!peer.ok()) {
@@ -224,7 +228,8 @@ inline RankSteps run_k2_rank(Group& group, Device& device, const K2Inputs& in, i
     RankTensors tensors(device, in);
     if (failing) {
       // The data a failed launch reads where it skipped a wait: zero, never out of bounds.
-      MT_RETURN_IF_ERROR(device.fill_bytes(launch.scratch(), 0, static_cast<size_t>(launch.layout().bytes)));
+      MT_RETURN_IF_ERROR(
+          device.fill_bytes(launch.scratch(), 0, static_cast<size_t>(launch.layout().bytes)));
     }
     for (size_t s = 0; s < epochs.size(); ++s) {
       if (skip && skip(rank, s)) continue;
@@ -233,7 +238,8 @@ inline RankSteps run_k2_rank(Group& group, Device& device, const K2Inputs& in, i
       const auto start = std::chrono::steady_clock::now();
       MT_RETURN_IF_ERROR(launch.launch(kernel, tensors.tensors(), in.c.layer, stream));
       MT_RETURN_IF_ERROR(device.synchronize(stream));
-      run.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      run.seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       run.health.push_back(launch.check_health());
       run.steps.push_back(tensors.outputs(launch));
     }
