@@ -117,6 +117,8 @@ std::string k1_region_name(int32_t region) {
     case kernels::k3::K1Region::kAttnRes: return "AttnRes";
     case kernels::k3::K1Region::kXRows: return "x rows";
     case kernels::k3::K1Region::kProj: return "in_proj";
+    case kernels::k3::K1Region::kSources: return "the linear in_proj's sources";
+    case kernels::k3::K1Region::kMix: return "the linear in_proj's mix";
   }
   return "";
 }

@@ -39,6 +39,8 @@ Value attn_res_done_flag(const AttnResRows& r) { return r.flags + kRows; }
 
 namespace {
 
+int chunk_of(const AttnResRows& r) { return r.chunk != 0 ? r.chunk : attn_res_chunk(r.hidden, r.tokens); }
+
 // The mix's coefficients of row t [16] from every chunk's partials (plain loads, after the row's
 // flag), summed in chunk order so that every task of the row gets the same bits.
 Value mix_coefficients(const AttnResRows& r, const Value& t, int chunks) {
@@ -70,46 +72,60 @@ Value mix_coefficients(const AttnResRows& r, const Value& t, int chunks) {
   return weights * rsqrt(squares / float(r.hidden) + r.out_eps);
 }
 
+// The chunk's sources as [16, chunk]: the blocks, `prefix` (the prefix row's values), zero rows.
+Value source_tile(const AttnResRows& r, const Value& t, const Value& cols, const Value& prefix) {
+  const int sources = r.nblocks + 1;
+  auto ss = arange(0, kS);
+  auto block_rows = minimum(ss, sources - 1);  // the prefix row and the padding read a real row...
+  auto tile = load(r.blocks + t * r.token_stride + col(block_rows).to(i64) * r.block_stride + row(cols),
+                   col(ss < r.nblocks));       // ...that the mask leaves unread
+  return where(col(ss == r.nblocks), row(prefix), tile);
+}
+
+// A task's first half: the prefix updated and stored, the tile, the partials; returns the tile.
+// With `sources` (the linear form), the tile's rows times out_norm are stored too, and the task
+// arrives on the sources' counter instead of its row's.
+Value first_half(const AttnResRows& r, const HandoffContext& hc, const Value& task, bool first,
+                 const AttnResSources* sources = nullptr) {
+  const int chunk = chunk_of(r), chunks = r.hidden / chunk;
+  auto ss = arange(0, kS);
+  auto t = task / chunks, c = task % chunks;
+  auto cols = c * chunk + arange(0, chunk);
+  Value prefix;
+  if (!r.reset) prefix = load(r.prefix + t * r.hidden + cols);
+  if (r.delta) {
+    if (r.delta_flag) wait_flag(*r.delta_flag, kDeltaRegion, t, hc);
+    if (first) r.clock.tick(K2ClockPoint::kAttnResDelta);
+    auto delta = load(*r.delta + t * r.hidden + cols);
+    prefix = r.reset ? delta : (prefix.to(f32) + delta.to(f32)).to(bf16);
+    store(r.prefix + t * r.hidden + cols, prefix);
+  }
+  auto v = source_tile(r, t, cols, prefix);
+  if (r.write_index >= 0) store(r.blocks + t * r.token_stride + r.write_index * r.block_stride + cols, prefix);
+  auto weight = load(r.norm + cols).to(f32) * load(r.proj + cols).to(f32);
+  auto gram = dot(v, trans(v));
+  auto dots = sum(v.to(f32) * row(weight), 1);
+  auto mine = r.partials + (t * chunks + c) * kAttnResPartials;
+  store(mine + col(ss) * kS + row(ss), gram);
+  store(mine + kS * kS + ss, dots);
+  if (sources != nullptr) {
+    auto scaled = (v.to(f32) * row(load(r.out_norm + cols).to(f32))).to(bf16);
+    store(sources->rows + col(ss * sources->block + t) * r.hidden + row(cols), scaled, col(ss <= r.nblocks));
+    arrive(sources->counter, r.tokens * chunks, sources->flag, hc);
+  } else {
+    arrive(r.counters + t, chunks, r.flags + t, hc, attn_res_row_span(r.hidden));
+  }
+  if (first) r.clock.tick(K2ClockPoint::kAttnResHalf);
+  return v;
+}
+
 }  // namespace
 
 void attn_res_rows(const AttnResRows& r, const HandoffContext& hc, const std::function<void()>& while_waiting) {
-  const int chunk = attn_res_chunk(r.hidden, r.tokens), chunks = r.hidden / chunk, sources = r.nblocks + 1;
+  const int chunk = chunk_of(r), chunks = r.hidden / chunk;
   const int tasks = r.tokens * chunks;
-  auto ss = arange(0, kS);
   auto offsets = arange(0, chunk);
-  // The chunk's sources as [16, chunk]: the blocks, `prefix` (the prefix row's values), zero rows.
-  auto source_tile = [&](const Value& t, const Value& cols, const Value& prefix) {
-    auto block_rows = minimum(ss, sources - 1);  // the prefix row and the padding read a real row...
-    auto tile = load(r.blocks + t * r.token_stride + col(block_rows).to(i64) * r.block_stride + row(cols),
-                     col(ss < r.nblocks));       // ...that the mask leaves unread
-    return where(col(ss == r.nblocks), row(prefix), tile);
-  };
-
-  // First half: the prefix updated and stored, the tile, the partials; returns the tile.
-  auto first_half = [&](const Value& task, bool first) {
-    auto t = task / chunks, c = task % chunks;
-    auto cols = c * chunk + offsets;
-    Value prefix;
-    if (!r.reset) prefix = load(r.prefix + t * r.hidden + cols);
-    if (r.delta) {
-      if (r.delta_flag) wait_flag(*r.delta_flag, kDeltaRegion, t, hc);
-      if (first) r.clock.tick(K2ClockPoint::kAttnResDelta);
-      auto delta = load(*r.delta + t * r.hidden + cols);
-      prefix = r.reset ? delta : (prefix.to(f32) + delta.to(f32)).to(bf16);
-      store(r.prefix + t * r.hidden + cols, prefix);
-    }
-    auto v = source_tile(t, cols, prefix);
-    if (r.write_index >= 0) store(r.blocks + t * r.token_stride + r.write_index * r.block_stride + cols, prefix);
-    auto weight = load(r.norm + cols).to(f32) * load(r.proj + cols).to(f32);
-    auto gram = dot(v, trans(v));
-    auto dots = sum(v.to(f32) * row(weight), 1);
-    auto mine = r.partials + (t * chunks + c) * kAttnResPartials;
-    store(mine + col(ss) * kS + row(ss), gram);
-    store(mine + kS * kS + ss, dots);
-    arrive(r.counters + t, chunks, r.flags + t, hc, attn_res_row_span(r.hidden));
-    if (first) r.clock.tick(K2ClockPoint::kAttnResHalf);
-    return v;
-  };
+  auto first_half = [&](const Value& task, bool first) { return k3::first_half(r, hc, task, first); };
   // Second half: the chunk of the row, mixed, normalized and rounded. `tile` is the first half's, or
   // empty to read it again (after the flag, which orders the prefix's update before it).
   auto second_half = [&](const Value& task, std::optional<Value> tile, bool first) {
@@ -118,7 +134,7 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc, const std::fu
     auto out_norm = load(r.out_norm + cols).to(f32);
     wait_flag(r.flags + t, kRegion, t, hc);
     if (first) r.clock.tick(K2ClockPoint::kAttnResRow);
-    if (!tile) tile = source_tile(t, cols, load(r.prefix + t * r.hidden + cols));
+    if (!tile) tile = source_tile(r, t, cols, load(r.prefix + t * r.hidden + cols));
     auto a = mix_coefficients(r, t, chunks);
     auto mixed = sum(col(a) * tile->to(f32), 0);
     store(r.out + t * r.hidden + cols, (mixed * out_norm).to(bf16));
@@ -143,6 +159,22 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc, const std::fu
     range(program_id(0), tasks, num_programs(0), [&](Value task) { first_half(task, false); });
     run_while_waiting();
     range(program_id(0), tasks, num_programs(0), [&](Value task) { second_half(task, std::nullopt, false); });
+  });
+}
+
+void attn_res_sources(const AttnResRows& r, const HandoffContext& hc, const AttnResSources& sources) {
+  const int chunks = r.hidden / chunk_of(r);
+  range(program_id(0), r.tokens * chunks, num_programs(0),
+        [&](Value task) { first_half(r, hc, task, false, &sources); });
+}
+
+void attn_res_mix(const AttnResRows& r, const HandoffContext& hc, const Value& worker, const Value& workers,
+                  const AttnResMix& mix) {
+  const int chunks = r.hidden / chunk_of(r);
+  auto ss = arange(0, kS);
+  range(worker, r.tokens, workers, [&](Value t) {
+    store(mix.coefficients + ss * mix.source_stride + t, mix_coefficients(r, t, chunks), ss <= r.nblocks);
+    arrive(mix.counter, r.tokens, mix.flag, hc);
   });
 }
 

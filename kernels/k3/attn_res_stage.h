@@ -53,6 +53,9 @@ struct AttnResRows {
   int write_index = -1;   // >= 0: store the (updated) prefix to block write_index
   float eps = 1e-5f;      // the AttnRes norm's
   float out_eps = 1e-5f;  // the output norm's
+  // The column chunk of a task: 0 takes attn_res_chunk(hidden, tokens); another must be one that
+  // attn_res_chunk gives at some width (a row's tasks count within attn_res_row_span).
+  int chunk = 0;
   dsl::Value prefix;      // ptr<bf16> [T, H]
   std::optional<dsl::Value> delta;  // ptr<bf16> [T, H], when a delta is pending
   bool reset = false;               // with a delta: the prefix restarts at it (P' = delta, not P + delta)
@@ -76,6 +79,35 @@ struct AttnResRows {
 // weights there).
 void attn_res_rows(const AttnResRows& rows, const HandoffContext& context,
                    const std::function<void()>& while_waiting = {});
+
+// The linear form's first stage (K1's linear in_proj, k1.h K1Build::linear_in_proj): every first
+// half (as attn_res_rows's: the delta folded in and stored, the block write, the tile's Gram matrix
+// and dots as its partials) over every program, none waiting, each also storing its chunk of every
+// source times out_norm, rounded to bf16, at rows[(s * block + t) * hidden + column] (s < nblocks +
+// 1), and arriving on `counter`; the last of them sets `flag`: the sources and every row's partials
+// are written. No mixed row is made.
+struct AttnResSources {
+  dsl::Value rows;
+  int block = 0;  // a power of two >= tokens
+  dsl::Value counter, flag;
+};
+void attn_res_sources(const AttnResRows& rows, const HandoffContext& context, const AttnResSources& sources);
+
+// Where attn_res_mix leaves the mix: row t's coefficient of source s at coefficients[s *
+// source_stride + t], f32, for the nblocks + 1 sources; the last row done arrives on `counter` and
+// sets `flag`.
+struct AttnResMix {
+  dsl::Value coefficients;
+  int source_stride = 0;
+  dsl::Value counter, flag;
+};
+
+// After attn_res_sources's flag (the caller waits for it): the programs numbered `worker` of
+// `workers` (worker in 0..workers-1) form rows' mix coefficients a_s = softmax(logits)_s *
+// rstd(mix) (the mixed row's sum of squares from the Gram matrix, as attn_res_rows's second half
+// forms them), for the caller to fold into a linear map of the sources: x = out_norm * sum_s a_s v_s.
+void attn_res_mix(const AttnResRows& rows, const HandoffContext& context, const dsl::Value& worker,
+                  const dsl::Value& workers, const AttnResMix& mix);
 
 // The health-record region of a wait for AttnResRows::delta_flag.
 inline constexpr int32_t kDeltaRegion = 4;

@@ -18,9 +18,9 @@ constexpr int64_t kRegisterTokens = 16;  // the A operand's M on every target's 
 // The loop over K from k_first (a multiple of the step) to k_end.
 Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const Operand& k_first,
                 const Operand& k_end) {
-  const int64_t padded = gemv_padded_tokens(g.tokens);
+  const int64_t padded = gemv_padded_rows(g);
   auto ms = arange(0, padded);
-  auto m_ok = ms < g.tokens;
+  auto m_ok = g.sources > 0 ? (ms % g.block < g.tokens) & (ms / g.block < g.sources) : ms < g.tokens;
   return range(k_first, k_end, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
     auto ks = k0 + arange(0, g.step);
     auto w = load(g.w + col(rows).to(i64) * g.k + row(ks), col(row_ok), {.cache = Cache::streaming});
@@ -37,7 +37,7 @@ Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const
 // warp's).
 Value gemv_register_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const Value& k_first,
                          const Value& steps, bool exact) {
-  MT_CHECK(g.tokens <= kRegisterTokens, "GemvTask: at most 16 tokens");
+  MT_CHECK(g.tokens <= kRegisterTokens && g.sources == 0, "GemvTask: at most 16 tokens, no sources");
   const int64_t row_words = g.k / 2;
   const int step_words = g.step / 2;
   auto w_words = bitcast(g.w, ptr(i32));
@@ -62,6 +62,12 @@ Value gemv_register_loop(const GemvTask& g, const Value& rows, const Value& row_
 
 int64_t gemv_padded_tokens(int tokens, int ahead) {
   return ahead > 0 ? kRegisterTokens : std::max<int64_t>(8, pow2_at_least(tokens));
+}
+
+int64_t gemv_padded_rows(const GemvTask& g) {
+  if (g.sources == 0) return gemv_padded_tokens(g.tokens, g.ahead);
+  MT_CHECK(g.block >= g.tokens && pow2_at_least(g.block) == g.block, "GemvTask: a block is a power of two >= tokens");
+  return std::max<int64_t>(8, pow2_at_least(g.sources) * g.block);
 }
 
 void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows, int64_t row_elements, int64_t count,

@@ -23,11 +23,21 @@ struct GemvTask {
   // (the B operand; x, padded to 16 rows, is the A operand): no shared memory, no barrier. A slot
   // holds rows * step / (32 * warps) W elements a thread.
   int ahead = 0;
+  // > 0: x holds `sources` blocks of `block` rows each (a power of two >= tokens; row b * block + t
+  // is source b's token t, rows past `tokens` in a block unread), and the accumulator's columns
+  // are those rows, padded (gemv_padded_rows): K1's linear in_proj multiplies every AttnRes source
+  // at once. Not with `ahead`.
+  int sources = 0;
+  int block = 0;
 };
 
 // The tokens padded to the matrix unit's side: with `ahead` (GemvTask::ahead) 16, the A operand's
 // M; else the least power of two >= tokens, at least 8 (the unit's N).
 int64_t gemv_padded_tokens(int tokens, int ahead = 0);
+
+// The accumulator's columns: gemv_padded_tokens, or with GemvTask::sources the least power of two
+// of blocks >= sources times the block, at least 8 (the unit's N).
+int64_t gemv_padded_rows(const GemvTask& g);
 
 // The accumulator [rows, padded tokens] f32 of the task whose first row is task * rows; rows past
 // `n` read zero weights. Columns past `tokens` are zero.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "dsl/dsl.h"
 #include "kernels/k3/attn_res_stage.h"
 #include "kernels/k3/build_support.h"
@@ -42,6 +43,12 @@ constexpr int kAttnResWords = 2 * kMaxTokens;
 constexpr int kProjFlag = kAttnResWords;
 constexpr int kProjCounter = kAttnResWords;
 constexpr int kHeadCounters = kAttnResWords + 1;
+// The linear form's (K1Build::linear_in_proj) flags: "the sources' rows written" and "the mix's
+// coefficients written"; its counters, one per width each, follow stream-K's (linear_counters).
+constexpr int kSourcesFlag = kProjFlag + 1;
+constexpr int kMixFlag = kProjFlag + 2;
+constexpr int kFlags = kProjFlag + 3;
+constexpr int kLinearCounters = 2 * kMaxTokens;
 // Stream-K: at most this many programs share a row block (a program's run is at least half a row
 // block's steps), which is also the span their counter grows by each launch.
 constexpr int kMaxSegments = 3;
@@ -50,10 +57,29 @@ int row_block_counters(const K1Build& b) { return kHeadCounters + kMaxTokens / 2
 
 
 int gemv_tasks(const K1Build& b) { return (b.in_proj_rows + b.gemv_rows - 1) / b.gemv_rows; }
+int linear_counters(const K1Build& b) { return row_block_counters(b) + gemv_tasks(b); }
+
+// The linear form's layout of the sources' rows: source s's token t at row s * block + t, the
+// block the least power of two >= tokens (so that the accumulator's columns fold as [blocks, block]).
+int linear_block(const K1Build& b) { return static_cast<int>(pow2_at_least(b.tokens)); }
+
+// AttnRes's column chunk: the width's (attn_res_chunk), in the linear form at most that of 8 tokens
+// (K3's 512): its first halves then take 1.75 rounds of 132 programs at 16 tokens, and their Gram
+// matrix's operands 33 KB of shared memory beside the GEMV's stages (1024 columns took 64 KB, past
+// sm_90a's 227 KB with 32 source rows).
+int ares_chunk(const K1Build& b) {
+  return attn_res_chunk(b.hidden, b.linear_in_proj ? std::min(b.tokens, 8) : b.tokens);
+}
 
 // AttnRes's partials: per (row, chunk) the Gram matrix and the dots.
 int64_t attn_res_partial_floats(const K1Build& b) {
-  return int64_t{b.tokens} * (b.hidden / attn_res_chunk(b.hidden, b.tokens)) * kAttnResPartials;
+  return int64_t{b.tokens} * (b.hidden / ares_chunk(b)) * kAttnResPartials;
+}
+
+// The linear form's in_proj GEMV: W_in's rows times every source row (x_rows holds them).
+GemvTask linear_gemv(const K1Build& b, const Value& w_in, const Value& sources) {
+  return {.w = w_in, .x = sources, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows, .step = b.gemv_step,
+          .ahead = 0, .sources = b.nblocks + 1, .block = linear_block(b)};
 }
 
 void check(const K1Build& b, const SourceLocation& loc) {
@@ -75,6 +101,9 @@ void check(const K1Build& b, const SourceLocation& loc) {
   require(attn_res_chunk(b.hidden, b.tokens) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc, "k1_program",
           "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
           std::to_string(b.hidden), "K3 models have hidden 7168; k1_for_target picks the step");
+  const std::string linear = k1_linear_refusal(b);
+  require(linear.empty(), loc, "k1_program", "the linear in_proj cannot take this build", "a build k1_linear_refusal accepts",
+          linear, "build it without linear_in_proj (the default form)");
 }
 
 struct Args {
@@ -147,6 +176,7 @@ AttnResRows attn_res(const K1Build& b, const Args& a) {
                    .write_index = b.write_index,
                    .eps = b.eps,
                    .out_eps = b.out_eps,
+                   .chunk = ares_chunk(b),
                    .prefix = a.prefix,
                    .delta = a.delta,
                    .reset = false,
@@ -256,6 +286,63 @@ void stage_in_proj_stream(const K1Build& b, const Args& a, const HandoffContext&
         arrive(a.counters + kProjCounter, blocks, a.flags + kProjFlag, hc);
       });
     });
+  });
+}
+
+// The linear form's stage A0 (K1Build::linear_in_proj): AttnRes's first halves over every program
+// (attn_res_sources: the delta folded into the prefix, the block write, the partials), each also
+// writing its chunk of every source times the input norm's weight, bf16, into x_rows at row
+// s * block + t: the in_proj GEMV's operand. The product cannot be formed in the GEMV's loop: a
+// staged dot takes its operands straight from memory. One hand-off for all of it.
+void stage_sources(const K1Build& b, const Args& a, const HandoffContext& hc) {
+  attn_res_sources(attn_res(b, a), hc,
+                   {.rows = a.x_rows,
+                    .block = linear_block(b),
+                    .counter = a.counters + linear_counters(b) + (b.tokens - 1),
+                    .flag = a.flags + kSourcesFlag});
+}
+
+// The linear form's stage B. AttnRes's programs (those past the in_proj tasks, or, with no such
+// program, all of them first) wait for the sources and form each row's mix coefficients
+// (attn_res_mix), then run any in_proj task of theirs. `before_tasks` runs once in every
+// program after that and before its in_proj tasks (stage C's early inputs: held through the GEMV,
+// not through the mix, whose partials' loads would spill beside them). An in_proj task streams W_in against
+// every source row at once (acc [rows, blocks x block]: the sources' products W (w_norm * v_s)), and
+// at its end waits for the coefficients and folds: proj[t] = bf16(sum_s a_{t,s} acc[s * block + t]).
+void stage_in_proj_linear(const K1Build& b, const Args& a, const HandoffContext& hc,
+                          const std::function<void()>& before_tasks) {
+  const int tasks = gemv_tasks(b), block = linear_block(b);
+  const GemvTask gemv = linear_gemv(b, a.w_in, a.x_rows);
+  const int64_t blocks = gemv_padded_rows(gemv) / block;
+  const Value coefficients = a.ares + attn_res_partial_floats(b);
+  auto programs = num_programs(0);
+  auto first_worker = where(programs > tasks, full({}, tasks, i32), full({}, 0, i32));
+  const AttnResRows rows = attn_res(b, a);
+  const Value sources_flag = a.flags + kSourcesFlag, mix_flag = a.flags + kMixFlag;
+  if_(program_id(0) >= first_worker, [&] {
+    wait_flag(sources_flag, static_cast<int32_t>(K1Region::kSources), full({}, 0, i32), hc);
+    attn_res_mix(rows, hc, program_id(0) - first_worker, programs - first_worker,
+                 {.coefficients = coefficients,
+                  .source_stride = block,
+                  .counter = a.counters + linear_counters(b) + kMaxTokens + (b.tokens - 1),
+                  .flag = mix_flag});
+  });
+  if_(program_id(0) < first_worker, [&] {
+    wait_flag(sources_flag, static_cast<int32_t>(K1Region::kSources), full({}, 0, i32), hc);
+  });
+  tick(a, 1);
+  before_tasks();
+  auto ss = arange(0, blocks);
+  auto ts = arange(0, block);
+  range(program_id(0), tasks, programs, [&](Value task) {
+    auto out_rows = task * b.gemv_rows + arange(0, b.gemv_rows);
+    auto acc = gemv_task(gemv, task, b.in_proj_rows);
+    wait_flag(mix_flag, static_cast<int32_t>(K1Region::kMix), full({}, 0, i32), hc);
+    auto mix = load(coefficients + col(ss) * block + row(ts), col(ss <= b.nblocks) & row(ts < b.tokens));
+    auto folded = sum(reshape(acc, {b.gemv_rows, blocks, block}) * reshape(mix, {1, blocks, block}), 1);
+    store(a.proj + row(ts) * b.in_proj_rows + col(out_rows), folded.to(bf16),
+          col(out_rows < b.in_proj_rows) & row(ts < b.tokens));
+    arrive(a.counters + kProjCounter, tasks, a.flags + kProjFlag, hc);
   });
 }
 
@@ -638,14 +725,28 @@ std::string k1_name(const K1Build& b) {
                                   b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.prefetch_next ? "_pn" : "",
-                                  b.kda_loop ? "_kl" : "", b.stage_clock ? "_clock" : "",
-                                  b.dependent_launch ? "_pdl" : "");
+                                  b.kda_loop ? "_kl" : "", b.linear_in_proj ? "_lin" : "",
+                                  b.stage_clock ? "_clock" : "", b.dependent_launch ? "_pdl" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||
       b.lower_bound != defaults.lower_bound || b.wait_ns != defaults.wait_ns) {
     name += scalar_suffix({b.eps, b.out_eps, b.onorm_eps, b.lower_bound}, {b.wait_ns});
   }
   return name;
+}
+
+std::string k1_linear_refusal(const K1Build& b) {
+  if (!b.linear_in_proj) return "";
+  std::vector<std::string> reasons;
+  if (b.stream_k) reasons.push_back("stream-K's in_proj (its partials would carry every source's columns)");
+  if (b.gemv_ahead != 0) reasons.push_back("gemv_ahead (the register path takes at most 16 x rows)");
+  if (b.prefetch_weights) reasons.push_back("prefetch_weights (there is no AttnRes wait to prefetch during)");
+  const int64_t rows = gemv_padded_rows(linear_gemv(b, {}, {}));
+  if (rows > kK1LinearMaxRows) {
+    reasons.push_back(absl::StrCat((b.nblocks + 1), " sources x ", linear_block(b), " rows pad to ", rows,
+                                   " accumulator columns, more than ", kK1LinearMaxRows));
+  }
+  return absl::StrJoin(reasons, "; ");
 }
 
 K1Build k1_for_target(K1Build build, const dsl::Target& target) {
@@ -670,11 +771,21 @@ Program k1_program(const K1Build& build, SourceLocation loc) {
   dependent_start(build, a);
   HandoffContext hc{.tag = launch_tag(a.epoch, a.layer), .health = a.health, .alarm = a.alarm, .wait_ns = build.wait_ns};
   tick(a, 0);
+  std::optional<KdaPrologue> first;
+  if (build.linear_in_proj) {
+    stage_sources(build, a, hc);
+    stage_in_proj_linear(build, a, hc, [&] {
+      if (loads_early_inputs(build)) first = first_prologue(build, a);
+    });
+    tick(a, 2);
+    stage_kda(build, a, hc, first);
+    tick(a, 3);
+    return b.finish(loc);
+  }
   std::function<void()> while_waiting;
   if (build.prefetch_weights) while_waiting = [&] { prefetch_in_proj(build, a); };
   attn_res_rows(attn_res(build, a), hc, while_waiting);
   tick(a, 1);
-  std::optional<KdaPrologue> first;
   if (loads_early_inputs(build)) first = first_prologue(build, a);
   if (build.stream_k) {
     stage_in_proj_stream(build, a, hc);
@@ -697,13 +808,17 @@ K1Scratch k1_scratch(const K1Build& b) {
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
   // The control words first, at offsets every width of the rank shares: a width's data never lands
   // where another width keeps a counter or a flag.
-  s.counters = take(int64_t{row_block_counters(b) + gemv_tasks(b)} * 4);
-  s.flags = take(int64_t{kProjFlag + 1} * 4);
+  s.counters = take(int64_t{linear_counters(b) + kLinearCounters} * 4);
+  s.flags = take(int64_t{kFlags} * 4);
   s.zeroed_bytes = layout.size();
   const int64_t stream_partials =
       int64_t{gemv_tasks(b)} * kMaxSegments * b.gemv_rows * gemv_padded_tokens(b.tokens, b.gemv_ahead);
-  s.ares = take(std::max(attn_res_partial_floats(b), b.stream_k ? stream_partials : 0) * 4);
-  s.x_rows = take(int64_t{b.tokens} * b.hidden * 2);
+  // The linear form keeps its mix's coefficients after AttnRes's partials, and its sources' rows
+  // (the GEMV's operand, blocks x block rows) where x's rows would be.
+  const GemvTask linear = linear_gemv(b, {}, {});
+  const int64_t mix_floats = b.linear_in_proj ? gemv_padded_rows(linear) : 0;
+  s.ares = take(std::max(attn_res_partial_floats(b) + mix_floats, b.stream_k ? stream_partials : 0) * 4);
+  s.x_rows = take((b.linear_in_proj ? gemv_padded_rows(linear) : int64_t{b.tokens}) * b.hidden * 2);
   s.proj = take(int64_t{b.tokens} * b.in_proj_rows * 2);
   s.o_rows = take(int64_t{b.requests()} * b.heads * b.q * kHeadDim * 4);
   s.bytes = layout.size();

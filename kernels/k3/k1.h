@@ -19,6 +19,17 @@
 // AttnRes's second half (prefetch_weights), o_proj's W_o during stage C (prefetch_next). With
 // dependent_launch, each program asks L2 for its first in_proj rows before it waits for the previous
 // kernel's end, on the SMs that kernel's finished programs free.
+// The linear form (K1Build::linear_in_proj) reorders A and B so that W_in streams without AttnRes:
+//   A0. AttnRes's first halves over every program (attn_res_sources: the delta folded in, the block
+//      write, each (row, chunk) tile's Gram matrix and dots), each also writing its chunk of every
+//      source times the input norm's weight, bf16: one hand-off ("sources written");
+//   B. the in_proj tasks stream W_in against all the source rows at once, while the programs past
+//      them (or, with none such, every program first) form each row's mix coefficients from the
+//      partials (attn_res_mix); each task waits for them only to fold its f32 products,
+//      proj[t] = bf16(sum_s a_{t,s} W_in (w_norm * v_{s,t})), and publishes as above;
+//   C. as above.
+// Its overlap: W_in streams from A0's hand-off (point "A" of the in_proj programs) while the mix
+// is formed on the others (point "A" of the latest program).
 // No wait is unbounded: a wait gives up after `wait_ns`, records itself in the rank's health words
 // and raises the alarm word; the launch then runs to its end with whatever it read.
 #pragma once
@@ -93,6 +104,17 @@ struct K1Build {
   // when every program has one task or none (by default, that task runs straight after the wait).
   // On, the name ends "_kl" (k1_bench --kda-loop).
   bool kda_loop = false;
+  // AttnRes off the in_proj stream's path, by linearity: x = w_norm * sum_s a_s v_s, with a_s the
+  // softmax weight of source s times the row's norm factor, so W_in x = sum_s a_s W_in (w_norm *
+  // v_s). Stage A becomes A0, AttnRes's first halves over every program, each also writing its
+  // sources' rows w_norm * v_s rounded to bf16, with one hand-off; stage B streams W_in against all
+  // (nb + 1) x T source rows at once while the programs without an in_proj task (or, with none
+  // such, every program first) form each row's coefficients a_s; each in_proj task folds
+  // proj[t] = bf16(sum_s a_{t,s} acc_{s,t}) at its end. x is never made: x_rows holds the source
+  // rows instead (k1_scratch). Numerics in docs/k1_linear.md (vLLM
+  // rounds x to bf16 before in_proj; this form rounds each source's w_norm * v_s instead). Refused
+  // where k1_linear_refusal says; on, the name ends "_lin" (k1_bench --linear).
+  bool linear_in_proj = false;
   // Adds a last parameter `clock` (ptr<i64> [programs, 7]): each program stores global_timer() at
   // its start, at the end of stages A, B and C, and in its last KDA task when its inputs are ready,
   // its recurrence is done and the task is done (for k1_bench --stages).
@@ -122,10 +144,22 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 // spills them). In_proj tasks take 64 rows everywhere (k1.cpp says why not 48).
 K1Build k1_for_target(K1Build build, const dsl::Target& target);
 
+// The most accumulator columns (source rows, padded: gemv_task.h gemv_padded_rows) of the linear
+// in_proj; see k1_linear_refusal.
+inline constexpr int kK1LinearMaxRows = 128;
+
+// Why `build`'s linear in_proj (K1Build::linear_in_proj) cannot be built, every reason joined with
+// "; "; "" when it can (or when the form is off). Refused: with stream_k, gemv_ahead or
+// prefetch_weights, and where (nb + 1) sources of the token block (the least power of two >= T)
+// pad to more than kK1LinearMaxRows accumulator columns (at 256 a K step's x tile alone needs 256
+// registers a thread; 128 compiles for sm_90a with no spills: docs/k1_linear.md).
+std::string k1_linear_refusal(const K1Build& build);
+
 // "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" where
 // the early inputs are loaded, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
-// the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_clock" with the stage
-// clock, "_pdl" with dependent_launch, plus a hash of the eps values and the lower bound when they differ from the defaults.
+// the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_lin" with the linear
+// in_proj, "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the eps values
+// and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
 
 // The program. Parameters, in order:
@@ -155,12 +189,15 @@ std::vector<std::string> k1_parameters(const K1Build& build);
 // the buffer is made, and no launch needs them reset (flags compare with the launch's tag; a counter
 // grows by the same power of two every launch, wrapping at 2^32: handoff.h arrive). The buffer of the widest build serves every width.
 struct K1Scratch {
-  int64_t counters = 0;  // i32 [33 + 8 NHl + row blocks]: AttnRes's, in_proj tasks done, quarters per
-                         // (request, head), stream-K's segments per in_proj row block
-  int64_t flags = 0;     // i32 [33]: AttnRes's (a row's partials, x written), then "proj written"
+  int64_t counters = 0;  // i32 [33 + 8 NHl + row blocks + 32]: AttnRes's, in_proj tasks done, quarters
+                         // per (request, head), stream-K's segments per in_proj row block, the
+                         // linear form's sources and mix per width
+  int64_t flags = 0;     // i32 [35]: AttnRes's (a row's partials, x written), "proj written", the
+                         // linear form's "sources written" and "mix written"
   int64_t zeroed_bytes = 0;  // [0, zeroed_bytes) must be zero before the first launch
-  int64_t ares = 0;      // f32: AttnRes's partials, then stream-K's (stage B starts after AttnRes ends)
-  int64_t x_rows = 0;    // bf16 [T, H]
+  int64_t ares = 0;      // f32: AttnRes's partials, then stream-K's (stage B starts after AttnRes ends);
+                         // with the linear form, its mix's coefficients after the partials
+  int64_t x_rows = 0;    // bf16 [T, H]; with the linear form, the source rows [blocks x block, H]
   int64_t proj = 0;      // bf16 [T, rows]
   int64_t o_rows = 0;    // f32 [N, NHl, q, 128]
   int64_t bytes = 0;     // the whole buffer
@@ -179,6 +216,6 @@ inline int32_t step_tag(int32_t epoch, int slot) { return (epoch & ((1 << 22) - 
 inline constexpr int kK1ClockPoints = 7;
 
 // Region ids in the health records.
-enum class K1Region : int32_t { kAttnRes = 1, kXRows = 2, kProj = 3 };
+enum class K1Region : int32_t { kAttnRes = 1, kXRows = 2, kProj = 3, kSources = 5, kMix = 6 };
 
 }  // namespace monotile::kernels::k3

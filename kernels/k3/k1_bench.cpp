@@ -13,7 +13,7 @@
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write]
 //                 [--pipeline N[,N...]] [--prefetch]
-//                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]
+//                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
@@ -34,6 +34,10 @@
 // --flush read|write: how L2 is flushed before each launch (read, the default: clean lines, as a
 // decode step leaves them; write: a memset, dirty lines: the flush of the earlier runs that
 // docs/perf_history.md records).
+// --linear: the same with AttnRes off the in_proj stream's path (K1Build::linear_in_proj), a row
+// (and with --stages its clock: A is then the sources' hand-off on the median program, AttnRes's
+// coefficients on the latest) at every shape it takes; where k1_linear_refusal refuses a shape, a
+// line says why.
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
 // weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
@@ -291,7 +295,8 @@ struct GemvShape {
 };
 
 int run(int iterations, bool stages, const std::string& json, L2Flush flush, const std::vector<int>& pipelines,
-        bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k) {
+        bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k,
+        bool linear) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -338,7 +343,7 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
     }
   }
   // Each shape's --pipeline variants, timed after it.
-  auto variants_of = [&](const K1Build& b) {
+  auto variants_of = [&](const K1Build& b, bool quiet) {
     std::vector<K1Build> out;
     for (int n : pipelines) {
       out.push_back(b);
@@ -371,6 +376,16 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
       out.push_back(b);
       out.back().stream_k = true;
     }
+    if (linear) {
+      K1Build v = b;
+      v.linear_in_proj = true;
+      const std::string refusal = k1_linear_refusal(v);
+      if (refusal.empty()) {
+        out.push_back(v);
+      } else if (!quiet) {
+        std::printf("%s: no linear in_proj: %s\n", k1_name(b).c_str(), refusal.c_str());
+      }
+    }
     return out;
   };
   // Every program the run times (with --stages, each shape's clock build too; the half's o_proj GEMV).
@@ -382,7 +397,7 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
   for (const K1Build& b : shapes) {
     if (stages) programs.push_back(k1_program(clocked(b)));
     programs.push_back(k1_program(b));
-    for (const K1Build& v : variants_of(b)) {
+    for (const K1Build& v : variants_of(b, true)) {
       programs.push_back(k1_program(v));
       if (stages && v.num_stages == 0) programs.push_back(k1_program(clocked(v)));
     }
@@ -426,7 +441,7 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
       status = 1;
       continue;
     }
-    for (const K1Build& v : variants_of(build)) {
+    for (const K1Build& v : variants_of(build, false)) {
       if (stages && v.num_stages == 0) print_clock(v);
       if (!time_row(v)) status = 1;
     }
@@ -458,10 +473,11 @@ int main(int argc, char** argv) {
   bool kda_loop = false;
   std::vector<monotile::kernels::k3::GemvShape> gemvs;
   bool stream_k = false;
+  bool linear = false;
   const char* usage =
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write] [--pipeline N[,N...]]\n"
       "                [--prefetch]\n"
-      "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k]\n";
+      "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -490,6 +506,8 @@ int main(int argc, char** argv) {
       }
     } else if (std::string(argv[i]) == "--stream-k") {
       stream_k = true;
+    } else if (std::string(argv[i]) == "--linear") {
+      linear = true;
     } else if (std::string(argv[i]) == "--prefetch") {
       prefetch = true;
     } else if (std::string(argv[i]) == "--prefetch-next") {
@@ -515,5 +533,5 @@ int main(int argc, char** argv) {
     }
   }
   return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, prefetch_next,
-                                    kda_loop, gemvs, stream_k);
+                                    kda_loop, gemvs, stream_k, linear);
 }

@@ -31,6 +31,7 @@ struct OutputCheck {
   int64_t failures = 0;
   double worst_ulps = 0;       // over the values judged by ulps; infinity for NaN or infinity
   double worst_rms = 0;        // the worst |error| / RMS(reference): near zero, ulps overstate an error
+  double error_rms = 0;        // RMS(error) / RMS(reference) over the values judged by the rule
   std::string first_failure;   // "core[3, 17]: got ..., expected ..."
   bool passed() const { return failures == 0; }
 };

@@ -3,6 +3,8 @@
 // the SGPRs kept in VGPR lanes held under the measured bound); prints each build's resources (the
 // table in docs/perf.md). gfx942 compiles where the installed hiprtc can build it (the GPU
 // machine's). Skips cleanly without a compiler.
+#include <chrono>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -20,6 +22,26 @@ namespace {
 
 // The most SGPRs any AMD build kept in VGPR lanes (gfx90a with hiprtc 5.2, docs/perf.md), rounded up.
 constexpr int kAmdSgprSpillBound = 140;
+
+// The bytes of an ELF code object's sections named .text*: the machine code (an NVIDIA CUBIN's
+// SASS), as `size -A` adds them up; 0 where the object is not a 64-bit ELF.
+int64_t text_bytes(const std::string& elf) {
+  auto read = [&](size_t at, size_t bytes) {
+    uint64_t v = 0;
+    if (at + bytes <= elf.size()) std::memcpy(&v, elf.data() + at, bytes);
+    return v;
+  };
+  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2) return 0;
+  const uint64_t sections = read(0x28, 8), entry = read(0x3a, 2), count = read(0x3c, 2), names = read(0x3e, 2);
+  const uint64_t names_at = read(sections + names * entry + 0x18, 8);
+  int64_t total = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t header = sections + i * entry;
+    const uint64_t name = names_at + read(header, 4);
+    if (name < elf.size() && elf.compare(name, 5, ".text") == 0) total += static_cast<int64_t>(read(header + 0x20, 8));
+  }
+  return total;
+}
 
 K1Build k3_rank_build(int tokens, int q, int layer) {
   model::ModelConfig config = *model::load_config("k3");
@@ -39,7 +61,9 @@ void expect_compiles(const std::string& arch, const std::vector<K1Build>& builds
     std::vector<std::string> names;
     for (const dsl::lower::KernelParam& param : made->params) names.push_back(param.name);
     EXPECT_EQ(names, k1_parameters(build));
+    const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(made->build.request());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok() && arch == "gfx942" && absl::IsUnimplemented(result.status())) {
       GTEST_SKIP() << "this hiprtc cannot build gfx942: " << result.status();
     }
@@ -55,7 +79,8 @@ void expect_compiles(const std::string& arch, const std::vector<K1Build>& builds
     std::cout << "resources " << arch << " " << k1_name(build) << ": registers " << result->report.registers
               << ", shared " << result->report.shared_memory + made->build.launch.dynamic_shared_memory << " B, spills " << result->report.spill_stores << "/"
               << result->report.spill_loads << ", sgpr spills " << result->report.sgpr_spills << ", stack "
-              << result->report.stack_frame << "\n";
+              << result->report.stack_frame << ", code " << text_bytes(result->code_object) << " B of .text, compiled in "
+              << seconds << " s\n";
   }
 }
 
@@ -121,6 +146,20 @@ TEST(K1Compile, Sm90aDependentLaunch) {
     variants.push_back(build);
   }
   expect_compiles("sm_90a", variants);
+}
+
+// The linear in_proj (K1Build::linear_in_proj, k1_bench --linear): 2 sources (layer 1, the bench's)
+// at 4 and 16 tokens (8 and 32 accumulator columns), 9 sources (layer 85) at 4 tokens (64) and 8
+// (128), and 7 sources (layer 61) at 16 tokens (128, kK1LinearMaxRows).
+TEST(K1Compile, Sm90aLinear) {
+  std::vector<K1Build> linear;
+  for (auto [tokens, layer] :
+       {std::pair{4, 1}, std::pair{16, 1}, std::pair{4, 85}, std::pair{8, 85}, std::pair{16, 61}}) {
+    K1Build build = k3_rank_build(tokens, 4, layer);
+    build.linear_in_proj = true;
+    linear.push_back(build);
+  }
+  expect_compiles("sm_90a", linear);
 }
 
 TEST(K1Compile, Gfx90a) { expect_compiles("gfx90a", builds()); }

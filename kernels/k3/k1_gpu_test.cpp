@@ -66,6 +66,20 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .launches = 50, .cold = true, .prefetch = true});
   // Stage C's loop at one task a program (K1Build::kda_loop; the default runs it past 132 tasks).
   out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .kda_loop = true});
+  // AttnRes off the stream's path (K1Build::linear_in_proj), against the reference of its rounding
+  // points and, at a distance, vLLM's (k1_test_support.h): the bench's shapes (layer 1, 2 sources)
+  // at 4 and 16 tokens, 9 sources (layer 85) at 4 and 8 tokens (64 and 128 accumulator columns),
+  // 7 at 16 tokens (layer 61, 128), a block-write layer at 16 tokens (3 sources, 64), repeated and
+  // cold; k3-tiny repeated.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 2, .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 3, .layer = 85, .requests = 1, .q = 4, .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 3, .layer = 85, .requests = 2, .q = 4, .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 61, .requests = 4, .q = 4, .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 24, .requests = 8, .q = 2, .padded = 2, .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true, .linear = true});
+  out.push_back({.requests = 4, .q = 4, .launches = 100, .linear = true});
   return out;
 }
 

@@ -86,6 +86,24 @@ std::vector<K1Case> cases() {
   // wherever a case has more tasks than programs (most cases above).
   out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_loop = true});
   out.push_back({.requests = 3, .q = 3, .programs = 7, .kda_loop = true});
+  // The linear in_proj (K1Build::linear_in_proj), against the reference of its rounding points, its
+  // proj and its distance from float64 against vLLM's rounding points' (k1_test_support.h): spare
+  // programs run AttnRes (8 programs, k3-tiny's 35 in_proj tasks on 40); fewer programs than tasks
+  // (AttnRes first, then the tasks) with counters near the wrap; one source (layer 0, 2 tokens in
+  // 8 accumulator columns); a block-write layer at 3 tokens (blocks of 4 rows); repeated launches;
+  // K3's TP 8 rank at layer 85 (9 sources, 64 columns) on 132 programs. The default form's proj too.
+  out.push_back({.requests = 2, .q = 4, .linear = true});
+  out.push_back({.requests = 1, .q = 4, .programs = 40, .linear = true});
+  out.push_back({.requests = 4, .q = 2, .programs = 5, .counter_start = std::numeric_limits<int32_t>::max() - 255,
+                 .linear = true});
+  out.push_back({.layer = 0, .requests = 1, .q = 2, .linear = true});
+  out.push_back({.layer = 12, .requests = 2, .q = 3, .linear = true});
+  out.push_back({.requests = 2, .q = 2, .launches = 3, .linear = true});
+  out.push_back({.requests = 2, .q = 4, .check_proj = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 85, .requests = 1, .q = 4, .programs = 132,
+                 .target = "sm_90a", .linear = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 85, .requests = 1, .q = 4, .programs = 132,
+                 .target = "sm_90a", .check_proj = true});
   return out;
 }
 

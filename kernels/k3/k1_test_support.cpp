@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,9 @@ using Vec = std::vector<double>;
 constexpr int kD = 128;
 constexpr int64_t kInterpreterWaitNs = int64_t{600} * 1000 * 1000 * 1000;
 constexpr uint16_t kPoisonBf16 = 0x7fc1;  // a NaN: an output never written fails its check
+// How much further from float64 the linear in_proj's outputs may be than vLLM's rounding points'
+// (error RMS): measured 0.86-1.16x (docs/k1_linear.md).
+constexpr double kLinearDistance = 1.5;
 
 Vec random_normal(size_t n, double scale, std::mt19937& rng, bool bf16) {
   std::normal_distribution<double> normal(0.0, scale);
@@ -162,7 +166,7 @@ std::string case_name(const K1Case& c) {
                       c.launches > 1 ? absl::StrCat("_x", c.launches) : "", c.cold ? "_cold" : "",
                       c.stream_k ? "_sk" : "", c.gemv_step > 0 ? absl::StrCat("_k", c.gemv_step) : "",
                       c.gemv_ahead > 0 ? absl::StrCat("_a", c.gemv_ahead) : "", c.prefetch ? "_pf" : "",
-                      c.kda_loop ? "_kl" : "");
+                      c.kda_loop ? "_kl" : "", c.linear ? "_lin" : "");
 }
 
 bool K1Result::ok() const {
@@ -188,8 +192,10 @@ std::string K1Result::report() const {
     absl::StrAppend(&out, launches - 1, " more launches on the same inputs: ", repeat_mismatches,
                     " differed from the first\n", repeat_report);
   }
+  absl::StrAppend(&out, notes);
   for (const OutputCheck& o : outputs) {
-    absl::StrAppend(&out, o.name, ": ", o.compared, " values, worst ", o.worst_ulps, " bf16 ulps (", o.worst_rms,
+    absl::StrAppend(&out, o.name, ": ", o.compared, " values, ", o.differing, " differ, error RMS ", o.error_rms,
+                    " x RMS, worst ", o.worst_ulps, " bf16 ulps (", o.worst_rms,
                     " x RMS), ", o.outliers, " loose, ", o.failures, " failures", o.failures ? " (first: " + o.first_failure + ")" : "", "\n");
   }
   return out;
@@ -217,6 +223,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   build.gemv_ahead = c.gemv_ahead;
   build.prefetch_weights = build.prefetch_next = c.prefetch;
   build.kda_loop = c.kda_loop;
+  build.linear_in_proj = c.linear;
   RankLayerWeights w = random_weights(config, dims, rng);
 
   // The step: request i uses slots from 1 + i q (a fresh slot per position), accepted count drawn
@@ -237,8 +244,42 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   KdaCache cache{slots, state_len, random_normal(slots * state_len * 3 * pl, 1.0, rng, true),
                  random_normal(slots * nhl * kD * kD, 0.05, rng, false)};
   input.caches = {cache};
+  // The linear in_proj is checked against the reference of its own rounding points (each source's
+  // w_norm * v_s rounded, x not: docs/k1_linear.md); proj also against vLLM's (x rounded) and float64.
   MT_ASSIGN_OR_RETURN(reference::KdaAttentionOutput expected,
-                      reference::kda_attention_reference(config, c.layer, w, input, reference::Rounding::kBf16));
+                      reference::kda_attention_reference(config, c.layer, w, input, reference::Rounding::kBf16,
+                                                         c.linear ? reference::InProjInput::kLinearSources
+                                                                  : reference::InProjInput::kRoundedX));
+  // The linear form's distance from vLLM's rounding points, and vLLM's own from float64 (notes, and
+  // core checked against vLLM's by the core rule).
+  std::optional<reference::KdaAttentionOutput> vllm, float64;
+  if (c.linear) {
+    MT_ASSIGN_OR_RETURN(vllm, reference::kda_attention_reference(config, c.layer, w, input, reference::Rounding::kBf16));
+    MT_ASSIGN_OR_RETURN(float64, reference::kda_attention_reference(config, c.layer, w, input, reference::Rounding::kNone));
+  }
+  // proj's references: bf16r(W_in x) with x of this form (the reference's), with x rounded to bf16
+  // as vLLM rounds it, and W_in x with x unrounded (all three from the same rounded prefix and blocks).
+  Vec proj_form_x, proj_rounded_x, proj_exact_x;
+  if (c.check_proj || c.linear) {
+    const Vec& w_in = w.values["self_attn.in_proj_qkvgfab.weight"];
+    const int64_t rows = dims.in_proj_rows, nb = config.previous_blocks(c.layer);
+    for (int t = 0; t < tokens; ++t) {
+      std::vector<std::span<const double>> sources;
+      for (int64_t b = 0; b < nb; ++b) sources.push_back(std::span<const double>(expected.blocks).subspan((t * blocks + b) * h, h));
+      sources.push_back(std::span<const double>(expected.prefix).subspan(t * h, h));
+      auto x_of = [&](reference::Rounding rounding) {
+        return reference::attn_res_row(sources, w.values["self_attention_res_norm.weight"],
+                                       w.values["self_attention_res_proj.weight"], w.values["input_layernorm.weight"],
+                                       config.rms_norm_eps, rounding);
+      };
+      const Vec form = reference::matvec(w_in, std::span<const double>(expected.x).subspan(t * h, h), rows, h);
+      const Vec rounded = reference::matvec(w_in, x_of(reference::Rounding::kBf16), rows, h);
+      const Vec exact = reference::matvec(w_in, x_of(reference::Rounding::kNone), rows, h);
+      for (double v : form) proj_form_x.push_back(model::round_to_bf16(v));
+      for (double v : rounded) proj_rounded_x.push_back(model::round_to_bf16(v));
+      proj_exact_x.insert(proj_exact_x.end(), exact.begin(), exact.end());
+    }
+  }
 
   // Device buffers: inputs, then the outputs poisoned, the scratch's control words zeroed.
   std::vector<KernelArg> args;
@@ -383,6 +424,50 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   result.outputs.push_back(check_output("recurrent_state", Vec(first.state.begin(), first.state.end()),
                                         expected.cache.state, {slots, nhl, kD, kD}, rule_for("recurrent_state"),
                                         &state_exact));
+  if (!proj_exact_x.empty()) {
+    const Vec proj = from_bf16(first.proj);
+    const std::string form = c.linear ? " (linear)" : "";
+    const std::vector<int64_t> shape{tokens, dims.in_proj_rows};
+    result.outputs.push_back(check_output("proj", proj, proj_form_x, shape, rule_for("proj")));
+    result.outputs.push_back(check_output("proj vs bf16 x" + form, proj, proj_rounded_x, shape, rule_for("proj vs bf16 x" + form)));
+    result.outputs.push_back(check_output("proj vs float64 x" + form, proj, proj_exact_x, shape, rule_for("proj vs float64 x" + form)));
+    const OutputCheck references = check_output("", proj_rounded_x, proj_exact_x, shape, {});
+    result.notes = absl::StrCat("vLLM's proj (x rounded) vs float64 x's: ", references.differing, " of ", references.compared,
+                                " differ, error RMS ", references.error_rms, " x RMS, worst ", references.worst_rms,
+                                " x RMS\n");
+  }
+  if (vllm) {
+    // Against float64 (Rounding::kNone, every output unrounded), over the slots the step writes: the
+    // linear form's error RMS must stay within kLinearDistance of vLLM's rounding points' own (the
+    // two forms round x differently, each about as far from float64); its distance from vLLM's
+    // outputs is a note.
+    const Vec state(first.state.begin(), first.state.end()), core_actual = from_bf16(first.core);
+    const std::vector<bool> all(core_actual.size(), false);
+    auto distance = [&](const std::string& what, std::span<const double> ours, std::span<const double> stock,
+                        std::span<const double> exact, const std::vector<bool>& untouched) {
+      const std::vector<int64_t> shape{static_cast<int64_t>(ours.size())};
+      const OutputCheck mine = check_output("", ours, exact, shape, {}, &untouched);
+      const OutputCheck theirs = check_output("", stock, exact, shape, {}, &untouched);
+      const OutputCheck apart = check_output("", ours, stock, shape, {}, &untouched);
+      OutputCheck d;
+      d.name = what + ": error RMS from float64, linear / vLLM's";
+      d.compared = mine.compared - mine.exact_compared;
+      d.error_rms = mine.error_rms;
+      d.worst_rms = mine.worst_rms;
+      if (!(mine.error_rms <= kLinearDistance * theirs.error_rms + 1e-12)) {
+        d.failures = 1;
+        d.first_failure = absl::StrCat(mine.error_rms, " against ", theirs.error_rms, ", more than ", kLinearDistance, "x");
+      }
+      absl::StrAppend(&result.notes, what, ": error RMS from float64 ", mine.error_rms, " x RMS (vLLM's rounding points ",
+                      theirs.error_rms, "; worst ", mine.worst_rms, " and ", theirs.worst_rms, "); from vLLM's: ",
+                      apart.differing, " of ", apart.compared - apart.exact_compared, " differ, error RMS ", apart.error_rms,
+                      ", worst ", apart.worst_rms, "\n");
+      result.outputs.push_back(d);
+    };
+    distance("core", core_actual, vllm->core, float64->core, all);
+    distance("conv_state", conv_actual, vllm->cache.conv, float64->cache.conv, conv_exact);
+    distance("recurrent_state", state, vllm->cache.state, float64->cache.state, state_exact);
+  }
 
   // Launches 2..L on the same inputs, restored, with the scratch's data poisoned again and the
   // control words as the launches before left them: each must equal the first bit for bit.

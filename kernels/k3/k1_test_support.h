@@ -42,6 +42,11 @@ struct K1Case {
   bool prefetch = false;      // K1Build::prefetch_weights and prefetch_next (an o_proj-shaped next
                               // weight, [H, Pl] bf16, asked into L2)
   bool kda_loop = false;      // K1Build::kda_loop
+  bool linear = false;        // K1Build::linear_in_proj
+  // Also checks proj (the in_proj output, from the scratch) against bf16r(W_in x) with x at vLLM's
+  // rounding points (x rounded to bf16) and against W_in x with x in float64 (unrounded): on with
+  // `linear`, whose numerics differ there (docs/k1_linear.md).
+  bool check_proj = false;
 };
 
 std::string case_name(const K1Case& c);
@@ -52,6 +57,7 @@ struct K1Result {
   int launches = 1;
   int repeat_mismatches = 0;  // launches after the first whose bits differed from it
   std::string repeat_report;  // per such launch: which arrays, how many values, which rows
+  std::string notes;          // with proj checked: how far vLLM's proj (x rounded) is from float64's
   bool ok() const;
   std::string report() const;
 };

@@ -156,14 +156,15 @@ Vec gated_mlp_partial(const model::ModelConfig& c, const RankLayerWeights& w, co
 // AttnRes of every row (3): sources are blocks 0..count-1 of each row, then the prefix row.
 Vec attn_res_rows(const model::ModelConfig& c, const RankLayerWeights& w, const Vec& prefix, const Vec& blocks,
                   int64_t tokens, int64_t count, const std::string& norm, const std::string& proj,
-                  const std::string& out_norm, Rounding rounding) {
+                  const std::string& out_norm, Rounding rounding, bool linear = false) {
   const int64_t h = c.hidden_size, block_count = c.block_count();
   Vec result(static_cast<size_t>(tokens * h));
   for (int64_t t = 0; t < tokens; ++t) {
     std::vector<std::span<const double>> sources;
     for (int64_t b = 0; b < count; ++b) sources.push_back(row(blocks, t * block_count + b, h));
     sources.push_back(row(prefix, t, h));
-    Vec mixed = attn_res_row(sources, w.at(norm), w.at(proj), w.at(out_norm), c.rms_norm_eps, rounding);
+    Vec mixed = linear ? attn_res_row_linear(sources, w.at(norm), w.at(proj), w.at(out_norm), c.rms_norm_eps, rounding)
+                       : attn_res_row(sources, w.at(norm), w.at(proj), w.at(out_norm), c.rms_norm_eps, rounding);
     std::copy(mixed.begin(), mixed.end(), result.begin() + t * h);
   }
   return result;
@@ -172,7 +173,7 @@ Vec attn_res_rows(const model::ModelConfig& c, const RankLayerWeights& w, const 
 // Step 1 of a layer (2.3, 3): the delta folded into `prefix` (one rounding), at a block-write
 // layer the prefix stored to block L / 12 of `blocks`, then the attention AttnRes: x.
 Vec attention_res(const model::ModelConfig& c, int layer, const RankLayerWeights& w, const Vec& delta, Vec& prefix,
-                  Vec& blocks, int64_t tokens, Rounding rounding) {
+                  Vec& blocks, int64_t tokens, Rounding rounding, bool linear = false) {
   const int64_t h = c.hidden_size, block_count = c.block_count();
   if (!delta.empty()) {
     for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = round_bf16(prefix[i] + delta[i], rounding);
@@ -184,7 +185,7 @@ Vec attention_res(const model::ModelConfig& c, int layer, const RankLayerWeights
     }
   }
   return attn_res_rows(c, w, prefix, blocks, tokens, c.previous_blocks(layer), "self_attention_res_norm.weight",
-                       "self_attention_res_proj.weight", "input_layernorm.weight", rounding);
+                       "self_attention_res_proj.weight", "input_layernorm.weight", rounding, linear);
 }
 
 // One expert's dequantized weights on one rank: w13 [2 Ir, lat] (gate rows then up rows), w2 [lat, Ir].
@@ -328,7 +329,7 @@ RouterChoice route_row(const model::ModelConfig& c, const RankLayerWeights& rank
 
 absl::StatusOr<KdaAttentionOutput> kda_attention_reference(const model::ModelConfig& c, int layer,
                                                            const RankLayerWeights& rank, const LayerInput& input,
-                                                           Rounding rounding) {
+                                                           Rounding rounding, InProjInput in_proj_input) {
   const int64_t h = c.hidden_size, blocks = c.block_count();
   const int64_t tokens = static_cast<int64_t>(input.prefix.size()) / h;
   if (!c.is_kda_layer(layer)) {
@@ -342,7 +343,8 @@ absl::StatusOr<KdaAttentionOutput> kda_attention_reference(const model::ModelCon
   KdaAttentionOutput out;
   out.prefix = input.prefix;
   out.blocks = input.blocks;
-  out.x = attention_res(c, layer, rank, input.delta, out.prefix, out.blocks, tokens, rounding);
+  out.x = attention_res(c, layer, rank, input.delta, out.prefix, out.blocks, tokens, rounding,
+                        in_proj_input == InProjInput::kLinearSources);
   out.cache = input.caches[0];
   MT_ASSIGN_OR_RETURN(out.core, kda_core(c, rank, out.x, tokens, input.meta, input.caches[0], out.cache, rounding));
   return out;

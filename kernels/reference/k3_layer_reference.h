@@ -90,9 +90,13 @@ struct KdaAttentionOutput {
   std::vector<double> core;
   KdaCache cache;
 };
+// in_proj's input: x as vLLM forms it (rounded to bf16 under kBf16, k3_layer.md 4.7), or as K1's
+// linear in_proj does (attn_res_row_linear: each source's out_norm * v_s rounded, x itself not).
+enum class InProjInput { kRoundedX, kLinearSources };
 absl::StatusOr<KdaAttentionOutput> kda_attention_reference(const model::ModelConfig& config, int layer,
                                                            const RankLayerWeights& rank, const LayerInput& input,
-                                                           Rounding rounding);
+                                                           Rounding rounding,
+                                                           InProjInput in_proj_input = InProjInput::kRoundedX);
 
 // The deferred-delta loop over consecutive layers first..first+n-1 (2.3): each layer gets the
 // previous one's m as its delta and P' as its prefix. `layers[i]` are layer first+i's ranks'

@@ -31,41 +31,71 @@ std::vector<double> matvec(std::span<const double> w, std::span<const double> x,
   return out;
 }
 
+namespace {
+
+// The mix's softmax weights over the sources (1 for a single source).
+std::vector<double> mix_weights(std::span<const std::span<const double>> sources, std::span<const double> norm,
+                                std::span<const double> proj, double eps) {
+  const size_t h = sources.back().size();
+  if (sources.size() == 1) return {1.0};
+  std::vector<double> logits;
+  for (std::span<const double> v : sources) {
+    double dot = 0, squares = 0;
+    for (size_t i = 0; i < h; ++i) {
+      dot += v[i] * norm[i] * proj[i];
+      squares += v[i] * v[i];
+    }
+    logits.push_back(dot / std::sqrt(squares / static_cast<double>(h) + eps));
+  }
+  double top = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> weights;
+  double total = 0;
+  for (double logit : logits) {
+    weights.push_back(std::exp(logit - top));
+    total += weights.back();
+  }
+  for (double& w : weights) w /= total;
+  return weights;
+}
+
+std::vector<double> mixed_row(std::span<const std::span<const double>> sources, const std::vector<double>& weights) {
+  std::vector<double> mixed(sources.back().size(), 0.0);
+  for (size_t s = 0; s < sources.size(); ++s) {
+    for (size_t i = 0; i < mixed.size(); ++i) mixed[i] += weights[s] * sources[s][i];
+  }
+  return mixed;
+}
+
+double rstd_of(const std::vector<double>& mixed, double eps) {
+  double squares = 0;
+  for (double m : mixed) squares += m * m;
+  return 1.0 / std::sqrt(squares / static_cast<double>(mixed.size()) + eps);
+}
+
+}  // namespace
+
 std::vector<double> attn_res_row(std::span<const std::span<const double>> sources, std::span<const double> norm,
                                  std::span<const double> proj, std::span<const double> out_norm, double eps,
                                  Rounding rounding) {
-  const size_t h = sources.back().size();
-  std::vector<double> mixed;
-  if (sources.size() == 1) {
-    mixed.assign(sources[0].begin(), sources[0].end());
-  } else {
-    std::vector<double> logits;
-    for (std::span<const double> v : sources) {
-      double dot = 0, squares = 0;
-      for (size_t i = 0; i < h; ++i) {
-        dot += v[i] * norm[i] * proj[i];
-        squares += v[i] * v[i];
-      }
-      logits.push_back(dot / std::sqrt(squares / static_cast<double>(h) + eps));
-    }
-    double top = *std::max_element(logits.begin(), logits.end());
-    double total = 0;
-    mixed.assign(h, 0.0);
-    for (size_t s = 0; s < sources.size(); ++s) {
-      double e = std::exp(logits[s] - top);
-      total += e;
-      for (size_t i = 0; i < h; ++i) mixed[i] += e * sources[s][i];
-    }
-    for (double& m : mixed) m /= total;
-  }
+  std::vector<double> mixed = mixed_row(sources, mix_weights(sources, norm, proj, eps));
   if (!out_norm.empty()) {
-    double squares = 0;
-    for (double m : mixed) squares += m * m;
-    double rstd = 1.0 / std::sqrt(squares / static_cast<double>(h) + eps);
-    for (size_t i = 0; i < h; ++i) mixed[i] = mixed[i] * rstd * out_norm[i];
+    const double rstd = rstd_of(mixed, eps);
+    for (size_t i = 0; i < mixed.size(); ++i) mixed[i] = mixed[i] * rstd * out_norm[i];
   }
   for (double& m : mixed) m = round_bf16(m, rounding);
   return mixed;
+}
+
+std::vector<double> attn_res_row_linear(std::span<const std::span<const double>> sources, std::span<const double> norm,
+                                        std::span<const double> proj, std::span<const double> out_norm, double eps,
+                                        Rounding rounding) {
+  const std::vector<double> weights = mix_weights(sources, norm, proj, eps);
+  const double rstd = rstd_of(mixed_row(sources, weights), eps);
+  std::vector<double> x(sources.back().size(), 0.0);
+  for (size_t s = 0; s < sources.size(); ++s) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += weights[s] * rstd * round_bf16(out_norm[i] * sources[s][i], rounding);
+  }
+  return x;
 }
 
 std::vector<double> causal_conv(std::span<double> state, int64_t state_len, std::span<const double> weights,

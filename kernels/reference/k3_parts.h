@@ -32,6 +32,13 @@ std::vector<double> attn_res_row(std::span<const std::span<const double>> source
                                  std::span<const double> proj, std::span<const double> out_norm, double eps,
                                  Rounding rounding);
 
+// The same row as K1's linear in_proj takes it (docs/k1_linear.md): sum_s a_s bf16r(out_norm * v_s),
+// a_s the softmax weight of source s times the mixed row's rstd, with out_norm * v_s rounded under
+// kBf16 and the sum never rounded (the in_proj GEMV consumes it in fp32). `out_norm` is required.
+std::vector<double> attn_res_row_linear(std::span<const std::span<const double>> sources, std::span<const double> norm,
+                                        std::span<const double> proj, std::span<const double> out_norm, double eps,
+                                        Rounding rounding);
+
 // The short causal conv of one request on `channels` packed channels (4.2). `state` is the slot's
 // [state_len, channels] (oldest column first), `weights` [channels, width] (tap width-1 multiplies
 // the newest token), `x` [L, channels]. Outputs [L, channels] silu'd (rounded), and rewrites
