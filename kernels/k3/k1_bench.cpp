@@ -37,7 +37,7 @@
 // --linear: the same with AttnRes off the in_proj stream's path (K1Build::linear_in_proj), a row
 // (and with --stages its clock: A is then the sources' hand-off on the median program, AttnRes's
 // coefficients on the latest) at every shape it takes; where k1_linear_refusal refuses a shape, a
-// line says why.
+// line says why. With --kda-loop too, a further row with both (K1's smallest code: docs/k1_linear.md).
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
 // weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
@@ -382,6 +382,11 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
       const std::string refusal = k1_linear_refusal(v);
       if (refusal.empty()) {
         out.push_back(v);
+        // With --kda-loop too, a row with both: the smallest code (one copy of stage C's task).
+        if (kda_loop) {
+          out.push_back(v);
+          out.back().kda_loop = true;
+        }
       } else if (!quiet) {
         std::printf("%s: no linear in_proj: %s\n", k1_name(b).c_str(), refusal.c_str());
       }

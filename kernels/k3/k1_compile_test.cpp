@@ -150,7 +150,8 @@ TEST(K1Compile, Sm90aDependentLaunch) {
 
 // The linear in_proj (K1Build::linear_in_proj, k1_bench --linear): 2 sources (layer 1, the bench's)
 // at 4 and 16 tokens (8 and 32 accumulator columns), 9 sources (layer 85) at 4 tokens (64) and 8
-// (128), and 7 sources (layer 61) at 16 tokens (128, kK1LinearMaxRows).
+// (128), and 7 sources (layer 61) at 16 tokens (128, kK1LinearMaxRows); and at 4 tokens with
+// stage C's loop at one task a program (kda_loop: one copy of its task, the smallest code).
 TEST(K1Compile, Sm90aLinear) {
   std::vector<K1Build> linear;
   for (auto [tokens, layer] :
@@ -159,6 +160,8 @@ TEST(K1Compile, Sm90aLinear) {
     build.linear_in_proj = true;
     linear.push_back(build);
   }
+  linear.push_back(linear.front());
+  linear.back().kda_loop = true;
   expect_compiles("sm_90a", linear);
 }
 

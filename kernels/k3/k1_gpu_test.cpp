@@ -80,6 +80,9 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .layer = 24, .requests = 8, .q = 2, .padded = 2, .linear = true});
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 50, .cold = true, .linear = true});
   out.push_back({.requests = 4, .q = 4, .launches = 100, .linear = true});
+  // With stage C's loop at one task a program (K1Build::kda_loop): the smallest code.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .kda_loop = true,
+                 .linear = true});
   return out;
 }
 

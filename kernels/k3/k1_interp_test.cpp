@@ -104,6 +104,8 @@ std::vector<K1Case> cases() {
                  .target = "sm_90a", .linear = true});
   out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 85, .requests = 1, .q = 4, .programs = 132,
                  .target = "sm_90a", .check_proj = true});
+  // The linear form with stage C's loop at one task a program (its smallest code).
+  out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_loop = true, .linear = true});
   return out;
 }
 
