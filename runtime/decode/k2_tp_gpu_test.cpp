@@ -7,9 +7,6 @@
 // and both ranks' outputs bit for bit the same. Skips without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -78,38 +75,14 @@ TEST(K2TpGpu, TwoProcessesOnOneGpuHoldTheTp1ResultBitForBit) {
       kernels::k3::make_k2_inputs({.layer = 1, .tokens = 4}, /*interpreter=*/false);
   ASSERT_FALSE(whole.core.empty());
   const std::vector<K2Inputs> ranks = {rank_inputs(whole, 2, 0), rank_inputs(whole, 2, 1)};
-  int pair[2];
-  int report[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  ASSERT_EQ(::pipe(report), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Rank 1: its verdict through the pipe, then out without running the parent's test teardown.
-    ::close(pair[0]);
-    ::close(report[0]);
-    SocketPairGroup group(pair[1], 1);
-    const std::string verdict = run_gpu_rank(group, ranks, nullptr);
-    [[maybe_unused]] ssize_t written = ::write(report[1], verdict.data(), verdict.size());
-    ::_exit(0);
-  }
-  ::close(pair[1]);
-  ::close(report[1]);
-  SocketPairGroup group(pair[0], 0);
-  std::vector<K2Outputs> steps;
-  const std::string verdict = run_gpu_rank(group, ranks, &steps);
-  ::close(pair[0]);  // a rank 1 still waiting in the group sees it closed instead of hanging
-  std::string theirs;
-  char buffer[512];
-  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;)
-    theirs.append(buffer, static_cast<size_t>(n));
-  ::close(report[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  if (verdict.rfind("skip: ", 0) == 0) GTEST_SKIP() << verdict.substr(6);
-  EXPECT_EQ(verdict, "") << "rank 0";
-  EXPECT_EQ(theirs, "") << "rank 1";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 1's process ended abnormally";
+  std::vector<K2Outputs> steps;  // rank 0's, for the reference check
+  const ForkedRanks verdicts = run_forked_ranks([&](Group& group) {
+    return run_gpu_rank(group, ranks, group.rank() == 0 ? &steps : nullptr);
+  });
+  if (verdicts.rank0.rfind("skip: ", 0) == 0) GTEST_SKIP() << verdicts.rank0.substr(6);
+  EXPECT_EQ(verdicts.rank0, "") << "rank 0";
+  EXPECT_EQ(verdicts.rank1, "") << "rank 1";
+  EXPECT_TRUE(verdicts.rank1_exited) << "rank 1's process ended abnormally";
   ASSERT_EQ(steps.size(), 2u);
   for (const K2Outputs& got : steps) kernels::k3::check_k2_outputs(whole, got, 2);
 }

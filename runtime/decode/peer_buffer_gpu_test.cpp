@@ -4,9 +4,6 @@
 // what the other wrote into its own, then both close. Skips without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <memory>
@@ -70,37 +67,11 @@ std::string run_rank(Group& group) {
 }
 
 TEST(PeerBufferGpu, TwoProcessesSharingOneGpuWriteIntoEachOthersBuffers) {
-  int pair[2];
-  int report[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  ASSERT_EQ(::pipe(report), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Rank 1: its verdict through the pipe, then out without running the parent's test teardown.
-    ::close(pair[0]);
-    ::close(report[0]);
-    SocketPairGroup group(pair[1], 1);
-    const std::string verdict = run_rank(group);
-    [[maybe_unused]] ssize_t written = ::write(report[1], verdict.data(), verdict.size());
-    ::_exit(0);
-  }
-  ::close(pair[1]);
-  ::close(report[1]);
-  SocketPairGroup group(pair[0], 0);
-  const std::string verdict = run_rank(group);
-  ::close(pair[0]);  // a rank 1 still waiting in the group sees it closed instead of hanging
-  std::string theirs;
-  char buffer[512];
-  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;)
-    theirs.append(buffer, static_cast<size_t>(n));
-  ::close(report[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  if (verdict.rfind("skip: ", 0) == 0) GTEST_SKIP() << verdict.substr(6);
-  EXPECT_EQ(verdict, "") << "rank 0";
-  EXPECT_EQ(theirs, "") << "rank 1";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 1's process ended abnormally";
+  const ForkedRanks verdicts = run_forked_ranks([&](Group& group) { return run_rank(group); });
+  if (verdicts.rank0.rfind("skip: ", 0) == 0) GTEST_SKIP() << verdicts.rank0.substr(6);
+  EXPECT_EQ(verdicts.rank0, "") << "rank 0";
+  EXPECT_EQ(verdicts.rank1, "") << "rank 1";
+  EXPECT_TRUE(verdicts.rank1_exited) << "rank 1's process ended abnormally";
 }
 
 }  // namespace

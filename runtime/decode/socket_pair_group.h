@@ -1,10 +1,14 @@
 // SocketPairGroup: two processes' Group over one end each of a socket pair, for the GPU tests whose
-// two TP ranks are two forked processes sharing one GPU (peer_buffer_gpu_test, k2_tp_gpu_test).
+// two TP ranks are two forked processes sharing one GPU (peer_buffer_gpu_test, k2_tp_gpu_test,
+// executor_tp_gpu_test), and run_forked_ranks, which forks them.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,5 +67,54 @@ class SocketPairGroup final : public Group {
   int fd_;
   int rank_;
 };
+
+// What each of two forked ranks said: "" when it passed, "skip: <why>" where it cannot run, else
+// what failed; and whether rank 1's process ended normally.
+struct ForkedRanks {
+  std::string rank0, rank1;
+  bool rank1_exited = false;
+};
+
+// Runs `rank` as rank 0 in this process and as rank 1 in a forked child, their group a socket pair;
+// the child hands its verdict back through a pipe and leaves with _exit (no test teardown). Fork
+// before either rank touches a GPU driver. Closing rank 0's end when it returns lets a rank 1
+// still waiting in the group see it closed instead of hanging.
+inline ForkedRanks run_forked_ranks(const std::function<std::string(Group&)>& rank) {
+  ForkedRanks out;
+  int pair[2];
+  int report[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0 || ::pipe(report) != 0) {
+    out.rank0 = "socketpair or pipe failed";
+    return out;
+  }
+  const pid_t child = ::fork();
+  if (child < 0) {
+    out.rank0 = "fork failed";
+    return out;
+  }
+  if (child == 0) {
+    ::close(pair[0]);
+    ::close(report[0]);
+    SocketPairGroup group(pair[1], 1);
+    const std::string verdict = rank(group);
+    [[maybe_unused]] ssize_t written = ::write(report[1], verdict.data(), verdict.size());
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  ::close(report[1]);
+  {
+    SocketPairGroup group(pair[0], 0);
+    out.rank0 = rank(group);
+  }
+  ::close(pair[0]);
+  char buffer[512];
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;)
+    out.rank1.append(buffer, static_cast<size_t>(n));
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  out.rank1_exited = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return out;
+}
 
 }  // namespace monotile::runtime::decode
