@@ -263,7 +263,7 @@ TEST(Kernel, SetsTheBlockAndDynamicSharedMemoryOfTheBuild) {
 }
 
 // A build whose program waits for its grid dependency launches with programmatic serialization
-// (CUDA: cuLaunchKernelEx, driver_cuda_test); the CPU device runs it as any other launch.
+// (on CUDA through the driver's extended launch: driver_cuda_test); the CPU device runs it as any other launch.
 TEST(Kernel, ABuildThatWaitsForItsGridDependencyLaunchesProgrammatically) {
   CpuKernelFixture f;
   EXPECT_FALSE(Kernel::load(*f.device, f.build, f.params)->config({1, 1, 1}).programmatic_dependency);

@@ -31,7 +31,7 @@ TEST_F(ExecutorGpu, ServesEveryLayerOfThreeSteps) { three_steps(); }
 
 TEST_F(ExecutorGpu, AStepCapturedOnceReplaysWithNewMetadataAndPadding) { graph_replay(); }
 
-// K1 and K2 built for programmatic dependent launch (launched through cuLaunchKernelEx on sm_90+):
+// K1 and K2 built for programmatic dependent launch (launched with programmatic stream serialization on sm_90+):
 // every layer still matches the float64 reference, and a captured step (programmatic edges between
 // its kernels) replays bit for bit as an eager run of the same inputs.
 TEST_F(ExecutorGpu, WithDependentLaunchServesEveryLayerOfThreeSteps) { three_steps(true); }

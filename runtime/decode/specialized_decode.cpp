@@ -13,6 +13,7 @@
 #include "kernels/k3/peer_exchange.h"
 #include "runtime/decode/executor_builds.h"
 #include "runtime/decode/layer_names.h"
+#include "runtime/decode/peer_buffer.h"
 #include "runtime/decode/runner.h"
 #include "runtime/decode/tp_reasons.h"
 #include "support/log.h"

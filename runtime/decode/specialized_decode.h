@@ -27,12 +27,13 @@
 #include "jit/jit.h"
 #include "runtime/decode/decode_config.h"
 #include "runtime/decode/group.h"
-#include "runtime/decode/peer_buffer.h"
 #include "runtime/decode/step_plan.h"
 #include "runtime/decode/weight_reasons.h"
 #include "runtime/device.h"
 
 namespace monotile::runtime::decode {
+
+class PeerBuffer;  // peer_buffer.h: not a public header; only construct takes one
 
 class Runner;
 class LayerKernel;
