@@ -7,11 +7,14 @@
 // experts x 768 rows over K = 3584, K3 TP 8), "w2" stage I's (experts x 3584 rows over K = 384).
 // Both run mxfp4_gemv_rows's loop, a GEMV a task; stage I runs the same K step inside
 // mxfp4_gemv_sum, which this does not time.
-// Each launch follows a 256 MiB memset (cold L2). Without a GPU it says why and exits 0.
-// usage: mxfp4_bench [--iterations N]
+// Each launch follows a 256 MiB read (cold L2, clean lines, as a decode step leaves it; l2_flush.h;
+// --flush write: a memset, dirty lines, this benchmark's flush before). Without a GPU it says why
+// and exits 0.
+// usage: mxfp4_bench [--iterations N] [--flush read|write]
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/k3/bench_timing.h"
+#include "kernels/k3/l2_flush.h"
 #include "kernels/k3/mxfp4_gemv.h"
 #include "runtime/discovery.h"
 #include "runtime/kernel.h"
@@ -27,7 +31,6 @@
 namespace monotile::kernels::k3 {
 namespace {
 
-constexpr int64_t kFlushBytes = int64_t{256} << 20;
 constexpr int kExperts = 60;  // K2's distinct experts at T 4 in k2_bench's run
 
 struct Shape {
@@ -67,7 +70,7 @@ int64_t moved_bytes(const Shape& s) {
 }
 
 absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& stream, const Shape& s,
-                                 int iterations) {
+                                 int iterations, L2Flush flush) {
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
       jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
@@ -87,7 +90,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   // it).
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer x, device.allocate(int64_t{kMxfp4Tokens} * s.k * 2));
   MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer out, device.allocate(int64_t{kMxfp4Tokens} * s.n * 4));
-  MT_ASSIGN_OR_RETURN(runtime::DeviceBuffer flusher, device.allocate(kFlushBytes));
+  MT_ASSIGN_OR_RETURN(L2Flusher flusher, L2Flusher::create(device, flush));
   MT_RETURN_IF_ERROR(device.fill_bytes(packed.address(), 0x5A, s.n * s.k / 2));
   MT_RETURN_IF_ERROR(device.fill_bytes(scales.address(), 122, s.n * s.k / 32));
   std::vector<uint16_t> ones(static_cast<size_t>(kMxfp4Tokens) * s.k, 0x3F80);
@@ -105,8 +108,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   const auto programs = static_cast<uint32_t>(device.info().compute_units * s.programs_per_unit);
   std::vector<float> times;
   for (int i = 0; i < iterations + 2; ++i) {
-    MT_RETURN_IF_ERROR(
-        device.fill_bytes_async(flusher.address(), static_cast<uint8_t>(i), kFlushBytes, stream));
+    MT_RETURN_IF_ERROR(flusher.run(device, stream, i));
     MT_ASSIGN_OR_RETURN(runtime::Event start, device.create_event());
     MT_ASSIGN_OR_RETURN(runtime::Event end, device.create_event());
     MT_RETURN_IF_ERROR(device.record(start, stream));
@@ -119,7 +121,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   return summarize(times);
 }
 
-int run(int iterations) {
+int run(int iterations, L2Flush flush) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -139,9 +141,9 @@ int run(int iterations) {
   const double bandwidth = copy_bandwidth(*copy);
   std::printf(
       "mxfp4_bench on %s, %d units; copy floor: %.1f GB/s (1 GiB D2D copy, best of %d); median of "
-      "%d\n",
+      "%d; %s\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
-      iterations);
+      iterations, l2_flush_description(flush).c_str());
   std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %8s %9s %9s %9s %6s\n",
               "shape", "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad",
               "rows", "xahead", "pf", "l2f", "st", "MB", "median us", "best us", "floor us",
@@ -209,7 +211,7 @@ int run(int iterations) {
   };
   int status = 0;
   for (const Shape& s : shapes) {
-    absl::StatusOr<Timing> timing = time_gemv(device, *stream, s, iterations);
+    absl::StatusOr<Timing> timing = time_gemv(device, *stream, s, iterations, flush);
     if (!timing.ok()) {
       std::fprintf(stderr, "mxfp4_bench: %s n %lld k %lld: %s\n", s.name,
                    static_cast<long long>(s.n), static_cast<long long>(s.k),
@@ -237,13 +239,19 @@ int main(int argc, char** argv) {
   // A row at a time: a run cut short by a time limit keeps the rows it printed.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 20;
+  monotile::kernels::k3::L2Flush flush = monotile::kernels::k3::L2Flush::kRead;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--flush" && i + 1 < argc) {
+      const std::optional<monotile::kernels::k3::L2Flush> mode =
+          monotile::kernels::k3::parse_flush_option("mxfp4_bench", argv[++i]);
+      if (!mode) return 2;
+      flush = *mode;
     } else {
-      std::fprintf(stderr, "usage: mxfp4_bench [--iterations N]\n");
+      std::fprintf(stderr, "usage: mxfp4_bench [--iterations N] [--flush read|write]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(iterations);
+  return monotile::kernels::k3::run(iterations, flush);
 }
