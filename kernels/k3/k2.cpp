@@ -42,7 +42,9 @@ int front_parts(const K2Build& b) { return b.front_parts != 0 ? b.front_parts : 
 
 // Stage I's chunk words (K2Build::chunk_handoff), past D's and E's block counters.
 int chunk_words(const K2Build& b) { return kControlWords + front_blocks(b.latent, b.latent_rows, b.shared_rows); }
-int control_words(const K2Build& b) { return chunk_words(b) + (b.chunk_handoff ? b.routed_chunks : 0); }
+// The router's block counters (router_stage.h), past the chunks' words.
+int router_block_words(const K2Build& b) { return chunk_words(b) + (b.chunk_handoff ? b.routed_chunks : 0); }
+int control_words(const K2Build& b) { return router_block_words(b) + router_blocks(b.experts, kGemvRows); }
 
 // What every launch adds to a chunk's counter: a power of two covering the most H tasks a chunk can
 // have at any width (the widths of a rank may share their counters, handoff.h's arrive).
@@ -403,6 +405,7 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
                            .w_gate = a.w_gate,
                            .bias = a.gate_bias,
                            .logits = a.logits,
+                           .block_counters = a.counters + router_block_words(build),
                            .counter = a.counters + kRouterWord,
                            .flag = a.flags + kRouterWord,
                            .experts_out = a.route_experts,
@@ -500,7 +503,7 @@ K2Scratch k2_scratch(const K2Build& b) {
   s.ares = take(attn_res_partial_floats(b) * 4);
   s.a_rows = take(int64_t{b.tokens} * b.hidden * 2);
   s.y_rows = take(int64_t{b.tokens} * b.hidden * 2);
-  s.logits = take(int64_t{router_splits(b.experts, b.hidden, kGemvRows, b.gemv_step)} * b.tokens * b.experts * 4);
+  s.logits = take(router_scratch_floats(b.experts, b.hidden, b.tokens, b.top_k, kGemvRows, b.gemv_step) * 4);
   const int64_t slots = int64_t{b.tokens} * b.top_k;
   // lat and inter are the experts' GEMV activations, read expert_token_rows rows at a time without a
   // mask (Mxfp4Gemv::x_padded): each is followed by the rows a read past its last token reaches.

@@ -223,16 +223,17 @@ std::vector<std::string> k2_parameters(const K2Build& build);
 // K2's scratch, its own buffer (its control words must not be another kernel's): views each
 // 256-byte aligned, the control words first ([0, zeroed_bytes) zero once, never reset).
 struct K2Scratch {
-  // i32 [44 + front_blocks (+ routed_chunks)]: AttnRes's 32, o_proj, logits, route, latent sum,
-  // final sum, the MoE's 7, then D's and E's row blocks (moe_stage.h front_blocks; the same for every
-  // width of a rank), then with chunk_handoff a word for each of stage I's chunks
+  // i32 [44 + front_blocks (+ routed_chunks) + router_blocks]: AttnRes's 32, o_proj, logits, route,
+  // latent sum, final sum, the MoE's 7, then D's and E's row blocks (moe_stage.h front_blocks; the
+  // same for every width of a rank), then with chunk_handoff a word for each of stage I's chunks,
+  // then the router's blocks of experts (router_stage.h router_blocks; the same for every width)
   int64_t counters = 0;
   int64_t flags = 0;  // i32, as many: AttnRes's 17 (to 31 unused), then as the counters (none for the blocks; the chunks' flags)
   int64_t zeroed_bytes = 0;
   int64_t ares = 0;        // f32: AttnRes's partials
   int64_t a_rows = 0;      // bf16 [T, H]: o_proj reduced
   int64_t y_rows = 0;      // bf16 [T, H]: the MLP AttnRes output
-  int64_t logits = 0;      // f32 [router splits, T, E]
+  int64_t logits = 0;      // f32 [router splits, T, E], then the route's candidates (router_scratch_floats)
   int64_t lat = 0;         // bf16 [T, LAT], then expert_token_rows - T rows read, never written
   int64_t latent_sum = 0;  // bf16 [T, LAT]: the routed sum reduced
   int64_t normed = 0;      // bf16 [T, LAT]

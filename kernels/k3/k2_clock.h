@@ -18,9 +18,9 @@ enum class K2ClockPoint : int {
   kAttnResHalf,   // B: its first task's partials handed in
   kAttnResRow,    // B: its first task's wait for the row's partials passed
   kAttnRes,       // B: its MLP AttnRes tasks done
-  kLogits,        // C: its router logits tasks done
+  kLogits,        // C: its router logits tasks done (a block's last with the block's candidates)
   kRouteReady,    // C: its first route row's wait (every logit) passed
-  kTopk,          // C: its first route row's top-k chosen
+  kTopk,          // C: its first route row's top-k chosen (from the blocks' candidates)
   kRouter,        // C: its route rows done
   kLatent,        // D and E: its latent and shared-activation tasks done (one loop takes both)
   kSharedAct,     // E: the same point (kept so that the table's columns stay where they were)

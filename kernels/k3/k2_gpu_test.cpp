@@ -1,6 +1,6 @@
 // K2 on the GPU (label gpu) against the float64 reference: K3's TP 8 rank shapes at the widths the
 // benchmarks measure and at 2 tokens (every row on the same 16 experts, as on the interpreter) and k3-tiny's
-// ordinary, block-write, tie and NaN cases and top-k 1, 6 and 12, and the stage clock build at K3's T 4 (its clock
+// ordinary, block-write, tie and NaN cases and top-k 1, 6 and 12 (of 16, 40 and 200 experts), and the stage clock build at K3's T 4 (its clock
 // running forward on every program); one program per SM, all resident. Skips cleanly without a GPU.
 #include <gtest/gtest.h>
 
@@ -45,6 +45,13 @@ std::vector<K2Case> cases() {
   for (int top_k : {1, 6, 12}) out.push_back({.tokens = 4, .top_k = top_k});
   out.push_back({.tokens = 16, .router = Router::kTies, .top_k = 6});
   out.push_back({.tokens = 4, .top_k = 6, .experts = 40});  // experts no power of two
+  // 200 experts: the router's 4 blocks each hand in their candidates (ties across the blocks'
+  // boundaries, NaN keys in every block, a top-k past a block's share), and over two launches on one
+  // scratch with the logits in 4 slices of K (the blocks' counters carry over).
+  out.push_back({.tokens = 4, .router = Router::kTies, .top_k = 6, .experts = 200});
+  out.push_back({.tokens = 16, .router = Router::kNan, .top_k = 12, .experts = 200});
+  out.push_back({.tokens = 2, .top_k = 80, .experts = 200});
+  out.push_back({.tokens = 8, .router = Router::kTies, .gemv_step = 64, .top_k = 16, .experts = 200, .launches = 2});
   return out;
 }
 

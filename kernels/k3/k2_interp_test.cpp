@@ -2,7 +2,7 @@
 // P', y, the route and the MoE output m, at widths 1..16, ordinary and block-write layers, fewer and
 // more programs than tasks, K3's TP 8 rank shapes (every row on the same 16 experts, so that only
 // their MXFP4 bytes need to exist), routers with exact ties and NaN scores, and top-k 1, 6, 12 and
-// 16 (and 6 of 40 experts); then launches whose waits give up (the fault hook, K2Build::fault_ns): they end, record it,
+// 16 (and 6 of 40 experts, and top-k 6 to 80 of 200 experts in 4 blocks); then launches whose waits give up (the fault hook, K2Build::fault_ns): they end, record it,
 // and address nothing out of bounds (the interpreter refuses such an access); and the stage clock
 // build (K2Build::stage_clock), which writes what the plain build writes and a clock that runs
 // forward.
@@ -83,6 +83,15 @@ std::vector<K2Case> cases() {
   // 40 experts (no power of two: the router's keys padded to 64) with top-k 6, which aborted K2.
   out.push_back({.tokens = 4, .top_k = 6, .experts = 40});
   out.push_back({.tokens = 8, .router = Router::kTies, .target = "sm_90a", .top_k = 6, .experts = 40});
+  // 200 experts: the router's 4 blocks of 64 (the last one short) each hand in their candidates, and
+  // the route selects from theirs: ties across the blocks' boundaries (odd experts copy even ones),
+  // NaN keys in every block, a top-k past a block's share (the blocks' candidates are then whole
+  // blocks), and the logits in 4 slices of K on fewer programs than their tasks.
+  out.push_back({.tokens = 4, .router = Router::kTies, .top_k = 6, .experts = 200});
+  out.push_back({.tokens = 4, .router = Router::kNan, .top_k = 12, .experts = 200});
+  out.push_back({.tokens = 2, .top_k = 80, .experts = 200});
+  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .gemv_step = 64, .top_k = 16,
+                 .experts = 200, .launches = 2});
   // K3's TP 8 rank: H 7168 in 28 AttnRes chunks at 4 rows, 112 o_proj tasks from 1536 columns, 896 experts.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts});
   return out;

@@ -1,5 +1,6 @@
 #include "kernels/k3/router_stage.h"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -14,6 +15,8 @@ using namespace monotile::dsl;  // NOLINT: kernels read as the DSL guide writes 
 namespace {
 
 constexpr int64_t kTopkChunk = 128;  // keys a warp holds (4 a lane): a chunk's network never leaves the warp
+// The largest [picks, candidates] tile the route picks its winners' ids from in registers (K3: 16 x 256).
+constexpr int64_t kRouterPickElements = 4096;
 
 }  // namespace
 
@@ -33,7 +36,7 @@ Sorted router_topk(const Value& keys, int64_t n, int k) {
 }
 
 int router_splits(int experts, int hidden, int gemv_rows, int gemv_step) {
-  const int row_tasks = (experts + gemv_rows - 1) / gemv_rows;
+  const int row_tasks = router_blocks(experts, gemv_rows);
   const int steps = hidden / gemv_step;
   int splits = 1;
   for (int d = 1; d <= steps; ++d) {
@@ -42,58 +45,110 @@ int router_splits(int experts, int hidden, int gemv_rows, int gemv_step) {
   return splits;
 }
 
+int router_blocks(int experts, int gemv_rows) { return (experts + gemv_rows - 1) / gemv_rows; }
+
+int router_block_candidates(int top_k, int gemv_rows) {
+  return static_cast<int>(std::min<int64_t>(pow2_at_least(top_k), gemv_rows));
+}
+
+int router_candidates(int experts, int top_k, int gemv_rows) {
+  return router_blocks(experts, gemv_rows) * router_block_candidates(top_k, gemv_rows);
+}
+
+int64_t router_scratch_floats(int experts, int hidden, int tokens, int top_k, int gemv_rows, int gemv_step) {
+  return int64_t{router_splits(experts, hidden, gemv_rows, gemv_step)} * tokens * experts +
+         2 * int64_t{tokens} * router_candidates(experts, top_k, gemv_rows);
+}
+
 void router_rows(const RouterRows& r, const HandoffContext& hc) {
-  const int row_tasks = (r.experts + r.gemv_rows - 1) / r.gemv_rows;
+  const int row_tasks = router_blocks(r.experts, r.gemv_rows);
   const int splits = router_splits(r.experts, r.hidden, r.gemv_rows, r.gemv_step);
   const int tasks = row_tasks * splits;
   const int64_t k_len = r.hidden / splits;
+  // A top-k that is no tile size (6, 12) takes the next power of two: with ties to the lower id its
+  // first top_k are the top-k's, and the slots past them are masked off the sum and the stores.
+  const int picks = static_cast<int>(pow2_at_least(r.top_k));
+  const int per_block = router_block_candidates(r.top_k, r.gemv_rows), candidates = row_tasks * per_block;
+  const int64_t padded = pow2_at_least(candidates);
+  auto candidate_keys = r.logits + int64_t{splits} * r.tokens * r.experts;
+  auto candidate_ids = candidate_keys + int64_t{r.tokens} * candidates;
+  const float inf = std::numeric_limits<float>::infinity();
+  // The logits at `at` (i32 offsets into one slice): their partials summed in split order (every load
+  // in flight at once), so that every program that reads a logit gets the same bits.
+  auto logits_at = [&](const Value& at, const Value& ok) {
+    std::vector<Value> parts;
+    for (int s = 0; s < splits; ++s) parts.push_back(load(r.logits + s * r.tokens * r.experts + at, ok));
+    Value total = parts[0];
+    for (int s = 1; s < splits; ++s) total = total + parts[s];
+    return total;
+  };
+  // A block's candidates for every row, from its complete logits: its keys (NaN and padding -inf,
+  // after every real key of the block), their top per_block by topk's order, or all of them in id
+  // order where per_block is the whole block.
+  auto hand_in_candidates = [&](const Value& block) {
+    const int64_t rows_padded = pow2_at_least(r.tokens);
+    auto ts = arange(0, rows_padded);
+    auto experts = block * r.gemv_rows + arange(0, r.gemv_rows);
+    auto real = experts < r.experts;
+    auto ok = col(ts < r.tokens) & row(real);
+    auto key = sigmoid(logits_at(col(ts) * r.experts + row(experts), ok)) + row(load(r.bias + experts, real));
+    key = where(row(real) & (key == key), key, -inf);
+    Value values = key, ids = broadcast_to(row(experts), {rows_padded, r.gemv_rows});
+    if (per_block < r.gemv_rows) {
+      Sorted top = topk(key, per_block);
+      values = top.values;
+      ids = top.indices + block * r.gemv_rows;
+    }
+    auto at = col(ts) * candidates + row(block * per_block + arange(0, per_block));
+    store(candidate_keys + at, values, col(ts < r.tokens));
+    store(candidate_ids + at, ids.to(f32), col(ts < r.tokens));  // exact: ids below 2^24
+  };
+
   const GemvTask gemv{.w = r.w_gate, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = r.gemv_rows,
                       .step = r.gemv_step};
   if_(program_id(0) < tasks, [&] { wait_flag(r.y_flag, kRouterInputRegion, full({}, 0, i32), hc); });
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
-    auto split = task / row_tasks;
-    auto experts = task % row_tasks * r.gemv_rows + arange(0, r.gemv_rows);
+    auto split = task / row_tasks, block = task % row_tasks;
+    auto experts = block * r.gemv_rows + arange(0, r.gemv_rows);
     auto ts = arange(0, gemv_padded_tokens(r.tokens));
     auto ok = experts < r.experts;
     auto k_first = split * static_cast<int>(k_len);
     auto acc = gemv_rows_span(gemv, experts, ok, k_first, k_first + static_cast<int>(k_len));
     store(r.logits + (split * r.tokens + row(ts)) * r.experts + col(experts), acc, col(ok) & row(ts < r.tokens));
-    arrive(r.counter, tasks, r.flag, hc);
+    // The block's last slice (its acquire covers the others' partials) selects for the block.
+    if_(count_arrival(r.block_counters + block, splits), [&] {
+      hand_in_candidates(block);
+      arrive(r.counter, row_tasks, r.flag, hc);
+    });
   });
   r.clock.tick(K2ClockPoint::kLogits);
-  // Row t's logits at `at` (i32 tile): its partials summed in split order (every load in flight at
-  // once), so that every program that reads a logit gets the same bits.
-  auto logits_at = [&](const Value& t, const Value& at, const Value& ok) {
-    std::vector<Value> parts;
-    for (int s = 0; s < splits; ++s) parts.push_back(load(r.logits + (s * r.tokens + t) * r.experts + at, ok));
-    Value total = parts[0];
-    for (int s = 1; s < splits; ++s) total = total + parts[s];
-    return total;
-  };
 
-  const float inf = std::numeric_limits<float>::infinity();
   range(program_id(0), r.tokens, num_programs(0), [&](Value t) {
     wait_flag(r.flag, kRouterLogitsRegion, t, hc);
     r.clock.tick_if(t == program_id(0), K2ClockPoint::kRouteReady);
-    auto es = arange(0, pow2_at_least(r.experts));
-    auto real = es < r.experts;
-    auto score = sigmoid(logits_at(t, es, real));
-    auto key = score + load(r.bias + es, real);
-    // NaN ranks last (the DSL's top-k puts it first); padding never ranks above a real expert. A
-    // top-k that is no tile size (6, 12) takes the next power of two: with ties to the lower id its
-    // first top_k are the top-k's, and the slots past them are masked off the sum and the stores.
-    const int picks = static_cast<int>(pow2_at_least(r.top_k));
-    auto chosen = router_topk(where(real & (key == key), key, -inf), pow2_at_least(r.experts), picks);
+    auto cs = arange(0, padded);
+    auto real = cs < candidates;
+    auto row_first = t * candidates;
+    auto chosen = router_topk(load(candidate_keys + row_first + cs, real, -inf), padded, picks);
+    // The winners' ids: a one-hot pick from the candidates' (loaded with their keys) where that tile
+    // is small, else a load at the winners' positions.
+    Value ids;
+    if (int64_t{picks} * padded <= kRouterPickElements) {
+      auto all = load(candidate_ids + row_first + cs, real, 0.0f).to(i32);
+      ids = sum(where(col(chosen.indices) == row(cs), row(all), 0), 1);
+    } else {
+      ids = load(candidate_ids + row_first + chosen.indices, chosen.indices < candidates, 0.0f).to(i32);
+    }
     r.clock.tick_if(t == program_id(0), K2ClockPoint::kTopk);
     auto slots = arange(0, picks);
     auto kept = slots < r.top_k;
-    auto picked = sigmoid(logits_at(t, chosen.indices, kept & (chosen.indices < r.experts)));
+    auto picked = sigmoid(logits_at(t * r.experts + ids, kept & (ids < r.experts)));
     auto weights = where(kept & (picked == picked), picked, 0.0f);
     if (r.renormalize) {
       auto total = sum(weights);
       weights = where(total > 0.0f, weights / total, 0.0f);
     }
-    store(r.experts_out + t * r.top_k + slots, chosen.indices, kept);
+    store(r.experts_out + t * r.top_k + slots, ids, kept);
     store(r.weights_out + t * r.top_k + slots, weights * r.scaling, kept);
     arrive(r.route_counter, r.tokens, r.route_flag, hc);
   });

@@ -1,12 +1,19 @@
 // The MoE router inside a layer kernel (k3_layer.md 5.1), as two task loops:
 //   1. logits = y W_gate^T in f32, a GEMV task per (block of experts, slice of K) (gemv_task.h),
-//      every rank computing every expert; each task stores its partial sums, the last publishes them
-//      (W_gate is one of K2's first reads and the union of the chosen experts waits for it: with a
-//      task per block of experts alone, K3's 14 blocks streamed 12.8 MB on 14 SMs in about 85 us);
+//      every rank computing every expert; each task stores its partial sums (W_gate is one of K2's
+//      first reads and the union of the chosen experts waits for it: with a task per block of
+//      experts alone, K3's 14 blocks streamed 12.8 MB on 14 SMs in about 85 us). The last slice to
+//      arrive for a block sums the block's partials and hands in each row's candidates: the top k
+//      of the block's keys (all of them where k is a block or more), so that the route's second
+//      loop selects from the blocks' candidates (K3: 224) instead of every expert (896) after the
+//      last logit, and the blocks' selections run on the programs as their logits complete;
 //   2. per row: s = sigmoid(logit); the top k (any k in 1..E) of s + bias (the correction bias
 //      chooses, it does not weigh), ties to the lower expert id, a NaN key last (it becomes -inf,
 //      so a NaN ties with a -inf key); weights s / sum(s) over the chosen (NaN counts 0;
 //      renormalize), times the scaling factor, in descending key order.
+// The top k of the union of the blocks' top k are the top k, under the same order: a block's
+// candidates sit in its key order (the lower id first on ties) and the blocks in id order, so that
+// among equal keys the lower position is the lower id.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +38,11 @@ struct RouterRows {
   dsl::Value y_flag;      // the flag that publishes y
   dsl::Value w_gate;      // ptr<bf16> [E, H]
   dsl::Value bias;        // ptr<f32> [E]
-  dsl::Value logits;      // scratch ptr<f32> [router_splits(...), T, E]: each K slice's partial sums
-  dsl::Value counter, flag;  // one word each: the logits' arrivals and flag
+  // scratch ptr<f32> [router_scratch_floats(...)]: each K slice's partial sums [router_splits(...), T,
+  // E], then each row's candidates' keys [T, C] and expert ids (as f32) [T, C], C router_candidates(...)
+  dsl::Value logits;
+  dsl::Value block_counters;  // router_blocks(...) words: each block's K slices' arrivals
+  dsl::Value counter, flag;   // one word each: the blocks' candidates' arrivals and flag
   dsl::Value experts_out;    // ptr<i32> [T, top_k]
   dsl::Value weights_out;    // ptr<f32> [T, top_k]
   dsl::Value route_counter, route_flag;  // one word each: every row's route written
@@ -50,6 +60,15 @@ inline constexpr int kRouterPrograms = 128;
 // The K slices of the router's GEMV: the most that divide its K steps (hidden / gemv_step) with
 // (experts / gemv_rows rounded up) x slices tasks at most kRouterPrograms.
 int router_splits(int experts, int hidden, int gemv_rows, int gemv_step);
+
+// The GEMV's blocks of experts: a counter word each.
+int router_blocks(int experts, int gemv_rows);
+// The candidates a block hands in per row: the least power of two >= top_k, at most its rows.
+int router_block_candidates(int top_k, int gemv_rows);
+// Every block's, per row (router_blocks x router_block_candidates).
+int router_candidates(int experts, int top_k, int gemv_rows);
+// The f32 words of RouterRows::logits.
+int64_t router_scratch_floats(int experts, int hidden, int tokens, int top_k, int gemv_rows, int gemv_step);
 
 // The k largest of `keys` (f32 [n], n a power of two; no NaN) with their indices, in topk's order:
 // value descending, the lower index first on ties. Where k is a power of two of at most 32 and n at
