@@ -2,6 +2,8 @@
 // while the stream captures; a graph is such a list, replayed in order.
 #include "runtime/device_cpu.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -143,36 +145,60 @@ class CpuDevice final : public Device {
     return make_host_mapped(memory, to_native(memory), bytes);
   }
 
-  // Peer memory: the ranks are threads of this process, so a handle is the host address (with this
-  // process's id, so that another process's handle is refused rather than read).
+  // Peer memory: a shared memory file (memfd) mapped here, so that the ranks may be threads of this
+  // process (InProcessGroup) or processes of this machine (mpirun). A handle names the process, the
+  // address there and the file's descriptor there: this process uses the address, another maps
+  // /proc/<pid>/fd/<fd> (the file lives as long as its owner's mapping).
   absl::StatusOr<ExportedBuffer> allocate_exportable(size_t bytes) override {
-    MT_ASSIGN_OR_RETURN(void* memory, allocate_host(bytes, "exported buffer"));
-    std::memset(memory, 0, bytes);
+    if (bytes == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("allocating an exported buffer of 0 bytes on ", describe(info_)));
+    }
+    const int fd = memfd_create("monotile peer buffer", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      const std::string reason = std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      return absl::ResourceExhaustedError(absl::StrCat("allocating an exported buffer of ",
+                                                       describe_bytes(bytes), " on ", describe(info_),
+                                                       ": a shared memory file failed: ", reason));
+    }
+    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (memory == MAP_FAILED) {
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      return absl::ResourceExhaustedError(absl::StrCat("allocating an exported buffer of ",
+                                                       describe_bytes(bytes), " on ", describe(info_),
+                                                       ": mapping its shared memory file failed: ",
+                                                       reason));
+    }
+    {
+      absl::MutexLock lock(&mutex_);
+      allocations_[memory] = CpuAllocation{
+          memory, bytes,
+          absl::StrCat("exported buffer #", ++allocation_count_, " (", bytes, " bytes)")};
+      shared_[memory] = SharedFile{fd, bytes};
+    }
     return ExportedBuffer{make_buffer(to_native(memory), bytes),
-                          absl::StrCat("cpu ", getpid(), " ", to_native(memory), " ", bytes)};
+                          absl::StrCat("cpu ", getpid(), " ", to_native(memory), " ", bytes, " ", fd)};
   }
   absl::StatusOr<PeerMapping> map_peer(std::string_view handle, size_t bytes) override {
     long long pid = 0;
     uint64_t address = 0, exported = 0;
+    int fd = -1;
     char extra = 0;
     const std::string text(handle);
-    if (std::sscanf(text.c_str(), "cpu %lld %" SCNu64 " %" SCNu64 "%c", &pid, &address, &exported,
-                    &extra) != 3) {
+    if (std::sscanf(text.c_str(), "cpu %lld %" SCNu64 " %" SCNu64 " %d%c", &pid, &address,
+                    &exported, &fd, &extra) != 4) {
       return absl::InvalidArgumentError(absl::StrCat(
           "a peer buffer's handle of ", handle.size(), " bytes given to ", describe(info_),
-          ": not the CPU device's (\"cpu <pid> <address> <bytes>\")"));
-    }
-    if (pid != getpid()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a peer buffer of process ", pid, " given to ", describe(info_), " of process ", getpid(),
-          ": the CPU device's ranks are threads of one process; hint: run the ranks as threads "
-          "(InProcessGroup)"));
+          ": not the CPU device's (\"cpu <pid> <address> <bytes> <fd>\")"));
     }
     if (bytes > exported) {
       return absl::InvalidArgumentError(absl::StrCat("mapping ", bytes,
                                                      " bytes of a peer buffer of ", exported,
                                                      " bytes on ", describe(info_)));
     }
+    if (pid != getpid()) return map_other_process(pid, fd, bytes);
     // A buffer of another CPU device of this process: this device's range checks accept it while
     // it is mapped (counted: the same buffer may be mapped more than once).
     absl::MutexLock lock(&mutex_);
@@ -185,6 +211,29 @@ class CpuDevice final : public Device {
       peer_maps_[base] = 1;
     }
     return make_peer_mapping(address, bytes);
+  }
+
+  // Another process's buffer: its shared memory file mapped here, at an address of this process.
+  absl::StatusOr<PeerMapping> map_other_process(long long pid, int fd, size_t bytes) {
+    const std::string path = absl::StrCat("/proc/", pid, "/fd/", fd);
+    const int opened = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    void* memory = opened < 0 ? MAP_FAILED
+                              : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, opened, 0);
+    const std::string reason = std::strerror(errno);
+    if (opened >= 0) ::close(opened);
+    if (memory == MAP_FAILED) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a peer buffer of process ", pid, " given to ", describe(info_), " of process ", getpid(),
+          ": mapping ", path, " failed: ", reason,
+          "; hint: the CPU device's ranks are threads of one process or processes of one user on "
+          "this machine"));
+    }
+    absl::MutexLock lock(&mutex_);
+    allocations_[memory] = CpuAllocation{
+        memory, bytes, absl::StrCat("peer buffer of process ", pid, " (", bytes, " bytes)")};
+    peer_maps_[memory] = 1;
+    foreign_[memory] = bytes;
+    return make_peer_mapping(to_native(memory), bytes);
   }
 
   absl::Status copy_to_device(DevicePtr destination, const void* source, size_t bytes) override {
@@ -456,11 +505,21 @@ class CpuDevice final : public Device {
       case ResourceKind::kBuffer:
       case ResourceKind::kHostMapped: {
         void* memory = from_native<void>(native);
+        std::optional<SharedFile> shared;
         {
           absl::MutexLock lock(&mutex_);
           allocations_.erase(memory);
+          if (auto file = shared_.find(memory); file != shared_.end()) {
+            shared = file->second;
+            shared_.erase(file);
+          }
         }
-        std::free(memory);
+        if (shared) {
+          munmap(memory, shared->bytes);
+          ::close(shared->fd);
+        } else {
+          std::free(memory);
+        }
         return;
       }
       case ResourceKind::kStream: forget(native); delete from_native<CpuStream>(native); return;
@@ -475,6 +534,11 @@ class CpuDevice final : public Device {
             mapped != peer_maps_.end() && --mapped->second == 0) {
           peer_maps_.erase(mapped);
           allocations_.erase(base);
+          // Another process's: this process's mapping of its file.
+          if (auto foreign = foreign_.find(base); foreign != foreign_.end()) {
+            munmap(const_cast<void*>(base), foreign->second);
+            foreign_.erase(foreign);
+          }
         }
         return;
       }
@@ -489,6 +553,14 @@ class CpuDevice final : public Device {
   std::map<const void*, int> registered_ ABSL_GUARDED_BY(mutex_);
   // Other devices' buffers this one has mapped (map_peer), with their mapping counts.
   std::map<const void*, int> peer_maps_ ABSL_GUARDED_BY(mutex_);
+  // Exported buffers: their shared memory files. Of peer_maps_, other processes' buffers mapped
+  // here, with their sizes.
+  struct SharedFile {
+    int fd = -1;
+    size_t bytes = 0;
+  };
+  std::map<const void*, SharedFile> shared_ ABSL_GUARDED_BY(mutex_);
+  std::map<const void*, size_t> foreign_ ABSL_GUARDED_BY(mutex_);
   int64_t allocation_count_ ABSL_GUARDED_BY(mutex_) = 0;
   std::set<const void*> live_ ABSL_GUARDED_BY(mutex_);  // the streams and events made, not yet released
 };

@@ -5,6 +5,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
@@ -222,20 +224,61 @@ TEST(PeerBuffer, RanksOfDifferentSizesRefuse) {
       HasSubstr("rank 1's peer buffer is 512 bytes, rank 0's 256: every rank must make the same"));
 }
 
-TEST(CpuDevicePeerMemory, RefusesAHandleOfAnotherProcessOrAnotherDevice) {
+TEST(CpuDevicePeerMemory, RefusesAHandleOfAProcessGoneOrAnotherDevice) {
   std::unique_ptr<Device> device = make_cpu_device();
-  absl::StatusOr<PeerMapping> mapped = device->map_peer("cpu 1 4096 64", 64);
+  // No process has the largest pid Linux can give.
+  absl::StatusOr<PeerMapping> mapped = device->map_peer("cpu 4194305 4096 64 3", 64);
   EXPECT_EQ(mapped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(mapped.status().message()),
+      HasSubstr("a peer buffer of process 4194305 given to cpu device 0 \"cpu interpreter\" "
+                "(cpu) of process "));
   EXPECT_THAT(std::string(mapped.status().message()),
-              HasSubstr("a peer buffer of process 1 given to cpu device 0 \"cpu interpreter\" "
-                        "(cpu) of process "));
-  EXPECT_THAT(std::string(mapped.status().message()),
-              HasSubstr("the CPU device's ranks are threads of one process"));
+              HasSubstr(": mapping /proc/4194305/fd/3 failed: No such file or directory; hint: the "
+                        "CPU device's ranks are threads of one process or processes of one user on "
+                        "this machine"));
   mapped = device->map_peer(std::string(64, '\x11'), 64);
   EXPECT_THAT(std::string(mapped.status().message()),
               HasSubstr("a peer buffer's handle of 64 bytes given to cpu device 0 \"cpu "
-                        "interpreter\" (cpu): not the "
-                        "CPU device's"));
+                        "interpreter\" (cpu): not the CPU device's (\"cpu <pid> <address> <bytes> "
+                        "<fd>\")"));
+}
+
+// Ranks as processes (mpirun): a forked process maps this one's buffer through its handle and
+// writes it, and this process reads what it wrote; then it writes back and the child checks.
+TEST(CpuDevicePeerMemory, AnotherProcessMapsTheBuffer) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  absl::StatusOr<ExportedBuffer> exported = device->allocate_exportable(4096);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child's own device maps the parent's buffer: a new process's view.
+    std::unique_ptr<Device> own = make_cpu_device();
+    absl::StatusOr<PeerMapping> mapped = own->map_peer(exported->handle, 4096);
+    if (!mapped.ok()) _exit(2);
+    const uint32_t word = 0x5eed1234;
+    if (!own->copy_to_device(mapped->address() + 64, &word, 4).ok()) _exit(3);
+    char go = 0;
+    if (write(to_parent[1], &go, 1) != 1 || read(to_child[0], &go, 1) != 1) _exit(4);
+    uint32_t back = 0;
+    if (!own->copy_to_host(&back, mapped->address() + 128, 4).ok()) _exit(5);
+    _exit(back == 0xfeedbeef ? 0 : 6);
+  }
+  char go = 0;
+  ASSERT_EQ(read(to_parent[0], &go, 1), 1);
+  uint32_t word = 0;
+  ASSERT_TRUE(device->copy_to_host(&word, exported->buffer.address() + 64, 4).ok());
+  EXPECT_EQ(word, 0x5eed1234u);
+  const uint32_t back = 0xfeedbeef;
+  ASSERT_TRUE(device->copy_to_device(exported->buffer.address() + 128, &back, 4).ok());
+  ASSERT_EQ(write(to_child[1], &go, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
 }
 
 }  // namespace
