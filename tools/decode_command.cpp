@@ -25,6 +25,8 @@ ABSL_FLAG(int, steps, 3, "spec-verify steps");
 ABSL_FLAG(bool, graph, false, "capture each width's step once into device graphs and replay it");
 ABSL_FLAG(bool, mpi, false, "one TP rank a process under mpirun: the group is MPI's world");
 ABSL_FLAG(bool, dependent_launch, false, "K1 and K2 built for programmatic dependent launch");
+ABSL_FLAG(std::optional<std::string>, outputs, std::nullopt,
+          "each served step's outputs written to this file (bf16), the last step's left");
 ABSL_FLAG(bool, alias_weights, false, "random weights made on the device, one layer per kind viewed by every layer of it");
 
 namespace monotile::tools {
@@ -34,6 +36,7 @@ constexpr const char* kUsage =
     "usage: monotile decode [--model k3-tiny|k3|DIR] [--seed S] [--device cpu|gpu] [--q Q] [--requests N]\n"
     "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--standins reference|kernels]\n"
     "                       [--graph] [--alias-weights] [--dependent-launch] [--check] [--mpi]\n"
+    "                       [--outputs FILE]\n"
     "  --model     an embedded config (seeded random weights) or a checkpoint folder (default k3-tiny)\n"
     "  --seed      the seeded weights' and the steps' seed (default 1)\n"
     "  --device    cpu (the CPU interpreter) or gpu (default: a GPU when there is one)\n"
@@ -55,8 +58,11 @@ constexpr const char* kUsage =
     "              NVIDIA sm_90+; elsewhere they launch as without it)\n"
     "  --check     compare every served layer with the float64 reference of that layer\n"
     "  --mpi       one TP rank a process: `mpirun -np T monotile decode --mpi ...`; the TP size is\n"
-    "              MPI's world size and the rank the world rank (each rank still runs alone, the\n"
-    "              other ranks' partial sums stood in, until the kernels exchange them)\n";
+    "              MPI's world size and the rank the world rank; the ranks exchange their partial\n"
+    "              sums (K2's over peer buffers, the host stand-ins' through MPI), every rank\n"
+    "              printing its digests, which must agree (the ranks share the first GPU)\n"
+    "  --outputs   write each served step's outputs (prefix, blocks, the last layer's output, the\n"
+    "              digest's bf16 bytes) to FILE, the last step's left; under --mpi FILE.rank<R>\n";
 
 int misuse(const std::string& message) {
   std::fprintf(stderr, "monotile decode: %s\n%s", message.c_str(), kUsage);
@@ -97,6 +103,7 @@ int decode_command(Args args) {
   o.alias_weights = absl::GetFlag(FLAGS_alias_weights);
   o.dependent_launch = absl::GetFlag(FLAGS_dependent_launch);
   o.mpi = absl::GetFlag(FLAGS_mpi);
+  o.outputs = absl::GetFlag(FLAGS_outputs);
   if (o.mpi) {
     if (absl::GetFlag(FLAGS_rank)) {
       return misuse("--rank with --mpi: the rank is the process's MPI world rank; leave --rank out");

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# `mpirun -np 2 monotile decode --mpi` at k3-tiny on the CPU interpreter: one rank a process, each
-# says which rank of MPI's world it is and that the other rank's partial sums are stood in, and both
-# finish their steps. Exit 77 (skipped) without mpirun.
+# `mpirun -np 2 monotile decode --mpi --check` at k3-tiny on the CPU interpreter: two ranks, one a
+# process, exchanging their partial sums (K2's over peer buffers in shared memory, the host
+# stand-ins' through MPI). Every served layer passes its check against the float64 reference over
+# both ranks (TP 1's layer, up to rounding), both ranks print the same digest at every step, and
+# their --outputs files are the same bytes. Then a refusal: --check with weights made on the
+# device. Exit 77 (skipped) without mpirun.
 # usage: decode_command_mpi_test.sh MONOTILE mpi|none (none: the build has no MPI)
 set -uo pipefail
 if [ "${2:-mpi}" = none ]; then
@@ -9,16 +12,37 @@ if [ "${2:-mpi}" = none ]; then
   exit 77
 fi
 here=$(cd "$(dirname "$0")" && pwd)
-out=$(bash "$here/../tests/mpirun_two.sh" "$1" decode --mpi --device cpu --steps 1 --seed 3 2>&1)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+out=$(bash "$here/../tests/mpirun_two.sh" "$1" decode --mpi --device cpu --steps 2 --seed 3 --check \
+  --outputs "$work/outputs" 2>&1)
 status=$?
 echo "$out"
 [ $status -eq 77 ] && exit 77
 [ $status -eq 0 ] || { echo "FAILED: mpirun exited $status"; exit 1; }
+fail() { echo "FAILED: $*"; exit 1; }
 for rank in 0 1; do
-  for want in "monotile decode: k3-tiny, TP 2 rank $rank (a process of MPI's world) alone (the other ranks' partial sums stood in by zero)" \
-              "; TP 2 rank $rank alone: the other ranks' partial sums are stood in by zero in every reduction"; do
-    grep -qF -- "$want" <<< "$out" || { echo "FAILED: no line with: $want"; exit 1; }
-  done
+  want="monotile decode: k3-tiny, TP 2 rank $rank (a process of MPI's world) exchanging partial sums with the other ranks"
+  grep -qF -- "$want" <<< "$out" || fail "no line with: $want"
+  want="; TP 2 rank $rank: K2 exchanges partial sums over the group's peer buffers"
+  grep -qF -- "$want" <<< "$out" || fail "no line with: $want"
 done
-[ "$(grep -c "^step 1: width 4, 2 requests (0 padded): kernels for 12 of 13 layers" <<< "$out")" -eq 2 ] ||
-  { echo "FAILED: expected step 1 from both ranks"; exit 1; }
+grep -q "stood in" <<< "$out" && fail "an exchanging run says that partial sums are stood in"
+[ "$(grep -c "^every served layer passes its check against the float64 reference$" <<< "$out")" -eq 2 ] ||
+  fail "expected both ranks to pass every layer's check"
+for step in 1 2; do
+  [ "$(grep -c "^step $step: width 4, 2 requests ([01] padded): kernels for 12 of 13 layers" <<< "$out")" -eq 2 ] ||
+    fail "expected step $step from both ranks"
+done
+# Each rank's digests in step order; the two lists must be equal (and hold both steps).
+digests() { sed -n "s/^  output digest (prefix, blocks, the last layer's output), TP 2 rank $1: //p" <<< "$out"; }
+[ "$(digests 0 | wc -l)" -eq 2 ] || fail "expected 2 digests from rank 0, got: $(digests 0)"
+[ "$(digests 0)" = "$(digests 1)" ] || fail "the ranks' digests differ: rank 0 $(digests 0), rank 1 $(digests 1)"
+[ -s "$work/outputs.rank0" ] || fail "rank 0 wrote no --outputs file"
+cmp "$work/outputs.rank0" "$work/outputs.rank1" || fail "the ranks' outputs differ"
+
+# --check over every rank reads the model's weights; weights made on the device are refused.
+out=$(bash "$here/../tests/mpirun_two.sh" "$1" decode --mpi --device cpu --steps 1 --check --alias-weights 2>&1)
+want="monotile decode: --check with --mpi at TP 2 and weights made on the device: the check's reference sums every rank's partials from the model's weights, which these are not; expected weights read from the model; hint: drop --alias-weights, or --check one rank alone (--tp 2 --rank R without --mpi)"
+[ "$(grep -cF -- "$want" <<< "$out")" -eq 2 ] || { echo "$out"; fail "expected both ranks to refuse with: $want"; }
+echo "passed"

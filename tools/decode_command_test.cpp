@@ -21,6 +21,7 @@ namespace monotile::tools {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using monotile::testing::CommandResult;
 
 CommandResult run(const std::string& args) {
@@ -199,6 +200,24 @@ TEST(DecodeCommand, RefusesAliasedWeightsForACheckpoint) {
                                                     ": a checkpoint folder's weights are its own; expected an embedded "
                                                     "config (k3-tiny or k3), whose weights are random; hint:")));
   std::filesystem::remove_all(dir);
+}
+
+// --outputs: the last served step's outputs, the bytes its digest is of; a file that cannot be
+// written is refused before any work.
+TEST(DecodeCommand, OutputsWritesTheLastServedStepsBytes) {
+  const std::string path = ::testing::TempDir() + "/monotile_decode_outputs_" + std::to_string(getpid());
+  CommandResult result = run("--device cpu --steps 1 --outputs " + path);
+  EXPECT_EQ(result.status, 0) << result.output;
+  // k3-tiny at width 4 (H 256, 2 AttnRes blocks): prefix [4, H], blocks [4, 2, H] and the last
+  // layer's output [4, H], bf16.
+  EXPECT_EQ(std::filesystem::file_size(path), 4u * 256 * (2 + 2) * 2) << result.output;
+  std::filesystem::remove(path);
+  result = run("--device cpu --outputs /nonexistent-folder/outputs");
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("monotile decode: --outputs /nonexistent-folder/outputs: cannot write: No such file or "
+                        "directory; hint: a writable file in an existing folder"));
+  EXPECT_THAT(result.output, Not(HasSubstr("step 1")));
 }
 
 TEST(DecodeCommand, HelpPrintsTheUsage) {

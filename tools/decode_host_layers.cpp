@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/reference/k3_parts.h"
 #include "model/dtype.h"
+#include "support/check.h"
 #include "support/status_macros.h"
+#include "tools/host_all_reduce.h"
 
 namespace monotile::tools {
 
@@ -98,8 +100,13 @@ absl::Status HostLayers::run_layer_reference(int layer, runtime::decode::LayerIo
   if (!config_->is_kda_layer(layer)) {
     return absl::UnimplementedError(absl::StrCat("layer ", layer, ": the host stand-in runs whole KDA layers only"));
   }
-  MT_ASSIGN_OR_RETURN(ref::LayerOutput out, ref::layer_reference(*config_, layer, std::span(w, 1), in,
-                                                                 ref::Rounding::kBf16));
+  ref::LayerOutput out;
+  if (reduces()) {
+    const ref::PartialSum sum = [this](const std::vector<double>& partial) { return sum_over_ranks(*group_, partial); };
+    MT_ASSIGN_OR_RETURN(out, ref::rank_layer_reference(*config_, layer, *w, in, ref::Rounding::kBf16, sum));
+  } else {
+    MT_ASSIGN_OR_RETURN(out, ref::layer_reference(*config_, layer, std::span(w, 1), in, ref::Rounding::kBf16));
+  }
   MT_RETURN_IF_ERROR(allocate_outputs(static_cast<size_t>(dims_.mla_heads * config_->v_head_dim)));
   MT_RETURN_IF_ERROR(write_bf16(io.prefix, out.prefix));
   MT_RETURN_IF_ERROR(write_bf16(io.blocks, out.blocks));
@@ -213,7 +220,8 @@ absl::Status HostLayers::prepare(const std::vector<int>& host_layers, int width,
 }
 
 absl::Status HostLayers::run_layer(int layer, runtime::decode::LayerIo& io, const HostStep& step,
-                                   DeviceKdaCache* cache, runtime::Stream& stream) {
+                                   DeviceKdaCache* cache, runtime::Stream& stream,
+                                   const kernels::standins::KdaMlpStandin::Reduce& reduce) {
   if (kind_ == StandinKind::kReference) return run_layer_reference(layer, io, step, cache, stream);
   auto found = whole_.find(layer);
   if (found == whole_.end() || cache == nullptr) {
@@ -230,7 +238,8 @@ absl::Status HostLayers::run_layer(int layer, runtime::decode::LayerIo& io, cons
                                      .state_indices = step.device_state_indices,
                                      .num_accepted = step.device_num_accepted,
                                      .out = out_.address()};
-  MT_RETURN_IF_ERROR(found->second->launch(t, stream));
+  MT_CHECK(!reduces() || reduce, "the DSL stand-ins' reductions are the caller's host work: pass run_layer a reduce");
+  MT_RETURN_IF_ERROR(found->second->launch(t, stream, reduces() ? reduce : nullptr));
   io.delta = out_.address();
   return absl::OkStatus();
 }
@@ -288,12 +297,17 @@ absl::Status HostLayers::check_health() const {
 }
 
 absl::StatusOr<std::vector<kernels::k3::OutputCheck>> HostLayers::check_layer(
-    int layer, const ref::LayerInput& input, const runtime::decode::LayerResult& got) {
+    int layer, const ref::LayerInput& input, const runtime::decode::LayerResult& got,
+    std::span<const ref::RankLayerWeights> ranks, int rank) {
   using kernels::k3::check_output;
   using kernels::k3::rule_for;
-  MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
+  if (ranks.empty()) {
+    MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, weights(layer));
+    ranks = std::span(w, 1);
+    rank = 0;
+  }
   MT_ASSIGN_OR_RETURN(ref::LayerOutput want,
-                      ref::layer_reference(*config_, layer, std::span(w, 1), input, ref::Rounding::kBf16));
+                      ref::layer_reference(*config_, layer, ranks, input, ref::Rounding::kBf16));
   const int64_t h = config_->hidden_size, blocks = config_->block_count();
   const int64_t rows = static_cast<int64_t>(input.prefix.size()) / h;
   // P' = a = o_proj(core) at a block write, else P + a: core's rule, or P's with core's floor.
@@ -303,7 +317,7 @@ absl::StatusOr<std::vector<kernels::k3::OutputCheck>> HostLayers::check_layer(
   checks.push_back(check_output("prefix'", got.prefix, want.prefix, {rows, h}, prefix_rule));
   checks.push_back(check_output("blocks", got.blocks, want.blocks, {rows, blocks, h}, rule_for("blocks")));
   if (!want.caches.empty()) {
-    const ref::KdaCache& c = want.caches[0];
+    const ref::KdaCache& c = want.caches[static_cast<size_t>(rank)];
     const int64_t channels = static_cast<int64_t>(c.conv.size()) / (c.slots * c.state_len);
     checks.push_back(check_output("conv_state", got.cache.conv, c.conv, {c.slots, c.state_len, channels},
                                   rule_for("conv_state")));

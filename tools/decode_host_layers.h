@@ -1,8 +1,10 @@
 // The host's layers in `monotile decode`, as stand-ins named as such: what vLLM runs itself around
 // the executor's kernels.
-//   - a layer the executor does not serve (layer 0: KDA attention and the dense MLP), whole;
+//   - a layer the executor does not serve (layer 0: KDA attention and the dense MLP), whole, its
+//     two TP reductions (o_proj's and the MLP's) through the group when the ranks run together;
 //   - an MLA layer's host half: the delta folded into the prefix, the attention AttnRes, and the
-//     MLA attention up to o_proj over a small latent KV cache, giving o_proj's input.
+//     MLA attention up to o_proj over a small latent KV cache, giving o_proj's input (this rank's
+//     heads; no reduction before K2's).
 // Two ways, chosen once: the float64 reference with the stock path's bf16 rounding points, run on the
 // CPU over copies of the device tensors (the CPU device's default), or simple DSL kernels on the
 // device (kernels/standins: K1 and the dense MLP half, the MLA decode kernels), enqueued on the
@@ -70,10 +72,18 @@ class HostLayers {
   // for the reference.
   absl::Status prepare(const std::vector<int>& host_layers, int width, int q, int state_len);
 
+  // The TP reductions of the layers run whole (set before the first step): the other ranks of
+  // `group` run the same layers at the same points. Without it, at TP > 1, each reduction is this
+  // rank's partial (the other ranks' stood in).
+  void set_group(runtime::decode::Group* group) { group_ = group; }
+  bool reduces() const { return group_ != nullptr && group_->size() > 1; }
+
   // Layer `layer` whole, on the step's tensors: prefix and blocks updated, io.delta pointed at its
-  // MLP output (a buffer of this object), a KDA layer's caches updated.
+  // MLP output (a buffer of this object), a KDA layer's caches updated. With a group (set_group),
+  // its reductions: the reference's through the group; the DSL kernels' by `reduce` between their
+  // launches (required then: the caller's host work, see host_all_reduce.h).
   absl::Status run_layer(int layer, runtime::decode::LayerIo& io, const HostStep& step, DeviceKdaCache* cache,
-                         runtime::Stream& stream);
+                         runtime::Stream& stream, const kernels::standins::KdaMlpStandin::Reduce& reduce = nullptr);
 
   // An MLA layer's host half (LayerIo::attention): folds the delta into the prefix, and returns
   // o_proj's input [T, NHl v_head_dim] (a buffer of this object).
@@ -89,10 +99,11 @@ class HostLayers {
   absl::Status check_health() const;
 
   // With the DSL kernels (--check): a layer run whole against layer_reference on the inputs it had
-  // (P', the blocks, the KDA caches, m; the rules of kernels/k3/k1_check.h).
-  absl::StatusOr<std::vector<kernels::k3::OutputCheck>> check_layer(int layer,
-                                                                    const kernels::reference::LayerInput& input,
-                                                                    const runtime::decode::LayerResult& result);
+  // (P', the blocks, the KDA caches, m; the rules of kernels/k3/k1_check.h). With `ranks`, the
+  // layer over every rank of a group (input.caches every rank's), this being rank `rank`.
+  absl::StatusOr<std::vector<kernels::k3::OutputCheck>> check_layer(
+      int layer, const kernels::reference::LayerInput& input, const runtime::decode::LayerResult& result,
+      std::span<const kernels::reference::RankLayerWeights> ranks = {}, int rank = 0);
   // With the DSL kernels (--check), after an MLA layer: its core against mla_attention_reference on
   // the x the kernels computed, over a host copy of the latent cache that the reference appends to
   // at every step (so call it at every step of every MLA layer, or never).
@@ -131,6 +142,7 @@ class HostLayers {
   const model::RankPlan* plan_;
   const model::TensorSource* source_;
   const runtime::decode::Backbone* backbone_;
+  runtime::decode::Group* group_ = nullptr;
   StandinKind kind_;
   int max_rows_;
   WeightLoader loader_;

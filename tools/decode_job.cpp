@@ -19,6 +19,7 @@
 #include "support/status_macros.h"
 #include "tools/build_report.h"
 #include "tools/device_choice.h"
+#include "tools/host_all_reduce.h"
 
 namespace monotile::tools {
 
@@ -67,21 +68,92 @@ absl::Status DecodeJob::setup_weights(const runtime::DeviceInfo& info) {
   return absl::OkStatus();
 }
 
-absl::Status DecodeJob::setup() {
-  if (o_.mpi) {
-    MT_ASSIGN_OR_RETURN(group_, dec::make_mpi_group());
-    if (o_.tp != 0 && o_.tp != group_->size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tp ", o_.tp, " with --mpi in a world of ", group_->size(),
-                       group_->size() == 1 ? " process" : " processes", ": expected --tp ",
-                       group_->size(), ", one rank a process; hint: mpirun -np ", o_.tp,
-                       " monotile decode --mpi ..., or leave --tp out"));
-    }
-    o_.tp = group_->size();
-    o_.rank = group_->rank();
-  } else {
+absl::Status DecodeJob::setup_group() {
+  if (!o_.mpi) {
     group_ = dec::make_single_process_group();
+    return absl::OkStatus();
   }
+  MT_ASSIGN_OR_RETURN(group_, dec::make_mpi_group());
+  if (o_.tp != 0 && o_.tp != group_->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tp ", o_.tp, " with --mpi in a world of ", group_->size(),
+                     group_->size() == 1 ? " process" : " processes", ": expected --tp ",
+                     group_->size(), ", one rank a process; hint: mpirun -np ", o_.tp,
+                     " monotile decode --mpi ..., or leave --tp out"));
+  }
+  o_.tp = group_->size();
+  o_.rank = group_->rank();
+  exchanging_ = o_.tp > 1;
+  return absl::OkStatus();
+}
+
+// Each KDA layer's caches, drawn as at TP 1 from the layer's own stream and sliced to this rank's
+// heads (conv channels q_r | k_r | v_r, the rank's recurrent states): every TP size starts from the
+// same state, and the steps' draws (rng_) do not depend on the TP size.
+absl::Status DecodeJob::setup_caches(std::vector<dec::KdaCache>& bound) {
+  const int64_t pl = dims_.kda_projection, channels = 3 * pl, nhl = dims_.kda_heads;
+  const int64_t p = config_.kda_projection(), nh = config_.kda_num_heads, d = config_.kda_head_dim;
+  for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
+    if (!config_.is_kda_layer(layer)) continue;
+    DeviceKdaCache& c = caches_[layer];
+    c.slots = slots_;
+    c.state_len = state_len_;
+    c.channels = channels;
+    c.state_elements = slots_ * nhl * d * d;
+    MT_ASSIGN_OR_RETURN(c.conv,
+                        device_->allocate(static_cast<size_t>(slots_ * state_len_ * channels) * 2));
+    MT_ASSIGN_OR_RETURN(c.state, device_->allocate(static_cast<size_t>(c.state_elements) * 4));
+    if (aliased_) {
+      // Weights made on the device make the caches there too (K3's are about 2 GB a rank): conv
+      // entries of variance 1, recurrent states of variance 1e-4, as the host draws them below.
+      const float unit = static_cast<float>(std::sqrt(12.0));
+      MT_RETURN_IF_ERROR(aliased_->fill(c.conv.address(), model::Dtype::kBF16,
+                                        slots_ * state_len_ * channels,
+                                        absl::StrCat("cache.", layer, ".conv"), -unit / 2, unit));
+      MT_RETURN_IF_ERROR(aliased_->fill(c.state.address(), model::Dtype::kF32, c.state_elements,
+                                        absl::StrCat("cache.", layer, ".recurrent"), -0.005f * unit,
+                                        0.01f * unit));
+    } else {
+      std::seed_seq seeds{static_cast<uint32_t>(o_.seed), static_cast<uint32_t>(o_.seed >> 32),
+                          static_cast<uint32_t>(layer)};
+      std::mt19937 rng(seeds);
+      std::normal_distribution<double> normal(0.0, 1.0);
+      const int64_t entries = slots_ * state_len_;
+      std::vector<uint16_t> conv(static_cast<size_t>(entries * channels));
+      for (int64_t e = 0; e < entries; ++e) {
+        for (int64_t i = 0; i < 3 * p; ++i) {
+          const uint16_t v = model::bf16_from_double(normal(rng));
+          const int64_t part = i / p, at = i % p - int64_t{o_.rank} * pl;
+          if (at >= 0 && at < pl) conv[static_cast<size_t>(e * channels + part * pl + at)] = v;
+        }
+      }
+      std::vector<float> state(static_cast<size_t>(c.state_elements));
+      for (int64_t s = 0; s < slots_; ++s) {
+        for (int64_t head = 0; head < nh; ++head) {
+          const int64_t local = head - int64_t{o_.rank} * nhl;
+          for (int64_t i = 0; i < d * d; ++i) {
+            const float v = static_cast<float>(0.01 * normal(rng));
+            if (local >= 0 && local < nhl)
+              state[static_cast<size_t>((s * nhl + local) * d * d + i)] = v;
+          }
+        }
+      }
+      MT_RETURN_IF_ERROR(device_->copy_to_device(c.conv.address(), conv.data(), conv.size() * 2));
+      MT_RETURN_IF_ERROR(
+          device_->copy_to_device(c.state.address(), state.data(), state.size() * 4));
+    }
+    if (config_.served_kind(layer) != model::ServedKind::kWhole) continue;
+    if (first_kda_ < 0) first_kda_ = layer;
+    bound.push_back(
+        {decode_->attention_name(layer),
+         dec::TensorView::dense(model::Dtype::kBF16, {slots_, state_len_, channels},
+                                c.conv.address()),
+         dec::TensorView::dense(model::Dtype::kF32, {slots_, nhl, d, d}, c.state.address())});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeJob::setup() {
   MT_ASSIGN_OR_RETURN(config_, model::load_config(o_.model));
   if (!model::embedded_config_json(o_.model).empty()) {
     MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> seeded,
@@ -100,7 +172,8 @@ absl::Status DecodeJob::setup() {
                                 .max_rows = o_.max_rows,
                                 .model = &config_,
                                 .device = dec::device_facts(info),
-                                .other_ranks_stood_in = o_.tp > 1};
+                                .other_ranks_stood_in = o_.tp > 1 && !exchanging_,
+                                .checking_exchanges = exchanging_};
   MT_ASSIGN_OR_RETURN(std::optional<dec::DecodeConfig> config,
                       dec::specialized_decode_config(deployment));
   if (o_.requests * o_.q > config->max_rows) {
@@ -113,61 +186,41 @@ absl::Status DecodeJob::setup() {
   MT_ASSIGN_OR_RETURN(plan_, model::plan_rank(config_, o_.tp, o_.rank));
   std::printf("monotile decode: %s, TP %d rank %d%s%s, q %d, %d requests a step, on %s%s\n",
               o_.model.c_str(), o_.tp, o_.rank, o_.mpi ? " (a process of MPI's world)" : "",
-              o_.tp > 1 ? " alone (the other ranks' partial sums stood in by zero)" : "", o_.q,
-              o_.requests, runtime::describe(info).c_str(),
+              exchanging_
+                  ? " exchanging partial sums with the other ranks (K2's over peer buffers, "
+                    "the host stand-ins' through MPI)"
+              : o_.tp > 1 ? " alone (the other ranks' partial sums stood in by zero)"
+                          : "",
+              o_.q, o_.requests, runtime::describe(info).c_str(),
               o_.graph ? ", each width's step captured once and replayed" : "");
   MT_RETURN_IF_ERROR(setup_weights(info));
+  if (exchanging_ && o_.check && aliased_) {
+    // Every rank alike: the weights are aliased on every rank or on none.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--check with --mpi at TP ", o_.tp,
+        " and weights made on the device: the check's reference sums every rank's partials from "
+        "the model's weights, which these are not; expected weights read from the model; hint: "
+        "drop --alias-weights, or --check one rank alone (--tp ",
+        o_.tp, " --rank R without --mpi)"));
+  }
+  // Ranks under mpirun share the first GPU (each takes device 0): each resident grid gets its share
+  // of the SMs, so that every rank's programs are resident together.
+  const int programs =
+      exchanging_ && info.vendor != dsl::Vendor::kCpu ? std::max(1, info.compute_units / o_.tp) : 0;
   MT_ASSIGN_OR_RETURN(
       decode_, dec::SpecializedDecode::create(
                    *backbone_, *config, *group_, *device_, jit::Jit::process_default(),
                    {.on_progress = progress_printer(stderr),
                     .log = [](const std::string& line) { std::printf("%s\n", line.c_str()); },
-                    .other_ranks_stood_in = o_.tp > 1,
+                    .other_ranks_stood_in = o_.tp > 1 && !exchanging_,
+                    .programs = programs,
                     .dependent_launch = o_.dependent_launch}));
 
   // The KV caches: a slot pool twice the live positions, so each step's slots leave gaps.
   slots_ = int64_t{2} * config->max_rows + 1;
   state_len_ = config->q + 2;
-  const int64_t channels = 3 * dims_.kda_projection;
   std::vector<dec::KdaCache> bound;
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
-    if (!config_.is_kda_layer(layer)) continue;
-    DeviceKdaCache& c = caches_[layer];
-    c.slots = slots_;
-    c.state_len = state_len_;
-    c.channels = channels;
-    c.state_elements = slots_ * dims_.kda_heads * 128 * 128;
-    MT_ASSIGN_OR_RETURN(c.conv,
-                        device_->allocate(static_cast<size_t>(slots_ * state_len_ * channels) * 2));
-    MT_ASSIGN_OR_RETURN(c.state, device_->allocate(static_cast<size_t>(c.state_elements) * 4));
-    if (aliased_) {
-      // Weights made on the device make the caches there too (K3's are about 2 GB a rank): conv
-      // entries of variance 1, recurrent states of variance 1e-4, as the host draws them below.
-      const float unit = static_cast<float>(std::sqrt(12.0));
-      MT_RETURN_IF_ERROR(aliased_->fill(c.conv.address(), model::Dtype::kBF16,
-                                        slots_ * state_len_ * channels,
-                                        absl::StrCat("cache.", layer, ".conv"), -unit / 2, unit));
-      MT_RETURN_IF_ERROR(aliased_->fill(c.state.address(), model::Dtype::kF32, c.state_elements,
-                                        absl::StrCat("cache.", layer, ".recurrent"), -0.005f * unit,
-                                        0.01f * unit));
-    } else {
-      std::vector<uint16_t> conv(static_cast<size_t>(slots_ * state_len_ * channels));
-      for (uint16_t& v : conv) v = model::bf16_from_double(normal(rng_));
-      std::vector<float> state(static_cast<size_t>(c.state_elements));
-      for (float& v : state) v = static_cast<float>(0.01 * normal(rng_));
-      MT_RETURN_IF_ERROR(device_->copy_to_device(c.conv.address(), conv.data(), conv.size() * 2));
-      MT_RETURN_IF_ERROR(
-          device_->copy_to_device(c.state.address(), state.data(), state.size() * 4));
-    }
-    if (config_.served_kind(layer) != model::ServedKind::kWhole) continue;
-    if (first_kda_ < 0) first_kda_ = layer;
-    bound.push_back({decode_->attention_name(layer),
-                     dec::TensorView::dense(model::Dtype::kBF16, {slots_, state_len_, channels},
-                                            c.conv.address()),
-                     dec::TensorView::dense(model::Dtype::kF32, {slots_, dims_.kda_heads, 128, 128},
-                                            c.state.address())});
-  }
+  MT_RETURN_IF_ERROR(setup_caches(bound));
   MT_ASSIGN_OR_RETURN(stream_, device_->create_stream());
   MT_RETURN_IF_ERROR(decode_->prepare_kv(bound, stream_));
   mla_context_.assign(static_cast<size_t>(o_.requests), 4);
@@ -182,6 +235,7 @@ absl::Status DecodeJob::setup() {
     // --check's reference reads the weights the device made: each kind's layer copied back once.
     host_->set_weight_loader([this](int layer) { return aliased_->host_weights(layer); });
   }
+  if (exchanging_) host_->set_group(group_.get());
   // The layers no kernel serves, run whole by the host (layer 0).
   std::vector<int> host_layers;
   for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
@@ -279,75 +333,6 @@ absl::StatusOr<std::optional<dec::Step>> DecodeJob::plan() {
   return decode_->plan({.width = width, .attn_metadata = &step_.metadata, .kda_state = &state});
 }
 
-absl::Status DecodeJob::read_inputs(int layer, runtime::DevicePtr delta) {
-  const int64_t blocks = config_.block_count();
-  const size_t th = static_cast<size_t>(o_.requests * o_.q * config_.hidden_size);
-  ref::LayerInput& in = inputs_[layer];
-  in = ref::LayerInput();
-  MT_ASSIGN_OR_RETURN(in.prefix, host_->read_bf16(step_.prefix.address(), th, stream_));
-  if (delta != 0) {
-    MT_ASSIGN_OR_RETURN(in.delta, host_->read_bf16(delta, th, stream_));
-  }
-  MT_ASSIGN_OR_RETURN(in.blocks, host_->read_bf16(step_.blocks.address(),
-                                                  th * static_cast<size_t>(blocks), stream_));
-  in.meta = {o_.requests, o_.q, step_.host.state_indices, step_.host.num_accepted};
-  if (config_.is_kda_layer(layer)) {
-    MT_ASSIGN_OR_RETURN(ref::KdaCache c, host_->read_cache(caches_.at(layer), stream_));
-    in.caches.push_back(std::move(c));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status DecodeJob::check_outputs(int layer, bool served, runtime::DevicePtr out) {
-  const int width = o_.requests * o_.q;
-  const int64_t blocks = config_.block_count();
-  const size_t th = static_cast<size_t>(width * config_.hidden_size);
-  const bool kda = config_.is_kda_layer(layer);
-  const bool check_standin = host_->kind() == StandinKind::kKernels;
-  ref::LayerInput& in = inputs_.at(layer);
-  if (served) {
-    MT_RETURN_IF_ERROR(decode_->check_health());
-  } else {
-    MT_RETURN_IF_ERROR(device_->synchronize(stream_));
-    MT_RETURN_IF_ERROR(host_->check_health());
-  }
-  if (served && !kda) {
-    MT_ASSIGN_OR_RETURN(in.attention_output, host_->attention_output(layer, width, stream_));
-  }
-  dec::LayerResult result;
-  MT_ASSIGN_OR_RETURN(result.prefix, host_->read_bf16(step_.prefix.address(), th, stream_));
-  MT_ASSIGN_OR_RETURN(result.blocks, host_->read_bf16(step_.blocks.address(),
-                                                      th * static_cast<size_t>(blocks), stream_));
-  MT_ASSIGN_OR_RETURN(result.out, host_->read_bf16(out, th, stream_));
-  if (kda) {
-    MT_ASSIGN_OR_RETURN(result.cache, host_->read_cache(caches_.at(layer), stream_));
-  }
-  std::vector<kernels::k3::OutputCheck> outputs;
-  if (served) {
-    MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, host_->weights(layer));
-    MT_ASSIGN_OR_RETURN(dec::LayerCheck check, dec::check_layer(config_, layer, *w, in, result));
-    outputs = std::move(check.outputs);
-    if (!kda && check_standin) {
-      MT_ASSIGN_OR_RETURN(kernels::k3::OutputCheck core,
-                          host_->check_attention(layer, step_.host, stream_));
-      outputs.push_back(std::move(core));
-    }
-  } else {
-    MT_ASSIGN_OR_RETURN(outputs, host_->check_layer(layer, in, result));
-  }
-  LayerRow& row = rows_[layer];
-  row.checked = true;
-  for (const kernels::k3::OutputCheck& output : outputs) {
-    row.worst_rms = std::max(row.worst_rms, output.worst_rms);
-    if (output.passed()) continue;
-    row.passed = checks_passed_ = false;
-    std::printf("  layer %d %s: %lld of %lld values fail; first: %s\n", layer, output.name.c_str(),
-                static_cast<long long>(output.failures), static_cast<long long>(output.compared),
-                output.first_failure.c_str());
-  }
-  return absl::OkStatus();
-}
-
 // Every layer of a planned step in order, through `recorder`: the served layers' launches, the
 // host's layers (launches of the DSL stand-ins, or the reference's host work), and with --check the
 // host's reads of each layer's inputs before it and its check after it. The same code runs a step
@@ -409,8 +394,19 @@ absl::Status DecodeJob::enqueue_layers(StepRecorder& recorder, const dec::Step& 
       }));
       io.delta = *delta;
     } else if (!launch) {
+      // The DSL stand-in's reductions sit between its launches: host work, a recorded step's graph
+      // cut around each.
+      const kernels::standins::KdaMlpStandin::Reduce reduce = [this, &recorder](
+                                                                  runtime::DevicePtr data,
+                                                                  int64_t count, runtime::Stream&) {
+        return recorder.host(
+            [this, data, count] {
+              return all_reduce_bf16(*group_, *device_, stream_, data, static_cast<size_t>(count));
+            },
+            /*launches_follow=*/true);
+      };
       MT_RETURN_IF_ERROR(recorder.launching());
-      MT_RETURN_IF_ERROR(host_->run_layer(layer, io, step_.host, cache, stream_));
+      MT_RETURN_IF_ERROR(host_->run_layer(layer, io, step_.host, cache, stream_, reduce));
     } else {
       if (reference) {
         // Inside the MLA layer's launch, between its launches: the graph is cut around it.
@@ -525,6 +521,12 @@ absl::Status DecodeJob::run_step(int step) {
 }
 
 absl::Status DecodeJob::run() {
+  MT_RETURN_IF_ERROR(setup_group());
+  if (o_.outputs) {
+    // Refused before any work: a file that cannot be written.
+    MT_ASSIGN_OR_RETURN(std::FILE * file, open_outputs());
+    std::fclose(file);
+  }
   MT_RETURN_IF_ERROR(setup());
   for (int step = 1; step <= o_.steps; ++step) {
     // Every other step pads its last request, as a graph replayed for fewer requests does: as

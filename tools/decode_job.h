@@ -2,15 +2,18 @@
 // host's stand-ins, fed S spec-verify steps and one prefill-like step through fixed metadata
 // buffers, each step run eagerly or recorded once per width and replayed (--graph), then reported:
 // per step plan's decision and a digest of its outputs, per layer a time (against its floor on a
-// GPU) and with
-// --check its worst error against the float64 reference.
+// GPU) and with --check its worst error against the float64 reference. Every random input but the
+// weights' is drawn as at TP 1 (each rank's caches sliced from TP 1's), so that TP t's outputs can
+// be held to TP 1's.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,8 +48,12 @@ struct DecodeJobOptions {
   bool check = false, graph = false, alias_weights = false;
   bool dependent_launch = false;  // ExecutorOptions::dependent_launch
   // One TP rank a process under mpirun: the group is MPI's world, the rank its world rank, and the
-  // TP size its size (tp 0: not given; another value must equal it).
+  // TP size its size (tp 0: not given; another value must equal it). At TP > 1 the ranks exchange
+  // their partial sums: K2's over the peer buffers, the host stand-ins' through the group.
   bool mpi = false;
+  // Each served step's outputs (the digest's bytes) written to this file, the last step's left;
+  // under --mpi, to "<outputs>.rank<R>".
+  std::optional<std::string> outputs;
 };
 
 // One layer's row of the table.
@@ -82,6 +89,8 @@ class DecodeJob {
 
  private:
   absl::Status setup();
+  absl::Status setup_group();
+  absl::Status setup_caches(std::vector<dec::KdaCache>& bound);
   absl::Status setup_weights(const runtime::DeviceInfo& info);
   absl::Status allocate_step();
   // New step contents; the last `padded` requests padded as vLLM 0.33.0 pads a FULL graph's replay
@@ -91,9 +100,15 @@ class DecodeJob {
   absl::Status run_step(int step);
   absl::Status enqueue_layers(StepRecorder& recorder, const dec::Step& planned, EnqueueMode mode);
   absl::Status read_inputs(int layer, runtime::DevicePtr delta);
+  // --check at TP > 1 under --mpi: every rank's weights of `layer`, read from the model once.
+  absl::StatusOr<std::span<const ref::RankLayerWeights>> group_weights(int layer);
   absl::Status check_outputs(int layer, bool served, runtime::DevicePtr out);
   absl::StatusOr<std::optional<dec::Step>> plan();
   absl::Status time_layers();
+  absl::StatusOr<std::vector<uint8_t>> read_ranges(
+      const std::vector<std::pair<runtime::DevicePtr, size_t>>& ranges);
+  std::string outputs_path() const;
+  absl::StatusOr<std::FILE*> open_outputs() const;  // --outputs' file, emptied
   absl::StatusOr<uint64_t> digest(const std::vector<std::pair<runtime::DevicePtr, size_t>>& ranges);
   absl::Status print_step_digest();
   absl::Status print_cache_digest();
@@ -107,6 +122,7 @@ class DecodeJob {
   std::unique_ptr<model::TensorSource> source_;
   std::unique_ptr<runtime::Device> device_;
   std::unique_ptr<dec::Group> group_;
+  bool exchanging_ = false;  // --mpi at TP > 1: the ranks exchange their partial sums
   dec::DeviceWeights weights_;
   std::unique_ptr<AliasedWeights> aliased_;
   const dec::Backbone* backbone_ = nullptr;
@@ -123,10 +139,11 @@ class DecodeJob {
   DeviceStep step_;
   std::map<int, StepGraph> graphs_;        // --graph: each width's recorded step
   std::map<int, ref::LayerInput> inputs_;  // --check: each layer's inputs, read before it runs
-  std::map<int, double> layer_ms_;         // --graph: each layer's time from the timing replays
-  std::vector<double> step_ms_;            // --graph: the whole step's time, replayed
-  std::optional<double> bandwidth_;        // a GPU's copy bandwidth (bytes/s), for the floors
-  runtime::DevicePtr step_out_ = 0;        // the last layer's output (the step's final delta)
+  std::map<int, std::vector<ref::RankLayerWeights>> group_weights_;
+  std::map<int, double> layer_ms_;   // --graph: each layer's time from the timing replays
+  std::vector<double> step_ms_;      // --graph: the whole step's time, replayed
+  std::optional<double> bandwidth_;  // a GPU's copy bandwidth (bytes/s), for the floors
+  runtime::DevicePtr step_out_ = 0;  // the last layer's output (the step's final delta)
 };
 
 }  // namespace monotile::tools

@@ -1,7 +1,9 @@
 // `monotile decode`'s report: the outputs' digests, --graph's timing replays and the per-layer
 // table against the floors; see decode_job.h.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "support/check.h"
@@ -11,29 +13,63 @@
 
 namespace monotile::tools {
 
-// FNV-1a over device bytes: eager and --graph runs of one seed print the same digests.
-absl::StatusOr<uint64_t> DecodeJob::digest(
+std::string DecodeJob::outputs_path() const {
+  return o_.mpi ? absl::StrCat(*o_.outputs, ".rank", o_.rank) : *o_.outputs;
+}
+
+absl::StatusOr<std::FILE*> DecodeJob::open_outputs() const {
+  const std::string path = outputs_path();
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--outputs ", path, ": cannot write: ", std::strerror(errno),
+                     "; hint: a writable file in an existing folder"));
+  }
+  return file;
+}
+
+// The bytes of `ranges` on the device, in order, once the stream is done.
+absl::StatusOr<std::vector<uint8_t>> DecodeJob::read_ranges(
     const std::vector<std::pair<runtime::DevicePtr, size_t>>& ranges) {
   MT_RETURN_IF_ERROR(device_->synchronize(stream_));
-  uint64_t hash = 1469598103934665603ull;
   std::vector<uint8_t> bytes;
   for (const auto& [address, size] : ranges) {
-    bytes.resize(size);
-    MT_RETURN_IF_ERROR(device_->copy_to_host(bytes.data(), address, size));
-    for (uint8_t b : bytes) hash = (hash ^ b) * 1099511628211ull;
+    bytes.resize(bytes.size() + size);
+    MT_RETURN_IF_ERROR(device_->copy_to_host(bytes.data() + bytes.size() - size, address, size));
   }
+  return bytes;
+}
+
+// FNV-1a over device bytes: eager and --graph runs of one seed print the same digests, and so do
+// the ranks of an exchanging run.
+absl::StatusOr<uint64_t> DecodeJob::digest(
+    const std::vector<std::pair<runtime::DevicePtr, size_t>>& ranges) {
+  MT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_ranges(ranges));
+  uint64_t hash = 1469598103934665603ull;
+  for (uint8_t b : bytes) hash = (hash ^ b) * 1099511628211ull;
   return hash;
 }
 
 absl::Status DecodeJob::print_step_digest() {
   const size_t th = static_cast<size_t>(o_.requests * o_.q * config_.hidden_size) * 2;
-  MT_ASSIGN_OR_RETURN(
-      uint64_t hash,
-      digest({{step_.prefix.address(), th},
-              {step_.blocks.address(), th * static_cast<size_t>(config_.block_count())},
-              {step_out_, th}}));
-  std::printf("  output digest (prefix, blocks, the last layer's output): %016llx\n",
+  const std::vector<std::pair<runtime::DevicePtr, size_t>> outputs = {
+      {step_.prefix.address(), th},
+      {step_.blocks.address(), th * static_cast<size_t>(config_.block_count())},
+      {step_out_, th}};
+  MT_ASSIGN_OR_RETURN(uint64_t hash, digest(outputs));
+  // Every rank prints its own line: an exchanging run's ranks must print the same digest.
+  std::printf("  output digest (prefix, blocks, the last layer's output)%s: %016llx\n",
+              o_.tp > 1 ? absl::StrCat(", TP ", o_.tp, " rank ", o_.rank).c_str() : "",
               static_cast<unsigned long long>(hash));
+  if (!o_.outputs) return absl::OkStatus();
+  MT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_ranges(outputs));
+  MT_ASSIGN_OR_RETURN(std::FILE * file, open_outputs());
+  const std::string path = outputs_path();
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  if (std::fclose(file) != 0 || !written) {
+    return absl::InternalError(absl::StrCat("--outputs ", path, ": writing ", bytes.size(),
+                                            " bytes failed: ", std::strerror(errno)));
+  }
   return absl::OkStatus();
 }
 

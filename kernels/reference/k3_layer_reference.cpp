@@ -350,8 +350,12 @@ absl::StatusOr<KdaAttentionOutput> kda_attention_reference(const model::ModelCon
   return out;
 }
 
-absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int layer, std::span<const RankLayerWeights> ranks,
-                                            const LayerInput& input, Rounding rounding) {
+namespace {
+
+// layer_reference's body: each reduction sums the partials of `ranks` (bf16 values), then hands
+// the sum to `reduce` (nothing: it is the whole sum) before its one rounding.
+absl::StatusOr<LayerOutput> layer_with(const model::ModelConfig& c, int layer, std::span<const RankLayerWeights> ranks,
+                                       const LayerInput& input, Rounding rounding, const PartialSum* reduce) {
   const int64_t h = c.hidden_size, blocks = c.block_count();
   const int64_t tokens = static_cast<int64_t>(input.prefix.size()) / h;
   const int tp = static_cast<int>(ranks.size());
@@ -381,6 +385,9 @@ absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int lay
       MT_ASSIGN_OR_RETURN(Vec partial, kda_partial(c, ranks[r], x, tokens, input.meta, input.caches[r], out.caches[r], rounding));
       for (size_t i = 0; i < partial.size(); ++i) out.attention_output[i] += partial[i];
     }
+    if (reduce != nullptr) {
+      MT_ASSIGN_OR_RETURN(out.attention_output, (*reduce)(out.attention_output));
+    }
     for (double& v : out.attention_output) v = round_bf16(v, rounding);
   } else {
     if (input.attention_output.size() != static_cast<size_t>(tokens * h)) {
@@ -405,15 +412,41 @@ absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int lay
     Vec m(static_cast<size_t>(h), 0.0);
     if (c.is_moe_layer(layer)) {
       m = moe_row(c, ranks, y, experts, rounding);
-    } else {
+    } else if (reduce == nullptr) {
       m = dense_mlp_reference(c, ranks, y, rounding);
+    } else {
+      for (const RankLayerWeights& w : ranks) {
+        Vec partial = gated_mlp_partial(c, w, "mlp.", y, w.dims.dense_intermediate, rounding);
+        for (size_t i = 0; i < m.size(); ++i) m[i] += partial[i];
+      }
     }
     std::copy(m.begin(), m.end(), out.mlp_output.begin() + t * h);
+  }
+  if (reduce != nullptr) {
+    MT_ASSIGN_OR_RETURN(out.mlp_output, (*reduce)(out.mlp_output));
+    for (double& v : out.mlp_output) v = round_bf16(v, rounding);
   }
   // 6. The stock loop's new hidden state.
   out.hidden.resize(out.prefix.size());
   for (size_t i = 0; i < out.hidden.size(); ++i) out.hidden[i] = round_bf16(out.prefix[i] + out.mlp_output[i], rounding);
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int layer, std::span<const RankLayerWeights> ranks,
+                                            const LayerInput& input, Rounding rounding) {
+  return layer_with(c, layer, ranks, input, rounding, nullptr);
+}
+
+absl::StatusOr<LayerOutput> rank_layer_reference(const model::ModelConfig& c, int layer, const RankLayerWeights& rank,
+                                                 const LayerInput& input, Rounding rounding, const PartialSum& sum) {
+  if (c.is_moe_layer(layer)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "k3 reference layer ", layer, ": one rank's share with its reductions given covers the dense MLP's layers (below ",
+        c.first_k_dense_replace, "), not the latent MoE's; hint: layer_reference over every rank's weights"));
+  }
+  return layer_with(c, layer, std::span(&rank, 1), input, rounding, &sum);
 }
 
 absl::StatusOr<LayerOutput> layers_reference(const model::ModelConfig& c, int first,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -78,6 +79,19 @@ struct LayerOutput {
 absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& config, int layer,
                                             std::span<const RankLayerWeights> ranks, const LayerInput& input,
                                             Rounding rounding);
+
+// A TP group's all-reduce as one rank sees it: this rank's partial sums in, every rank's summed in
+// rank order out (not rounded). Every rank calls it at the same points.
+using PartialSum = std::function<absl::StatusOr<std::vector<double>>(const std::vector<double>& partial)>;
+
+// One rank's share of layer_reference, its reductions through `sum`: `rank` this rank's weights,
+// input.caches this rank's caches. Every rank of the group gets layer_reference's outputs over all
+// ranks, bit for bit (its caches: this rank's). Refused: a latent MoE layer (its reductions sit
+// inside the MoE; the dense MLP's layers below first_k_dense_replace are served), and as
+// layer_reference refuses.
+absl::StatusOr<LayerOutput> rank_layer_reference(const model::ModelConfig& config, int layer,
+                                                 const RankLayerWeights& rank, const LayerInput& input,
+                                                 Rounding rounding, const PartialSum& sum);
 
 // K1's part of a KDA layer on one rank (2.3 step 1, 4.1-4.5): the prefix with the delta folded in
 // (stored in place of P), the blocks after the block write, the AttnRes output x, o_proj's input

@@ -2,13 +2,18 @@
 // within fp64 rounding for KDA, MLA-FFN, block-write and dense layers; the dense MLP alone is the
 // rounded sum of its ranks' partials; rows without state have no
 // attention; bf16 rounding stays within bf16 tolerance of the exact layer and finite; the
-// deferred-delta loop is bit-identical to the stock loop.
+// deferred-delta loop is bit-identical to the stock loop; one rank's share with its reductions
+// given is the layer over all ranks, bit for bit.
 #include "kernels/reference/k3_layer_reference.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "model/tiny_checkpoint.h"
@@ -295,6 +300,92 @@ TEST_F(K3LayerReference, DeferredDeltaLoopEqualsStockLoop) {
     }
   }
   for (double v : out.hidden) ASSERT_TRUE(std::isfinite(v));
+}
+
+// Two ranks as threads: each PartialSum call posts the rank's partial and waits for the other's,
+// then sums the two in rank order.
+class TwoRankSums {
+ public:
+  PartialSum sum(int rank) {
+    return [this, rank](const Vec& partial) -> absl::StatusOr<Vec> {
+      std::unique_lock lock(mutex_);
+      const size_t call = calls_[rank]++;
+      if (posted_.size() <= call) posted_.resize(call + 1);
+      posted_[call][rank] = partial;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return !posted_[call][1 - rank].empty(); });
+      Vec total(partial.size(), 0.0);
+      for (const Vec& p : posted_[call]) {
+        for (size_t i = 0; i < total.size(); ++i) total[i] += p[i];
+      }
+      return total;
+    };
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::array<size_t, 2> calls_{};
+  std::vector<std::array<Vec, 2>> posted_;
+};
+
+TEST_F(K3LayerReference, RankShareWithItsReductionsIsTheLayerOverAllRanks) {
+  SCOPED_TRACE(testing::replay_hint());
+  const model::ModelConfig& c = g_model->config;
+  std::mt19937 rng = testing::case_rng();
+  Step step = make_step(c, rng, false);
+  const LayerInput all = input_for(c, step, 2);
+  absl::StatusOr<LayerOutput> whole = layer_reference(c, 0, g_model->weights[2][0], all, Rounding::kBf16);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  TwoRankSums sums;
+  std::array<absl::StatusOr<LayerOutput>, 2> shares{absl::UnknownError("not run"), absl::UnknownError("not run")};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      LayerInput input = all;
+      input.caches = {all.caches[r]};
+      shares[r] = rank_layer_reference(c, 0, g_model->weights[2][0][r], input, Rounding::kBf16, sums.sum(r));
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    ASSERT_TRUE(shares[r].ok()) << shares[r].status();
+    EXPECT_EQ(shares[r]->attention_output, whole->attention_output);
+    EXPECT_EQ(shares[r]->prefix, whole->prefix);
+    EXPECT_EQ(shares[r]->mlp_output, whole->mlp_output);
+    EXPECT_EQ(shares[r]->blocks, whole->blocks);
+    ASSERT_EQ(shares[r]->caches.size(), 1u);
+    EXPECT_EQ(shares[r]->caches[0].conv, whole->caches[r].conv);
+    EXPECT_EQ(shares[r]->caches[0].state, whole->caches[r].state);
+  }
+  // Not trivially equal: the reductions add something to each rank's partial.
+  absl::StatusOr<LayerOutput> alone =
+      layer_reference(c, 0, std::span(&g_model->weights[2][0][0], 1),
+                      [&] {
+                        LayerInput input = all;
+                        input.caches = {all.caches[0]};
+                        return input;
+                      }(),
+                      Rounding::kBf16);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_NE(alone->mlp_output, whole->mlp_output);
+  EXPECT_NE(alone->attention_output, whole->attention_output);
+}
+
+TEST_F(K3LayerReference, RankShareRefusesTheLatentMoe) {
+  const model::ModelConfig& c = g_model->config;
+  std::mt19937 rng = testing::case_rng();
+  Step step = make_step(c, rng, true);
+  LayerInput input = input_for(c, step, 1);
+  absl::StatusOr<LayerOutput> out = rank_layer_reference(
+      c, 1, g_model->weights[1][1][0], input, Rounding::kBf16,
+      [](const Vec& partial) -> absl::StatusOr<Vec> { return partial; });
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "k3 reference layer 1: one rank's share with its reductions given covers the dense MLP's layers (below " +
+                std::to_string(c.first_k_dense_replace) +
+                "), not the latent MoE's; hint: layer_reference over every rank's weights");
 }
 
 TEST_F(K3LayerReference, RefusesBadMetadata) {

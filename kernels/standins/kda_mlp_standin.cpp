@@ -133,7 +133,8 @@ absl::StatusOr<std::unique_ptr<KdaMlpStandin>> KdaMlpStandin::create(
   return s;
 }
 
-absl::Status KdaMlpStandin::launch(const KdaMlpTensors& in, runtime::Stream& stream) const {
+absl::Status KdaMlpStandin::launch(const KdaMlpTensors& in, runtime::Stream& stream,
+                                   const Reduce& reduce) const {
   if (build_.delta != (in.delta != 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer ", layer_, " stand-in was made ", build_.delta ? "with" : "without",
@@ -163,6 +164,7 @@ absl::Status KdaMlpStandin::launch(const KdaMlpTensors& in, runtime::Stream& str
   const std::array o_proj{bf16_argument(core_.address()), bf16_argument(w_o_),
                           bf16_argument(a_.address())};
   MT_RETURN_IF_ERROR(o_proj_->launch(o_proj, stream));
+  if (reduce) MT_RETURN_IF_ERROR(reduce(a_.address(), tokens_ * hidden_, stream));
   const std::array residual{bf16_argument(in.prefix), bf16_argument(a_.address())};
   MT_RETURN_IF_ERROR(residual_->launch(residual, stream));
   const std::array attn_res{bf16_argument(in.blocks),           i64_scalar(in.blocks_token_stride),
@@ -177,7 +179,8 @@ absl::Status KdaMlpStandin::launch(const KdaMlpTensors& in, runtime::Stream& str
   MT_RETURN_IF_ERROR(situ_->launch(situ, stream));
   const std::array down{bf16_argument(act_.address()), bf16_argument(w_down_),
                         bf16_argument(in.out)};
-  return down_->launch(down, stream);
+  MT_RETURN_IF_ERROR(down_->launch(down, stream));
+  return reduce ? reduce(in.out, tokens_ * hidden_, stream) : absl::OkStatus();
 }
 
 }  // namespace monotile::kernels::standins

@@ -2,9 +2,11 @@
 // on a device, as launches on one stream: the epoch bump and K1 (kernels/k3/k1.h: the AttnRes with
 // its block write, the KDA half up to o_proj's input), then simple stand-in kernels: o_proj,
 // P' = a at a block write or bf16(P + a), the MLP AttnRes with post_attention_layernorm, and the
-// dense MLP (gate_up, SiTU, down). One rank alone: the TP reductions of a and m are its partials.
+// dense MLP (gate_up, SiTU, down). The TP reductions of a and m are the caller's (launch's
+// `reduce`); without one, one rank alone, they are its partials.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -55,8 +57,15 @@ class KdaMlpStandin {
       const model::RankDims& dims, int layer, const WeightAddresses& weights, int tokens, int q,
       int state_len, bool delta);
 
-  // Enqueues the layer on `stream`; nothing is copied to or from the host.
-  absl::Status launch(const KdaMlpTensors& tensors, runtime::Stream& stream) const;
+  // A TP reduction of a bf16 tensor [count] on the device, in place, after what `stream` holds
+  // (the tool's: through its group, host work between the launches).
+  using Reduce =
+      std::function<absl::Status(runtime::DevicePtr data, int64_t count, runtime::Stream& stream)>;
+
+  // Enqueues the layer on `stream`. Without `reduce`, nothing is copied to or from the host and a
+  // and m are this rank's partials; with it, each is reduced by `reduce` before it is used.
+  absl::Status launch(const KdaMlpTensors& tensors, runtime::Stream& stream,
+                      const Reduce& reduce = nullptr) const;
 
   // After the launches finished: OK, or K1's waits that gave up.
   absl::Status check_health() const { return k1_launch_->check_health(); }

@@ -115,7 +115,7 @@ void device_reasons(const DecodeOptions& o, std::vector<std::string>& reasons) {
 std::vector<std::string> unsupported(const DecodeOptions& o) {
   std::vector<std::string> reasons;
   int tp = o.tensor_parallel_size;
-  if (tp > 1 && !o.other_ranks_stood_in) {
+  if (tp > 1 && !o.other_ranks_stood_in && !o.checking_exchanges) {
     reasons.push_back(tp_deployment_reason(tp));
   } else if (std::find(std::begin(kKernelTpSizes), std::end(kKernelTpSizes), tp) ==
              std::end(kKernelTpSizes)) {

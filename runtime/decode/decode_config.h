@@ -97,9 +97,13 @@ struct DecodeOptions {
   DeviceFacts device;
   // For the tools' one-rank runs only (`monotile decode --tp T --rank R`): this rank runs alone,
   // the other ranks' partial sums in every reduction stood in by zero, so its outputs are not the
-  // layer's. Without it TP > 1 is refused (tp_reasons.h): the kernels' exchanges between ranks have
-  // not been checked on GPUs yet.
+  // layer's. Without it (or checking_exchanges) TP > 1 is refused (tp_reasons.h): the kernels'
+  // exchanges between ranks are not checked across GPUs yet.
   bool other_ranks_stood_in = false;
+  // For the tools' runs of every rank that check those exchanges (`mpirun -np T monotile decode
+  // --mpi`): TP > 1 is served where the kernels are shaped for it, since checking the exchanges is
+  // what the run is for.
+  bool checking_exchanges = false;
 };
 
 // TP sizes the kernels are shaped for: 1 (one process), 2 and 4 (ranks sharing one GPU, tests) and
@@ -109,16 +113,16 @@ inline constexpr int kKernelTpSizes[] = {1, 2, 4, 8};
 
 // Nothing for decode_backend "auto" (the stock decode runs). InvalidArgument for an unknown backend
 // name, and for the specialized backend when any of these applies, listing every one in the seed's
-// order: TP > 1 (the exchanges between ranks are not yet checked on GPUs; with
-// other_ranks_stood_in, a TP size the kernels are not shaped for), pipeline parallelism, data
-// parallelism, expert parallelism, EPLB, decode context parallelism other than 1 or TP, prefill
-// context parallelism, DBO, LoRA, KV connectors other than a MoRIIO consumer, routed-expert
-// capture, sleep mode, CPU weight offload, weight updates, max_rows other than 8 or 16, no
-// speculative decoding, q beyond 8 (K1's bound, at any max_rows) or beyond max_rows, adaptive
-// verification, dynamic speculative decoding, KDA cache dtypes other than a bf16 conv and an fp32
-// recurrent state, ReplaySSM / RecoverSSM, the V1 model runner, torch.compile, no model, a model
-// whose shapes differ from the kernels' (model::config_reasons, the TP split), a device with fewer
-// compute units than max_rows or a partitioned one. A deployment it accepts with
+// order: TP > 1 (the exchanges between ranks are not yet checked across GPUs; with
+// other_ranks_stood_in or checking_exchanges, a TP size the kernels are not shaped for), pipeline
+// parallelism, data parallelism, expert parallelism, EPLB, decode context parallelism other than 1
+// or TP, prefill context parallelism, DBO, LoRA, KV connectors other than a MoRIIO consumer,
+// routed-expert capture, sleep mode, CPU weight offload, weight updates, max_rows other than 8 or
+// 16, no speculative decoding, q beyond 8 (K1's bound, at any max_rows) or beyond max_rows,
+// adaptive verification, dynamic speculative decoding, KDA cache dtypes other than a bf16 conv and
+// an fp32 recurrent state, ReplaySSM / RecoverSSM, the V1 model runner, torch.compile, no model, a
+// model whose shapes differ from the kernels' (model::config_reasons, the TP split), a device with
+// fewer compute units than max_rows or a partitioned one. A deployment it accepts with
 // deployment_warnings is logged as a warning (log_warning).
 absl::StatusOr<std::optional<DecodeConfig>> specialized_decode_config(const DecodeOptions& options);
 

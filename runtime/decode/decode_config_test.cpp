@@ -19,7 +19,7 @@ const model::ModelConfig& k3() {
 }
 
 // One K3 rank at TP 8 as the tools run it: alone, the other ranks' partial sums stood in (without
-// the stand-in TP 8 is refused: TpAboveOneIsRefusedUntilTheExchangesAreCheckedOnGpus).
+// the stand-in TP 8 is refused: TpAboveOneIsRefusedUntilTheExchangesAreCheckedAcrossGpus).
 DecodeOptions k3_options() {
   DecodeOptions options;
   options.decode_backend = "latency_specialized";
@@ -111,7 +111,7 @@ TEST(SpecializedDecodeConfig, MaxRowsEightAsTheSeed) {
   EXPECT_EQ((*config)->widths(), (std::vector<int>{8}));
 }
 
-TEST(SpecializedDecodeConfig, TpAboveOneIsRefusedUntilTheExchangesAreCheckedOnGpus) {
+TEST(SpecializedDecodeConfig, TpAboveOneIsRefusedUntilTheExchangesAreCheckedAcrossGpus) {
   for (int tp : {2, 4, 8}) {
     DecodeOptions options = k3_options();
     options.other_ranks_stood_in = false;
@@ -119,12 +119,31 @@ TEST(SpecializedDecodeConfig, TpAboveOneIsRefusedUntilTheExchangesAreCheckedOnGp
     std::string message = refusal(options);
     EXPECT_THAT(message, HasSubstr(absl::StrCat(
                              "TP ", tp,
-                             ": the kernels' reductions across TP ranks have been checked on the "
-                             "CPU interpreter only, not yet on GPUs, so a deployment could return "
-                             "wrong layer outputs unnoticed; expected TP 1")));
+                             ": the kernels' reductions across TP ranks are checked on the CPU "
+                             "interpreter and at TP 2 with two processes on one GPU, not across "
+                             "GPUs yet, so a deployment could return wrong layer outputs "
+                             "unnoticed; expected TP 1")));
     EXPECT_THAT(message, HasSubstr("(decode_backend \"auto\" runs the stock decode)"));
     EXPECT_THAT(message, Not(HasSubstr("the kernels are built for")));
   }
+}
+
+TEST(SpecializedDecodeConfig, ARunCheckingTheExchangesServesTpTheKernelsAreShapedFor) {
+  for (int tp : {2, 4, 8}) {
+    DecodeOptions options = k3_options();
+    options.other_ranks_stood_in = false;
+    options.checking_exchanges = true;
+    options.tensor_parallel_size = tp;
+    absl::StatusOr<std::optional<DecodeConfig>> config = specialized_decode_config(options);
+    EXPECT_TRUE(config.ok()) << "TP " << tp << ": " << config.status();
+  }
+  DecodeOptions options = k3_options();
+  options.other_ranks_stood_in = false;
+  options.checking_exchanges = true;
+  options.tensor_parallel_size = 3;
+  std::string message = refusal(options);
+  EXPECT_THAT(message, HasSubstr("TP 3: the kernels are built for TP 1, 2, 4 or 8"));
+  EXPECT_THAT(message, Not(HasSubstr("not across GPUs yet")));
 }
 
 TEST(SpecializedDecodeConfig, K3AtTp1IsServed) {

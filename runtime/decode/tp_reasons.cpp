@@ -24,9 +24,9 @@ std::string tp_deployment_reason(int tp) {
   if (tp == 1) return "";
   return str_cat(
       "TP ", tp,
-      ": the kernels' reductions across TP ranks have been checked on the CPU interpreter only, "
-      "not "
-      "yet on GPUs, so a deployment could return wrong layer outputs unnoticed; expected TP 1");
+      ": the kernels' reductions across TP ranks are checked on the CPU interpreter and at TP 2 "
+      "with two processes on one GPU, not across GPUs yet, so a deployment could return wrong "
+      "layer outputs unnoticed; expected TP 1");
 }
 
 std::vector<std::string> tp_reasons(const Backbone& backbone, const Group& group,

@@ -5,7 +5,9 @@
 // not exchange over, and a backbone of TP > 1 without a group (it would return its own partial sums
 // as each layer's output); none where a tool runs one rank alone and says that the other ranks'
 // partial sums are stood in by zero (`other_ranks_stood_in`). The deployment check still refuses
-// TP > 1: the exchanges have not been checked on GPUs.
+// TP > 1 (but where a tool runs every rank to check the exchanges, DecodeOptions::
+// checking_exchanges): they are checked on the interpreter and with ranks sharing one GPU, not
+// across GPUs.
 #pragma once
 
 #include <string>
@@ -16,7 +18,8 @@
 
 namespace monotile::runtime::decode {
 
-// The deployment check's reason for TP `tp` (specialized_decode_config), or "" at TP 1.
+// The deployment check's reason for TP `tp` (specialized_decode_config), or "" at TP 1: where the
+// exchanges have been checked, and that a deployment across GPUs is not yet served.
 std::string tp_deployment_reason(int tp);
 
 // Construction's reasons (SpecializedDecode::create, agreed over `group`): a group of more than one

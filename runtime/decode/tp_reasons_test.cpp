@@ -27,9 +27,9 @@ TEST(TpReasons, OneRankAtTp1HasNone) {
 TEST(TpReasons, TheDeploymentAtTp8IsRefusedWithItsReason) {
   EXPECT_EQ(
       tp_deployment_reason(8),
-      "TP 8: the kernels' reductions across TP ranks have been checked on the CPU interpreter "
-      "only, not yet on GPUs, so a deployment could return wrong layer outputs unnoticed; "
-      "expected TP 1");
+      "TP 8: the kernels' reductions across TP ranks are checked on the CPU interpreter and at TP "
+      "2 with two processes on one GPU, not across GPUs yet, so a deployment could return wrong "
+      "layer outputs unnoticed; expected TP 1");
 }
 
 TEST(TpReasons, ABackboneAtTp8WithoutAGroupIsRefused) {
