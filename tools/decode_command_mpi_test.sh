@@ -44,5 +44,7 @@ cmp "$work/outputs.rank0" "$work/outputs.rank1" || fail "the ranks' outputs diff
 # --check over every rank reads the model's weights; weights made on the device are refused.
 out=$(bash "$here/../tests/mpirun_two.sh" "$1" decode --mpi --device cpu --steps 1 --check --alias-weights 2>&1)
 want="monotile decode: --check with --mpi at TP 2 and weights made on the device: the check's reference sums every rank's partials from the model's weights, which these are not; expected weights read from the model; hint: drop --alias-weights, or --check one rank alone (--tp 2 --rank R without --mpi)"
-[ "$(grep -cF -- "$want" <<< "$out")" -eq 2 ] || { echo "$out"; fail "expected both ranks to refuse with: $want"; }
+# Both ranks refuse alike; mpirun ends the job at the first one's exit, so one line may be all.
+[ "$(grep -cF -- "$want" <<< "$out")" -ge 1 ] || { echo "$out"; fail "expected a refusal: $want"; }
+grep -q "^step 1" <<< "$out" && fail "a rank ran a step before refusing"
 echo "passed"
