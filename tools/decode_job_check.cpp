@@ -35,7 +35,8 @@ absl::StatusOr<ref::KdaCache> cache_from(const std::string& bytes, int rank) {
   if (bytes.size() < sizeof(header)) return refused();
   std::memcpy(header, bytes.data(), sizeof(header));
   if (header[2] < 0 || header[3] < 0 ||
-      bytes.size() != sizeof(header) + static_cast<size_t>(header[2] + header[3]) * sizeof(double)) {
+      bytes.size() !=
+          sizeof(header) + static_cast<size_t>(header[2] + header[3]) * sizeof(double)) {
     return refused();
   }
   ref::KdaCache c;
@@ -57,9 +58,9 @@ absl::StatusOr<std::span<const ref::RankLayerWeights>> DecodeJob::group_weights(
     std::vector<ref::RankLayerWeights> ranks;
     for (int r = 0; r < o_.tp; ++r) {
       MT_ASSIGN_OR_RETURN(model::RankPlan plan, model::plan_rank(config_, o_.tp, r));
-      MT_ASSIGN_OR_RETURN(ref::RankLayerWeights w,
-                          ref::load_rank_layer(plan.layers.at(static_cast<size_t>(layer)), plan.dims,
-                                               *source_));
+      MT_ASSIGN_OR_RETURN(
+          ref::RankLayerWeights w,
+          ref::load_rank_layer(plan.layers.at(static_cast<size_t>(layer)), plan.dims, *source_));
       ranks.push_back(std::move(w));
     }
     found = group_weights_.emplace(layer, std::move(ranks)).first;

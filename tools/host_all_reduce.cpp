@@ -11,17 +11,19 @@
 
 namespace monotile::tools {
 
-absl::StatusOr<std::vector<double>> sum_over_ranks(runtime::decode::Group& group, const std::vector<double>& partial) {
+absl::StatusOr<std::vector<double>> sum_over_ranks(runtime::decode::Group& group,
+                                                   const std::vector<double>& partial) {
   const size_t bytes = partial.size() * sizeof(double);
-  MT_ASSIGN_OR_RETURN(std::vector<std::string> all,
-                      group.all_gather(std::string_view(reinterpret_cast<const char*>(partial.data()), bytes)));
+  MT_ASSIGN_OR_RETURN(
+      std::vector<std::string> all,
+      group.all_gather(std::string_view(reinterpret_cast<const char*>(partial.data()), bytes)));
   std::vector<double> sum(partial.size(), 0.0), values(partial.size());
   for (size_t r = 0; r < all.size(); ++r) {
     if (all[r].size() != bytes) {
-      return absl::InternalError(absl::StrCat("a stand-in's TP reduction: rank ", r, " sent ",
-                                              all[r].size() / sizeof(double), " partial sums, expected ",
-                                              partial.size(), " as rank ", group.rank(),
-                                              " did; every rank must reduce the same tensor at the same point"));
+      return absl::InternalError(absl::StrCat(
+          "a stand-in's TP reduction: rank ", r, " sent ", all[r].size() / sizeof(double),
+          " partial sums, expected ", partial.size(), " as rank ", group.rank(),
+          " did; every rank must reduce the same tensor at the same point"));
     }
     std::memcpy(values.data(), all[r].data(), bytes);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += values[i];
@@ -29,8 +31,8 @@ absl::StatusOr<std::vector<double>> sum_over_ranks(runtime::decode::Group& group
   return sum;
 }
 
-absl::Status all_reduce_bf16(runtime::decode::Group& group, runtime::Device& device, runtime::Stream& stream,
-                             runtime::DevicePtr data, size_t count) {
+absl::Status all_reduce_bf16(runtime::decode::Group& group, runtime::Device& device,
+                             runtime::Stream& stream, runtime::DevicePtr data, size_t count) {
   MT_RETURN_IF_ERROR(device.synchronize(stream));
   std::vector<uint16_t> bits(count);
   MT_RETURN_IF_ERROR(device.copy_to_host(bits.data(), data, count * 2));

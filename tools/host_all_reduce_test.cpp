@@ -38,10 +38,12 @@ TEST(HostAllReduce, RefusesARankWithAnotherCount) {
     return sum_over_ranks(group, std::vector<double>(group.rank() == 0 ? 4 : 3, 1.0)).status();
   });
   EXPECT_EQ(statuses[0].message(),
-            "a stand-in's TP reduction: rank 1 sent 3 partial sums, expected 4 as rank 0 did; every rank must "
+            "a stand-in's TP reduction: rank 1 sent 3 partial sums, expected 4 as rank 0 did; "
+            "every rank must "
             "reduce the same tensor at the same point");
   EXPECT_EQ(statuses[1].message(),
-            "a stand-in's TP reduction: rank 0 sent 4 partial sums, expected 3 as rank 1 did; every rank must "
+            "a stand-in's TP reduction: rank 0 sent 4 partial sums, expected 3 as rank 1 did; "
+            "every rank must "
             "reduce the same tensor at the same point");
 }
 
