@@ -39,7 +39,9 @@ constexpr const char* kUsage =
     "  --only     these registered kernels only (default: all; monotile compile --list names them)\n"
     "  --model    instead of the registered kernels, exactly the builds of the specialized decode's\n"
     "             executor for that deployment: every TP rank (or --rank R) at q = num_spec + 1, every\n"
-    "             width up to --max-rows (default 16); an executor started over the cache compiles nothing\n"
+    "             width up to --max-rows (default 16), at TP > 1 both in its group exchanging partial\n"
+    "             sums and alone (the other ranks stood in); an executor started over the cache\n"
+    "             compiles nothing\n"
     "  --cache-dir  the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
     "  --bundle   write every build into DIR, a new folder to ship and list in\n"
     "             MONOTILE_CACHE_READONLY_DIRS on the workers; DIR/bundle-manifest.txt records each\n"
@@ -50,7 +52,8 @@ constexpr const char* kUsage =
     "  --dump     compile every build afresh and write its source, PTX or ISA, log and report\n"
     "             into DIR (as MONOTILE_JIT_DUMP_DIR does)\n";
 
-// The served layers of each rank's (or `rank`'s) executor for the deployment on `target`.
+// The served layers of each rank's (or `rank`'s) executor for the deployment on `target`: at TP > 1
+// both as the rank runs in its exchanging group and alone.
 absl::StatusOr<std::vector<runtime::decode::LayerBuilds>> executor_layers(const std::string& model_name, int tp,
                                                                           int rank, int q, int max_rows,
                                                                           const dsl::Target& target) {
@@ -62,6 +65,12 @@ absl::StatusOr<std::vector<runtime::decode::LayerBuilds>> executor_layers(const 
     MT_ASSIGN_OR_RETURN(std::vector<runtime::decode::LayerBuilds> of_rank,
                         runtime::decode::executor_builds(config, dims, 0, config.num_hidden_layers, decode, target));
     layers.insert(layers.end(), of_rank.begin(), of_rank.end());
+    if (tp > 1) {
+      // The rank in its group, exchanging partial sums with the others (a deployment, `mpirun
+      // monotile decode --mpi`), beside the rank alone (the tools' one-rank runs).
+      std::vector<runtime::decode::LayerBuilds> exchanging = runtime::decode::exchanging_builds(of_rank, tp, r);
+      layers.insert(layers.end(), exchanging.begin(), exchanging.end());
+    }
   }
   return layers;
 }

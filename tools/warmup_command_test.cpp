@@ -103,6 +103,22 @@ TEST(WarmupCommand, ModelWarmsExactlyTheExecutorsBuilds) {
   EXPECT_THAT(misuse.output, HasSubstr("--model needs --q"));
 }
 
+// At TP > 1 the rank's builds in its exchanging group too: K2's reductions across the ranks (the
+// name's "_tp2r0") beside the rank alone's; the second warm-up finds them all.
+TEST(WarmupCommand, ModelAtTpTwoWarmsTheExchangingBuildsToo) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  const std::string args = "--model k3-tiny --tp 2 --rank 0 --q 8 --max-rows 8 --target sm_90a --jobs 2 --cache-dir " +
+                           (dir.path() / "cache").string();
+  CommandRun cold = warmup(args, dir.path(), false);
+  EXPECT_EQ(cold.status, 0) << cold.output;
+  // The 5 builds of the rank alone, and K2 again for KDA, MLA and the block write, exchanging.
+  EXPECT_THAT(cold.output, HasSubstr("8 builds (8 unique): 0 hits, 8 misses, 0 failed"));
+  EXPECT_THAT(cold.output, ::testing::ContainsRegex("k3_k2_\\S*_tp2r0\\S* +sm_90a "));
+  CommandRun warm = warmup(args, dir.path(), false);
+  EXPECT_THAT(warm.output, HasSubstr("8 builds (8 unique): 8 hits, 0 misses, 0 failed"));
+}
+
 // AMD's builds pass the default resource policy: K1 and K2 spill no VGPRs, and the SGPRs they keep
 // in VGPR lanes (their 35-43 arguments fill most of the 102) move no memory and are not refused.
 TEST(WarmupCommand, ModelWarmsTheExecutorsAmdBuilds) {

@@ -49,6 +49,16 @@ absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& mo
   return kernels::k3::k1_for_target(k1, target);
 }
 
+std::vector<LayerBuilds> exchanging_builds(std::vector<LayerBuilds> layers, int tp, int rank) {
+  for (LayerBuilds& l : layers) {
+    for (auto& [width, build] : l.k2) {
+      build.tp = tp;
+      build.rank = rank;
+    }
+  }
+  return layers;
+}
+
 std::vector<std::function<dsl::Program()>> executor_programs(const std::vector<LayerBuilds>& layers) {
   std::set<std::string> seen;
   std::vector<std::function<dsl::Program()>> programs;

@@ -33,6 +33,10 @@ absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfi
                                                          int start_layer, int end_layer, const DecodeConfig& config,
                                                          const dsl::Target& target);
 
+// `layers` as an executor whose group exchanges builds them: TP `tp` > 1, this rank `rank`, every
+// K2 reducing across the group over the peer buffers (K2Build::tp, rank); K1 is rank-local.
+std::vector<LayerBuilds> exchanging_builds(std::vector<LayerBuilds> layers, int tp, int rank);
+
 // K1 of a served KDA layer at `width` for a conv state of `state_len` entries, shaped for `target`:
 // the seed's key, with a pending delta (a served layer always follows another layer).
 absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& model, const model::RankDims& dims,

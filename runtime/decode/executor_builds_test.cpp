@@ -187,5 +187,36 @@ TEST(ChecksAndBuilds, FortyExpertsTopSixLowersForBothVendors) {
   }
 }
 
+// The builds of a rank in an exchanging group: every K2 reduces across the group (its name says
+// "_tp2r1"), K1 is the rank-alone build's, and the list is otherwise the same.
+TEST(ChecksAndBuilds, ExchangingBuildsReduceAcrossTheGroup) {
+  const model::ModelConfig config = tiny();
+  const model::RankDims dims = *model::rank_dims(config, 2, 1);
+  const dsl::Target target = *dsl::Target::parse("sm_90a");
+  absl::StatusOr<std::vector<LayerBuilds>> alone =
+      executor_builds(config, dims, 0, config.num_hidden_layers, {.q = 4, .max_rows = 8}, target);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  const std::vector<LayerBuilds> exchanging = exchanging_builds(*alone, 2, 1);
+  ASSERT_EQ(exchanging.size(), alone->size());
+  absl::StatusOr<std::vector<jit::Build>> lowered = lowered_builds(exchanging, target);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  int k2s = 0;
+  for (const jit::Build& build : *lowered) {
+    if (build.name.rfind("k3_k2_", 0) != 0) continue;
+    ++k2s;
+    EXPECT_THAT(build.name, ::testing::HasSubstr("_tp2r1")) << build.name;
+  }
+  EXPECT_GT(k2s, 0);
+  for (size_t i = 0; i < exchanging.size(); ++i) {
+    EXPECT_EQ(exchanging[i].layer, (*alone)[i].layer);
+    for (const auto& [width, build] : exchanging[i].k2) {
+      EXPECT_EQ(build.tp, 2);
+      EXPECT_EQ(build.rank, 1);
+      EXPECT_EQ((*alone)[i].k2.at(width).tp, 1);
+    }
+    EXPECT_EQ(exchanging[i].k1.size(), (*alone)[i].k1.size());
+  }
+}
+
 }  // namespace
 }  // namespace monotile::runtime::decode

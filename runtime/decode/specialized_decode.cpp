@@ -150,6 +150,7 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
   MT_ASSIGN_OR_RETURN(std::vector<LayerBuilds> builds,
                       executor_builds(model, dims, backbone.start_layer, backbone.end_layer, config,
                                       device.info().target));
+  if (exchanging) builds = exchanging_builds(std::move(builds), group.size(), group.rank());
   std::vector<K1Build> k1s;
   std::vector<K2Build> k2s;
   std::vector<int> served;
@@ -169,10 +170,6 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
     core_width = std::max<int64_t>(core_width, l.core_width);
     for (auto [width, build] : l.k2) {
       apply(options, build);
-      if (exchanging) {
-        build.tp = group.size();
-        build.rank = group.rank();
-      }
       k.k2_builds[width] = build;
       k2s.push_back(build);
     }
