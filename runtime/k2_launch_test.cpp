@@ -21,6 +21,7 @@
 #include "runtime/device_cpu.h"
 #include "runtime/interpreter_module.h"
 #include "runtime/k1_launch.h"
+#include "runtime/k2_step_test_support.h"
 
 namespace monotile::runtime {
 namespace {
@@ -188,90 +189,6 @@ TEST(K2Launch, AFailedWaitIsAnErrorNamingIt) {
                          "once (a persistent kernel)"));
 }
 
-// The case's tensors on `device`, its outputs poisoned (a NaN, expert -7, a NaN weight), the prefix
-// as the case gives it (K2 updates it in place).
-class TinyStep {
- public:
-  TinyStep(Device& device, const kernels::k3::K2Inputs& in) : device_(device), in_(in) {
-    t_.core = upload(in.core);
-    t_.w_o = upload(in.w_o);
-    t_.prefix = upload(in.prefix);
-    t_.blocks = upload(in.blocks);
-    t_.blocks_token_stride = in.block_count * in.build.hidden;
-    t_.blocks_block_stride = in.build.hidden;
-    t_.mlp_res_norm = upload(in.mlp_res_norm);
-    t_.mlp_res_proj = upload(in.mlp_res_proj);
-    t_.post_norm = upload(in.post_norm);
-    t_.w_gate = upload(in.w_gate);
-    t_.gate_bias = upload(in.gate_bias);
-    t_.w_ld = upload(in.w_ld);
-    t_.w_gu = upload(in.w_gu);
-    t_.w_sd = upload(in.w_sd);
-    t_.w13 = upload(in.w13);
-    t_.w13_scale = upload(in.w13_scale);
-    t_.w2 = upload(in.w2);
-    t_.w2_scale = upload(in.w2_scale);
-    t_.latent_norm = upload(in.latent_norm);
-    t_.w_up = upload(in.w_up);
-    t_.out = upload(std::vector<uint16_t>(rows(), kPoison));
-    t_.route_experts = upload(std::vector<int32_t>(routes(), -7));
-    t_.route_weights = upload(std::vector<float>(routes(), std::nanf("")));
-  }
-
-  // Restores the prefix and poisons every output, a and y in the scratch's data included.
-  void reset(const K2Launch& launch) {
-    copy_in(t_.prefix, in_.prefix);
-    copy_in(t_.out, std::vector<uint16_t>(rows(), kPoison));
-    copy_in(t_.route_experts, std::vector<int32_t>(routes(), -7));
-    copy_in(t_.route_weights, std::vector<float>(routes(), std::nanf("")));
-    copy_in(launch.a_rows(), std::vector<uint16_t>(rows(), kPoison));
-    copy_in(launch.y_rows(), std::vector<uint16_t>(rows(), kPoison));
-  }
-
-  kernels::k3::K2Outputs outputs(const K2Launch& launch) {
-    kernels::k3::K2Outputs got;
-    got.a = copy_out<uint16_t>(launch.a_rows(), rows());
-    got.y = copy_out<uint16_t>(launch.y_rows(), rows());
-    got.prefix = copy_out<uint16_t>(t_.prefix, rows());
-    got.out = copy_out<uint16_t>(t_.out, rows());
-    got.route_experts = copy_out<int32_t>(t_.route_experts, routes());
-    got.route_weights = copy_out<float>(t_.route_weights, routes());
-    return got;
-  }
-
-  const K2Tensors& tensors() const { return t_; }
-
- private:
-  static constexpr uint16_t kPoison = 0x7fc1;
-  size_t rows() const { return static_cast<size_t>(in_.build.tokens) * in_.build.hidden; }
-  size_t routes() const { return static_cast<size_t>(in_.build.tokens) * in_.build.top_k; }
-
-  template <typename T>
-  DevicePtr upload(const std::vector<T>& values) {
-    absl::StatusOr<DeviceBuffer> buffer =
-        device_.allocate(std::max<size_t>(values.size() * sizeof(T), 16));
-    EXPECT_TRUE(buffer.ok()) << buffer.status();
-    copy_in(buffer->address(), values);
-    buffers_.push_back(std::move(*buffer));
-    return buffers_.back().address();
-  }
-  template <typename T>
-  void copy_in(DevicePtr at, const std::vector<T>& values) {
-    EXPECT_TRUE(device_.copy_to_device(at, values.data(), values.size() * sizeof(T)).ok());
-  }
-  template <typename T>
-  std::vector<T> copy_out(DevicePtr at, size_t count) {
-    std::vector<T> values(count);
-    EXPECT_TRUE(device_.copy_to_host(values.data(), at, count * sizeof(T)).ok());
-    return values;
-  }
-
-  Device& device_;
-  const kernels::k3::K2Inputs& in_;
-  K2Tensors t_;
-  std::vector<DeviceBuffer> buffers_;
-};
-
 TEST(K2Launch, RunsTwiceOnOneScratchAgainstTheReference) {
   const kernels::k3::K2Inputs in = kernels::k3::make_k2_inputs({.tokens = 4}, /*interpreter=*/true);
   ASSERT_FALSE(in.core.empty());
@@ -283,7 +200,7 @@ TEST(K2Launch, RunsTwiceOnOneScratchAgainstTheReference) {
   ASSERT_TRUE(launch.ok()) << launch.status();
   absl::StatusOr<Stream> stream = device->create_stream();
   ASSERT_TRUE(stream.ok());
-  TinyStep step(*device, in);
+  K2StepTensors step(*device, in);
   // The second step reuses the scratch as the first left it: only the epoch moves on.
   for (int32_t epoch : {1, 2}) {
     SCOPED_TRACE(absl::StrCat("epoch ", epoch));
@@ -313,7 +230,7 @@ TEST(K2Launch, AWaitThatGivesUpOnTheInterpreterIsAnError) {
   // its expert ids in range, which the interpreter checks.
   ASSERT_TRUE(
       device->fill_bytes(launch->scratch(), 0, static_cast<size_t>(launch->layout().bytes)).ok());
-  TinyStep step(*device, in);
+  K2StepTensors step(*device, in);
   ASSERT_TRUE(device->fill_bytes(step.tensors().route_experts, 0, size_t{4} * in.build.top_k).ok());
   ASSERT_TRUE(launch->set_epoch(1).ok());
   absl::Status launched = launch->launch(*kernel, step.tensors(), in.c.layer, *stream);

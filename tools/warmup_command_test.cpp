@@ -1,6 +1,6 @@
-// `monotile warmup` end to end: the built binary fills a temporary cache with two registered kernels
-// (a table, exit 0), runs again all hits, writes a bundle, and exits non-zero when a target cannot
-// be built.
+// `monotile warmup` end to end: the built binary fills a temporary cache with two registered
+// kernels (a table, exit 0), runs again all hits, writes a bundle, and exits non-zero when a target
+// cannot be built.
 #include <sys/wait.h>
 
 #include <array>
@@ -26,8 +26,8 @@ using CommandRun = monotile::testing::CommandResult;
 constexpr const char* kOnly = " --only rmsnorm_rows4_h7168,softmax_rows8192_cols4096";
 
 CommandRun warmup(const std::string& args, const std::filesystem::path& home, bool only = true) {
-  std::string command = "env MONOTILE_CACHE_DIR='" + (home / "default-cache").string() + "' " MONOTILE_BINARY
-                        " warmup " + args + (only ? kOnly : "") + " 2>&1";
+  std::string command = "env MONOTILE_CACHE_DIR='" + (home / "default-cache").string() +
+                        "' " MONOTILE_BINARY " warmup " + args + (only ? kOnly : "") + " 2>&1";
   return monotile::testing::run_command(command);
 }
 
@@ -56,7 +56,8 @@ TEST(WarmupCommand, FillsThenHitsThenBundles) {
 
   CommandRun again = warmup("--target gfx90a --bundle " + bundle.string(), dir.path());
   EXPECT_EQ(again.status, 2);
-  EXPECT_THAT(again.output, HasSubstr("exists and is not empty; hint: a bundle is written into a fresh folder"));
+  EXPECT_THAT(again.output,
+              HasSubstr("exists and is not empty; hint: a bundle is written into a fresh folder"));
 }
 
 // A bundle records each target's compiler (bundle-manifest.txt, bundle_manifest.h), and
@@ -64,12 +65,13 @@ TEST(WarmupCommand, FillsThenHitsThenBundles) {
 TEST(WarmupCommand, ABundleRecordsItsCompilerAndNvrtcLibraryPicksIt) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   jit::testing::TempDir dir;
-  absl::StatusOr<std::unique_ptr<jit::Compiler>> nvrtc = jit::make_compiler(*dsl::Target::parse("sm_90a"));
+  absl::StatusOr<std::unique_ptr<jit::Compiler>> nvrtc =
+      jit::make_compiler(*dsl::Target::parse("sm_90a"));
   ASSERT_TRUE(nvrtc.ok()) << nvrtc.status();
   const std::string library = (*nvrtc)->files().front();
   std::filesystem::path bundle = dir.path() / "bundle";
-  CommandRun bundled =
-      warmup("--target sm_90a --bundle " + bundle.string() + " --nvrtc-library " + library, dir.path());
+  CommandRun bundled = warmup(
+      "--target sm_90a --bundle " + bundle.string() + " --nvrtc-library " + library, dir.path());
   EXPECT_EQ(bundled.status, 0) << bundled.output;
   const std::string line = "sm_90a by " + (*nvrtc)->key_identity();
   EXPECT_THAT(bundled.output, HasSubstr("bundle " + bundle.string() + ": " + line + "\n"));
@@ -78,45 +80,51 @@ TEST(WarmupCommand, ABundleRecordsItsCompilerAndNvrtcLibraryPicksIt) {
   EXPECT_EQ(manifest[0].target, "sm_90a");
   EXPECT_EQ(manifest[0].compiler, (*nvrtc)->key_identity());
 
-  CommandRun missing = warmup("--target sm_90a --nvrtc-library " + (dir.path() / "none.so").string(), dir.path());
+  CommandRun missing =
+      warmup("--target sm_90a --nvrtc-library " + (dir.path() / "none.so").string(), dir.path());
   EXPECT_EQ(missing.status, 2);
   EXPECT_THAT(missing.output, HasSubstr("--nvrtc-library \"" + (dir.path() / "none.so").string() +
                                         "\" is not a file; hint: name the workers' libnvrtc.so.*"));
 }
 
-// The operator's story: the executor's builds for a deployment, compiled on a machine without a
-// GPU; a second warm-up (as an executor over that cache would) finds every one of them.
-TEST(WarmupCommand, ModelWarmsExactlyTheExecutorsBuilds) {
-  MT_SKIP_WITHOUT_COMPILER("sm_90a");
-  jit::testing::TempDir dir;
-  const std::string args = "--model k3-tiny --tp 1 --q 8 --max-rows 8 --target sm_90a --jobs 2 --cache-dir " +
+// Warms the sm_90a builds of `deployment` (--model ... options) into a fresh cache in `dir` twice:
+// `builds` misses, one of them named as `name` matches, then as many hits.
+void expect_warmed_then_found(const std::string& deployment, const jit::testing::TempDir& dir,
+                              int builds, const std::string& name) {
+  const std::string args = deployment +
+                           " --q 8 --max-rows 8 --target sm_90a --jobs 2 --cache-dir " +
                            (dir.path() / "cache").string();
   CommandRun cold = warmup(args, dir.path(), false);
   EXPECT_EQ(cold.status, 0) << cold.output;
-  // One width (8); K1 at an ordinary and a block-write layer, K2 for KDA, MLA and the block write.
-  EXPECT_THAT(cold.output, HasSubstr("5 builds (5 unique): 0 hits, 5 misses, 0 failed"));
-  EXPECT_THAT(cold.output, ::testing::ContainsRegex("k3_k1_h256_nh8_r4240_t8_q8_nb1_d1_sl10_w1_\\S* +sm_90a "));
+  const std::string counts =
+      std::to_string(builds) + " builds (" + std::to_string(builds) + " unique): ";
+  EXPECT_THAT(cold.output,
+              HasSubstr(counts + "0 hits, " + std::to_string(builds) + " misses, 0 failed"));
+  EXPECT_THAT(cold.output, ::testing::ContainsRegex(name + " +sm_90a "));
   CommandRun warm = warmup(args, dir.path(), false);
-  EXPECT_THAT(warm.output, HasSubstr("5 builds (5 unique): 5 hits, 0 misses, 0 failed"));
+  EXPECT_THAT(warm.output,
+              HasSubstr(counts + std::to_string(builds) + " hits, 0 misses, 0 failed"));
+}
+
+// The operator's story: the executor's builds for a deployment, compiled on a machine without a
+// GPU; a second warm-up (as an executor over that cache would) finds every one of them. One width
+// (8); K1 at an ordinary and a block-write layer, K2 for KDA, MLA and the block write.
+TEST(WarmupCommand, ModelWarmsExactlyTheExecutorsBuilds) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  expect_warmed_then_found("--model k3-tiny --tp 1", dir, 5,
+                           "k3_k1_h256_nh8_r4240_t8_q8_nb1_d1_sl10_w1_\\S*");
   CommandRun misuse = warmup("--model k3-tiny --tp 1", dir.path(), false);
   EXPECT_EQ(misuse.status, 2);
   EXPECT_THAT(misuse.output, HasSubstr("--model needs --q"));
 }
 
-// At TP > 1 the rank's builds in its exchanging group too: K2's reductions across the ranks (the
-// name's "_tp2r0") beside the rank alone's; the second warm-up finds them all.
+// At TP > 1 the rank's builds in its exchanging group too: the 5 builds of the rank alone, and K2
+// again for KDA, MLA and the block write reducing across the ranks (the name's "_tp2r0").
 TEST(WarmupCommand, ModelAtTpTwoWarmsTheExchangingBuildsToo) {
   MT_SKIP_WITHOUT_COMPILER("sm_90a");
   jit::testing::TempDir dir;
-  const std::string args = "--model k3-tiny --tp 2 --rank 0 --q 8 --max-rows 8 --target sm_90a --jobs 2 --cache-dir " +
-                           (dir.path() / "cache").string();
-  CommandRun cold = warmup(args, dir.path(), false);
-  EXPECT_EQ(cold.status, 0) << cold.output;
-  // The 5 builds of the rank alone, and K2 again for KDA, MLA and the block write, exchanging.
-  EXPECT_THAT(cold.output, HasSubstr("8 builds (8 unique): 0 hits, 8 misses, 0 failed"));
-  EXPECT_THAT(cold.output, ::testing::ContainsRegex("k3_k2_\\S*_tp2r0\\S* +sm_90a "));
-  CommandRun warm = warmup(args, dir.path(), false);
-  EXPECT_THAT(warm.output, HasSubstr("8 builds (8 unique): 8 hits, 0 misses, 0 failed"));
+  expect_warmed_then_found("--model k3-tiny --tp 2 --rank 0", dir, 8, "k3_k2_\\S*_tp2r0\\S*");
 }
 
 // AMD's builds pass the default resource policy: K1 and K2 spill no VGPRs, and the SGPRs they keep
@@ -124,9 +132,10 @@ TEST(WarmupCommand, ModelAtTpTwoWarmsTheExchangingBuildsToo) {
 TEST(WarmupCommand, ModelWarmsTheExecutorsAmdBuilds) {
   MT_SKIP_WITHOUT_COMPILER("gfx90a");
   jit::testing::TempDir dir;
-  CommandRun cold = warmup("--model k3-tiny --tp 1 --q 8 --max-rows 8 --target gfx90a --jobs 2 --cache-dir " +
-                               (dir.path() / "cache").string(),
-                           dir.path(), false);
+  CommandRun cold =
+      warmup("--model k3-tiny --tp 1 --q 8 --max-rows 8 --target gfx90a --jobs 2 --cache-dir " +
+                 (dir.path() / "cache").string(),
+             dir.path(), false);
   EXPECT_EQ(cold.status, 0) << cold.output;
   EXPECT_THAT(cold.output, HasSubstr("5 builds (5 unique): 0 hits, 5 misses, 0 failed"));
 }
@@ -136,8 +145,9 @@ TEST(WarmupCommand, DumpWritesPtxAndIsa) {
   MT_SKIP_WITHOUT_COMPILER("gfx90a");
   jit::testing::TempDir dir;
   std::filesystem::path dump = dir.path() / "dump";
-  CommandRun run = warmup("--target sm_90a,gfx90a --cache-dir " + (dir.path() / "cache").string() + " --dump " +
-                              dump.string(), dir.path());
+  CommandRun run = warmup("--target sm_90a,gfx90a --cache-dir " + (dir.path() / "cache").string() +
+                              " --dump " + dump.string(),
+                          dir.path());
   EXPECT_EQ(run.status, 0) << run.output;
   EXPECT_TRUE(std::filesystem::exists(dump / "rmsnorm_rows4_h7168-sm_90a.ptx"));
   EXPECT_TRUE(std::filesystem::exists(dump / "rmsnorm_rows4_h7168-gfx90a.s"));
@@ -146,7 +156,8 @@ TEST(WarmupCommand, DumpWritesPtxAndIsa) {
 
 TEST(WarmupCommand, UnbuildableTargetExitsNonZero) {
   jit::testing::TempDir dir;
-  CommandRun run = warmup("--target gfx942 --cache-dir " + (dir.path() / "cache").string(), dir.path());
+  CommandRun run =
+      warmup("--target gfx942 --cache-dir " + (dir.path() / "cache").string(), dir.path());
   EXPECT_EQ(run.status, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("FAILED"));
   EXPECT_THAT(run.output, HasSubstr("2 failed"));
@@ -156,12 +167,15 @@ TEST(WarmupCommand, UnbuildableTargetExitsNonZero) {
 TEST(WarmupCommand, OneCauseIsReportedOnceForAllItsBuilds) {
   MT_SKIP_WITHOUT_COMPILER("gfx90a");
   jit::testing::TempDir dir;
-  CommandRun run = warmup("--target gfx950 --cache-dir " + (dir.path() / "cache").string(), dir.path());
+  CommandRun run =
+      warmup("--target gfx950 --cache-dir " + (dir.path() / "cache").string(), dir.path());
   EXPECT_EQ(run.status, 1) << run.output;
   EXPECT_THAT(run.output, ::testing::ContainsRegex("error \\(builds [a-z0-9_]+, [a-z0-9_]+\\): "
                                                    "hiprtc cannot compile for gfx950"));
   size_t count = 0;
-  for (size_t at = 0; (at = run.output.find("hiprtc cannot compile for gfx950", at)) != std::string::npos; ++at) ++count;
+  for (size_t at = 0;
+       (at = run.output.find("hiprtc cannot compile for gfx950", at)) != std::string::npos; ++at)
+    ++count;
   EXPECT_EQ(count, 1u) << run.output;
 }
 
@@ -177,7 +191,8 @@ TEST(WarmupCommand, NegativeCountIsMisuse) {
   jit::testing::TempDir dir;
   CommandRun run = warmup("--model k3-tiny --q 2 --tp=-1", dir.path(), /*only=*/false);
   EXPECT_EQ(run.status, 2);
-  EXPECT_THAT(run.output, HasSubstr("monotile warmup: --tp takes a non-negative integer, got \"-1\""));
+  EXPECT_THAT(run.output,
+              HasSubstr("monotile warmup: --tp takes a non-negative integer, got \"-1\""));
 }
 
 TEST(WarmupCommand, ArgumentsAndOptionsOfOtherCommandsAreMisuse) {
@@ -187,8 +202,8 @@ TEST(WarmupCommand, ArgumentsAndOptionsOfOtherCommandsAreMisuse) {
   EXPECT_THAT(positional.output, HasSubstr("monotile warmup: takes options only, got \"sm_90a\""));
   CommandRun other = warmup("--steps 2", dir.path());
   EXPECT_EQ(other.status, 2);
-  EXPECT_THAT(other.output,
-              HasSubstr("monotile warmup: unknown option --steps; hint: monotile warmup --help lists its options"));
+  EXPECT_THAT(other.output, HasSubstr("monotile warmup: unknown option --steps; hint: monotile "
+                                      "warmup --help lists its options"));
 }
 
 TEST(WarmupCommand, UnknownKernelIsMisuse) {

@@ -14,6 +14,14 @@
 
 namespace monotile::kernels::k3 {
 
+// Where an exchange leaves the reduced rows on this rank, behind the flag that the last of the
+// shares finishing here sets (arrive, handoff.h).
+struct ExchangeOutput {
+  dsl::Value out;      // ptr<bf16> [tokens, width]
+  dsl::Value counter;  // ptr<i32>: one counter word (arrive)
+  dsl::Value flag;     // ptr<i32>: one flag word
+};
+
 class Exchange {
  public:
   virtual ~Exchange() = default;
@@ -36,11 +44,7 @@ class Exchange {
 // share publishes the flag.
 class LocalExchange final : public Exchange {
  public:
-  struct Buffers {
-    dsl::Value out;      // ptr<bf16> [tokens, width]
-    dsl::Value counter;  // ptr<i32>: one counter word (arrive)
-    dsl::Value flag;     // ptr<i32>: one flag word
-  };
+  using Buffers = ExchangeOutput;
   LocalExchange(Buffers buffers, int tokens, int64_t width, int32_t region, HandoffContext context)
       : b_(buffers), tokens_(tokens), width_(width), region_(region), context_(context) {}
   void contribute(const dsl::Value& partial, const dsl::Value& cols, const dsl::Value& share,

@@ -217,9 +217,7 @@ std::unique_ptr<Exchange> make_exchange(const K2Build& build, const Args& a, Exc
   return std::make_unique<PeerExchange>(
       PeerExchange::Buffers{.buffers = a.peers,
                             .parity = load(a.epoch, {.cache = Cache::volatile_}) & 1,
-                            .out = out,
-                            .counter = a.counters + word,
-                            .flag = a.flags + word},
+                            .output = {.out = out, .counter = a.counters + word, .flag = a.flags + word}},
       peer_exchange_layout(build.tp, build.hidden, build.latent), index, build.rank, build.tokens,
       static_cast<int32_t>(region), static_cast<int32_t>(peer_region), hc);
 }

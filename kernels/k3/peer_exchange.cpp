@@ -108,14 +108,14 @@ void PeerExchange::contribute(const Value& partial, const Value&, const Value& s
     even_sum = even_sum + (word << 16).bitcast(f32);
     odd_sum = odd_sum + (word & static_cast<int32_t>(0xffff0000u)).bitcast(f32);
   }
-  auto out = b_.out + row(ts) * region_layout_.width + col(ks * 2);
+  auto out = b_.output.out + row(ts) * region_layout_.width + col(ks * 2);
   store(out, even_sum.to(bf16), mask);
   store(out + 1, odd_sum.to(bf16), mask);
-  arrive(b_.counter, shares, b_.flag, context_);
+  arrive(b_.output.counter, shares, b_.output.flag, context_);
 }
 
 void PeerExchange::wait_reduced(const Value& index) {
-  wait_flag(b_.flag, region_, index, context_);
+  wait_flag(b_.output.flag, region_, index, context_);
 }
 
 }  // namespace monotile::kernels::k3

@@ -77,10 +77,8 @@ class PeerExchange final : public Exchange {
     // not be used). The data are bf16 pairs in i32 words, so that one pointer a rank serves flags
     // and data (on AMD every pointer parameter holds two SGPRs through the kernel).
     std::vector<dsl::Value> buffers;
-    dsl::Value parity;   // i32 scalar: the epoch's parity, 0 or 1
-    dsl::Value out;      // ptr<bf16> [tokens, width]: the reduced rows, this rank's
-    dsl::Value counter;  // ptr<i32>: one counter word (arrive), this rank's
-    dsl::Value flag;     // ptr<i32>: one flag word, this rank's
+    dsl::Value parity;      // i32 scalar: the epoch's parity, 0 or 1
+    ExchangeOutput output;  // this rank's reduced rows, counter and flag
   };
   // `rank` is this rank (0..layout.ranks-1); `region` and `peer_region` are the health-record
   // regions of a wait on the reduced rows and of a wait on a peer's flag (its index: that peer).
@@ -89,8 +87,8 @@ class PeerExchange final : public Exchange {
   void contribute(const dsl::Value& partial, const dsl::Value& cols, const dsl::Value& share,
                   int shares) override;
   void wait_reduced(const dsl::Value& index) override;
-  dsl::Value out() const override { return b_.out; }
-  dsl::Value done_flag() const override { return b_.flag; }
+  dsl::Value out() const override { return b_.output.out; }
+  dsl::Value done_flag() const override { return b_.output.flag; }
 
  private:
   Buffers b_;

@@ -22,6 +22,7 @@
 #include "runtime/decode/group.h"
 #include "runtime/decode/peer_buffer.h"
 #include "runtime/k2_launch.h"
+#include "runtime/k2_step_test_support.h"
 #include "runtime/launch_state.h"
 #include "support/status_macros.h"
 
@@ -102,92 +103,6 @@ inline K2Inputs rank_inputs(const K2Inputs& whole, int tp, int rank) {
   return in;
 }
 
-// One rank's tensors on its device, as K2's binding takes them.
-class RankTensors {
- public:
-  RankTensors(Device& device, const K2Inputs& in) : device_(device), in_(in) {
-    t_.core = upload(in.core);
-    t_.w_o = upload(in.w_o);
-    t_.prefix = upload(in.prefix);
-    t_.blocks = upload(in.blocks);
-    t_.blocks_token_stride = in.block_count * in.build.hidden;
-    t_.blocks_block_stride = in.build.hidden;
-    t_.mlp_res_norm = upload(in.mlp_res_norm);
-    t_.mlp_res_proj = upload(in.mlp_res_proj);
-    t_.post_norm = upload(in.post_norm);
-    t_.w_gate = upload(in.w_gate);
-    t_.gate_bias = upload(in.gate_bias);
-    t_.w_ld = upload(in.w_ld);
-    t_.w_gu = upload(in.w_gu);
-    t_.w_sd = upload(in.w_sd);
-    t_.w13 = upload(in.w13);
-    t_.w13_scale = upload(in.w13_scale);
-    t_.w2 = upload(in.w2);
-    t_.w2_scale = upload(in.w2_scale);
-    t_.latent_norm = upload(in.latent_norm);
-    t_.w_up = upload(in.w_up);
-    t_.out = upload(std::vector<uint16_t>(rows(), 0));
-    t_.route_experts = upload(std::vector<int32_t>(routes(), 0));
-    t_.route_weights = upload(std::vector<float>(routes(), 0.0f));
-  }
-
-  // Restores the prefix (K2 updates it in place) and poisons every output, a and y included: a NaN,
-  // expert -7 and a NaN weight. A launch expected to give up a wait (`failing`) runs to its end on
-  // what the skipped waits left, so its routes start at expert 0 instead (the interpreter refuses
-  // an access out of bounds).
-  void reset(const K2Launch& launch, bool failing) {
-    copy_in(t_.prefix, in_.prefix);
-    copy_in(t_.out, std::vector<uint16_t>(rows(), kPoison));
-    copy_in(t_.route_experts, std::vector<int32_t>(routes(), failing ? 0 : -7));
-    copy_in(t_.route_weights, std::vector<float>(routes(), failing ? 0.0f : std::nanf("")));
-    copy_in(launch.a_rows(), std::vector<uint16_t>(rows(), kPoison));
-    copy_in(launch.y_rows(), std::vector<uint16_t>(rows(), kPoison));
-  }
-
-  K2Outputs outputs(const K2Launch& launch) {
-    K2Outputs got;
-    got.a = copy_out<uint16_t>(launch.a_rows(), rows());
-    got.y = copy_out<uint16_t>(launch.y_rows(), rows());
-    got.prefix = copy_out<uint16_t>(t_.prefix, rows());
-    got.out = copy_out<uint16_t>(t_.out, rows());
-    got.route_experts = copy_out<int32_t>(t_.route_experts, routes());
-    got.route_weights = copy_out<float>(t_.route_weights, routes());
-    return got;
-  }
-
-  const K2Tensors& tensors() const { return t_; }
-
- private:
-  static constexpr uint16_t kPoison = 0x7fc1;
-  size_t rows() const { return static_cast<size_t>(in_.build.tokens) * in_.build.hidden; }
-  size_t routes() const { return static_cast<size_t>(in_.build.tokens) * in_.build.top_k; }
-
-  template <typename T>
-  DevicePtr upload(const std::vector<T>& values) {
-    absl::StatusOr<DeviceBuffer> buffer =
-        device_.allocate(std::max<size_t>(values.size() * sizeof(T), 16));
-    EXPECT_TRUE(buffer.ok()) << buffer.status();
-    copy_in(buffer->address(), values);
-    buffers_.push_back(std::move(*buffer));
-    return buffers_.back().address();
-  }
-  template <typename T>
-  void copy_in(DevicePtr at, const std::vector<T>& values) {
-    EXPECT_TRUE(device_.copy_to_device(at, values.data(), values.size() * sizeof(T)).ok());
-  }
-  template <typename T>
-  std::vector<T> copy_out(DevicePtr at, size_t count) {
-    std::vector<T> values(count);
-    EXPECT_TRUE(device_.copy_to_host(values.data(), at, count * sizeof(T)).ok());
-    return values;
-  }
-
-  Device& device_;
-  const K2Inputs& in_;
-  K2Tensors t_;
-  std::vector<DeviceBuffer> buffers_;
-};
-
 // What one rank did over its steps.
 struct RankSteps {
   absl::Status status;               // the first error making, launching or reading back
@@ -199,9 +114,9 @@ struct RankSteps {
 // One rank's K2 over `programs` programs on `device`, for each epoch of `epochs` in turn on one
 // scratch and its peer buffer (made here, collectively over `group`; nothing zeroed between steps).
 // `skip(rank, step)` true: this rank does not launch that step (a rank that died or stalled before
-// it); `failing(rank, step)` true: that launch is expected to give up a wait (RankTensors::reset),
-// and the rank's scratch starts zeroed. Ends with a barrier, so that no rank frees its buffer while
-// another may still write into it.
+// it); `failing(rank, step)` true: that launch is expected to give up a wait
+// (K2StepTensors::reset), and the rank's scratch starts zeroed. Ends with a barrier, so that no
+// rank frees its buffer while another may still write into it.
 inline RankSteps run_k2_rank(Group& group, Device& device, const K2Inputs& in, int programs,
                              const std::vector<int32_t>& epochs,
                              const std::function<bool(int, size_t)>& skip = nullptr,
@@ -225,7 +140,7 @@ inline RankSteps run_k2_rank(Group& group, Device& device, const K2Inputs& in, i
     state->set_peers(peers);
     MT_ASSIGN_OR_RETURN(K2Launch launch, K2Launch::create(device, in.build, state, &kernel));
     MT_ASSIGN_OR_RETURN(Stream stream, device.create_stream());
-    RankTensors tensors(device, in);
+    K2StepTensors tensors(device, in);
     if (failing) {
       // The data a failed launch reads where it skipped a wait: zero, never out of bounds.
       MT_RETURN_IF_ERROR(
