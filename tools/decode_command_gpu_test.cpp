@@ -1,10 +1,12 @@
 // `monotile decode` on a GPU: --graph replays write what eager steps write (the DSL stand-ins make
 // a width's step one graph), weights made on the device and aliased pass --check under --graph,
 // and one K3 rank at TP 8 runs whole on one GPU with its weights aliased, timed against its
-// floors. Skips, with discovery's reason, without a GPU.
+// floors; TP 2 as two forked processes on one GPU (--fork). Skips, with discovery's reason, without
+// a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,36 @@ TEST_F(DecodeCommandGpu, AliasedWeightsPassTheCheckUnderGraphs) {
               HasSubstr("weights: random on the device (seed 5), one layer per kind aliased"));
   EXPECT_THAT(result.output,
               HasSubstr("every served layer passes its check against the float64 reference"));
+}
+
+// TP 2 on one GPU, the ranks two processes forked by the command: each passes every layer's check
+// against the reference over both ranks, eagerly and with graphs, and the ranks print the same
+// digests, the graph run the eager run's.
+TEST_F(DecodeCommandGpu, ForkedRanksAtTp2AgreeAndPassTheirChecks) {
+  const CommandResult checked = run("--fork --steps 2 --seed 3 --check");
+  ASSERT_EQ(checked.status, 0) << checked.output;
+  const std::vector<std::string> lines = absl::StrSplit(checked.output, '\n');
+  EXPECT_EQ(std::count(lines.begin(), lines.end(),
+                       "every served layer passes its check against the float64 reference"),
+            2)
+      << checked.output;
+  const CommandResult eager = run("--fork --steps 3 --seed 4");
+  ASSERT_EQ(eager.status, 0) << eager.output;
+  const CommandResult graph = run("--fork --steps 3 --seed 4 --graph");
+  ASSERT_EQ(graph.status, 0) << graph.output;
+  std::vector<std::string> want = digests(eager.output), got = digests(graph.output);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want) << "eager:\n" << eager.output << "\ngraph:\n" << graph.output;
+  // Each step's digest twice, once a rank (the ranks' lines differ only in the rank).
+  std::vector<std::string> values;
+  for (const std::string& line : want) {
+    if (absl::StrContains(line, "output digest"))
+      values.push_back(line.substr(line.rfind(' ') + 1));
+  }
+  std::sort(values.begin(), values.end());
+  ASSERT_EQ(values.size(), 6u) << eager.output;
+  for (size_t i = 0; i < values.size(); i += 2) EXPECT_EQ(values[i], values[i + 1]) << eager.output;
 }
 
 TEST_F(DecodeCommandGpu, OneK3RankRunsWholeOnOneGpu) {

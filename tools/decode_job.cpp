@@ -69,11 +69,19 @@ absl::Status DecodeJob::setup_weights(const runtime::DeviceInfo& info) {
 }
 
 absl::Status DecodeJob::setup_group() {
-  if (!o_.mpi) {
-    group_ = dec::make_single_process_group();
+  if (o_.fork) {
+    o_.tp = group_->size();
+    o_.rank = group_->rank();
+    exchanging_ = true;
     return absl::OkStatus();
   }
-  MT_ASSIGN_OR_RETURN(group_, dec::make_mpi_group());
+  if (!o_.mpi) {
+    owned_group_ = dec::make_single_process_group();
+    group_ = owned_group_.get();
+    return absl::OkStatus();
+  }
+  MT_ASSIGN_OR_RETURN(owned_group_, dec::make_mpi_group());
+  group_ = owned_group_.get();
   if (o_.tp != 0 && o_.tp != group_->size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tp ", o_.tp, " with --mpi in a world of ", group_->size(),
@@ -185,10 +193,13 @@ absl::Status DecodeJob::setup() {
   MT_ASSIGN_OR_RETURN(dims_, model::rank_dims(config_, o_.tp, o_.rank));
   MT_ASSIGN_OR_RETURN(plan_, model::plan_rank(config_, o_.tp, o_.rank));
   std::printf("monotile decode: %s, TP %d rank %d%s%s, q %d, %d requests a step, on %s%s\n",
-              o_.model.c_str(), o_.tp, o_.rank, o_.mpi ? " (a process of MPI's world)" : "",
+              o_.model.c_str(), o_.tp, o_.rank,
+              o_.mpi    ? " (a process of MPI's world)"
+              : o_.fork ? " (a process forked with the other rank)"
+                        : "",
               exchanging_
                   ? " exchanging partial sums with the other ranks (K2's over peer buffers, "
-                    "the host stand-ins' through MPI)"
+                    "the host stand-ins' through the group)"
               : o_.tp > 1 ? " alone (the other ranks' partial sums stood in by zero)"
                           : "",
               o_.q, o_.requests, runtime::describe(info).c_str(),
@@ -197,11 +208,11 @@ absl::Status DecodeJob::setup() {
   if (exchanging_ && o_.check && aliased_) {
     // Every rank alike: the weights are aliased on every rank or on none.
     return absl::InvalidArgumentError(absl::StrCat(
-        "--check with --mpi at TP ", o_.tp,
+        "--check with ", o_.fork ? "--fork" : "--mpi", " at TP ", o_.tp,
         " and weights made on the device: the check's reference sums every rank's partials from "
         "the model's weights, which these are not; expected weights read from the model; hint: "
         "drop --alias-weights, or --check one rank alone (--tp ",
-        o_.tp, " --rank R without --mpi)"));
+        o_.tp, " --rank R without ", o_.fork ? "--fork" : "--mpi", ")"));
   }
   // Ranks under mpirun share the first GPU (each takes device 0): each resident grid gets its share
   // of the SMs, so that every rank's programs are resident together.
@@ -235,7 +246,7 @@ absl::Status DecodeJob::setup() {
     // --check's reference reads the weights the device made: each kind's layer copied back once.
     host_->set_weight_loader([this](int layer) { return aliased_->host_weights(layer); });
   }
-  if (exchanging_) host_->set_group(group_.get());
+  if (exchanging_) host_->set_group(group_);
   // The layers no kernel serves, run whole by the host (layer 0).
   std::vector<int> host_layers;
   for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {

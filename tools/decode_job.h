@@ -51,8 +51,11 @@ struct DecodeJobOptions {
   // TP size its size (tp 0: not given; another value must equal it). At TP > 1 the ranks exchange
   // their partial sums: K2's over the peer buffers, the host stand-ins' through the group.
   bool mpi = false;
+  // TP 2 as two processes of this machine forked from this one, a socket pair their group: the
+  // ranks of --mpi where there is no MPI (run_forked_ranks; decode_command.cpp forks them).
+  bool fork = false;
   // Each served step's outputs (the digest's bytes) written to this file, the last step's left;
-  // under --mpi, to "<outputs>.rank<R>".
+  // under --mpi or --fork, to "<outputs>.rank<R>".
   std::optional<std::string> outputs;
 };
 
@@ -85,6 +88,10 @@ struct EnqueueMode {
 class DecodeJob {
  public:
   explicit DecodeJob(DecodeJobOptions o) : o_(std::move(o)), rng_(o_.seed) {}
+  // One of --fork's ranks: `ranks` is the two processes' group (run_forked_ranks), this rank its
+  // rank.
+  DecodeJob(DecodeJobOptions o, dec::Group& ranks)
+      : o_(std::move(o)), rng_(o_.seed), group_(&ranks) {}
   absl::Status run();
 
  private:
@@ -121,8 +128,9 @@ class DecodeJob {
   model::RankPlan plan_;
   std::unique_ptr<model::TensorSource> source_;
   std::unique_ptr<runtime::Device> device_;
-  std::unique_ptr<dec::Group> group_;
-  bool exchanging_ = false;  // --mpi at TP > 1: the ranks exchange their partial sums
+  std::unique_ptr<dec::Group> owned_group_;
+  dec::Group* group_ = nullptr;  // owned_group_, or the forked ranks' (DecodeJob's constructor)
+  bool exchanging_ = false;      // --mpi at TP > 1: the ranks exchange their partial sums
   dec::DeviceWeights weights_;
   std::unique_ptr<AliasedWeights> aliased_;
   const dec::Backbone* backbone_ = nullptr;

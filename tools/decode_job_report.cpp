@@ -14,7 +14,7 @@
 namespace monotile::tools {
 
 std::string DecodeJob::outputs_path() const {
-  return o_.mpi ? absl::StrCat(*o_.outputs, ".rank", o_.rank) : *o_.outputs;
+  return o_.mpi || o_.fork ? absl::StrCat(*o_.outputs, ".rank", o_.rank) : *o_.outputs;
 }
 
 absl::StatusOr<std::FILE*> DecodeJob::open_outputs() const {

@@ -19,24 +19,19 @@
 
 namespace monotile::runtime::decode {
 
-// Two processes' group over one end each of a socket pair: every all_gather writes this rank's
-// bytes (length first) and reads the other's.
+// Two processes' group over one end each of a socket pair: every all_gather sends this rank's bytes
+// (length first) and receives the other's, rank 0 sending first and rank 1 receiving first, so that
+// bytes beyond the socket's buffer never leave both ranks blocked in a write.
 class SocketPairGroup final : public Group {
  public:
   SocketPairGroup(int fd, int rank) : fd_(fd), rank_(rank) {}
   int rank() const override { return rank_; }
   int size() const override { return 2; }
   absl::StatusOr<std::vector<std::string>> all_gather(std::string_view bytes) override {
-    const uint64_t length = bytes.size();
-    if (!write_all(&length, sizeof length) || !write_all(bytes.data(), bytes.size())) {
-      return absl::UnavailableError("the socket pair's write failed");
-    }
-    uint64_t theirs = 0;
-    if (!read_all(&theirs, sizeof theirs))
-      return absl::UnavailableError("the other rank closed the socket pair");
-    std::string other(theirs, '\0');
-    if (!read_all(other.data(), other.size()))
-      return absl::UnavailableError("the other rank closed the socket pair");
+    std::string other;
+    if (rank_ == 0 && !send(bytes)) return absl::UnavailableError("the socket pair's write failed");
+    if (!receive(other)) return absl::UnavailableError("the other rank closed the socket pair");
+    if (rank_ == 1 && !send(bytes)) return absl::UnavailableError("the socket pair's write failed");
     std::vector<std::string> out(2);
     out[static_cast<size_t>(rank_)] = std::string(bytes);
     out[static_cast<size_t>(1 - rank_)] = std::move(other);
@@ -44,6 +39,16 @@ class SocketPairGroup final : public Group {
   }
 
  private:
+  bool send(std::string_view bytes) {
+    const uint64_t length = bytes.size();
+    return write_all(&length, sizeof length) && write_all(bytes.data(), bytes.size());
+  }
+  bool receive(std::string& bytes) {
+    uint64_t length = 0;
+    if (!read_all(&length, sizeof length)) return false;
+    bytes.assign(length, '\0');
+    return read_all(bytes.data(), bytes.size());
+  }
   bool write_all(const void* data, size_t n) {
     const char* p = static_cast<const char*>(data);
     while (n > 0) {
