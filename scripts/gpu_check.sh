@@ -24,6 +24,7 @@ BENCHMARKS=(
   "runtime/decode/exchange_bench"
   "tools/monotile decode --device gpu --check"
   "tools/monotile decode --model k3 --tp 8 --rank 0 --graph --steps 3 --q 4 --device gpu"
+  "tools/monotile decode --fork --graph --steps 3 --device gpu"
 )
 # The bench/ tables run after them (python3 -m bench.run), with k1_bench's and k2_bench's JSON: ours
 # beside vLLM's stock and the unfused KDA half, and K2 beside triton_kernels' MXFP4 MoE and the unfused K2.
