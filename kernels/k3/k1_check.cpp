@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -20,6 +22,13 @@ std::string position(const std::string& name, int64_t index, const std::vector<i
     index /= shape[d];
   }
   return absl::StrCat(name, "[", absl::StrJoin(at, ", "), "]");
+}
+
+// A bf16 output as many rounding points from the reference as it has: 1 ulp where a rounding lands
+// the other way (or within `abs_share` of the reference's RMS), and a few outliers (0.5%) within
+// 1/16 of the RMS where a rounding upstream flipped.
+CheckRule one_ulp(double abs_share, std::string why) {
+  return {.ulps = 1, .abs_share = abs_share, .outlier_share = 0.005, .outlier_abs_share = 1.0 / 16, .why = std::move(why)};
 }
 
 }  // namespace
@@ -109,12 +118,7 @@ CheckRule rule_for(const std::string& output) {
   if (output == "prefix" || output == "blocks") {
     return {.ulps = 0, .why = "one rounding of prefix + delta, as the reference rounds it: exact"};
   }
-  if (output == "x") {
-    return {.ulps = 1,
-            .outlier_share = 0.005,
-            .outlier_abs_share = 1.0 / 16,
-            .why = "one rounding after an fp32 AttnRes: 1 ulp where the rounding lands the other way"};
-  }
+  if (output == "x") return one_ulp(0, "one rounding after an fp32 AttnRes: 1 ulp where the rounding lands the other way");
   if (output == "core") {
     return {.ulps = 8,
             .abs_share = 1.0 / 64,
@@ -124,31 +128,22 @@ CheckRule rule_for(const std::string& output) {
                    "moves a head's values further (outliers)"};
   }
   if (output == "proj") {
-    return {.ulps = 1,
-            .abs_share = 1.0 / 256,
-            .outlier_share = 0.005,
-            .outlier_abs_share = 1.0 / 16,
-            .why = "bf16(W_in x) against the reference of the same rounding points: 1 ulp where the fp32 sum "
-                   "rounds the other way; an input rounding flipped upstream moves a value by one weight times one "
-                   "x ulp (outliers)"};
+    return one_ulp(1.0 / 256,
+                   "bf16(W_in x) against the reference of the same rounding points: 1 ulp where the fp32 sum rounds "
+                   "the other way; an input rounding flipped upstream moves a value by one weight times one x ulp "
+                   "(outliers)");
   }
   if (output == "proj vs bf16 x (linear)" || output == "proj vs float64 x" || output == "proj vs float64 x (linear)") {
     // Measured (k1_interp_test, k3-tiny and K3 TP 8 at 9 sources): the two roundings of x are each
     // about 0.0023 x RMS of proj from float64 (RMS of the error), independent of each other, so the
     // linear form's proj is 0.0031-0.0032 x RMS from vLLM's and half its values differ by an ulp.
-    return {.ulps = 1,
-            .abs_share = 1.0 / 64,
-            .outlier_share = 0.005,
-            .outlier_abs_share = 1.0 / 16,
-            .why = "proj where x (or, in the linear form, each source's w_norm * v) was rounded differently: the "
-                   "error's RMS 0.002-0.003 x RMS of proj, within 1 ulp or 1/64 of the RMS (five times that) "
-                   "but for a few outliers"};
+    return one_ulp(1.0 / 64,
+                   "proj where x (or, in the linear form, each source's w_norm * v) was rounded differently: the "
+                   "error's RMS 0.002-0.003 x RMS of proj, within 1 ulp or 1/64 of the RMS (five times that) but "
+                   "for a few outliers");
   }
   if (output == "conv_state") {
-    return {.ulps = 1,
-            .outlier_share = 0.005,
-            .outlier_abs_share = 1.0 / 16,
-            .why = "raw bf16 projections: exact but where a projection's rounding flipped (1 ulp)"};
+    return one_ulp(0, "raw bf16 projections: exact but where a projection's rounding flipped (1 ulp)");
   }
   // A flipped gate moves a state column by up to ~15%; at k3's shapes a handful of x values rounded
   // the other way (6 of 21504) put 1.9% of the written state past the tight bound, so 5% are allowed.
