@@ -33,6 +33,13 @@ absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, 
 absl::StatusOr<K1Launch> K1Launch::create(Device& device, const K1Build& build, std::shared_ptr<LaunchState> state,
                                           const Kernel* kernel, Stream* stream) {
   const int programs = state->programs();
+  // The launch values (k1.h): the kernel may have been made from another layer's build of this name.
+  if (build.nblocks < 0 || build.nblocks > build.max_blocks || build.write_index < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "K1 of build \"", kernels::k3::k1_name(build), "\": nblocks ", build.nblocks, " and write_index ",
+        build.write_index, ", expected nblocks in 0..", build.max_blocks, " (max_blocks) and write_index >= -1; ",
+        "hint: take the build from k1_build, which sets max_blocks to the model's block count"));
+  }
   K1Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k1_scratch(build);
@@ -65,6 +72,8 @@ K1Launch::Table K1Launch::table(const K1Tensors& t, int layer) const {
       {"blocks", pointer(t.blocks, ScalarType::kBf16)},
       {"blocks_token_stride", i64(t.blocks_token_stride)},
       {"blocks_block_stride", i64(t.blocks_block_stride)},
+      {"nblocks", KernelArgument::integer(ScalarType::kI32, build_.nblocks)},
+      {"write_index", KernelArgument::integer(ScalarType::kI32, build_.write_index)},
       {"ares_norm", pointer(t.ares_norm, ScalarType::kBf16)},
       {"ares_proj", pointer(t.ares_proj, ScalarType::kBf16)},
       {"in_norm", pointer(t.in_norm, ScalarType::kBf16)},

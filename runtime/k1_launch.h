@@ -73,7 +73,9 @@ class K1Launch {
   // for `programs` instances (>= 1), the alarm and the epoch, all zeroed; with build.stage_clock,
   // the clock words i64 [programs, kK1ClockPoints] too. `build` is the one launched: after k1_for_target.
   // With `kernel`, the build's loaded kernel, its parameters are taken from it: without,
-  // k1_parameters(build) makes the whole program again to learn them.
+  // k1_parameters(build) makes the whole program again to learn them. The kernel may come from
+  // another build of the same name (k1_name): the launch passes this build's nblocks and
+  // write_index, refused (InvalidArgument) outside 0..max_blocks and -1.. .
   static absl::StatusOr<K1Launch> create(Device& device, const kernels::k3::K1Build& build, int programs,
                                          const Kernel* kernel = nullptr);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
@@ -115,7 +117,7 @@ class K1Launch {
 
  private:
   // Every value a K1 build may take, by parameter name (the build's parameters pick theirs).
-  static constexpr size_t kTableSize = 35;
+  static constexpr size_t kTableSize = 37;
   using Table = std::array<NamedArgument, kTableSize>;
 
   explicit K1Launch(std::shared_ptr<LaunchState> state) : state_(std::move(state)) {}

@@ -71,6 +71,18 @@ TEST(K1Launch, RefusesNoPrograms) {
   EXPECT_EQ(std::string(launch.status().message()), "K1 needs at least one program, got 0");
 }
 
+TEST(K1Launch, RefusesMoreBlocksThanTheBuildsMaximum) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  kernels::k3::K1Build build = tiny_build(8, 4);
+  build.nblocks = build.max_blocks + 1;
+  absl::StatusOr<K1Launch> launch = K1Launch::create(*device, build, 8);
+  ASSERT_FALSE(launch.ok());
+  EXPECT_EQ(std::string(launch.status().message()),
+            absl::StrCat("K1 of build \"", kernels::k3::k1_name(build), "\": nblocks 3 and write_index -1, expected ",
+                         "nblocks in 0..2 (max_blocks) and write_index >= -1; hint: take the build from k1_build, ",
+                         "which sets max_blocks to the model's block count"));
+}
+
 TEST(K1Launch, TheStageClockIsBound) {
   std::unique_ptr<Device> device = make_cpu_device();
   kernels::k3::K1Build build = tiny_build(4, 2);

@@ -40,6 +40,15 @@ absl::StatusOr<K2Launch> K2Launch::create(Device& device, const K2Build& build,
                                           std::shared_ptr<LaunchState> state, const Kernel* kernel,
                                           Stream* stream) {
   const int programs = state->programs();
+  // The launch values (k2.h): the kernel may have been made from another layer's build of this
+  // name.
+  if (build.nblocks < 0 || build.nblocks > build.max_blocks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "K2 of build \"", kernels::k3::k2_name(build), "\": nblocks ", build.nblocks,
+        ", expected 0..", build.max_blocks,
+        " (max_blocks); hint: take the build from k2_build, which sets max_blocks to the ",
+        "model's block count"));
+  }
   K2Launch launch(std::move(state));
   launch.build_ = build;
   launch.layout_ = kernels::k3::k2_scratch(build);
@@ -82,6 +91,8 @@ K2Launch::Table K2Launch::table(const K2Tensors& t, int layer) const {
       {"blocks", pointer(t.blocks, ScalarType::kBf16)},
       {"blocks_token_stride", i64(t.blocks_token_stride)},
       {"blocks_block_stride", i64(t.blocks_block_stride)},
+      {"nblocks", KernelArgument::integer(ScalarType::kI32, build_.nblocks)},
+      {"reset", KernelArgument::integer(ScalarType::kI32, build_.reset ? 1 : 0)},
       {"mlp_res_norm", pointer(t.mlp_res_norm, ScalarType::kBf16)},
       {"mlp_res_proj", pointer(t.mlp_res_proj, ScalarType::kBf16)},
       {"post_norm", pointer(t.post_norm, ScalarType::kBf16)},

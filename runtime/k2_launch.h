@@ -74,7 +74,9 @@ class K2Launch {
   // the clock words i64 [programs, kK2ClockPoints] too, zeroed once. `build` is the one launched:
   // after k2_for_target.
   // With `kernel`, the build's loaded kernel, its parameters are taken from it: without,
-  // k2_parameters(build) makes the whole program again to learn them.
+  // k2_parameters(build) makes the whole program again to learn them. The kernel may come from
+  // another build of the same name (k2_name): the launch passes this build's nblocks and reset,
+  // nblocks refused (InvalidArgument) outside 0..max_blocks.
   static absl::StatusOr<K2Launch> create(Device& device, const kernels::k3::K2Build& build,
                                          int programs, const Kernel* kernel = nullptr);
   // The same with the health words, alarm and epoch of `state`, shared with other launches (an
@@ -120,7 +122,7 @@ class K2Launch {
 
  private:
   // Every value a K2 build may take, by parameter name (the build's parameters pick theirs).
-  static constexpr size_t kTableSize = 43 + kernels::k3::kMaxExchangeRanks;
+  static constexpr size_t kTableSize = 45 + kernels::k3::kMaxExchangeRanks;
   using Table = std::array<NamedArgument, kTableSize>;
 
   explicit K2Launch(std::shared_ptr<LaunchState> state) : state_(std::move(state)) {}

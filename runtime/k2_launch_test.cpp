@@ -138,6 +138,40 @@ TEST(K2Launch, RefusesAnotherBuildsKernel) {
                                                 "\": parameters (prefix, delta, ")));
 }
 
+// The layer's place among the blocks is a launch value: k3-tiny's layer 12 (a block write, two
+// sources) shares layer 1's kernel, and its launch passes its own nblocks and reset.
+TEST(K2Launch, PassesTheLayersBlocksToAnotherLayersKernel) {
+  std::unique_ptr<Device> device = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
+  const kernels::k3::K2Build first = tiny_build(1, 4), write = tiny_build(12, 4);
+  ASSERT_EQ(kernels::k3::k2_name(first), kernels::k3::k2_name(write));
+  ASSERT_NE(first.nblocks, write.nblocks);
+  absl::StatusOr<Kernel> kernel = load_k2(*device, first, jit::Jit::process_default());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  absl::StatusOr<K2Launch> launch = K2Launch::create(*device, write, 8, &*kernel);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  const LaunchArguments args = launch->arguments({}, 12);
+  const std::vector<std::string> names = parameter_names(*kernel);
+  auto at = [&](const std::string& name) {
+    return args[std::find(names.begin(), names.end(), name) - names.begin()];
+  };
+  EXPECT_EQ(at("nblocks").int_value(), write.nblocks);
+  EXPECT_EQ(at("reset").int_value(), 1);
+}
+
+TEST(K2Launch, RefusesMoreBlocksThanTheBuildsMaximum) {
+  std::unique_ptr<Device> device = make_cpu_device();
+  kernels::k3::K2Build build = tiny_build(12, 4);
+  build.nblocks = build.max_blocks + 1;
+  absl::StatusOr<K2Launch> launch = K2Launch::create(*device, build, 8);
+  ASSERT_FALSE(launch.ok());
+  EXPECT_EQ(
+      std::string(launch.status().message()),
+      absl::StrCat(
+          "K2 of build \"", kernels::k3::k2_name(build),
+          "\": nblocks 3, expected 0..2 (max_blocks); ",
+          "hint: take the build from k2_build, which sets max_blocks to the model's block count"));
+}
+
 TEST(K2Launch, TheStageClockIsBound) {
   std::unique_ptr<Device> device = make_cpu_device();
   kernels::k3::K2Build build = tiny_build(1, 4);

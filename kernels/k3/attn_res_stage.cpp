@@ -41,10 +41,14 @@ namespace {
 
 int chunk_of(const AttnResRows& r) { return r.chunk != 0 ? r.chunk : attn_res_chunk(r.hidden, r.tokens); }
 
+// The tile rows (of `ss`, 0..15) that hold a block source, and those that hold any source (the
+// prefix's row nblocks included). The compile-time bound leaves the rows past it out of the code.
+Value block_rows(const AttnResRows& r, const Value& ss) { return (ss < r.max_blocks) & (ss < r.nblocks); }
+Value source_rows(const AttnResRows& r, const Value& ss) { return (ss <= r.max_blocks) & (ss <= r.nblocks); }
+
 // The mix's coefficients of row t [16] from every chunk's partials (plain loads, after the row's
 // flag), summed in chunk order so that every task of the row gets the same bits.
 Value mix_coefficients(const AttnResRows& r, const Value& t, int chunks) {
-  const int sources = r.nblocks + 1;
   auto ss = arange(0, kS);
   auto row_partials = r.partials + t * chunks * kAttnResPartials;
   std::vector<Value> gs, ds;
@@ -57,15 +61,11 @@ Value mix_coefficients(const AttnResRows& r, const Value& t, int chunks) {
     g = g + gs[k];
     d = d + ds[k];
   }
-  auto real = ss < sources;
+  auto real = source_rows(r, ss);
   auto diagonal = sum(where(col(ss) == row(ss), g, 0.0f), 1);
-  Value e;
-  if (r.nblocks == 0) {
-    e = where(real, 1.0f, 0.0f);
-  } else {
-    auto logits = where(real, d * rsqrt(diagonal / float(r.hidden) + r.eps), -3.0e38f);
-    e = where(real, exp(logits - max(logits)), 0.0f);
-  }
+  // With no block the prefix alone mixes, at weight 1 whatever its logit.
+  auto logits = where(real, d * rsqrt(diagonal / float(r.hidden) + r.eps), -3.0e38f);
+  auto e = where(real, where(r.nblocks == 0, 1.0f, exp(logits - max(logits))), 0.0f);
   auto weights = e / sum(e);
   // The mix's sum of squares: w^T G w.
   auto squares = sum(sum(col(weights) * g * row(weights), 1));
@@ -74,11 +74,10 @@ Value mix_coefficients(const AttnResRows& r, const Value& t, int chunks) {
 
 // The chunk's sources as [16, chunk]: the blocks, `prefix` (the prefix row's values), zero rows.
 Value source_tile(const AttnResRows& r, const Value& t, const Value& cols, const Value& prefix) {
-  const int sources = r.nblocks + 1;
   auto ss = arange(0, kS);
-  auto block_rows = minimum(ss, sources - 1);  // the prefix row and the padding read a real row...
-  auto tile = load(r.blocks + t * r.token_stride + col(block_rows).to(i64) * r.block_stride + row(cols),
-                   col(ss < r.nblocks));       // ...that the mask leaves unread
+  auto rows = minimum(ss, r.nblocks);  // the prefix row and the padding address a real row...
+  auto tile = load(r.blocks + t * r.token_stride + col(rows).to(i64) * r.block_stride + row(cols),
+                   col(block_rows(r, ss)));  // ...that the mask leaves unread
   return where(col(ss == r.nblocks), row(prefix), tile);
 }
 
@@ -91,17 +90,20 @@ Value first_half(const AttnResRows& r, const HandoffContext& hc, const Value& ta
   auto ss = arange(0, kS);
   auto t = task / chunks, c = task % chunks;
   auto cols = c * chunk + arange(0, chunk);
-  Value prefix;
-  if (!r.reset) prefix = load(r.prefix + t * r.hidden + cols);
+  // A restarting prefix is not read.
+  Value prefix = r.reset ? load(r.prefix + t * r.hidden + cols, *r.reset == 0) : load(r.prefix + t * r.hidden + cols);
   if (r.delta) {
     if (r.delta_flag) wait_flag(*r.delta_flag, kDeltaRegion, t, hc);
     if (first) r.clock.tick(K2ClockPoint::kAttnResDelta);
     auto delta = load(*r.delta + t * r.hidden + cols);
-    prefix = r.reset ? delta : (prefix.to(f32) + delta.to(f32)).to(bf16);
+    auto sum = (prefix.to(f32) + delta.to(f32)).to(bf16);
+    prefix = r.reset ? where(*r.reset != 0, delta, sum) : sum;
     store(r.prefix + t * r.hidden + cols, prefix);
   }
   auto v = source_tile(r, t, cols, prefix);
-  if (r.write_index >= 0) store(r.blocks + t * r.token_stride + r.write_index * r.block_stride + cols, prefix);
+  if (r.write_index) {
+    store(r.blocks + t * r.token_stride + r.write_index->to(i64) * r.block_stride + cols, prefix, *r.write_index >= 0);
+  }
   auto weight = load(r.norm + cols).to(f32) * load(r.proj + cols).to(f32);
   auto gram = dot(v, trans(v));
   auto dots = sum(v.to(f32) * row(weight), 1);
@@ -110,7 +112,8 @@ Value first_half(const AttnResRows& r, const HandoffContext& hc, const Value& ta
   store(mine + kS * kS + ss, dots);
   if (sources != nullptr) {
     auto scaled = (v.to(f32) * row(load(r.out_norm + cols).to(f32))).to(bf16);
-    store(sources->rows + col(ss * sources->block + t) * r.hidden + row(cols), scaled, col(ss <= r.nblocks));
+    // Up to max_blocks: the rows past nblocks are zero (the tile's mask), and the GEMV reads them.
+    store(sources->rows + col(ss * sources->block + t) * r.hidden + row(cols), scaled, col(ss <= r.max_blocks));
     arrive(sources->counter, r.tokens * chunks, sources->flag, hc);
   } else {
     arrive(r.counters + t, chunks, r.flags + t, hc, attn_res_row_span(r.hidden));
@@ -173,7 +176,7 @@ void attn_res_mix(const AttnResRows& r, const HandoffContext& hc, const Value& w
   const int chunks = r.hidden / chunk_of(r);
   auto ss = arange(0, kS);
   range(worker, r.tokens, workers, [&](Value t) {
-    store(mix.coefficients + ss * mix.source_stride + t, mix_coefficients(r, t, chunks), ss <= r.nblocks);
+    store(mix.coefficients + ss * mix.source_stride + t, mix_coefficients(r, t, chunks), source_rows(r, ss));
     arrive(mix.counter, r.tokens, mix.flag, hc);
   });
 }

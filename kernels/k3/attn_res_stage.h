@@ -49,8 +49,13 @@ inline constexpr int kAttnResPartials = kAttnResSources * kAttnResSources + kAtt
 struct AttnResRows {
   int hidden = 0;
   int tokens = 0;
-  int nblocks = 0;        // block sources before the prefix (at most 15)
-  int write_index = -1;   // >= 0: store the (updated) prefix to block write_index
+  // The layer's place among the blocks is data, not code, so that one build serves every layer of
+  // a kind: `nblocks` (i32, 0..max_blocks) block sources before the prefix, and `write_index` (i32;
+  // >= 0: the (updated) prefix is stored to block write_index; none: never). The tile's rows past
+  // max_blocks (at most 15, compile-time) are never read.
+  int max_blocks = kAttnResSources - 1;
+  dsl::Value nblocks;
+  std::optional<dsl::Value> write_index;
   float eps = 1e-5f;      // the AttnRes norm's
   float out_eps = 1e-5f;  // the output norm's
   // The column chunk of a task: 0 takes attn_res_chunk(hidden, tokens); another must be one that
@@ -58,7 +63,9 @@ struct AttnResRows {
   int chunk = 0;
   dsl::Value prefix;      // ptr<bf16> [T, H]
   std::optional<dsl::Value> delta;  // ptr<bf16> [T, H], when a delta is pending
-  bool reset = false;               // with a delta: the prefix restarts at it (P' = delta, not P + delta)
+  // With a delta: i32, nonzero where the prefix restarts at it (P' = delta, not P + delta); none:
+  // it never does.
+  std::optional<dsl::Value> reset;
   // With a delta made by the same launch: the flag that says all of it is written (the first
   // halves wait for it before reading it; region kDeltaRegion in health records).
   std::optional<dsl::Value> delta_flag;
@@ -83,8 +90,8 @@ void attn_res_rows(const AttnResRows& rows, const HandoffContext& context,
 // The linear form's first stage (K1's linear in_proj, k1.h K1Build::linear_in_proj): every first
 // half (as attn_res_rows's: the delta folded in and stored, the block write, the tile's Gram matrix
 // and dots as its partials) over every program, none waiting, each also storing its chunk of every
-// source times out_norm, rounded to bf16, at rows[(s * block + t) * hidden + column] (s < nblocks +
-// 1), and arriving on `counter`; the last of them sets `flag`: the sources and every row's partials
+// source times out_norm, rounded to bf16, at rows[(s * block + t) * hidden + column] (s <= nblocks),
+// and arriving on `counter`; the last of them sets `flag`: the sources and every row's partials
 // are written. No mixed row is made.
 struct AttnResSources {
   dsl::Value rows;

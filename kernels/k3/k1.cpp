@@ -79,7 +79,7 @@ int64_t attn_res_partial_floats(const K1Build& b) {
 // The linear form's in_proj GEMV: W_in's rows times every source row (x_rows holds them).
 GemvTask linear_gemv(const K1Build& b, const Value& w_in, const Value& sources) {
   return {.w = w_in, .x = sources, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows, .step = b.gemv_step,
-          .ahead = 0, .sources = b.nblocks + 1, .block = linear_block(b)};
+          .ahead = 0, .sources = b.max_blocks + 1, .block = linear_block(b)};
 }
 
 void check(const K1Build& b, const SourceLocation& loc) {
@@ -90,8 +90,10 @@ void check(const K1Build& b, const SourceLocation& loc) {
           "tokens is requests x q");
   require(b.state_len >= b.q + kConvWidth - 2, loc, "k1_program", "the conv state is too short for q", ">= q + 2",
           std::to_string(b.state_len), "allocate the conv state with num_spec + 3 entries or more");
-  require(b.nblocks >= 0 && b.nblocks < kAttnResSources && b.write_index >= -1, loc, "k1_program",
-          "nblocks and write_index out of range", "nblocks in 0..15",
+  require(b.max_blocks >= 0 && b.max_blocks < kAttnResSources, loc, "k1_program", "max_blocks out of range", "0..15",
+          std::to_string(b.max_blocks), "take it from k1_build");
+  require(b.nblocks >= 0 && b.nblocks <= b.max_blocks && b.write_index >= -1, loc, "k1_program",
+          "nblocks and write_index out of range", absl::StrCat("nblocks in 0..max_blocks (", b.max_blocks, ")"),
           std::to_string(b.nblocks), "take them from k1_build");
   require(b.heads >= 1 && b.in_proj_rows >= 4 * b.projection() + kHeadDim + b.heads, loc, "k1_program",
           "in_proj has too few rows for the heads", ">= 4 Pl + 128 + NHl", std::to_string(b.in_proj_rows),
@@ -109,7 +111,7 @@ void check(const K1Build& b, const SourceLocation& loc) {
 struct Args {
   Value prefix;
   std::optional<Value> delta;
-  Value blocks, blocks_token_stride, blocks_block_stride;
+  Value blocks, blocks_token_stride, blocks_block_stride, nblocks, write_index;
   Value ares_norm, ares_proj, in_norm, w_in, w_fb, conv_w;
   Value conv_state, conv_slot_stride, conv_channel_stride, conv_entry_stride;
   Value a_log, dt_bias, o_norm, state, state_slot_stride, state_indices, state_indices_stride, num_accepted;
@@ -131,6 +133,8 @@ Args declare(Builder& b, const K1Build& build) {
   a.blocks = b.arg("blocks", ptr(bf16));
   a.blocks_token_stride = b.arg("blocks_token_stride", i64, {.multiple_of = 8});
   a.blocks_block_stride = b.arg("blocks_block_stride", i64, {.multiple_of = 8});
+  a.nblocks = b.arg("nblocks", i32);
+  a.write_index = b.arg("write_index", i32);
   a.ares_norm = b.arg("ares_norm", ptr(bf16));
   a.ares_proj = b.arg("ares_proj", ptr(bf16));
   a.in_norm = b.arg("in_norm", ptr(bf16));
@@ -172,14 +176,15 @@ Args declare(Builder& b, const K1Build& build) {
 AttnResRows attn_res(const K1Build& b, const Args& a) {
   AttnResRows rows{.hidden = b.hidden,
                    .tokens = b.tokens,
-                   .nblocks = b.nblocks,
-                   .write_index = b.write_index,
+                   .max_blocks = b.max_blocks,
+                   .nblocks = a.nblocks,
+                   .write_index = a.write_index,
                    .eps = b.eps,
                    .out_eps = b.out_eps,
                    .chunk = ares_chunk(b),
                    .prefix = a.prefix,
                    .delta = a.delta,
-                   .reset = false,
+                   .reset = std::nullopt,
                    .delta_flag = std::nullopt,
                    .blocks = a.blocks,
                    .token_stride = a.blocks_token_stride,
@@ -338,7 +343,8 @@ void stage_in_proj_linear(const K1Build& b, const Args& a, const HandoffContext&
     auto out_rows = task * b.gemv_rows + arange(0, b.gemv_rows);
     auto acc = gemv_task(gemv, task, b.in_proj_rows);
     wait_flag(mix_flag, static_cast<int32_t>(K1Region::kMix), full({}, 0, i32), hc);
-    auto mix = load(coefficients + col(ss) * block + row(ts), col(ss <= b.nblocks) & row(ts < b.tokens));
+    auto sources = (ss <= b.max_blocks) & (ss <= a.nblocks);
+    auto mix = load(coefficients + col(ss) * block + row(ts), col(sources) & row(ts < b.tokens));
     auto folded = sum(reshape(acc, {b.gemv_rows, blocks, block}) * reshape(mix, {1, blocks, block}), 1);
     store(a.proj + row(ts) * b.in_proj_rows + col(out_rows), folded.to(bf16),
           col(out_rows < b.in_proj_rows) & row(ts < b.tokens));
@@ -700,6 +706,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
   b.tokens = tokens;
   b.q = q;
   b.nblocks = config.previous_blocks(layer);
+  b.max_blocks = std::min(config.block_count(), kAttnResSources - 1);
   b.delta = delta;
   b.state_len = state_len;
   b.write_index = config.is_block_write_layer(layer) ? layer / config.attn_res_block_size : -1;
@@ -720,7 +727,7 @@ absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, in
 
 std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
-                                  "_nb", b.nblocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len, "_w", b.write_index,
+                                  "_mb", b.max_blocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, loads_early_inputs(b) ? "_e" : "",
                                   b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
@@ -743,7 +750,7 @@ std::string k1_linear_refusal(const K1Build& b) {
   if (b.prefetch_weights) reasons.push_back("prefetch_weights (there is no AttnRes wait to prefetch during)");
   const int64_t rows = gemv_padded_rows(linear_gemv(b, {}, {}));
   if (rows > kK1LinearMaxRows) {
-    reasons.push_back(absl::StrCat((b.nblocks + 1), " sources x ", linear_block(b), " rows pad to ", rows,
+    reasons.push_back(absl::StrCat((b.max_blocks + 1), " sources x ", linear_block(b), " rows pad to ", rows,
                                    " accumulator columns, more than ", kK1LinearMaxRows));
   }
   return absl::StrJoin(reasons, "; ");
@@ -763,8 +770,12 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target) {
   return build;
 }
 
-Program k1_program(const K1Build& build, SourceLocation loc) {
-  check(build, loc);
+Program k1_program(const K1Build& given, SourceLocation loc) {
+  check(given, loc);
+  // The launch values out of reach: the program is the same for every layer of the build.
+  K1Build build = given;
+  build.nblocks = K1Build{}.nblocks;
+  build.write_index = K1Build{}.write_index;
   Builder b(k1_name(build), {.num_warps = build.num_warps, .num_stages = build.num_stages, .min_programs_per_sm = 1},
             loc);
   Args a = declare(b, build);

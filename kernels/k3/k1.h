@@ -48,16 +48,21 @@
 namespace monotile::kernels::k3 {
 
 // Every parameter that changes K1's code; two layers that differ only in data share one build.
+// Besides, the layer's place among the AttnRes blocks (nblocks, write_index): launch values, not
+// code. k1_name leaves them out, the program takes them as its parameters `nblocks` and
+// `write_index`, and the builds of layers that differ only in them are one kernel (K3's executor
+// compiles a K1 a width, not one a layer).
 struct K1Build {
   int hidden = 7168;          // H
   int heads = 12;             // NHl: this rank's KDA heads (head_dim 128, conv width 4)
   int in_proj_rows = 6288;    // rows of the merged in_proj: 4 Pl + 128 + NHl + pad
   int tokens = 4;             // T = requests x q, request-major
   int q = 4;                  // tokens per request (num_spec + 1)
-  int nblocks = 1;            // AttnRes block sources before the prefix (0: x mixes the prefix alone)
+  int nblocks = 1;            // launch value: AttnRes block sources before the prefix (0: x mixes the prefix alone)
+  int max_blocks = 15;        // code: the most block sources a launch may pass (k1_build: the model's)
   bool delta = false;         // a pending delta is folded into the prefix
   int state_len = 6;          // conv state entries per channel (>= q + 2)
-  int write_index = -1;       // >= 0: block-write layer, the updated prefix is stored to blocks[:, i]
+  int write_index = -1;       // launch value: >= 0 at a block-write layer, the updated prefix is stored to blocks[:, i]
   float eps = 1e-5f;          // self_attention_res_norm
   float out_eps = 1e-5f;      // input_layernorm
   float onorm_eps = 1e-5f;    // the gated o_norm
@@ -132,9 +137,10 @@ struct K1Build {
 };
 
 // The build of `layer` (a KDA layer) on a rank with `heads` local heads and `in_proj_rows` rows, at
-// `tokens` rows of q; nblocks, write_index and the eps values come from the config. Refused, with
-// the value and what is expected: a layer that is not KDA, head_dim != 128, conv width != 4,
-// tokens not a multiple of q, q outside 2..8, tokens past 16, state_len < q + 2.
+// `tokens` rows of q; nblocks, write_index, the eps values and max_blocks (the model's block count,
+// at most 15) come from the config. Refused, with the value and what is expected: a layer that is
+// not KDA, head_dim != 128, conv width != 4, tokens not a multiple of q, q outside 2..8, tokens
+// past 16, state_len < q + 2.
 absl::StatusOr<K1Build> k1_build(const model::ModelConfig& config, int layer, int heads, int in_proj_rows,
                                  int tokens, int q, int state_len, bool delta);
 
@@ -150,12 +156,12 @@ inline constexpr int kK1LinearMaxRows = 128;
 
 // Why `build`'s linear in_proj (K1Build::linear_in_proj) cannot be built, every reason joined with
 // "; "; "" when it can (or when the form is off). Refused: with stream_k, gemv_ahead or
-// prefetch_weights, and where (nb + 1) sources of the token block (the least power of two >= T)
+// prefetch_weights, and where max_blocks + 1 sources of the token block (the least power of two >= T)
 // pad to more than kK1LinearMaxRows accumulator columns (at 256 a K step's x tile alone needs 256
 // registers a thread; 128 compiles for sm_90a with no spills: docs/k1_linear.md).
 std::string k1_linear_refusal(const K1Build& build);
 
-// "k3_k1_h{H}_nh{NHl}_t{T}_q{q}_nb{nb}_d{0|1}_sl{SL}_w{write}_nw{warps}_k{step}_g{rows}", then "_e" where
+// "k3_k1_h{H}_nh{NHl}_r{in_proj_rows}_t{T}_q{q}_mb{max_blocks}_d{0|1}_sl{SL}_nw{warps}_k{step}_g{rows}", then "_e" where
 // the early inputs are loaded, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
 // the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_lin" with the linear
 // in_proj, "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the eps values
@@ -165,6 +171,7 @@ std::string k1_name(const K1Build& build);
 // The program. Parameters, in order:
 //   prefix (ptr<bf16> [T, H], updated in place), delta (ptr<bf16> [T, H]; only when build.delta),
 //   blocks (ptr<bf16>), blocks_token_stride, blocks_block_stride (i64 elements: blocks[t, b, c]),
+//   nblocks (i32, 0..max_blocks), write_index (i32, -1: no block write),
 //   ares_norm, ares_proj, in_norm (ptr<bf16> [H]), w_in (ptr<bf16> [rows, H]),
 //   w_fb (ptr<bf16> [Pl, 128]), conv_w (ptr<f32> [3 Pl, 4]),
 //   conv_state (ptr<bf16>), conv_slot_stride, conv_channel_stride, conv_entry_stride (i64 elements:

@@ -148,16 +148,19 @@ TEST(K1Compile, Sm90aDependentLaunch) {
   expect_compiles("sm_90a", variants);
 }
 
-// The linear in_proj (K1Build::linear_in_proj, k1_bench --linear): 2 sources (layer 1, the bench's)
-// at 4 and 16 tokens (8 and 32 accumulator columns), 9 sources (layer 85) at 4 tokens (64) and 8
-// (128), and 7 sources (layer 61) at 16 tokens (128, kK1LinearMaxRows); and at 4 tokens with
-// stage C's loop at one task a program (kda_loop: one copy of its task, the smallest code).
+// The linear in_proj (K1Build::linear_in_proj, k1_bench --linear), its sources max_blocks + 1 (the
+// layer's own nblocks + 1, as k1_bench builds it): 2 sources (layer 1, the bench's) at 4 and 16
+// tokens (8 and 32 accumulator columns), 9 sources (layer 85; the model's max_blocks 8, so the
+// executor's build) at 4 tokens (64) and 8 (128), and 7 sources (layer 61) at 16 tokens (128,
+// kK1LinearMaxRows); and at 4 tokens with stage C's loop at one task a program (kda_loop: one copy
+// of its task, the smallest code).
 TEST(K1Compile, Sm90aLinear) {
   std::vector<K1Build> linear;
   for (auto [tokens, layer] :
        {std::pair{4, 1}, std::pair{16, 1}, std::pair{4, 85}, std::pair{8, 85}, std::pair{16, 61}}) {
     K1Build build = k3_rank_build(tokens, 4, layer);
     build.linear_in_proj = true;
+    build.max_blocks = build.nblocks;
     linear.push_back(build);
   }
   linear.push_back(linear.front());

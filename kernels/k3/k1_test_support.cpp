@@ -322,6 +322,8 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   MT_ASSIGN_OR_RETURN(DeviceBuffer blocks_buffer, bf16_arg(input.blocks, "blocks"));
   i64(blocks * h);
   i64(h);
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI32, build.nblocks));
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI32, build.write_index));
   MT_RETURN_IF_ERROR(bf16_arg(w.values["self_attention_res_norm.weight"], "ares_norm").status());
   MT_RETURN_IF_ERROR(bf16_arg(w.values["self_attention_res_proj.weight"], "ares_proj").status());
   MT_RETURN_IF_ERROR(bf16_arg(w.values["input_layernorm.weight"], "in_norm").status());

@@ -57,8 +57,10 @@ int64_t attn_res_partial_floats(const K2Build& b) {
 void check(const K2Build& b, const SourceLocation& loc) {
   require(b.tokens >= 1 && b.tokens <= kMaxTokens, loc, "k2_program", "tokens out of range", "1..16", std::to_string(b.tokens),
           "K2 serves decode widths up to 16 rows");
-  require(b.nblocks >= 0 && b.nblocks < kAttnResSources, loc, "k2_program", "too many MLP AttnRes sources", "nblocks in 0..15",
-          std::to_string(b.nblocks), "take it from k2_build");
+  require(b.max_blocks >= 0 && b.max_blocks < kAttnResSources, loc, "k2_program", "max_blocks out of range", "0..15",
+          std::to_string(b.max_blocks), "take it from k2_build");
+  require(b.nblocks >= 0 && b.nblocks <= b.max_blocks, loc, "k2_program", "too many MLP AttnRes sources",
+          absl::StrCat("nblocks in 0..max_blocks (", b.max_blocks, ")"), std::to_string(b.nblocks), "take it from k2_build");
   require(b.top_k >= 1 && b.top_k <= b.experts, loc, "k2_program", "top_k out of range", "1..experts", std::to_string(b.top_k),
           "take it from the config's num_experts_per_token");
   require(attn_res_chunk(b.hidden, b.tokens) > 0 && b.hidden % b.gemv_step == 0, loc, "k2_program",
@@ -92,7 +94,7 @@ void check(const K2Build& b, const SourceLocation& loc) {
 }
 
 struct Args {
-  Value core, w_o, prefix, blocks, blocks_token_stride, blocks_block_stride;
+  Value core, w_o, prefix, blocks, blocks_token_stride, blocks_block_stride, nblocks, reset;
   Value mlp_res_norm, mlp_res_proj, post_norm, w_gate, gate_bias;
   Value w_ld, w_gu, w_sd, w13, w13_scale, w2, w2_scale, latent_norm, w_up, out, route_experts, route_weights;
   Value a_rows, y_rows, ares, logits, lat, latent_sum, normed, act, shared, sorted, union_ids, union_count, inter;
@@ -110,6 +112,8 @@ Args declare(Builder& b, const K2Build& build) {
   a.blocks = b.arg("blocks", ptr(bf16));
   a.blocks_token_stride = b.arg("blocks_token_stride", i64, {.multiple_of = 8});
   a.blocks_block_stride = b.arg("blocks_block_stride", i64, {.multiple_of = 8});
+  a.nblocks = b.arg("nblocks", i32);
+  a.reset = b.arg("reset", i32);
   a.mlp_res_norm = b.arg("mlp_res_norm", ptr(bf16));
   a.mlp_res_proj = b.arg("mlp_res_proj", ptr(bf16));
   a.post_norm = b.arg("post_norm", ptr(bf16));
@@ -248,6 +252,7 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
   b.tokens = tokens;
   b.reset = config.is_block_write_layer(layer);
   b.nblocks = config.previous_blocks(layer) + (b.reset ? 1 : 0);
+  b.max_blocks = std::min(config.block_count(), kAttnResSources - 1);
   b.eps = static_cast<float>(config.rms_norm_eps);
   b.out_eps = static_cast<float>(config.rms_norm_eps);
   b.experts = config.num_experts;
@@ -316,8 +321,8 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
 }
 
 std::string k2_name(const K2Build& b) {
-  std::string name = absl::StrCat("k3_k2_h", b.hidden, "_c", b.core_width, "_t", b.tokens, "_nb", b.nblocks, "_x",
-                                  b.reset ? 1 : 0, "_e", b.experts, "_k", b.top_k, "_l", b.latent, "_i", b.expert_rows,
+  std::string name = absl::StrCat("k3_k2_h", b.hidden, "_c", b.core_width, "_t", b.tokens, "_mb", b.max_blocks,
+                                  "_e", b.experts, "_k", b.top_k, "_l", b.latent, "_i", b.expert_rows,
                                   "_si", b.shared_rows, "_u", b.up_first, "+", b.up_rows, "_nw", b.num_warps, "_s",
                                   b.gemv_step, "_m", b.min_k_steps);
   if (!b.mxfp4_pairs) name += "_fp";
@@ -354,8 +359,12 @@ std::string k2_name(const K2Build& b) {
   return name;
 }
 
-Program k2_program(const K2Build& build, SourceLocation loc) {
-  check(build, loc);
+Program k2_program(const K2Build& given, SourceLocation loc) {
+  check(given, loc);
+  // The launch values out of reach: the program is the same for every layer of the build.
+  K2Build build = given;
+  build.nblocks = K2Build{}.nblocks;
+  build.reset = K2Build{}.reset;
   Builder b(k2_name(build), {.num_warps = build.num_warps, .num_stages = build.num_stages, .min_programs_per_sm = 1},
             loc);
   Args a = declare(b, build);
@@ -371,13 +380,14 @@ Program k2_program(const K2Build& build, SourceLocation loc) {
   a.clock.tick(K2ClockPoint::kOProj);
   AttnResRows mlp_res{.hidden = build.hidden,
                       .tokens = build.tokens,
-                      .nblocks = build.nblocks,
-                      .write_index = -1,
+                      .max_blocks = build.max_blocks,
+                      .nblocks = a.nblocks,
+                      .write_index = std::nullopt,
                       .eps = build.eps,
                       .out_eps = build.out_eps,
                       .prefix = a.prefix,
                       .delta = o_proj.out(),
-                      .reset = build.reset,
+                      .reset = a.reset,
                       .delta_flag = o_proj.done_flag(),
                       .blocks = a.blocks,
                       .token_stride = a.blocks_token_stride,

@@ -38,13 +38,17 @@
 
 namespace monotile::kernels::k3 {
 
-// Every parameter that changes K2's code.
+// Every parameter that changes K2's code; besides, the layer's place among the MLP AttnRes blocks
+// (nblocks, reset): launch values, not code. k2_name leaves them out, the program takes them as its
+// parameters `nblocks` and `reset`, and the builds of layers that differ only in them are one
+// kernel.
 struct K2Build {
   int hidden = 7168;      // H
   int core_width = 1536;  // o_proj's input columns on this rank (KDA: NHl x 128)
   int tokens = 4;         // T, at most 16
-  int nblocks = 1;        // MLP AttnRes block sources before the prefix (the block K1 wrote included)
-  bool reset = false;     // a block-write layer: the prefix restarts at a
+  int nblocks = 1;        // launch value: MLP AttnRes block sources before the prefix (the block K1 wrote included)
+  bool reset = false;     // launch value: a block-write layer, the prefix restarts at a
+  int max_blocks = 15;    // code: the most block sources a launch may pass (k2_build: the model's)
   float eps = 1e-5f;      // mlp_res_norm
   float out_eps = 1e-5f;  // post_attention_layernorm
   int experts = 896;
@@ -176,7 +180,7 @@ struct K2Build {
 // The build of `layer` on the rank of `dims` whose o_proj input has `core_width` columns (KDA:
 // dims.kda_projection), at `tokens` rows. Refused, with the value and what is expected: a layer
 // outside the model, a layer without a latent MoE (layer 0's dense MLP), tokens outside 1..16, more
-// than 15 MLP AttnRes sources, a top-k outside 1..experts, a hidden size the GEMV step does not
+// than 15 MLP AttnRes sources (max_blocks is the model's block count, at most 15), a top-k outside 1..experts, a hidden size the GEMV step does not
 // divide, an o_proj input that is not a multiple of 32 (o_proj steps through it by the largest power
 // of two up to the GEMV step that divides it: k3-tiny's MLA layers at TP 2 have 128 columns).
 absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::RankDims& dims, int layer,
@@ -191,7 +195,7 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
 // around each of their weight loads and stage H's loads through 4 shared-memory stages too.
 K2Build k2_for_target(K2Build build, const dsl::Target& target);
 
-// "k3_k2_h{H}_c{core}_t{T}_nb{nb}_x{reset}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
+// "k3_k2_h{H}_c{core}_t{T}_mb{max_blocks}_e{E}_k{top_k}_l{LAT}_i{Ir}_si{SI}_u{first}+{rows}_nw{warps}
 // _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_bp" with pairs a
 // byte at a time (mxfp4_words false), "_sb{-mxfp4_scale_bias}" when it is not kMxfp4ScaleBias, "_ps"
 // with mxfp4_shift_placement, "_a{expert_ahead}"
@@ -203,7 +207,8 @@ std::string k2_name(const K2Build& build);
 // The program. Parameters, in order:
 //   core (ptr<bf16> [T, core_width]), w_o (ptr<bf16> [H, core_width]),
 //   prefix (ptr<bf16> [T, H], updated in place), blocks (ptr<bf16>), blocks_token_stride,
-//   blocks_block_stride (i64 elements: blocks[t, b, c]), mlp_res_norm, mlp_res_proj, post_norm
+//   blocks_block_stride (i64 elements: blocks[t, b, c]), nblocks (i32, 0..max_blocks), reset (i32, 1 at
+//   a block-write layer), mlp_res_norm, mlp_res_proj, post_norm
 //   (ptr<bf16> [H]), w_gate (ptr<bf16> [E, H]), gate_bias (ptr<f32> [E]),
 //   w_ld (ptr<bf16> [LAT, H]), w_gu (ptr<bf16> [2 SI, H]), w_sd (ptr<bf16> [H, SI]),
 //   w13, w13_scale, w2, w2_scale (ptr<u8>: [E, 2 Ir, LAT/2], [E, 2 Ir, LAT/32], [E, LAT, Ir/2],

@@ -160,6 +160,8 @@ absl::StatusOr<Result> time_k2(runtime::Device& device, runtime::Stream& stream,
   MT_RETURN_IF_ERROR(bf16s(t * blocks * h, 1.0));                               // blocks
   args.push_back(runtime::KernelArgument::integer(ScalarType::kI64, blocks * h));
   args.push_back(runtime::KernelArgument::integer(ScalarType::kI64, h));
+  args.push_back(runtime::KernelArgument::integer(ScalarType::kI32, build.nblocks));
+  args.push_back(runtime::KernelArgument::integer(ScalarType::kI32, build.reset ? 1 : 0));
   MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                            // mlp_res_norm
   MT_RETURN_IF_ERROR(bf16s(h, 1.0 / std::sqrt(double(h))));                        // mlp_res_proj
   MT_RETURN_IF_ERROR(bf16s(h, 0, 1.0));                                            // post_norm

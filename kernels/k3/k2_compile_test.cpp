@@ -21,9 +21,11 @@
 namespace monotile::kernels::k3 {
 namespace {
 
-// The most SGPRs any AMD build kept in VGPR lanes (gfx90a with hiprtc 5.2, docs/perf.md: 103,
-// k3-tiny at T 8, since sigmoid keeps e^-|x| for its x < 0 side; 93 before), rounded up.
-constexpr int kAmdSgprSpillBound = 104;
+// The most SGPRs any AMD build kept in VGPR lanes (gfx90a with hiprtc 5.2), rounded up: 109, K3
+// TP 8 exchanging at T 4 (102 before the layer's blocks became arguments, k2.h; k3-tiny TP 2's
+// block-write layer at T 6 105, was 94; no VGPR spilled, no scratch). Earlier 103, k3-tiny at T 8,
+// since sigmoid keeps e^-|x| for its x < 0 side; 93 before that.
+constexpr int kAmdSgprSpillBound = 112;
 
 // A layer's K2 on one rank at one width, as the executor builds it (runtime/decode/executor_builds.cpp:
 // o_proj's input is the KDA projection, or the MLA heads' values).

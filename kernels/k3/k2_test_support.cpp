@@ -329,6 +329,8 @@ K2Run run_k2(const K2Inputs& in, conformance::Executor& executor) {
   bf16_arg(in.blocks, "blocks");
   args.push_back(KernelArg::integer(dsl::ScalarType::kI64, in.block_count * h));
   args.push_back(KernelArg::integer(dsl::ScalarType::kI64, h));
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI32, b.nblocks));
+  args.push_back(KernelArg::integer(dsl::ScalarType::kI32, b.reset ? 1 : 0));
   bf16_arg(in.mlp_res_norm, "mlp_res_norm");
   bf16_arg(in.mlp_res_proj, "mlp_res_proj");
   bf16_arg(in.post_norm, "post_norm");

@@ -10,10 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dsl/error.h"
+#include "dsl/printer.h"
 #include "model/kernel_limits.h"
 #include "model/weight_reasons.h"
 
@@ -167,6 +170,48 @@ TEST(ChecksAndBuilds, WhatTheChecksAcceptIsBuilt) {
       }
     }
   }
+}
+
+// A layer's place among the AttnRes blocks is a launch value, not code (k1.h, k2.h): K3's executor
+// at TP 8 makes one K1 a width and one K2 a width for each o_proj input width (KDA's, MLA's: one
+// at TP 8), whatever the layer (before, a build a (kind, blocks, block write): 120 at q 4, 8 now),
+// while its layers still differ in the values their launches pass; two layers' programs of one
+// name are the same.
+TEST(ExecutorBuilds, K3MakesOneBuildAWidthForEachKernelAndCoreWidth) {
+  const model::ModelConfig config = *model::load_config("k3");
+  const model::RankDims dims = *model::rank_dims(config, 8, 0);
+  const dsl::Target target = *dsl::Target::parse("sm_90a");
+  for (int q : {2, 4}) {
+    SCOPED_TRACE(q);
+    const DecodeConfig decode{.q = q, .max_rows = 16};
+    absl::StatusOr<std::vector<LayerBuilds>> builds =
+        executor_builds(config, dims, 0, config.num_hidden_layers, decode, target);
+    ASSERT_TRUE(builds.ok()) << builds.status();
+    std::set<int> cores;
+    std::set<std::pair<int, int>> k1_places, k2_places;
+    for (const LayerBuilds& l : *builds) {
+      cores.insert(l.core_width);
+      for (const auto& [width, b] : l.k1) k1_places.insert({b.nblocks, b.write_index});
+      for (const auto& [width, b] : l.k2) k2_places.insert({b.nblocks, b.reset ? 1 : 0});
+    }
+    // At TP 8 KDA's o_proj input (12 heads x 128) is MLA's (12 heads x v_head_dim 128): 2 a width.
+    EXPECT_EQ(cores, std::set<int>{1536});
+    EXPECT_EQ(executor_programs(*builds).size(), decode.widths().size() * (1 + cores.size()));
+    EXPECT_GE(k1_places.size(), 9u);
+    EXPECT_GE(k2_places.size(), 9u);
+  }
+  const absl::StatusOr<std::vector<LayerBuilds>> two =
+      executor_builds(config, dims, 1, 13, {.q = 4}, target);
+  ASSERT_TRUE(two.ok()) << two.status();
+  const LayerBuilds& first = two->front();
+  const LayerBuilds& write = two->back();  // layer 12: a block write, the MLP's prefix restarts
+  ASSERT_EQ(write.layer, 12);
+  ASSERT_NE(first.k1.at(4).write_index, write.k1.at(4).write_index);
+  ASSERT_NE(first.k2.at(4).reset, write.k2.at(4).reset);
+  EXPECT_EQ(dsl::to_text(kernels::k3::k1_program(first.k1.at(4))),
+            dsl::to_text(kernels::k3::k1_program(write.k1.at(4))));
+  EXPECT_EQ(dsl::to_text(kernels::k3::k2_program(first.k2.at(4))),
+            dsl::to_text(kernels::k3::k2_program(write.k2.at(4))));
 }
 
 // The odd config that once aborted K2 (40 experts, top-k 6) lowered for both vendors at

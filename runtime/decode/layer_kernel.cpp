@@ -68,12 +68,12 @@ absl::Status LayerKernel::launch(const Runner& runner, const SpecMetadata& meta,
     t1.state_indices_stride = meta.spec_state_indices.strides.empty() ? 0 : meta.spec_state_indices.strides[0];
     t1.num_accepted = meta.num_accepted_tokens.data;
     t1.core = runner.core();
-    MT_RETURN_IF_ERROR(k1_entry->launch.launch(k1_entry->kernel, t1, layer, stream));
+    MT_RETURN_IF_ERROR(k1_entry->launch.launch(*k1_entry->kernel, t1, layer, stream));
     t2.core = runner.core();
   } else {
     MT_ASSIGN_OR_RETURN(t2.core, io.attention(layer, io, stream));
   }
-  MT_RETURN_IF_ERROR(k2_entry.launch.launch(k2_entry.kernel, t2, layer, stream));
+  MT_RETURN_IF_ERROR(k2_entry.launch.launch(*k2_entry.kernel, t2, layer, stream));
   io.delta = t2.out;
   return absl::OkStatus();
 }

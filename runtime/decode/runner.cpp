@@ -5,7 +5,9 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "jit/compile_programs.h"
@@ -53,25 +55,44 @@ absl::Status Runner::allocate(int programs, int64_t core_width) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A launch's key: its build's name and the launch values the name leaves out.
+std::string launch_key(const K1Build& b) {
+  return absl::StrCat(kernels::k3::k1_name(b), " nb", b.nblocks, " w", b.write_index);
+}
+std::string launch_key(const K2Build& b) {
+  return absl::StrCat(kernels::k3::k2_name(b), " nb", b.nblocks, " x", b.reset ? 1 : 0);
+}
+
+}  // namespace
+
 absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2Build>& k2s, ExecutorStats& stats,
                           Stream* stream) {
-  // The builds not loaded yet, once each, as functions making their programs.
+  // The builds without a launch yet, once each; the names without a kernel yet, once each, as
+  // functions making their programs (every build of a name makes the same program).
   std::vector<K1Build> new_k1;
   std::vector<K2Build> new_k2;
+  std::vector<std::string> names;
   std::vector<std::function<dsl::Program()>> makers;
+  auto need_kernel = [&](const std::string& name, std::function<dsl::Program()> make) {
+    if (kernels_.contains(name) || std::find(names.begin(), names.end(), name) != names.end()) return;
+    names.push_back(name);
+    makers.push_back(std::move(make));
+  };
   for (const K1Build& build : k1s) {
-    if (k1_.contains(kernels::k3::k1_name(build))) continue;
+    if (k1_.contains(launch_key(build))) continue;
     if (std::any_of(new_k1.begin(), new_k1.end(), [&](const K1Build& b) { return b == build; })) continue;
     new_k1.push_back(build);
-    makers.push_back([build] { return kernels::k3::k1_program(build); });
+    need_kernel(kernels::k3::k1_name(build), [build] { return kernels::k3::k1_program(build); });
   }
   for (const K2Build& build : k2s) {
-    if (k2_.contains(kernels::k3::k2_name(build))) continue;
+    if (k2_.contains(launch_key(build))) continue;
     if (std::any_of(new_k2.begin(), new_k2.end(), [&](const K2Build& b) { return b == build; })) continue;
     new_k2.push_back(build);
-    makers.push_back([build] { return kernels::k3::k2_program(build); });
+    need_kernel(kernels::k3::k2_name(build), [build] { return kernels::k3::k2_program(build); });
   }
-  if (makers.empty()) return absl::OkStatus();
+  if (new_k1.empty() && new_k2.empty()) return absl::OkStatus();
 
   // On the CPU device the interpreter runs the programs themselves; on a GPU compile_programs finds
   // each program's code object by direct mode, and lowers only those it does not find. Loading and
@@ -103,30 +124,35 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
   for (const std::optional<absl::StatusOr<Kernel>>& kernel : kernels) {
     if (!kernel->ok()) return kernel->status();  // the first failure in build order
   }
+  for (size_t i = 0; i < n; ++i) kernels_.emplace(names[i], std::move(**kernels[i]));
   std::vector<std::optional<absl::StatusOr<K1Launch>>> k1_launches(new_k1.size());
   std::vector<std::optional<absl::StatusOr<K2Launch>>> k2_launches(new_k2.size());
   // A Stream is used by one thread at a time: with the host's stream, the launches are made in order.
   auto make_launch = [&](size_t i) {
     if (i < new_k1.size()) {
-      k1_launches[i] = K1Launch::create(*device_, new_k1[i], state_, &**kernels[i], stream);
+      const Kernel& kernel = kernels_.at(kernels::k3::k1_name(new_k1[i]));
+      k1_launches[i] = K1Launch::create(*device_, new_k1[i], state_, &kernel, stream);
     } else {
+      const K2Build& build = new_k2[i - new_k1.size()];
       k2_launches[i - new_k1.size()] =
-          K2Launch::create(*device_, new_k2[i - new_k1.size()], state_, &**kernels[i], stream);
+          K2Launch::create(*device_, build, state_, &kernels_.at(kernels::k3::k2_name(build)), stream);
     }
   };
+  const size_t launches = new_k1.size() + new_k2.size();
   if (stream != nullptr) {
-    for (size_t i = 0; i < n; ++i) make_launch(i);
+    for (size_t i = 0; i < launches; ++i) make_launch(i);
   } else {
-    parallel_for(n, make_launch);
+    parallel_for(launches, make_launch);
   }
   for (size_t i = 0; i < new_k1.size(); ++i) {
     if (!k1_launches[i]->ok()) return k1_launches[i]->status();
-    k1_.emplace(kernels::k3::k1_name(new_k1[i]), K1Entry{std::move(**kernels[i]), std::move(**k1_launches[i])});
+    const Kernel* kernel = &kernels_.at(kernels::k3::k1_name(new_k1[i]));
+    k1_.emplace(launch_key(new_k1[i]), K1Entry{kernel, std::move(**k1_launches[i])});
   }
   for (size_t i = 0; i < new_k2.size(); ++i) {
     if (!k2_launches[i]->ok()) return k2_launches[i]->status();
-    K2Entry entry{std::move(**kernels[new_k1.size() + i]), std::move(**k2_launches[i])};
-    k2_.emplace(kernels::k3::k2_name(new_k2[i]), std::move(entry));
+    const Kernel* kernel = &kernels_.at(kernels::k3::k2_name(new_k2[i]));
+    k2_.emplace(launch_key(new_k2[i]), K2Entry{kernel, std::move(**k2_launches[i])});
   }
   stats.builds += static_cast<int>(n);
   stats.load_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - found).count();
@@ -136,12 +162,12 @@ absl::Status Runner::load(const std::vector<K1Build>& k1s, const std::vector<K2B
 void Runner::resolve() {
   for (auto& [layer, k] : layers) {
     for (const auto& [key, build] : k.k1_builds) {
-      auto found = k1_.find(kernels::k3::k1_name(build));
+      auto found = k1_.find(launch_key(build));
       MT_CHECK(found != k1_.end(), "a served layer's K1 build was not loaded");
       k.k1_entries[key] = &found->second;
     }
     for (const auto& [width, build] : k.k2_builds) {
-      auto found = k2_.find(kernels::k3::k2_name(build));
+      auto found = k2_.find(launch_key(build));
       MT_CHECK(found != k2_.end(), "a served layer's K2 build was not loaded");
       k.k2_entries[width] = &found->second;
     }

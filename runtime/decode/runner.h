@@ -28,13 +28,14 @@
 
 namespace monotile::runtime::decode {
 
-// A loaded build: its kernel and its launch state (scratch).
+// A loaded build: its kernel (shared by every build of its name: the layers that differ only in
+// their launch values, k1.h) and its launch state (scratch, and those values).
 struct K1Entry {
-  Kernel kernel;
+  const Kernel* kernel = nullptr;
   K1Launch launch;
 };
 struct K2Entry {
-  Kernel kernel;
+  const Kernel* kernel = nullptr;
   K2Launch launch;
 };
 
@@ -76,10 +77,10 @@ class Runner {
   // `core_width`), and FailStop.
   absl::Status allocate(int programs, int64_t core_width);
 
-  // Loads every build not loaded yet: on a GPU lowered and compiled through compile_all (parallel,
-  // cached, progress through options.on_progress), on the CPU device added to the interpreter's
-  // catalog; then each build's launch (its scratch, zeroed once: on `stream` when given, else
-  // synchronously). Adds to stats.
+  // Loads every build not loaded yet, one kernel a build name: on a GPU lowered and compiled
+  // through compile_all (parallel, cached, progress through options.on_progress), on the CPU device
+  // added to the interpreter's catalog; then each build's launch (its scratch, zeroed once: on
+  // `stream` when given, else synchronously). Adds to stats (builds: the kernels loaded).
   absl::Status load(const std::vector<kernels::k3::K1Build>& k1s, const std::vector<kernels::k3::K2Build>& k2s,
                     ExecutorStats& stats, Stream* stream = nullptr);
 
@@ -118,7 +119,8 @@ class Runner {
   std::unique_ptr<FailStop> fail_stop_;
   std::optional<Kernel> step_begin_;
   DeviceBuffer core_, out_[2], route_experts_, route_weights_;
-  std::map<std::string, K1Entry> k1_;  // by build name
+  std::map<std::string, Kernel> kernels_;  // by build name (k1_name, k2_name)
+  std::map<std::string, K1Entry> k1_;  // by launch key: the build name and the launch values
   std::map<std::string, K2Entry> k2_;
 };
 
