@@ -28,6 +28,8 @@ ABSL_FLAG(bool, graph, false, "capture each width's step once into device graphs
 ABSL_FLAG(bool, mpi, false, "one TP rank a process under mpirun: the group is MPI's world");
 ABSL_FLAG(bool, fork, false,
           "TP 2 as two processes forked from this one, a socket pair their group");
+ABSL_FLAG(std::optional<int>, gpu_index, std::nullopt,
+          "every rank of this machine on this GPU instead of GPU (local rank % GPUs)");
 ABSL_FLAG(bool, dependent_launch, false, "K1 and K2 built for programmatic dependent launch");
 ABSL_FLAG(std::optional<std::string>, outputs, std::nullopt,
           "each served step's outputs written to this file (bf16), the last step's left");
@@ -43,7 +45,7 @@ constexpr const char* kUsage =
     "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--standins "
     "reference|kernels]\n"
     "                       [--graph] [--alias-weights] [--dependent-launch] [--check] [--mpi]\n"
-    "                       [--fork] [--outputs FILE]\n"
+    "                       [--fork] [--gpu-index N] [--outputs FILE]\n"
     "  --model     an embedded config (seeded random weights) or a checkpoint folder (default "
     "k3-tiny)\n"
     "  --seed      the seeded weights' and the steps' seed (default 1)\n"
@@ -75,10 +77,12 @@ constexpr const char* kUsage =
     "is\n"
     "              MPI's world size and the rank the world rank; the ranks exchange their partial\n"
     "              sums (K2's over peer buffers, the host stand-ins' through MPI), every rank\n"
-    "              printing its digests, which must agree (the ranks share the first GPU)\n"
-    "  --fork      TP 2 as two processes forked from this one (both ranks on the first GPU), a "
-    "socket\n"
-    "              pair their group: --mpi's run where there is no MPI\n"
+    "              printing its digests, which must agree; each rank takes GPU (its rank among\n"
+    "              this machine's ranks % GPUs), ranks sharing a GPU each their share of its SMs\n"
+    "  --fork      TP 2 as two processes forked from this one, a socket pair their group: --mpi's "
+    "run\n"
+    "              where there is no MPI (rank R on GPU R with 2+ GPUs, else both on the first)\n"
+    "  --gpu-index every rank of this machine on GPU N (sharing its SMs) instead of the above\n"
     "  --outputs   write each served step's outputs (prefix, blocks, the last layer's output, the\n"
     "              digest's bf16 bytes) to FILE, the last step's left; under --mpi FILE.rank<R>\n";
 
@@ -123,6 +127,17 @@ int decode_command(Args args) {
   o.mpi = absl::GetFlag(FLAGS_mpi);
   o.outputs = absl::GetFlag(FLAGS_outputs);
   o.fork = absl::GetFlag(FLAGS_fork);
+  o.gpu_index = absl::GetFlag(FLAGS_gpu_index);
+  if (o.gpu_index && *o.gpu_index < 0) {
+    return misuse(absl::StrCat("--gpu-index ", *o.gpu_index,
+                               ": expected a GPU's index, 0 or more; hint: `monotile devices` "
+                               "lists this machine's GPUs"));
+  }
+  if (o.gpu_index && o.device == "cpu") {
+    return misuse(absl::StrCat("--gpu-index ", *o.gpu_index,
+                               " with --device cpu: expected --device gpu or no --device; hint: "
+                               "the CPU interpreter is one device, leave --gpu-index out"));
+  }
   if (o.fork) {
     if (o.mpi)
       return misuse("--fork with --mpi: the ranks are either forked here or MPI's; choose one");

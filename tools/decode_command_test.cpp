@@ -317,6 +317,38 @@ TEST(DecodeCommand, ForkRefusesMisuse) {
                 "--tp out; hint: mpirun -np 4 monotile decode --mpi for other sizes"));
 }
 
+TEST(DecodeCommand, GpuIndexRefusesMisuse) {
+  CommandResult result = run("--gpu-index=-1");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile decode: --gpu-index -1: expected a GPU's index, 0 "
+                                       "or more; hint: `monotile devices` lists this machine's "
+                                       "GPUs"));
+  result = run("--gpu-index 0 --device cpu");
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(
+      result.output,
+      HasSubstr("monotile decode: --gpu-index 0 with --device cpu: expected --device gpu or "
+                "no --device; hint: the CPU interpreter is one device, leave --gpu-index "
+                "out"));
+}
+
+// A GPU beyond this machine's: out of range where there are GPUs, and none found where there are
+// none (as --device gpu says); either way before any work.
+TEST(DecodeCommand, GpuIndexBeyondThisMachinesGpusIsRefused) {
+  CommandResult result = run("--gpu-index 99 --steps 1");
+  EXPECT_EQ(result.status, 1) << result.output;
+  if (result.output.find("no GPU device found") != std::string::npos) {
+    EXPECT_THAT(result.output, HasSubstr("monotile decode: --gpu-index 99: no GPU device found ("));
+    EXPECT_THAT(result.output,
+                HasSubstr("); hint: --device cpu runs the kernels on the CPU interpreter"));
+  } else {
+    EXPECT_THAT(result.output, HasSubstr("monotile decode: --gpu-index 99: expected 0 to "));
+    EXPECT_THAT(result.output, HasSubstr("; hint: `monotile devices` lists them, and without "
+                                         "--gpu-index each rank takes GPU (local rank % GPUs)"));
+  }
+  EXPECT_THAT(result.output, Not(HasSubstr("step 1")));
+}
+
 // --outputs: the last served step's outputs, the bytes its digest is of; a file that cannot be
 // written is refused before any work.
 TEST(DecodeCommand, OutputsWritesTheLastServedStepsBytes) {

@@ -172,7 +172,13 @@ absl::Status DecodeJob::setup() {
                         model::Checkpoint::open(o_.model));
     source_ = std::move(checkpoint);
   }
-  MT_ASSIGN_OR_RETURN(device_, pick_device(o_.device));
+  // Each rank takes its GPU by its rank among this machine's ranks (MPI's node-local rank; under
+  // --fork and alone, its rank).
+  MT_ASSIGN_OR_RETURN(PickedDevice picked, pick_rank_device(o_.device, group_->local_rank(),
+                                                            group_->local_size(), o_.gpu_index));
+  device_ = std::move(picked.device);
+  gpu_ = picked.gpu;
+  gpus_ = picked.gpus;
   const runtime::DeviceInfo& info = device_->info();
   dec::DecodeOptions deployment{.decode_backend = std::string(dec::kSpecializedBackend),
                                 .tensor_parallel_size = o_.tp,
@@ -192,7 +198,14 @@ absl::Status DecodeJob::setup() {
   }
   MT_ASSIGN_OR_RETURN(dims_, model::rank_dims(config_, o_.tp, o_.rank));
   MT_ASSIGN_OR_RETURN(plan_, model::plan_rank(config_, o_.tp, o_.rank));
-  std::printf("monotile decode: %s, TP %d rank %d%s%s, q %d, %d requests a step, on %s%s\n",
+  const std::string gpu =
+      gpus_ == 0 ? ""
+                 : absl::StrCat(" (GPU ", gpu_.index, " of ", gpus_,
+                                gpu_.sharers > 1 ? absl::StrCat(", shared by ", gpu_.sharers,
+                                                                " ranks, each its share of the SMs")
+                                                 : std::string(", to itself"),
+                                ")");
+  std::printf("monotile decode: %s, TP %d rank %d%s%s, q %d, %d requests a step, on %s%s%s\n",
               o_.model.c_str(), o_.tp, o_.rank,
               o_.mpi    ? " (a process of MPI's world)"
               : o_.fork ? " (a process forked with the other rank)"
@@ -202,7 +215,7 @@ absl::Status DecodeJob::setup() {
                     "the host stand-ins' through the group)"
               : o_.tp > 1 ? " alone (the other ranks' partial sums stood in by zero)"
                           : "",
-              o_.q, o_.requests, runtime::describe(info).c_str(),
+              o_.q, o_.requests, runtime::describe(info).c_str(), gpu.c_str(),
               o_.graph ? ", each width's step captured once and replayed" : "");
   MT_RETURN_IF_ERROR(setup_weights(info));
   if (exchanging_ && o_.check && aliased_) {
@@ -214,10 +227,10 @@ absl::Status DecodeJob::setup() {
         "drop --alias-weights, or --check one rank alone (--tp ",
         o_.tp, " --rank R without ", o_.fork ? "--fork" : "--mpi", ")"));
   }
-  // Ranks under mpirun share the first GPU (each takes device 0): each resident grid gets its share
-  // of the SMs, so that every rank's programs are resident together.
+  // Exchanging ranks that share a GPU each get their share of its SMs, so that every rank's
+  // persistent programs are resident together; a rank with its GPU to itself takes all of them.
   const int programs =
-      exchanging_ && info.vendor != dsl::Vendor::kCpu ? std::max(1, info.compute_units / o_.tp) : 0;
+      exchanging_ && info.vendor != dsl::Vendor::kCpu ? gpu_.programs(info.compute_units) : 0;
   MT_ASSIGN_OR_RETURN(
       decode_, dec::SpecializedDecode::create(
                    *backbone_, *config, *group_, *device_, jit::Jit::process_default(),

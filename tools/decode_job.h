@@ -32,6 +32,7 @@
 #include "tools/decode_graph.h"
 #include "tools/decode_host_layers.h"
 #include "tools/decode_random_weights.h"
+#include "tools/device_choice.h"
 
 namespace monotile::tools {
 
@@ -54,6 +55,9 @@ struct DecodeJobOptions {
   // TP 2 as two processes of this machine forked from this one, a socket pair their group: the
   // ranks of --mpi where there is no MPI (run_forked_ranks; decode_command.cpp forks them).
   bool fork = false;
+  // --gpu-index: every rank of this machine on this GPU (rank_gpu_at); without it, each rank on GPU
+  // (local rank % GPUs) (rank_gpu).
+  std::optional<int> gpu_index;
   // Each served step's outputs (the digest's bytes) written to this file, the last step's left;
   // under --mpi or --fork, to "<outputs>.rank<R>".
   std::optional<std::string> outputs;
@@ -128,6 +132,8 @@ class DecodeJob {
   model::RankPlan plan_;
   std::unique_ptr<model::TensorSource> source_;
   std::unique_ptr<runtime::Device> device_;
+  RankGpu gpu_;   // which of this machine's GPUs the rank took, and how many ranks share it
+  int gpus_ = 0;  // this machine's GPUs of that vendor (0 on the CPU)
   std::unique_ptr<dec::Group> owned_group_;
   dec::Group* group_ = nullptr;  // owned_group_, or the forked ranks' (DecodeJob's constructor)
   bool exchanging_ = false;      // --mpi at TP > 1: the ranks exchange their partial sums

@@ -16,6 +16,11 @@ class Group {
   virtual ~Group() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // This rank among the group's ranks on its own machine (node), and how many those are: which GPU
+  // a rank takes (tools/device_choice.h). By default every rank is on one machine, as the
+  // in-process and socket-pair groups' are; the MPI group asks MPI.
+  virtual int local_rank() const { return rank(); }
+  virtual int local_size() const { return size(); }
   // Every rank's `bytes`, in rank order (this rank's at rank()).
   virtual absl::StatusOr<std::vector<std::string>> all_gather(std::string_view bytes) = 0;
 };

@@ -36,7 +36,8 @@ std::string mpi_error(int code) {
 
 class MpiGroup final : public Group {
  public:
-  MpiGroup(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  MpiGroup(MPI_Comm comm, int rank, int size, int local_rank, int local_size)
+      : comm_(comm), rank_(rank), size_(size), local_rank_(local_rank), local_size_(local_size) {}
   ~MpiGroup() override {
     MPI_Comm_free(&comm_);
     MpiState& state = mpi_state();
@@ -45,6 +46,8 @@ class MpiGroup final : public Group {
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
 
   absl::StatusOr<std::vector<std::string>> all_gather(std::string_view bytes) override {
     const int count = static_cast<int>(bytes.size());
@@ -80,6 +83,7 @@ class MpiGroup final : public Group {
 
   MPI_Comm comm_;
   int rank_, size_;
+  int local_rank_, local_size_;  // among the ranks sharing this node's memory (MPI's own split)
 };
 
 }  // namespace
@@ -122,8 +126,22 @@ absl::StatusOr<std::unique_ptr<Group>> make_mpi_group() {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  // The ranks of this node: MPI's split by shared memory, ordered by world rank, so that local rank
+  // r is the r-th of this node's ranks whatever order mpirun placed them in.
+  MPI_Comm node = MPI_COMM_NULL;
+  int local_rank = 0, local_size = 0;
+  if (int code = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+      code != MPI_SUCCESS) {
+    MPI_Comm_free(&comm);
+    if (state.groups == 0 && state.started_here) MPI_Finalize();
+    return absl::UnavailableError(absl::StrCat(
+        "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed for rank ", rank, ": ", mpi_error(code)));
+  }
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_size);
+  MPI_Comm_free(&node);
   ++state.groups;
-  return std::make_unique<MpiGroup>(comm, rank, size);
+  return std::make_unique<MpiGroup>(comm, rank, size, local_rank, local_size);
 }
 
 }  // namespace monotile::runtime::decode

@@ -15,7 +15,8 @@ namespace monotile::runtime::decode {
 // level MPI_THREAD_SERIALIZED: one thread at a time calls into the group) unless the host already
 // has; the last one destroyed then finalizes it. MPI cannot start again once finalized, so a
 // process that needs a group after that is refused (FailedPrecondition), as is an MPI that cannot
-// start (Unavailable, with MPI's error).
+// start (Unavailable, with MPI's error). Its local_rank and local_size are this node's ranks, as
+// MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) finds them, in world-rank order.
 absl::StatusOr<std::unique_ptr<Group>> make_mpi_group();
 
 }  // namespace monotile::runtime::decode

@@ -44,6 +44,17 @@ TEST(MpiGroup, IsTheWorldOfTwoProcesses) {
   EXPECT_LT(world->rank(), 2);
 }
 
+// mpirun_two.sh starts both processes on this machine: one node, local ranks as world ranks.
+TEST(MpiGroup, LocalRankIsTheRankAmongThisMachinesProcesses) {
+  ASSERT_NE(world, nullptr);
+  EXPECT_EQ(world->local_size(), 2);
+  EXPECT_EQ(world->local_rank(), world->rank());
+  absl::StatusOr<std::vector<std::string>> gathered =
+      world->all_gather(std::to_string(world->local_rank()));
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  EXPECT_THAT(*gathered, ::testing::ElementsAre("0", "1"));
+}
+
 // Rank r hands in r + 3 bytes holding zeros and high bytes; each rank gets both, in rank order.
 std::string bytes_of(int rank) {
   std::string bytes(static_cast<size_t>(rank + 3), '\0');
