@@ -293,6 +293,7 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target) {
     // Whole row blocks for D and E: their parts of K, each summed by the block's last, kept 116 to
     // 177 SGPRs in VGPR lanes at K3's widths on gfx90a (kAmdSgprSpillBound is 96).
     build.front_parts = 1;
+    build.route_scores_ahead = false;
   }
   if (target.vendor() == dsl::Vendor::kNvidia) {
     build.num_stages = 3;
@@ -344,6 +345,7 @@ std::string k2_name(const K2Build& b) {
   if (b.front_parts != 0 && b.front_parts != front_parts_for(b.hidden, b.gemv_step)) {
     absl::StrAppend(&name, "_kp", b.front_parts);
   }
+  if (!b.route_scores_ahead) name += "_sa0";
   if (b.num_stages != 0) absl::StrAppend(&name, "_st", b.num_stages);
   if (b.tp > 1) absl::StrAppend(&name, "_tp", b.tp, "r", b.rank);
   if (b.fault_ns != 0) absl::StrAppend(&name, "_f", b.fault_epoch, "_", b.fault_layer, "_", b.fault_ns);
@@ -408,6 +410,7 @@ Program k2_program(const K2Build& given, SourceLocation loc) {
                            .scaling = build.scaling,
                            .gemv_rows = kGemvRows,
                            .gemv_step = build.gemv_step,
+                           .scores_ahead = build.route_scores_ahead,
                            .y = a.y_rows,
                            .y_flag = attn_res_done_flag(mlp_res),
                            .w_gate = a.w_gate,

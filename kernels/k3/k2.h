@@ -131,6 +131,11 @@ struct K2Build {
   // blocks, the same at 16). Another value ends the name "_kp{n}"; each part keeps at least
   // min_k_steps of E's steps.
   int front_parts = 0;
+  // The route's rows read their candidates in one round trip and ask for every candidate's score
+  // before their sort, whose steps cover that trip, rather than for the winners' logits after it
+  // (router_stage.h RouterRows::scores_ahead). k2_for_target turns it off on AMD, where it kept up
+  // to 124 SGPRs in VGPR lanes (gfx90a, K3 TP 8 T 8; the bound is 104). Off, the name ends "_sa0".
+  bool route_scores_ahead = true;
   // Stage H's MXFP4 GEMV with its packed words and x copied through shared memory this many stages
   // (Mxfp4Gemv::stages: 2 to 8; 0 keeps the register pipeline of expert_ahead steps). It then
   // loads x in its own step (expert_x_ahead has no effect). k2_for_target takes 4 on NVIDIA past 8
@@ -187,7 +192,8 @@ absl::StatusOr<K2Build> k2_build(const model::ModelConfig& config, const model::
                                  int core_width, int tokens);
 
 // The build for `target`: on AMD 4 wavefronts, 128-wide GEMV steps (as K1, k1.h), min_k_steps 1,
-// the exact MXFP4 decode (mxfp4_scale_bias 0) and D's and E's row blocks whole (front_parts 1); on NVIDIA 3 pipeline stages, stage I's loads
+// the exact MXFP4 decode (mxfp4_scale_bias 0), D's and E's row blocks whole (front_parts 1) and the
+// route's scores after its sort (route_scores_ahead false); on NVIDIA 3 pipeline stages, stage I's loads
 // through 4 shared-memory stages, I's tasks by chunk (chunk_handoff), F between H and I
 // (shared_early) and, up to 8 tokens, the experts' GEMVs 8 token rows wide, x
 // loaded with their weights and L2 asked for the weights 2 steps on (not in a stage clock build of
@@ -199,7 +205,8 @@ K2Build k2_for_target(K2Build build, const dsl::Target& target);
 // _s{step}_m{min_k_steps}", then "_fp" with the f32 decode (mxfp4_pairs false), "_bp" with pairs a
 // byte at a time (mxfp4_words false), "_sb{-mxfp4_scale_bias}" when it is not kMxfp4ScaleBias, "_ps"
 // with mxfp4_shift_placement, "_a{expert_ahead}"
-// when it is not 2, "_n8" with 8 expert token rows, then "_tp{tp}r{rank}" across ranks,
+// when it is not 2, "_n8" with 8 expert token rows, "_sa0" with the route's scores after its sort,
+// then "_tp{tp}r{rank}" across ranks,
 // "_f{fault_epoch}_{fault_layer}_{fault_ns}" with the fault hook,
 // "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the scalars when they differ from the defaults.
 std::string k2_name(const K2Build& build);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dsl/printer.h"
+#include "dsl/target.h"
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "kernels/k3/k2_test_support.h"
@@ -92,6 +93,8 @@ std::vector<K2Case> cases() {
   out.push_back({.tokens = 2, .top_k = 80, .experts = 200});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .router = Router::kTies, .gemv_step = 64, .top_k = 16,
                  .experts = 200, .launches = 2});
+  // AMD's build: the winners' scores loaded after the sort (K2Build::route_scores_ahead false).
+  out.push_back({.tokens = 4, .router = Router::kNan, .target = "gfx90a", .top_k = 12, .experts = 200});
   // K3's TP 8 rank: H 7168 in 28 AttnRes chunks at 4 rows, 112 o_proj tasks from 1536 columns, 896 experts.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts});
   return out;
@@ -140,6 +143,14 @@ TEST(K2Build, TheShiftPlacementChangesTheNameAndTheWordDecodes) {
   std::string plain = dsl::to_text(k2_program(K2Build{})), shifted = dsl::to_text(k2_program(shifts));
   EXPECT_NE(shifted.find("placement=shifts"), std::string::npos);
   EXPECT_EQ(plain.find("placement="), std::string::npos);
+}
+
+TEST(K2Build, TheScoresAfterTheSortChangeTheName) {
+  K2Build after;
+  after.route_scores_ahead = false;
+  EXPECT_EQ(k2_name(after), k2_name(K2Build{}) + "_sa0");
+  EXPECT_FALSE(k2_for_target(K2Build{}, *dsl::Target::parse("gfx90a")).route_scores_ahead);
+  EXPECT_TRUE(k2_for_target(K2Build{}, *dsl::Target::parse("sm_90a")).route_scores_ahead);
 }
 
 TEST(K2Build, TheFaultHookChangesTheName) {

@@ -56,7 +56,7 @@ int router_candidates(int experts, int top_k, int gemv_rows) {
 }
 
 int64_t router_scratch_floats(int experts, int hidden, int tokens, int top_k, int gemv_rows, int gemv_step) {
-  return int64_t{router_splits(experts, hidden, gemv_rows, gemv_step)} * tokens * experts +
+  return int64_t{router_splits(experts, hidden, gemv_rows, gemv_step) + 1} * tokens * experts +
          2 * int64_t{tokens} * router_candidates(experts, top_k, gemv_rows);
 }
 
@@ -70,11 +70,16 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
   const int picks = static_cast<int>(pow2_at_least(r.top_k));
   const int per_block = router_block_candidates(r.top_k, r.gemv_rows), candidates = row_tasks * per_block;
   const int64_t padded = pow2_at_least(candidates);
-  auto candidate_keys = r.logits + int64_t{splits} * r.tokens * r.experts;
-  auto candidate_ids = candidate_keys + int64_t{r.tokens} * candidates;
+  // Two forms (RouterRows::scores_ahead): the blocks store their scores [T, E] and each candidate as
+  // a (key, id as f32) pair [T, C, 2], so that one load brings both; or (AMD) the candidates' keys
+  // [T, C], then their ids [T, C], the weights' scores from the logits at the winners.
+  const bool ahead = r.scores_ahead;
+  auto scores = r.logits + int64_t{splits} * r.tokens * r.experts;
+  auto pairs = scores + int64_t{r.tokens} * r.experts;
+  auto candidate_keys = pairs, candidate_ids = pairs + int64_t{r.tokens} * candidates;
   const float inf = std::numeric_limits<float>::infinity();
   // The logits at `at` (i32 offsets into one slice): their partials summed in split order (every load
-  // in flight at once), so that every program that reads a logit gets the same bits.
+  // in flight at once).
   auto logits_at = [&](const Value& at, const Value& ok) {
     std::vector<Value> parts;
     for (int s = 0; s < splits; ++s) parts.push_back(load(r.logits + s * r.tokens * r.experts + at, ok));
@@ -91,7 +96,10 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
     auto experts = block * r.gemv_rows + arange(0, r.gemv_rows);
     auto real = experts < r.experts;
     auto ok = col(ts < r.tokens) & row(real);
-    auto key = sigmoid(logits_at(col(ts) * r.experts + row(experts), ok)) + row(load(r.bias + experts, real));
+    auto at = col(ts) * r.experts + row(experts);
+    auto score = sigmoid(logits_at(at, ok));
+    if (ahead) store(scores + at, score, ok);  // the weights' scores, read at the winners
+    auto key = score + row(load(r.bias + experts, real));
     key = where(row(real) & (key == key), key, -inf);
     Value values = key, ids = broadcast_to(row(experts), {rows_padded, r.gemv_rows});
     if (per_block < r.gemv_rows) {
@@ -99,9 +107,15 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
       values = top.values;
       ids = top.indices + block * r.gemv_rows;
     }
-    auto at = col(ts) * candidates + row(block * per_block + arange(0, per_block));
-    store(candidate_keys + at, values, col(ts < r.tokens));
-    store(candidate_ids + at, ids.to(f32), col(ts < r.tokens));  // exact: ids below 2^24
+    auto slots = col(ts) * candidates + row(block * per_block + arange(0, per_block));
+    // ids below 2^24: exact as f32
+    if (ahead) {
+      auto stored = broadcast_to(col(ts < r.tokens), {rows_padded, per_block});
+      store(pairs + join(slots * 2, slots * 2 + 1), join(values, ids.to(f32)), join(stored, stored));
+    } else {
+      store(candidate_keys + slots, values, col(ts < r.tokens));
+      store(candidate_ids + slots, ids.to(f32), col(ts < r.tokens));
+    }
   };
 
   const GemvTask gemv{.w = r.w_gate, .x = r.y, .k = r.hidden, .tokens = r.tokens, .rows = r.gemv_rows,
@@ -129,20 +143,38 @@ void router_rows(const RouterRows& r, const HandoffContext& hc) {
     auto cs = arange(0, padded);
     auto real = cs < candidates;
     auto row_first = t * candidates;
-    auto chosen = router_topk(load(candidate_keys + row_first + cs, real, -inf), padded, picks);
-    // The winners' ids: a one-hot pick from the candidates' (loaded with their keys) where that tile
-    // is small, else a load at the winners' positions.
-    Value ids;
-    if (int64_t{picks} * padded <= kRouterPickElements) {
-      auto all = load(candidate_ids + row_first + cs, real, 0.0f).to(i32);
-      ids = sum(where(col(chosen.indices) == row(cs), row(all), 0), 1);
+    // The winners' ids: a one-hot pick from every candidate's (loaded with the keys) where that tile
+    // is small, else a load at the winners' positions. Their scores: ahead, where the ids are
+    // picked, from every candidate's, asked for before the sort (its steps cover that round trip),
+    // else loaded at the winners' ids; otherwise from the logits at the winners' ids.
+    const bool pick = int64_t{picks} * padded <= kRouterPickElements;
+    Value keys, all, all_scores;
+    if (ahead) {
+      auto at = (row_first + cs) * 2;
+      auto [pair_keys, pair_ids] = split(load(pairs + join(at, at + 1), join(real, real), -inf));
+      keys = pair_keys;
+      if (pick) all = where(real, pair_ids, 0.0f).to(i32);
+      if (pick) all_scores = load(scores + t * r.experts + all, real & (all < r.experts), 0.0f);
     } else {
-      ids = load(candidate_ids + row_first + chosen.indices, chosen.indices < candidates, 0.0f).to(i32);
+      keys = load(candidate_keys + row_first + cs, real, -inf);
     }
+    auto chosen = router_topk(keys, padded, picks);
     r.clock.tick_if(t == program_id(0), K2ClockPoint::kTopk);
     auto slots = arange(0, picks);
     auto kept = slots < r.top_k;
-    auto picked = sigmoid(logits_at(t * r.experts + ids, kept & (ids < r.experts)));
+    Value ids, picked;
+    if (pick) {
+      if (!ahead) all = load(candidate_ids + row_first + cs, real, 0.0f).to(i32);
+      auto winner = col(chosen.indices) == row(cs);
+      ids = sum(where(winner, row(all), 0), 1);
+      if (ahead) picked = sum(where(winner, row(all_scores), 0.0f), 1);  // exact: the other terms are 0
+    } else {
+      auto at = ahead ? (row_first + chosen.indices) * 2 + 1 : row_first + chosen.indices;
+      ids = load((ahead ? pairs : candidate_ids) + at, chosen.indices < candidates, 0.0f).to(i32);
+    }
+    auto ok = kept & (ids < r.experts);
+    if (!ahead) picked = sigmoid(logits_at(t * r.experts + ids, ok));
+    if (ahead && !pick) picked = load(scores + t * r.experts + ids, ok, 0.0f);
     auto weights = where(kept & (picked == picked), picked, 0.0f);
     if (r.renormalize) {
       auto total = sum(weights);

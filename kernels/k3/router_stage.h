@@ -34,12 +34,18 @@ struct RouterRows {
   float scaling = 1.0f;
   int gemv_rows = 64;
   int gemv_step = 256;
+  // The blocks store their scores and hand in (key, id) pairs; a row's program reads its candidates
+  // in one round trip and, where its [picks, candidates] one-hot tile is small, asks for every
+  // candidate's score before its sort (whose steps cover that trip). Off (AMD's builds), the keys
+  // and the ids apart and the winners' scores from their logits after the sort.
+  bool scores_ahead = true;
   dsl::Value y;           // ptr<bf16> [T, H], readable after y_flag
   dsl::Value y_flag;      // the flag that publishes y
   dsl::Value w_gate;      // ptr<bf16> [E, H]
   dsl::Value bias;        // ptr<f32> [E]
   // scratch ptr<f32> [router_scratch_floats(...)]: each K slice's partial sums [router_splits(...), T,
-  // E], then each row's candidates' keys [T, C] and expert ids (as f32) [T, C], C router_candidates(...)
+  // E], the scores [T, E], then each row's candidates [T, C, 2] as (key, expert id as f32) pairs, C
+  // router_candidates(...)
   dsl::Value logits;
   dsl::Value block_counters;  // router_blocks(...) words: each block's K slices' arrivals
   dsl::Value counter, flag;   // one word each: the blocks' candidates' arrivals and flag

@@ -6,7 +6,8 @@
 // exact ties across the blocks' boundaries, NaN keys in every block, -inf keys in most of them, and
 // top-k from 1 to every expert (a block's share and more: its candidates are then the whole block).
 // One scratch and one set of counters serve every launch, the scratch and the outputs poisoned
-// before each.
+// before each. The winners' scores come from every candidate's, asked for before the sort, or
+// (AMD's builds) from loads after it.
 #include "kernels/k3/router_stage.h"
 
 #include <gtest/gtest.h>
@@ -55,10 +56,11 @@ struct Launch {
   float scaling = 1.0f;
 };
 
-dsl::Program router_program(const Launch& l, int gemv_step) {
+dsl::Program router_program(const Launch& l, int gemv_step, bool scores_ahead) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   Builder b("router_stage_test_t" + std::to_string(l.tokens) + "_k" + std::to_string(l.top_k) +
-                "_s" + std::to_string(gemv_step) + (l.renormalize ? "" : "_raw"),
+                "_s" + std::to_string(gemv_step) + (l.renormalize ? "" : "_raw") +
+                (scores_ahead ? "" : "_sa0"),
             {.num_warps = 8});
   auto y = b.arg("y", ptr(bf16));
   auto w_gate = b.arg("w_gate", ptr(bf16));
@@ -83,6 +85,7 @@ dsl::Program router_program(const Launch& l, int gemv_step) {
                .scaling = l.scaling,
                .gemv_rows = kRows,
                .gemv_step = gemv_step,
+               .scores_ahead = scores_ahead,
                .y = y,
                .y_flag = flags,
                .w_gate = w_gate,
@@ -148,10 +151,11 @@ Inputs make_inputs(const Launch& l, std::mt19937& rng) {
   return in;
 }
 
-void run_router_launches(int gemv_step, int programs) {
-  SCOPED_TRACE(::testing::Message() << "gemv_step " << gemv_step << " ("
-                                    << router_splits(kExperts, kHidden, kRows, gemv_step)
-                                    << " slices), " << programs << " programs");
+void run_router_launches(int gemv_step, int programs, bool scores_ahead = true) {
+  SCOPED_TRACE(::testing::Message()
+               << "gemv_step " << gemv_step << " ("
+               << router_splits(kExperts, kHidden, kRows, gemv_step) << " slices), " << programs
+               << " programs" << (scores_ahead ? "" : ", the winners' scores after the sort"));
   const std::vector<Launch> launches = {
       {.tokens = 3, .top_k = 16},
       {.tokens = 5, .top_k = 6, .keys = Keys::kBoundaryTie},
@@ -213,7 +217,8 @@ void run_router_launches(int gemv_step, int programs) {
                                          KernelArg::buffer(epoch_b, dsl::ScalarType::kI32),
                                          KernelArg::buffer(health_b, dsl::ScalarType::kI32),
                                          KernelArg::buffer(alarm_b, dsl::ScalarType::kI32)};
-    absl::Status launched = executor.launch(router_program(l, gemv_step), {programs, 1, 1}, args);
+    absl::Status launched =
+        executor.launch(router_program(l, gemv_step, scores_ahead), {programs, 1, 1}, args);
     ASSERT_TRUE(launched.ok()) << launched;
     std::vector<int32_t> experts(slots), failed(1);
     std::vector<float> weights(slots);
@@ -255,13 +260,18 @@ TEST(RouterStage, OneSliceOfK) {
   run_router_launches(256, 9);
 }
 
+// AMD's builds (K2Build::route_scores_ahead false): the winners' scores loaded after the sort.
+TEST(RouterStage, ScoresAfterTheSort) {
+  run_router_launches(64, 7, false);
+}
+
 TEST(RouterStage, CandidatesPerBlock) {
   EXPECT_EQ(router_blocks(kExperts, kRows), 5);
   EXPECT_EQ(router_block_candidates(6, kRows), 8);
   EXPECT_EQ(router_block_candidates(16, kRows), 16);
   EXPECT_EQ(router_block_candidates(100, kRows), 64);  // more than a block's share: the whole block
   EXPECT_EQ(router_candidates(896, 16, 64), 224);      // K3: 14 blocks' top 16
-  EXPECT_EQ(router_scratch_floats(896, 7168, 4, 16, 64, 256), 7 * 4 * 896 + 2 * 4 * 224);
+  EXPECT_EQ(router_scratch_floats(896, 7168, 4, 16, 64, 256), (7 + 1) * 4 * 896 + 2 * 4 * 224);
 }
 
 }  // namespace
