@@ -90,6 +90,8 @@ struct K2Outputs {
 // the reference, with gtest assertions. With `ranks` > 1, `got` is one rank's of a TP run whose
 // reductions summed that many bf16-rounded partials (PeerExchange) and `in` the TP 1 case: a (and
 // P' and y after it) may then differ from the one-rounding reference by the partials' roundings.
+// m is then compared to the reference over `ranks` shards of the case's weights, summing the same
+// bf16-rounded partials, on the kernel's y.
 void check_k2_outputs(const K2Inputs& in, const K2Outputs& got, int ranks = 1);
 
 // One launch of K2 on the case's inputs, outputs poisoned first: the launch's status (the
