@@ -15,9 +15,9 @@
 #include "dsl/dsl.h"
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k1_check.h"
+#include "kernels/k3/stage_test_support.h"
 #include "kernels/reference/k3_parts.h"
 #include "model/dtype.h"
-#include "tests/conformance/interpreter_executor.h"
 #include "tests/testing/seed.h"
 
 namespace monotile::kernels::k3 {
@@ -48,13 +48,7 @@ dsl::Program attn_res_program(int tokens) {
   auto partials = b.arg("partials", ptr(f32));
   auto counters = b.arg("counters", ptr(i32));
   auto flags = b.arg("flags", ptr(i32));
-  auto epoch = b.arg("epoch", ptr(i32));
-  auto health = b.arg("health", ptr(i32));
-  auto alarm = b.arg("alarm", ptr(i32));
-  const HandoffContext hc{.tag = launch_tag(epoch, full({}, 0, i32)),
-                          .health = health,
-                          .alarm = alarm,
-                          .wait_ns = 10'000'000'000};
+  const HandoffContext hc = stage_handoff_args(b);
   attn_res_rows({.hidden = kHidden,
                  .tokens = tokens,
                  .nblocks = full({}, kBlocks, i32),
@@ -102,13 +96,8 @@ TEST(AttnResStage, WidthsOfOtherChunksShareOneScratch) {
   EXPECT_EQ(attn_res_row_span(kHidden), 32);
 
   std::mt19937 rng = testing::case_rng();
-  conformance::InterpreterExecutor executor;
-  auto buffer = [&](size_t bytes, std::string_view name) {
-    return *executor.allocate(bytes, name);
-  };
-  auto put = [&](const DeviceBuffer& to, auto host) {
-    ASSERT_TRUE(executor.copy_in(to, std::as_bytes(std::span(host))).ok());
-  };
+  StageHarness stage(kPrograms);
+  auto buffer = [&](size_t bytes, std::string_view name) { return stage.buffer(bytes, name); };
   const size_t row = kHidden;
   // blocks[t, b, c] with a token stride wider than the blocks (another layer's rows in between).
   const int64_t block_stride = kHidden, token_stride = (kBlocks + 2) * int64_t{kHidden};
@@ -122,28 +111,21 @@ TEST(AttnResStage, WidthsOfOtherChunksShareOneScratch) {
   DeviceBuffer out_b = buffer(kMaxTokens * row * 2, "out");
   DeviceBuffer partials_b = buffer(int64_t{kAttnResTasks} * kAttnResPartials * 4, "partials");
   DeviceBuffer counters_b = buffer(32 * 4, "counters"), flags_b = buffer(17 * 4, "flags");
-  DeviceBuffer epoch_b = buffer(4, "epoch"),
-               health_b = buffer(health_words(kPrograms) * 4, "health");
-  DeviceBuffer alarm_b = buffer(4, "alarm");
-  put(norm_b, norm);
-  put(proj_b, proj);
-  put(out_norm_b, out_norm);
-  put(counters_b, std::vector<int32_t>(32, 0));
-  put(flags_b, std::vector<int32_t>(17, 0));
-  put(health_b, std::vector<int32_t>(health_words(kPrograms), 0));
-  put(alarm_b, std::vector<int32_t>(1, 0));
+  stage.put(norm_b, norm);
+  stage.put(proj_b, proj);
+  stage.put(out_norm_b, out_norm);
+  stage.put(counters_b, std::vector<int32_t>(32, 0));
+  stage.put(flags_b, std::vector<int32_t>(17, 0));
 
-  int32_t epoch = 0;
   for (int tokens : {4, 16, 1, 4, 8, 2, 16, 4, 10}) {
     SCOPED_TRACE(::testing::Message()
                  << "width " << tokens << " (chunk " << attn_res_chunk(kHidden, tokens) << ")");
     auto prefix = random_bf16(rng, tokens * row, 1.0), delta = random_bf16(rng, tokens * row, 0.5);
     auto blocks = random_bf16(rng, tokens * token_stride, 1.0);
-    put(prefix_b, prefix);
-    put(delta_b, delta);
-    put(blocks_b, blocks);
-    put(out_b, std::vector<uint16_t>(tokens * row, 0x7fc1));  // NaN: an unwritten value fails
-    put(epoch_b, std::vector<int32_t>{++epoch});
+    stage.put(prefix_b, prefix);
+    stage.put(delta_b, delta);
+    stage.put(blocks_b, blocks);
+    stage.put(out_b, std::vector<uint16_t>(tokens * row, 0x7fc1));  // NaN: an unwritten value fails
     const std::vector<KernelArg> args = {KernelArg::buffer(prefix_b, dsl::ScalarType::kBf16),
                                          KernelArg::buffer(delta_b, dsl::ScalarType::kBf16),
                                          KernelArg::buffer(blocks_b, dsl::ScalarType::kBf16),
@@ -155,19 +137,12 @@ TEST(AttnResStage, WidthsOfOtherChunksShareOneScratch) {
                                          KernelArg::buffer(out_b, dsl::ScalarType::kBf16),
                                          KernelArg::buffer(partials_b, dsl::ScalarType::kF32),
                                          KernelArg::buffer(counters_b, dsl::ScalarType::kI32),
-                                         KernelArg::buffer(flags_b, dsl::ScalarType::kI32),
-                                         KernelArg::buffer(epoch_b, dsl::ScalarType::kI32),
-                                         KernelArg::buffer(health_b, dsl::ScalarType::kI32),
-                                         KernelArg::buffer(alarm_b, dsl::ScalarType::kI32)};
-    absl::Status launched = executor.launch(attn_res_program(tokens), {kPrograms, 1, 1}, args);
-    ASSERT_TRUE(launched.ok()) << launched;
+                                         KernelArg::buffer(flags_b, dsl::ScalarType::kI32)};
+    ASSERT_TRUE(stage.launch(attn_res_program(tokens), args));
 
-    std::vector<uint16_t> out(tokens * row), prefix_after(tokens * row);
-    std::vector<int32_t> failed(1);
-    ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(out)), out_b).ok());
-    ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(prefix_after)), prefix_b).ok());
-    ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(failed)), health_b).ok());
-    EXPECT_EQ(failed[0], 0) << "a wait gave up: the counters lost count across widths";
+    const std::vector<uint16_t> out = stage.get<uint16_t>(out_b, tokens * row),
+                                prefix_after = stage.get<uint16_t>(prefix_b, tokens * row);
+    EXPECT_FALSE(stage.failed()) << "a wait gave up: the counters lost count across widths";
 
     // The reference: P' = bf16(P + d), then each row mixed from its blocks and P'.
     std::vector<double> want_prefix(tokens * row), want_out(tokens * row);

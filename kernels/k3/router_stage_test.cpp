@@ -23,9 +23,9 @@
 
 #include "dsl/dsl.h"
 #include "kernels/k3/k1.h"
+#include "kernels/k3/stage_test_support.h"
 #include "kernels/reference/k3_parts.h"
 #include "model/dtype.h"
-#include "tests/conformance/interpreter_executor.h"
 #include "tests/testing/seed.h"
 
 namespace monotile::kernels::k3 {
@@ -70,13 +70,7 @@ dsl::Program router_program(const Launch& l, int gemv_step, bool scores_ahead) {
   auto flags = b.arg("flags", ptr(i32));
   auto experts_out = b.arg("experts_out", ptr(i32));
   auto weights_out = b.arg("weights_out", ptr(f32));
-  auto epoch = b.arg("epoch", ptr(i32));
-  auto health = b.arg("health", ptr(i32));
-  auto alarm = b.arg("alarm", ptr(i32));
-  const HandoffContext hc{.tag = launch_tag(epoch, full({}, 0, i32)),
-                          .health = health,
-                          .alarm = alarm,
-                          .wait_ns = 10'000'000'000};
+  const HandoffContext hc = stage_handoff_args(b);
   router_rows({.hidden = kHidden,
                .tokens = l.tokens,
                .experts = kExperts,
@@ -168,13 +162,8 @@ void run_router_launches(int gemv_step, int programs, bool scores_ahead = true) 
       {.tokens = 4, .top_k = kExperts, .keys = Keys::kMinusInf},
   };
   std::mt19937 rng = testing::case_rng();
-  conformance::InterpreterExecutor executor;
-  auto buffer = [&](int64_t bytes, std::string_view name) {
-    return *executor.allocate(bytes, name);
-  };
-  auto put = [&](const DeviceBuffer& to, auto host) {
-    ASSERT_TRUE(executor.copy_in(to, std::as_bytes(std::span(host))).ok());
-  };
+  StageHarness stage(programs);
+  auto buffer = [&](int64_t bytes, std::string_view name) { return stage.buffer(bytes, name); };
   const int64_t scratch =
       router_scratch_floats(kExperts, kHidden, kMaxTokens, kExperts, kRows, gemv_step);
   DeviceBuffer y_b = buffer(int64_t{kMaxTokens} * kHidden * 2, "y"),
@@ -183,29 +172,23 @@ void run_router_launches(int gemv_step, int programs, bool scores_ahead = true) 
   DeviceBuffer counters_b = buffer((2 + kBlocks) * 4, "counters"), flags_b = buffer(3 * 4, "flags");
   DeviceBuffer experts_b = buffer(int64_t{kMaxTokens} * kExperts * 4, "experts_out"),
                weights_b = buffer(int64_t{kMaxTokens} * kExperts * 4, "weights_out");
-  DeviceBuffer epoch_b = buffer(4, "epoch"),
-               health_b = buffer(health_words(programs) * 4, "health"),
-               alarm_b = buffer(4, "alarm");
-  put(counters_b, std::vector<int32_t>(2 + kBlocks, 0));
-  put(health_b, std::vector<int32_t>(health_words(programs), 0));
-  put(alarm_b, std::vector<int32_t>(1, 0));
+  stage.put(counters_b, std::vector<int32_t>(2 + kBlocks, 0));
   const float nan = std::numeric_limits<float>::quiet_NaN();
 
-  int32_t epoch = 0;
   for (const Launch& l : launches) {
     SCOPED_TRACE(::testing::Message() << "T " << l.tokens << ", top_k " << l.top_k << ", keys "
                                       << static_cast<int>(l.keys));
     const Inputs in = make_inputs(l, rng);
-    ++epoch;
-    put(y_b, in.y);
-    put(w_b, in.w_gate);
-    put(bias_b, in.bias);
-    put(logits_b, std::vector<float>(scratch, nan));  // a partial or candidate read unwritten fails
-    put(flags_b, std::vector<int32_t>{epoch * 256 + 1, 0, 0});  // y published (launch_tag, slot 0)
-    put(epoch_b, std::vector<int32_t>{epoch});
+    stage.put(y_b, in.y);
+    stage.put(w_b, in.w_gate);
+    stage.put(bias_b, in.bias);
+    stage.put(logits_b,
+              std::vector<float>(scratch, nan));  // a partial or candidate read unwritten fails
+    // y published (launch_tag, slot 0)
+    stage.put(flags_b, std::vector<int32_t>{stage.next_epoch() * 256 + 1, 0, 0});
     const int64_t slots = int64_t{l.tokens} * l.top_k;
-    put(experts_b, std::vector<int32_t>(slots, -7));
-    put(weights_b, std::vector<float>(slots, nan));
+    stage.put(experts_b, std::vector<int32_t>(slots, -7));
+    stage.put(weights_b, std::vector<float>(slots, nan));
     const std::vector<KernelArg> args = {KernelArg::buffer(y_b, dsl::ScalarType::kBf16),
                                          KernelArg::buffer(w_b, dsl::ScalarType::kBf16),
                                          KernelArg::buffer(bias_b, dsl::ScalarType::kF32),
@@ -213,19 +196,11 @@ void run_router_launches(int gemv_step, int programs, bool scores_ahead = true) 
                                          KernelArg::buffer(counters_b, dsl::ScalarType::kI32),
                                          KernelArg::buffer(flags_b, dsl::ScalarType::kI32),
                                          KernelArg::buffer(experts_b, dsl::ScalarType::kI32),
-                                         KernelArg::buffer(weights_b, dsl::ScalarType::kF32),
-                                         KernelArg::buffer(epoch_b, dsl::ScalarType::kI32),
-                                         KernelArg::buffer(health_b, dsl::ScalarType::kI32),
-                                         KernelArg::buffer(alarm_b, dsl::ScalarType::kI32)};
-    absl::Status launched =
-        executor.launch(router_program(l, gemv_step, scores_ahead), {programs, 1, 1}, args);
-    ASSERT_TRUE(launched.ok()) << launched;
-    std::vector<int32_t> experts(slots), failed(1);
-    std::vector<float> weights(slots);
-    ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(experts)), experts_b).ok());
-    ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(weights)), weights_b).ok());
-    ASSERT_TRUE(executor.copy_out(std::as_writable_bytes(std::span(failed)), health_b).ok());
-    ASSERT_EQ(failed[0], 0) << "a wait gave up: the counters lost count across launches";
+                                         KernelArg::buffer(weights_b, dsl::ScalarType::kF32)};
+    ASSERT_TRUE(stage.launch(router_program(l, gemv_step, scores_ahead), args));
+    const std::vector<int32_t> experts = stage.get<int32_t>(experts_b, slots);
+    const std::vector<float> weights = stage.get<float>(weights_b, slots);
+    ASSERT_FALSE(stage.failed()) << "a wait gave up: the counters lost count across launches";
 
     const std::vector<double> bias(in.bias.begin(), in.bias.end());
     for (int t = 0; t < l.tokens; ++t) {
