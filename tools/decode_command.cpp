@@ -19,6 +19,7 @@
 #include "tools/command_flags.h"
 #include "tools/commands.h"
 #include "tools/decode_job.h"
+#include "tools/device_choice.h"
 #include "tools/shared_flags.h"
 
 ABSL_FLAG(std::optional<std::string>, standins, std::nullopt,
@@ -28,8 +29,6 @@ ABSL_FLAG(bool, graph, false, "capture each width's step once into device graphs
 ABSL_FLAG(bool, mpi, false, "one TP rank a process under mpirun: the group is MPI's world");
 ABSL_FLAG(bool, fork, false,
           "TP 2 as two processes forked from this one, a socket pair their group");
-ABSL_FLAG(std::optional<int>, gpu_index, std::nullopt,
-          "every rank of this machine on this GPU instead of GPU (local rank % GPUs)");
 ABSL_FLAG(bool, dependent_launch, false, "K1 and K2 built for programmatic dependent launch");
 ABSL_FLAG(std::optional<std::string>, outputs, std::nullopt,
           "each served step's outputs written to this file (bf16), the last step's left");
@@ -99,12 +98,13 @@ int fail(const absl::Status& status) {
 }  // namespace
 
 int decode_command(Args args) {
-  const ParsedArgs parsed = parse_command_flags(
-      {.command = "monotile decode",
-       .file = __FILE__,
-       .shared = {"model", "seed", "device", "q", "requests", "max_rows", "tp", "rank", "check"},
-       .usage = kUsage},
-      args);
+  const ParsedArgs parsed =
+      parse_command_flags({.command = "monotile decode",
+                           .file = __FILE__,
+                           .shared = {"model", "seed", "device", "q", "requests", "max_rows", "tp",
+                                      "rank", "check", "gpu_index"},
+                           .usage = kUsage},
+                          args);
   if (parsed.exit_status) return *parsed.exit_status;
   if (!parsed.positional.empty()) {
     return misuse(absl::StrCat("takes options only, got \"", parsed.positional[0], "\""));
@@ -128,15 +128,8 @@ int decode_command(Args args) {
   o.outputs = absl::GetFlag(FLAGS_outputs);
   o.fork = absl::GetFlag(FLAGS_fork);
   o.gpu_index = absl::GetFlag(FLAGS_gpu_index);
-  if (o.gpu_index && *o.gpu_index < 0) {
-    return misuse(absl::StrCat("--gpu-index ", *o.gpu_index,
-                               ": expected a GPU's index, 0 or more; hint: `monotile devices` "
-                               "lists this machine's GPUs"));
-  }
-  if (o.gpu_index && o.device == "cpu") {
-    return misuse(absl::StrCat("--gpu-index ", *o.gpu_index,
-                               " with --device cpu: expected --device gpu or no --device; hint: "
-                               "the CPU interpreter is one device, leave --gpu-index out"));
+  if (std::optional<std::string> wrong = gpu_index_misuse(o.gpu_index, o.device)) {
+    return misuse(*wrong);
   }
   if (o.fork) {
     if (o.mpi)

@@ -34,6 +34,21 @@ absl::StatusOr<RankGpu> rank_gpu_at(int gpu_index, int local_size, int gpus) {
   return RankGpu{.index = gpu_index, .sharers = local_size};
 }
 
+std::optional<std::string> gpu_index_misuse(std::optional<int> gpu_index,
+                                            const std::optional<std::string>& device) {
+  if (gpu_index && *gpu_index < 0) {
+    return absl::StrCat("--gpu-index ", *gpu_index,
+                        ": expected a GPU's index, 0 or more; hint: `monotile devices` lists this "
+                        "machine's GPUs");
+  }
+  if (gpu_index && device == "cpu") {
+    return absl::StrCat("--gpu-index ", *gpu_index,
+                        " with --device cpu: expected --device gpu or no --device; hint: the CPU "
+                        "interpreter is one device, leave --gpu-index out");
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<PickedDevice> pick_rank_device(const std::optional<std::string>& wanted,
                                               int local_rank, int local_size,
                                               std::optional<int> gpu_index) {
@@ -76,13 +91,6 @@ absl::StatusOr<PickedDevice> pick_rank_device(const std::optional<std::string>& 
   return absl::NotFoundError(
       absl::StrCat(asked, ": no GPU device found (", absl::StrJoin(reasons, "; "),
                    "); hint: --device cpu runs the kernels on the CPU interpreter"));
-}
-
-absl::StatusOr<std::unique_ptr<runtime::Device>> pick_device(
-    const std::optional<std::string>& wanted) {
-  absl::StatusOr<PickedDevice> picked = pick_rank_device(wanted, 0, 1);
-  if (!picked.ok()) return picked.status();
-  return std::move(picked->device);
 }
 
 }  // namespace monotile::tools

@@ -33,6 +33,11 @@ RankGpu rank_gpu(int local_rank, int local_size, int gpus);
 // all, so that the node's local_size ranks share it. InvalidArgument when the node has no GPU N.
 absl::StatusOr<RankGpu> rank_gpu_at(int gpu_index, int local_size, int gpus);
 
+// --gpu-index N's misuse, before any device is looked for: a negative N, or N with --device cpu
+// (`device`); the message (what, expected, hint), or nullopt.
+std::optional<std::string> gpu_index_misuse(std::optional<int> gpu_index,
+                                            const std::optional<std::string>& device);
+
 // The device, and on a GPU which one the rank took and how many GPUs its vendor has here.
 struct PickedDevice {
   std::unique_ptr<runtime::Device> device;
@@ -47,9 +52,5 @@ struct PickedDevice {
 absl::StatusOr<PickedDevice> pick_rank_device(const std::optional<std::string>& wanted,
                                               int local_rank, int local_size,
                                               std::optional<int> gpu_index = std::nullopt);
-
-// One process alone: the first GPU, or the CPU.
-absl::StatusOr<std::unique_ptr<runtime::Device>> pick_device(
-    const std::optional<std::string>& wanted);
 
 }  // namespace monotile::tools

@@ -5,11 +5,9 @@
 // the float64 reference (exit 0 only when every output passes).
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <utility>
@@ -21,7 +19,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "jit/jit.h"
-#include "model/dtype.h"
 #include "runtime/decode/tp_reasons.h"
 #include "runtime/discovery.h"
 #include "support/status_macros.h"
@@ -32,6 +29,7 @@
 #include "tools/layer_check.h"
 #include "tools/layer_io.h"
 #include "tools/layer_launch.h"
+#include "tools/layer_steps.h"
 #include "tools/layer_weights.h"
 #include "tools/shared_flags.h"
 
@@ -49,7 +47,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: monotile layer run --model DIR|NAME [--seed S] --tp T --rank R --layer L --inputs IN.safetensors\n"
-    "                          --out OUT.safetensors [--stage layer|k1] [--device cpu|gpu] [--check]\n"
+    "                          --out OUT.safetensors [--stage layer|k1] [--device cpu|gpu] [--gpu-index N] [--check]\n"
     "       monotile layer inputs --model DIR|NAME --tp T --rank R --layer L --requests N --q Q\n"
     "                          [--state-len SL] [--slots S] [--seed S] [--padded K] [--no-delta] [--dim-first]\n"
     "                          --out IN.safetensors\n"
@@ -57,7 +55,8 @@ constexpr const char* kUsage =
     "          attention output given; --stage k1: K1 alone, also layer 0's) and writes every output and\n"
     "          cache after the step; --check compares them with the float64 reference and exits 1 unless\n"
     "          every output passes. --model NAME (k3, k3-tiny) uses seeded weights (--seed, default 1: the\n"
-    "          values `monotile model tiny --seed S` writes); --device defaults to gpu when one is found\n"
+    "          values `monotile model tiny --seed S` writes); --device defaults to gpu when one is found:\n"
+    "          GPU 0, or GPU N with --gpu-index N\n"
     "  inputs  writes a valid random step: N requests of Q tokens (the last K padded as vLLM pads: slot 0,\n"
     "          query_start_loc repeating the last real end), a conv\n"
     "          state of SL entries (default Q + 2), S cache slots (default N x Q + 3); --seed seeds the values;\n"
@@ -179,49 +178,14 @@ int inputs(Args args) {
     }
   }
   const LayerShape shape = layer_shape(m->config, m->dims, kda, !kda, m->core_width());
-  std::mt19937_64 rng(seed);
-  auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
-  auto normal = [&] { return (uniform() - 0.5) * std::sqrt(12.0); };
-  auto bf16s = [&](int64_t count, double scale) {
-    std::vector<uint16_t> out(static_cast<size_t>(count));
-    for (uint16_t& bits : out) bits = model::bf16_from_double(scale * normal());
-    return out;
-  };
-  LayerStep step;
-  step.requests = requests;
-  step.q = q;
-  step.slots = slots;
-  step.state_len = state_len;
-  step.has_delta = absl::GetFlag(FLAGS_delta);
-  step.dim_first = absl::GetFlag(FLAGS_dim_first);
-  const int64_t tokens = step.tokens();
-  step.prefix = bf16s(tokens * shape.hidden, 1.0);
-  if (!kda) {
-    step.blocks = bf16s(tokens * shape.block_count * shape.hidden, 1.0);
-    step.core = bf16s(tokens * shape.core_width, 1.0);
-    for (int n = 0; n <= requests; ++n) step.query_start_loc.push_back(n * q);
-    if (absl::Status status = write_layer_step(out, step, shape); !status.ok()) return failure(status);
-    std::printf("wrote %s: %s\n", out.c_str(), describe_step(*m, step, false).c_str());
-    return 0;
-  }
-  if (step.has_delta) step.delta = bf16s(tokens * shape.hidden, 0.5);
-  step.blocks = bf16s(tokens * shape.block_count * shape.hidden, 1.0);
-  step.conv_state = bf16s(slots * state_len * shape.channels(), 1.0);
-  step.recurrent_state.resize(static_cast<size_t>(slots * shape.heads * 128 * 128));
-  for (float& value : step.recurrent_state) value = static_cast<float>(0.1 * normal());
-  // Distinct slots for every live token, in a random order; padded requests as vLLM 0.33.0 pads a
-  // FULL graph's replay: NULL_BLOCK_ID 0 in every column, one accepted token, and query_start_loc
-  // the last real end repeated.
-  std::vector<int32_t> free_slots;
-  for (int64_t s = 1; s < slots; ++s) free_slots.push_back(static_cast<int32_t>(s));
-  std::shuffle(free_slots.begin(), free_slots.end(), rng);
-  size_t next = 0;
-  for (int n = 0; n < requests; ++n) {
-    const bool pad = n >= requests - padded;
-    for (int t = 0; t < q; ++t) step.state_indices.push_back(pad ? 0 : free_slots[next++]);
-    step.num_accepted.push_back(pad ? 1 : 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(q)));
-  }
-  for (int n = 0; n <= requests; ++n) step.query_start_loc.push_back(std::min(n, requests - padded) * q);
+  const LayerStep step = random_layer_step(shape, {.requests = requests,
+                                                   .q = q,
+                                                   .state_len = state_len,
+                                                   .slots = slots,
+                                                   .padded = padded,
+                                                   .delta = absl::GetFlag(FLAGS_delta),
+                                                   .dim_first = absl::GetFlag(FLAGS_dim_first),
+                                                   .seed = seed});
   if (absl::Status status = write_layer_step(out, step, shape); !status.ok()) return failure(status);
   std::printf("wrote %s: %s\n", out.c_str(), describe_step(*m, step, false).c_str());
   return 0;
@@ -231,7 +195,7 @@ int inputs(Args args) {
 
 int run(Args args) {
   if (std::optional<int> status = parse("run", args, {"layer", "inputs", "stage"},
-                                        {"model", "seed", "tp", "rank", "out", "device", "check"})) {
+                                        {"model", "seed", "tp", "rank", "out", "device", "check", "gpu_index"})) {
     return *status;
   }
   int tp = 0, rank = 0, layer = 0;
@@ -250,6 +214,8 @@ int run(Args args) {
   if (device_name && *device_name != "cpu" && *device_name != "gpu") {
     return misuse(absl::StrCat("--device \"", *device_name, "\" is not cpu or gpu"));
   }
+  const std::optional<int> gpu_index = absl::GetFlag(FLAGS_gpu_index);
+  if (std::optional<std::string> wrong = gpu_index_misuse(gpu_index, device_name)) return misuse(*wrong);
   const std::string stage_name = absl::GetFlag(FLAGS_stage).value_or("layer");
   if (stage_name != "layer" && stage_name != "k1") {
     return misuse(absl::StrCat("--stage \"", stage_name, "\" is not layer or k1"));
@@ -265,9 +231,10 @@ int run(Args args) {
     // K2's reductions (o_proj's, the latent's, the final one) take this rank's partials alone.
     std::printf("%s\n", runtime::decode::other_ranks_stood_in_note(m->dims.tp, m->dims.rank).c_str());
   }
-  absl::StatusOr<std::unique_ptr<runtime::Device>> device = pick_device(device_name);
+  // One process alone: GPU 0 (local rank 0 of 1), or --gpu-index's, with every compute unit.
+  absl::StatusOr<PickedDevice> device = pick_rank_device(device_name, 0, 1, gpu_index);
   if (!device.ok()) return failure(device.status());
-  absl::StatusOr<LayerRun> result = run_layer(*m, *step, shape, **device);
+  absl::StatusOr<LayerRun> result = run_layer(*m, *step, shape, *device->device);
   if (!result.ok()) return failure(result.status());
   for (const KernelRun& kernel : result->kernels) {
     std::printf("%s ran on %s, %d programs, %.3f s\n", kernel.kernel.c_str(), result->device.c_str(), kernel.programs,

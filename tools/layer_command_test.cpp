@@ -541,6 +541,35 @@ TEST_F(LayerCommandRefuses, AGpuWhereThereIsNone) {
   EXPECT_THAT(result.output, HasSubstr("hint: --device cpu runs the kernels on the CPU interpreter"));
 }
 
+// --gpu-index as `monotile decode` takes it (device_choice.h): refused below 0 and with --device
+// cpu before any work, and past this machine's GPUs (none found where there are none).
+TEST_F(LayerCommandRefuses, AGpuIndexMisused) {
+  const std::string where = absl::StrCat("layer run --model k3-tiny ", kWhere, " --inputs ", path("in.safetensors"),
+                                         " --out ", path("out.safetensors"));
+  CommandResult result = run(absl::StrCat(where, " --gpu-index=-1"));
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile layer: --gpu-index -1: expected a GPU's index, 0 or more; hint: "
+                                       "`monotile devices` lists this machine's GPUs"));
+  result = run(absl::StrCat(where, " --gpu-index 0 --device cpu"));
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("monotile layer: --gpu-index 0 with --device cpu: expected --device gpu or no "
+                                       "--device; hint: the CPU interpreter is one device, leave --gpu-index out"));
+  result = run(absl::StrCat(where, " --gpu-index 99"));
+  EXPECT_EQ(result.status, 1) << result.output;
+  if (result.output.find("no GPU device found") != std::string::npos) {
+    EXPECT_THAT(result.output, HasSubstr("monotile layer: --gpu-index 99: no GPU device found ("));
+    EXPECT_THAT(result.output, HasSubstr("); hint: --device cpu runs the kernels on the CPU interpreter"));
+  } else {
+    EXPECT_THAT(result.output, HasSubstr("monotile layer: --gpu-index 99: expected 0 to "));
+    EXPECT_THAT(result.output, HasSubstr("; hint: `monotile devices` lists them, and without --gpu-index each rank "
+                                         "takes GPU (local rank % GPUs)"));
+  }
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr(" ran on ")));
+  const CommandResult inputs = run("layer inputs --model k3-tiny --gpu-index 0");
+  EXPECT_EQ(inputs.status, 2) << inputs.output;
+  EXPECT_THAT(inputs.output, HasSubstr("monotile layer inputs: unknown option --gpu-index; hint:"));
+}
+
 TEST_F(LayerCommandRefuses, Misuse) {
   EXPECT_EQ(run("layer").status, 2);
   EXPECT_EQ(run("layer run --model k3-tiny --tp 1 --rank 0 --layer 1").status, 2);

@@ -19,3 +19,5 @@ ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt, "the seed of the random w
 ABSL_FLAG(std::optional<std::string>, device, std::nullopt, "cpu or gpu");
 ABSL_FLAG(bool, check, false, "compare with the float64 reference");
 ABSL_FLAG(std::optional<int>, requests, std::nullopt, "requests per step");
+ABSL_FLAG(std::optional<int>, gpu_index, std::nullopt,
+          "every rank of this machine on this GPU instead of GPU (local rank % GPUs)");

@@ -23,3 +23,4 @@ ABSL_DECLARE_FLAG(std::optional<uint64_t>, seed);
 ABSL_DECLARE_FLAG(std::optional<std::string>, device);
 ABSL_DECLARE_FLAG(bool, check);
 ABSL_DECLARE_FLAG(std::optional<int>, requests);
+ABSL_DECLARE_FLAG(std::optional<int>, gpu_index);
