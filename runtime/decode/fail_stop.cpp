@@ -35,8 +35,21 @@ absl::Status FailStop::after_step(Stream& stream, bool capturing) {
   MT_RETURN_IF_ERROR(device_->copy_on_device_async(landing_.address(), failed_word_, 4, stream));
   if (++steps_ % check_every_ != 0) return absl::OkStatus();
 
-  MT_ASSIGN_OR_RETURN(std::vector<std::string> votes,
-                      group_->all_gather(seen_ ? std::string_view("1") : std::string_view("0")));
+  absl::StatusOr<std::vector<std::string>> voted =
+      group_->all_gather(seen_ ? std::string_view("1") : std::string_view("0"));
+  if (!voted.ok()) {
+    // A rank that cannot vote has lost a peer (its process ended) or its group: that peer's
+    // exchanges will never come, so this rank stops here rather than step on with garbage.
+    return absl::AbortedError(absl::StrCat(
+        "the specialized decode stopped at step ", steps_,
+        ": the fail-stop vote over the TP group failed (", voted.status().message(),
+        "), so a TP rank is gone and its exchanges will never come; ",
+        seen_ ? "this rank has given up a wait in a layer kernel already"
+              : "this rank has not seen a wait give up yet, its next exchange would",
+        "; hint: the rank's health records name the wait and the peer; a TP group does not "
+        "outlive a rank, so restart the engine on every rank"));
+  }
+  const std::vector<std::string>& votes = *voted;
   std::vector<int> failed;
   for (size_t r = 0; r < votes.size(); ++r) {
     if (votes[r] != "0") failed.push_back(static_cast<int>(r));

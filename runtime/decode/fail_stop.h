@@ -24,7 +24,9 @@ class FailStop {
   // memory and reads what the copies queued so far have left there (the newest that landed), OR-ed
   // into a sticky `seen`. Every check_every-th call votes over the group; if any rank has seen a
   // failure every rank returns the same Aborted error naming those ranks. While the host captures
-  // a graph (`capturing`), it does nothing and the step is not counted.
+  // a graph (`capturing`), it does nothing and the step is not counted. A vote the group cannot
+  // take (a peer's process ended, so its all_gather fails) returns Aborted on this rank, saying so
+  // and whether this rank saw a wait give up: the ranks left stop instead of waiting for ever.
   absl::Status after_step(Stream& stream, bool capturing = false);
 
   int64_t steps() const { return steps_; }
