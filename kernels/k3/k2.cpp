@@ -76,6 +76,18 @@ void check(const K2Build& b, const SourceLocation& loc) {
   require(b.expert_stages == 0 || (b.expert_stages >= 2 && b.expert_stages <= dsl::kMaxLoadStages), loc, "k2_program",
           "expert_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.expert_stages),
           "0 keeps stage H's register pipeline");
+  {
+    // H's K steps a stage copies must tile the latent's steps (K2's H step: mxfp4_gemv.h's).
+    const int h_steps = static_cast<int>(b.latent / expert_gate_up_step(b.latent, b.gemv_step, b.mxfp4_pairs, b.min_k_steps));
+    const std::string expected =
+        absl::StrCat("1, or 2 to ", kMxfp4MaxStageSteps, " dividing stage H's ", h_steps, " K steps, with expert_stages");
+    const std::string actual = absl::StrCat(b.expert_stage_steps, " with expert_stages ", b.expert_stages);
+    require(b.expert_stage_steps == 1 || (b.expert_stage_steps >= 2 && b.expert_stage_steps <= kMxfp4MaxStageSteps &&
+                                          h_steps % b.expert_stage_steps == 0 && b.expert_stages != 0 && b.mxfp4_pairs &&
+                                          b.mxfp4_words),
+            loc, "k2_program", absl::StrCat("expert_stage_steps out of range: ", actual, ", expected ", expected), expected,
+            actual, "wider copies are for stage H's staged loop: set expert_stages too");
+  }
   require(b.routed_stages == 0 || (b.routed_stages >= 2 && b.routed_stages <= dsl::kMaxLoadStages), loc, "k2_program",
           "routed_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.routed_stages),
           "0 keeps stage I's register pipeline");
@@ -338,6 +350,7 @@ std::string k2_name(const K2Build& b) {
   if (b.routed_chunks != K2Build{}.routed_chunks) absl::StrAppend(&name, "_rc", b.routed_chunks);
   if (b.latent_rows != K2Build{}.latent_rows) absl::StrAppend(&name, "_lr", b.latent_rows);
   if (b.expert_stages != 0) absl::StrAppend(&name, "_es", b.expert_stages);
+  if (b.expert_stage_steps != 1) absl::StrAppend(&name, "_ew", b.expert_stage_steps);
   if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
   if (b.shared_early) absl::StrAppend(&name, "_fe");
   if (b.chunk_handoff) absl::StrAppend(&name, "_ch");
@@ -459,6 +472,7 @@ Program k2_program(const K2Build& given, SourceLocation loc) {
             .latent_rows = build.latent_rows,
             .front_parts = front_parts(build),
             .expert_stages = build.mxfp4_pairs && build.mxfp4_words ? build.expert_stages : 0,
+            .expert_stage_steps = build.expert_stage_steps,
             .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
             .shared_early = build.shared_early,
             .chunk_handoff = build.chunk_handoff,

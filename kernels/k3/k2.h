@@ -141,6 +141,14 @@ struct K2Build {
   // loads x in its own step (expert_x_ahead has no effect). k2_for_target takes 4 on NVIDIA past 8
   // tokens (with routed_stages, below). Other than 0, the name ends "_es{n}".
   int expert_stages = 0;
+  // With expert_stages: stage H's K steps each shared-memory stage copies at once and each loop
+  // iteration decodes (Mxfp4Gemv::stage_steps, 1 to kMxfp4MaxStageSteps). At K3, 2 makes each stage
+  // 128 bytes of a row (a whole line) and 16 KB a program: the stages - 1 stages in flight then hold
+  // twice the weight bytes (32 KB a program at 3 stages, 48 KB at 4) with no register held for them,
+  // and a barrier every 16 KB instead of 8; the dots keep their 128-wide steps. H then asks L2 for
+  // nothing ahead (expert_prefetch_steps is I's alone): its copies run further ahead than that.
+  // Other than 1, the name ends "_ew{n}".
+  int expert_stage_steps = 1;
   // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
   // are read before its loop, so that a step's addresses are known stages - 1 steps ahead; a chunk
   // is then at most kMaxStagedChunk slots. k2_for_target takes 4 on NVIDIA (H100, K3 TP 8: K2 0.9%

@@ -14,8 +14,8 @@
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
 //                 [--exact-decode] [--shift-placement] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
-//                 [--expert-stages N[,N...]] [--routed-stages N[,N...]] [--shared-early]
-//                 [--chunk-handoff] [--together]
+//                 [--expert-stages N[,N...]] [--expert-stage-steps N[,N...]]
+//                 [--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
 // time (us from the earliest program start, over the programs that passed the point), the distinct
@@ -45,6 +45,10 @@
 // (K2Build::latent_rows, a multiple of 16 up to 128).
 // --expert-stages N,...: likewise with stage H's MXFP4 words and x copied through N shared-memory
 // stages (K2Build::expert_stages, 2 to 8) instead of the register pipeline.
+// --expert-stage-steps N,...: likewise with stage H's shared-memory stages each copying N K steps
+// (K2Build::expert_stage_steps: 2 copies 128 bytes of a row a stage, twice the weight bytes in
+// flight of 1), through each of --expert-stages' counts (else the build's, else 4): a row per count
+// and N.
 // --routed-stages N,...: likewise stage I's (K2Build::routed_stages).
 // --shared-early: likewise with stage F between H and I (K2Build::shared_early).
 // --chunk-handoff: likewise with stage I's tasks waiting for their own chunk's H tasks only
@@ -350,7 +354,7 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 struct Variants {
   // --ahead, --stages, --routed-chunks, --latent-rows, --front-parts
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
-      gemv_steps, front_parts, expert_stages, routed_stages;
+      gemv_steps, front_parts, expert_stages, routed_stages, expert_stage_steps;
   bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shift_placement = false,
        shared_early = false, chunk_handoff = false;
   // --together: one more row with every variant above at once (a list's first value)
@@ -394,6 +398,15 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   for (int n : v.latent_rows) with(true, &K2Build::latent_rows, n);
   for (int n : v.front_parts) with(true, &K2Build::front_parts, n);
   for (int n : v.expert_stages) with(true, &K2Build::expert_stages, n);
+  for (int step : v.expert_stage_steps) {
+    std::vector<int> counts = v.expert_stages;
+    if (counts.empty()) counts.push_back(build.expert_stages != 0 ? build.expert_stages : 4);
+    for (int n : counts) {
+      out.push_back(build);
+      out.back().expert_stages = n;
+      out.back().expert_stage_steps = step;
+    }
+  }
   for (int n : v.routed_stages) with(true, &K2Build::routed_stages, n);
   with(v.shared_early, &K2Build::shared_early, true);
   with(v.chunk_handoff, &K2Build::chunk_handoff, true);
@@ -416,6 +429,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::latent_rows);
       take(&K2Build::front_parts);
       take(&K2Build::expert_stages);
+      take(&K2Build::expert_stage_steps);
       take(&K2Build::routed_stages);
       take(&K2Build::shared_early);
       take(&K2Build::chunk_handoff);
@@ -582,6 +596,7 @@ int main(int argc, char** argv) {
       "[--exact-decode] [--shift-placement] [--gemv-step N[,N...]] "
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
+      "[--expert-stage-steps N[,N...]] "
       "[--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
@@ -636,6 +651,11 @@ int main(int argc, char** argv) {
       if (!monotile::kernels::k3::parse_counts("--expert-stages", argv[++i], 2,
                                                monotile::dsl::kMaxLoadStages,
                                                variants.expert_stages))
+        return 2;
+    } else if (std::string(argv[i]) == "--expert-stage-steps" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--expert-stage-steps", argv[++i], 1,
+                                               monotile::kernels::k3::kMxfp4MaxStageSteps,
+                                               variants.expert_stage_steps))
         return 2;
     } else if (std::string(argv[i]) == "--shared-early") {
       variants.shared_early = true;

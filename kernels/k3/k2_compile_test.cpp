@@ -37,6 +37,7 @@ struct K2Shape {
   bool fault = false;  // with the fault hook (K2Build::fault_ns), as a fail-stop test builds it
   bool clock = false;  // the stage_clock build (K2Build::stage_clock), as k2_bench --clock builds it
   int stages = 0;  // K2Build::expert_stages (stage H through shared memory)
+  int stage_steps = 1;  // K2Build::expert_stage_steps (stage H's K steps a stage copies)
   bool exchange = false;  // rank 1 of tp exchanging over the peer buffers (K2Build::tp, PeerExchange)
   bool pdl = false;       // K2Build::dependent_launch, as the executor builds it with dependent launch on
 };
@@ -44,7 +45,8 @@ struct K2Shape {
 std::string shape_name(const K2Shape& s) {
   std::string model = s.model == "k3" ? "k3" : "tiny";
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
-                      s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "", s.exchange ? "_exchange" : "",
+                      s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "",
+                      s.stage_steps != 1 ? absl::StrCat("_w", s.stage_steps) : "", s.exchange ? "_exchange" : "",
                       s.pdl ? "_pdl" : "");
 }
 
@@ -93,6 +95,13 @@ std::vector<K2Shape> shapes() {
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .clock = true});  // K2Gpu's clock case
   // Stage H through 4 shared-memory stages at 8 tokens too, as K2Gpu's staged case.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .stages = 4});
+  // Stage H's stages each copying 2 K steps (128 bytes of a row a copy: 32 KB of weights in flight
+  // a program at 3 stages, 48 KB at 4), k2_bench --expert-stage-steps' builds at 4 and 8 tokens.
+  for (int tokens : {4, 8}) {
+    for (int stages : {3, 4}) {
+      out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .stages = stages, .stage_steps = 2});
+    }
+  }
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});
@@ -129,6 +138,7 @@ TEST_P(K2Compile, FitsTheTarget) {
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for " << arch << ": " << compiler.status();
   K2Build build = k2_for_target(build_of(GetParam().shape), target);
   if (GetParam().shape.stages != 0) build.expert_stages = GetParam().shape.stages;
+  build.expert_stage_steps = GetParam().shape.stage_steps;
   SCOPED_TRACE(k2_name(build));
   absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k2_program(build), target);
   ASSERT_TRUE(made.ok()) << made.status();
@@ -137,19 +147,22 @@ TEST_P(K2Compile, FitsTheTarget) {
   EXPECT_EQ(names, k2_parameters(build));
   if (target.vendor() == dsl::Vendor::kNvidia) {
     // H's and I's loops where staged (each twice: the decode at one multiply a word, and the exact one).
-    auto staged_loops = [&](int stages) {
-      const std::string staged = absl::StrCat("0 dot(s) and 2 load(s) pipelined over ", stages, " stages");
+    // A loop copies each K step's words and x: H's stages copy expert_stage_steps steps.
+    auto staged_loops = [&](std::pair<int, int> stages_loads) {
+      const std::string staged =
+          absl::StrCat("0 dot(s) and ", stages_loads.second, " load(s) pipelined over ", stages_loads.first, " stages");
       int loops = 0;
       for (size_t at = made->build.source.find(staged); at != std::string::npos; at = made->build.source.find(staged, at + 1)) {
         ++loops;
       }
       return loops;
     };
-    std::map<int, int> expected;  // stages -> loops
-    for (int stages : {build.expert_stages, build.routed_stages}) {
-      if (stages != 0) expected[stages] += 2;
+    std::map<std::pair<int, int>, int> expected;  // (stages, loads) -> loops
+    if (build.expert_stages != 0) expected[{build.expert_stages, 2 * build.expert_stage_steps}] += 2;
+    if (build.routed_stages != 0) expected[{build.routed_stages, 2}] += 2;
+    for (auto [stages_loads, loops] : expected) {
+      EXPECT_EQ(staged_loops(stages_loads), loops) << stages_loads.first << " stages, " << stages_loads.second << " loads";
     }
-    for (auto [stages, loops] : expected) EXPECT_EQ(staged_loops(stages), loops) << stages << " stages";
   }
   absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(made->build.request());
   if (!result.ok() && arch == "gfx942" && absl::IsUnimplemented(result.status())) {
@@ -239,6 +252,33 @@ TEST(K2Mxfp4Compile, StagedSm90a) {
     EXPECT_EQ(result->report.spill_stores, 0);
     std::cout << "resources sm_90a staged mxfp4_gemv n " << n << " k " << k << ": registers "
               << result->report.registers << ", shared " << made->build.launch.dynamic_shared_memory << " B\n";
+  }
+}
+// Stages of two K steps (Mxfp4Gemv::stage_steps, K2Build::expert_stage_steps): 20 KB a stage (16 KB
+// of words, 4 KB of x), four staged loads a loop, and each dot still 128 wide with its operands in
+// registers (a dot over the stage's 256 would take them through shared memory), no spills.
+TEST(K2Mxfp4Compile, StagesOfTwoStepsSm90a) {
+  dsl::Target target = *dsl::Target::parse("sm_90a");
+  absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
+  if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
+  for (int stages : {3, 4}) {
+    absl::StatusOr<jit::ProgramBuild> made =
+        jit::make_build(mxfp4_gemv_program(46080, 3584, 4, 8, 128, 2, true, true, 8, false, true, kMxfp4ScaleBias, 0, 0,
+                                           stages, dsl::Mxfp4Placement::kCopies, 2),
+                        target);
+    ASSERT_TRUE(made.ok()) << made.status();
+    const std::string& source = made->build.source;
+    EXPECT_NE(source.find(absl::StrCat("0 dot(s) and 4 load(s) pipelined over ", stages, " stages of 20480 bytes")),
+              std::string::npos);
+    EXPECT_NE(source.find("// dot [128, 128] x [128, 8]"), std::string::npos);
+    EXPECT_EQ(source.find("// dot [128, 256]"), std::string::npos);
+    EXPECT_NE(source.find("A's fragments from its registers and B's"), std::string::npos);
+    absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(made->build.request());
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->report.stack_frame, 0);
+    EXPECT_EQ(result->report.spill_stores, 0);
+    std::cout << "resources sm_90a mxfp4_gemv stages " << stages << " of 2 steps: registers " << result->report.registers
+              << ", shared " << made->build.launch.dynamic_shared_memory << " B\n";
   }
 }
 TEST(K2Mxfp4Compile, Gfx90a) { expect_mxfp4_compiles("gfx90a"); }

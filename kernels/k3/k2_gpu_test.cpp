@@ -34,6 +34,13 @@ std::vector<K2Case> cases() {
   // Stage H's loads staged through shared memory at 8 tokens too (K2Build::expert_stages; NVIDIA's
   // builds stage I's at every width, and H's past 8 tokens).
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4});
+  // Stage H's stages each copying 2 K steps (K2Build::expert_stage_steps: 128 bytes of a row a
+  // copy, 32 and 48 KB of weights in flight a program), k2_bench --expert-stage-steps' builds at 4
+  // and 8 tokens.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .expert_stages = 3,
+                 .expert_stage_steps = 2});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
+                 .expert_stage_steps = 2});
   // Two launches on one scratch, the second checked: the chunk counters of stage I's hand-off
   // (K2Build::chunk_handoff, NVIDIA's default) carry over from one launch to the next.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .launches = 2});

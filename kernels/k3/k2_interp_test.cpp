@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dsl/error.h"
 #include "dsl/printer.h"
 #include "dsl/target.h"
 #include "kernels/k3/k1.h"
@@ -57,6 +58,11 @@ std::vector<K2Case> cases() {
   out.push_back({.layer = 5, .tokens = 16, .programs = 3, .expert_stages = 2, .routed_stages = 3});
   out.push_back({.tokens = 16, .programs = 64, .routed_chunks = 8, .expert_stages = 4, .routed_stages = 4});
   out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 4, .routed_stages = 4});
+  // Stage H's stages each copying 2 K steps (K2Build::expert_stage_steps: k3-tiny's latent of 128 is
+  // 2 steps of 64, so one such stage; K3's test below takes 14), NVIDIA's 8-row build and the 16-row
+  // one.
+  out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2});
+  out.push_back({.layer = 5, .tokens = 16, .programs = 3, .expert_stages = 4, .expert_stage_steps = 2});
   // Stage F between H and I, on fewer programs than its tasks and on more.
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
   out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
@@ -97,6 +103,10 @@ std::vector<K2Case> cases() {
   out.push_back({.tokens = 4, .router = Router::kNan, .target = "gfx90a", .top_k = 12, .experts = 200});
   // K3's TP 8 rank: H 7168 in 28 AttnRes chunks at 4 rows, 112 o_proj tasks from 1536 columns, 896 experts.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts});
+  // The same as NVIDIA builds it, stage H through 3 stages of 2 K steps each (K2Build::
+  // expert_stage_steps: 128 bytes of a row a copy; K2Gpu's and k2_bench --expert-stage-steps' build).
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts,
+                 .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2});
   return out;
 }
 
@@ -143,6 +153,33 @@ TEST(K2Build, TheShiftPlacementChangesTheNameAndTheWordDecodes) {
   std::string plain = dsl::to_text(k2_program(K2Build{})), shifted = dsl::to_text(k2_program(shifts));
   EXPECT_NE(shifted.find("placement=shifts"), std::string::npos);
   EXPECT_EQ(plain.find("placement="), std::string::npos);
+}
+
+TEST(K2Build, WiderStagesChangeTheNameAndNeedTheStages) {
+  K2Build wide;
+  wide.expert_stages = 4;
+  wide.expert_stage_steps = 2;
+  K2Build staged = wide;
+  staged.expert_stage_steps = 1;
+  EXPECT_EQ(k2_name(wide), k2_name(staged) + "_ew2");
+  // Without expert_stages (the register pipeline), or more K steps than a stage takes or than divide
+  // K3's 28: refused, saying what it takes.
+  auto refusal = [](const K2Build& b) -> std::string {
+    try {
+      k2_program(b);
+    } catch (const dsl::Error& e) {
+      return e.what();
+    }
+    return "built";
+  };
+  K2Build unstaged = wide;
+  unstaged.expert_stages = 0;
+  EXPECT_THAT(refusal(unstaged), ::testing::HasSubstr("expert_stage_steps out of range: 2 with expert_stages 0"));
+  EXPECT_THAT(refusal(unstaged), ::testing::HasSubstr("set expert_stages too"));
+  K2Build odd = wide;
+  odd.expert_stage_steps = 3;
+  EXPECT_THAT(refusal(odd), ::testing::HasSubstr("expected 1, or 2 to 4 dividing stage H's 28 K steps, with expert_stages"));
+  EXPECT_EQ(refusal(wide), "built");
 }
 
 TEST(K2Build, TheScoresAfterTheSortChangeTheName) {

@@ -36,6 +36,7 @@ struct K2Case {
   int front_parts = 0;  // K2Build::front_parts; nonzero ends the name "_kp{n}"
   int gemv_step = 0;    // nonzero: K2Build::gemv_step (the name then ends "_s{n}")
   int expert_stages = 0;  // nonzero: K2Build::expert_stages (the name then ends "_es{n}")
+  int expert_stage_steps = 1;  // K2Build::expert_stage_steps (others end the name "_ew{n}")
   int routed_stages = 0;  // nonzero: K2Build::routed_stages (the name then ends "_rs{n}")
   bool shared_early = false;  // K2Build::shared_early (the name then ends "_fe")
   int top_k = 0;  // nonzero: the config's num_experts_per_token (the name then ends "_k{n}")

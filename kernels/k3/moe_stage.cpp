@@ -33,6 +33,10 @@ constexpr int kSumAhead = 4;  // chunk partials the final pass of the routed sum
 
 }  // namespace
 
+int expert_gate_up_step(int64_t latent, int gemv_step, bool pairs, int min_k_steps) {
+  return looped_step(latent, std::min(gemv_step, mxfp4_step_elements(pairs) / (2 * kExpertHalfRows)), min_k_steps);
+}
+
 int front_parts_for(int64_t hidden, int step) {
   constexpr int kMostParts = 3, kLeastSteps = 8;
   return static_cast<int>(std::clamp<int64_t>(hidden / step / kLeastSteps, 1, kMostParts));
@@ -216,8 +220,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       auto pair_rows = (js & 1) * r.expert_rows + first_row + (js >> 1);
       const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x_pairs = r.lat_pairs,
                         .k = r.latent, .tokens = r.tokens, .token_rows = r.token_rows, .rows = 2 * kExpertHalfRows,
-                        .step = looped_step(r.latent, std::min(r.gemv_step, mxfp4_step_elements(r.mxfp4_pairs) / (2 * kExpertHalfRows)),
-                                            r.min_k_steps),
+                        .step = expert_gate_up_step(r.latent, r.gemv_step, r.mxfp4_pairs, r.min_k_steps),
                         .ahead = r.expert_ahead,
                         .x_padded = true,
                         .x_ahead = r.x_ahead && r.expert_stages == 0,
@@ -225,9 +228,13 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .words = words,
                         .scale_bias = r.mxfp4_scale_bias,
                         .placement = r.mxfp4_placement,
-                        .prefetch_steps = r.prefetch_steps,
+                        // Stages of several steps copy (stages - 1) x stage_steps steps ahead,
+                        // past any L2 prefetch a few steps on: those would ask for lines already
+                        // asked for.
+                        .prefetch_steps = r.expert_stage_steps > 1 ? 0 : r.prefetch_steps,
                         .l2_fetch = r.l2_fetch,
-                        .stages = r.expert_stages};
+                        .stages = r.expert_stages,
+                        .stage_steps = r.expert_stage_steps};
       // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
       // true costs no predicate and no zeroed registers a load.
       auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;

@@ -63,6 +63,7 @@ struct MoeRows {
   int latent_rows = 64;     // D's latent rows a task (K2Build::latent_rows)
   int front_parts = 1;      // D's and E's K parts (K2Build::front_parts, resolved)
   int expert_stages = 0;    // H's GEMV through shared memory (K2Build::expert_stages)
+  int expert_stage_steps = 1;  // its K steps a stage copies (K2Build::expert_stage_steps)
   int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
   bool shared_early = false;  // F between H and I (K2Build::shared_early)
   // I's tasks wait for their own chunk's H tasks, not for all of H (K2Build::chunk_handoff): the
@@ -117,6 +118,11 @@ inline constexpr int kMaxStagedChunk = 16;
 // K3 TP 8's 56 latent and 24 shared row blocks, whole, kept 80 programs busy 40 us while the other
 // 44 waited for them; in thirds they are 240 tasks of 9 or 10 steps, at most two a program on 124.
 int front_parts_for(int64_t hidden, int step);
+
+// Stage H's K step over the latent (its gate and up rows' MXFP4 GEMV): the widest up to gemv_step
+// whose decoded tile fits a task's registers (mxfp4_step_elements), halved until the loop runs
+// min_k_steps times (looped_step). 128 at K3.
+int expert_gate_up_step(int64_t latent, int gemv_step, bool pairs, int min_k_steps);
 
 // Row blocks D and E hand in (their counters in MoeRows::block_counters): LAT / latent_rows, then
 // SI / 32.

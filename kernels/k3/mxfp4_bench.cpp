@@ -10,7 +10,10 @@
 // Each launch follows a 256 MiB read (cold L2, clean lines, as a decode step leaves it; l2_flush.h;
 // --flush write: a memset, dirty lines, this benchmark's flush before). Without a GPU it says why
 // and exits 0.
-// usage: mxfp4_bench [--iterations N] [--flush read|write]
+// --stage-steps N: first, K2's staged w13 (4 and 8 tokens) at 3, 4 and 5 stages, each stage copying
+// N K steps (Mxfp4Gemv::stage_steps: 2 copies 128 bytes of a row a stage, a whole line, and twice
+// the weight bytes in flight of 1), each beside the same stages copying one step.
+// usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N]
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +53,7 @@ struct Shape {
   int stages = 0;  // Mxfp4Gemv::stages: words and x through shared memory, stages - 1 steps ahead
   // With words, Mxfp4Gemv::placement: K2's two-copy multiply, or the two shifts a word before it.
   dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies;
+  int stage_steps = 1;  // Mxfp4Gemv::stage_steps: K steps each shared-memory stage copies
 };
 
 // The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
@@ -76,7 +80,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
       jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
                                          s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words,
                                          s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps,
-                                         s.l2_fetch, s.stages, s.placement),
+                                         s.l2_fetch, s.stages, s.placement, s.stage_steps),
                       device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -121,7 +125,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   return summarize(times);
 }
 
-int run(int iterations, L2Flush flush) {
+int run(int iterations, L2Flush flush, int stage_steps) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -144,18 +148,30 @@ int run(int iterations, L2Flush flush) {
       "%d; %s\n",
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations, l2_flush_description(flush).c_str());
-  std::printf("%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %8s %9s %9s %9s %6s\n",
-              "shape", "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad",
-              "rows", "xahead", "pf", "l2f", "st", "MB", "median us", "best us", "floor us",
-              "ratio");
+  std::printf(
+      "%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %3s %8s %9s %9s %9s %6s\n",
+      "shape", "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad", "rows",
+      "xahead", "pf", "l2f", "st", "ss", "MB", "median us", "best us", "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   // The words and x staged through shared memory (Mxfp4Gemv::stages): K2's w13 and w2 at 4 tokens.
   auto staged = [&](const char* name, int64_t n, int64_t k, int tokens, int rows, int stages,
-                    int programs) {
-    return Shape{name, n,     k,    tokens,          128, programs, 8,     2, true, true,
-                 rows, false, true, kMxfp4ScaleBias, 0,   0,        stages};
+                    int programs, int stage_steps = 1) {
+    Shape s{name, n,     k,    tokens,          128, programs, 8,     2, true, true,
+            rows, false, true, kMxfp4ScaleBias, 0,   0,        stages};
+    s.stage_steps = stage_steps;
+    return s;
   };
-  const std::vector<Shape> shapes = {
+  // --stage-steps' rows: each count of stages copying one K step, then the steps asked for.
+  std::vector<Shape> shapes;
+  if (stage_steps != 1) {
+    for (int tokens : {4, 8}) {
+      for (int stages : {3, 4, 5}) {
+        shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1));
+        shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1, stage_steps));
+      }
+    }
+  }
+  const std::vector<Shape> table = {
       staged("w13", w13_rows, 3584, 4, 8, 3, 1),
       staged("w13", w13_rows, 3584, 4, 8, 4, 1),
       staged("w13", w13_rows, 3584, 4, 8, 6, 1),
@@ -209,6 +225,7 @@ int run(int iterations, L2Flush flush) {
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true},
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true, true, kMxfp4ScaleBias, 4},
   };
+  shapes.insert(shapes.end(), table.begin(), table.end());
   int status = 0;
   for (const Shape& s : shapes) {
     absl::StatusOr<Timing> timing = time_gemv(device, *stream, s, iterations, flush);
@@ -222,12 +239,14 @@ int run(int iterations, L2Flush flush) {
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
     std::printf(
-        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %3d %8.2f %9.2f %9.2f %9.2f "
+        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %3d %3d %8.2f %9.2f %9.2f "
+        "%9.2f "
         "%6.3f\n",
         s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
         device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead, decode_name(s),
         s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no", s.prefetch_steps,
-        s.l2_fetch, s.stages, bytes / 1e6, us, timing->best_ms * 1e3, floor_us, us / floor_us);
+        s.l2_fetch, s.stages, s.stage_steps, bytes / 1e6, us, timing->best_ms * 1e3, floor_us,
+        us / floor_us);
   }
   return status;
 }
@@ -239,6 +258,7 @@ int main(int argc, char** argv) {
   // A row at a time: a run cut short by a time limit keeps the rows it printed.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 20;
+  int stage_steps = 1;
   monotile::kernels::k3::L2Flush flush = monotile::kernels::k3::L2Flush::kRead;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
@@ -248,10 +268,21 @@ int main(int argc, char** argv) {
           monotile::kernels::k3::parse_flush_option("mxfp4_bench", argv[++i]);
       if (!mode) return 2;
       flush = *mode;
+    } else if (std::string(argv[i]) == "--stage-steps" && i + 1 < argc) {
+      stage_steps = std::atoi(argv[++i]);
+      // K steps a stage copies over K2's w13 (K 3584: 28 steps of 128).
+      if (stage_steps != 1 && stage_steps != 2 && stage_steps != 4) {
+        std::fprintf(
+            stderr,
+            "mxfp4_bench: --stage-steps %s: expected 1, 2 or 4 (dividing w13's 28 K steps)\n",
+            argv[i]);
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: mxfp4_bench [--iterations N] [--flush read|write]\n");
+      std::fprintf(stderr,
+                   "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(iterations, flush);
+  return monotile::kernels::k3::run(iterations, flush, stage_steps);
 }

@@ -156,6 +156,10 @@ void check_shape(const Mxfp4Gemv& g) {
            "Mxfp4Gemv::prefetch_steps is at least 0, with steps of at most 128 bytes a row");
   MT_CHECK(g.stages == 0 || (g.stages >= 2 && g.stages <= kMaxLoadStages && g.words && !g.x_ahead),
            "Mxfp4Gemv::stages is 0, or 2 to 8 with words and without x_ahead");
+  MT_CHECK(g.stage_steps == 1 ||
+               (g.stages != 0 && g.stage_steps >= 2 && g.stage_steps <= kMxfp4MaxStageSteps &&
+                g.k / g.step % g.stage_steps == 0),
+           "Mxfp4Gemv::stage_steps is 1, or 2 to 4 dividing the K steps, with stages");
 }
 
 // `loop(bias)`'s result (a GEMV's f32 sums [g.rows, g.token_rows]) at g.scale_bias, multiplied
@@ -185,6 +189,31 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
   // last step the loads repeat the last step (an L2 hit, where a mask would be a branch).
   auto zero = zeros({g.rows, g.token_rows}, f32);
+  if (g.stages > 0 && g.stage_steps > 1) {
+    // Each iteration's stage_steps steps of words and x come from shared memory, copied together
+    // stages - 1 iterations before; its dots go into two accumulators by turns.
+    const int sub = g.stage_steps;
+    auto staged = [&](int bias) {
+      auto [low, high] = range(
+          0, static_cast<int>(steps) / sub, 1, zero, zero, [&](Value i, Value low, Value high) {
+            std::array<Value, 2> acc{low, high};
+            for (int s = 0; s < sub; ++s) {
+              auto step = i * sub + s;
+              auto byte0 = step * static_cast<int>(step_bytes);
+              Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
+              if (g.prefetch_steps > 0) {
+                prefetch_step(g, rows, row_ok,
+                              minimum(step + g.prefetch_steps, static_cast<int>(steps - 1)) *
+                                  static_cast<int>(step_bytes));
+              }
+              acc = accumulate_step(g, g.x_pairs, byte0, acc, p, s % 2, bias);
+            }
+            return acc;
+          });
+      return low + high;
+    };
+    return trans(with_scale_bias(g, staged));
+  }
   if (g.stages > 0) {
     // Each step's words and x come from shared memory, copied stages - 1 steps before.
     auto staged = [&](int bias) {
@@ -231,6 +260,7 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
                      const std::function<Mxfp4Segment(const Value&)>& segment,
                      const std::function<Value(const Value&)>& coef) {
   check_shape(g);
+  MT_CHECK(g.stage_steps == 1, "mxfp4_gemv_sum takes Mxfp4Gemv::stage_steps 1");
   const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
   // Step i of the whole sum: segment i / steps at packed byte (i % steps) * step_bytes. Past the
   // last step (the loads ahead of the end): the last step again.
@@ -310,13 +340,14 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
                            bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words,
                            int scale_bias, int prefetch_steps, int l2_fetch, int stages,
-                           Mxfp4Placement placement) {
+                           Mxfp4Placement placement, int stage_steps) {
   Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
                          x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
                          scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
                          prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
                          l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : "",
                          stages != 0 ? absl::StrCat("_st", stages) : "",
+                         stage_steps != 1 ? absl::StrCat("_ss", stage_steps) : "",
                          placement == Mxfp4Placement::kShifts ? "_ps" : ""),
             {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
@@ -335,7 +366,8 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .placement = placement,
               .prefetch_steps = prefetch_steps,
               .l2_fetch = l2_fetch,
-              .stages = stages};
+              .stages = stages,
+              .stage_steps = stage_steps};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

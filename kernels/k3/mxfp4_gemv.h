@@ -85,7 +85,18 @@ struct Mxfp4Gemv {
   // segment number and values defined before the loop (a staged load's address may not come from
   // memory read inside it).
   int stages = 0;
+  // With stages, in mxfp4_gemv_rows: K steps each shared-memory stage copies at once and each loop
+  // iteration decodes, one dot a step into two accumulators by turns (1 to kMxfp4MaxStageSteps,
+  // dividing k / step). A stage then holds stage_steps x step / 2 bytes of each row (2 at a step of
+  // 128: 128 bytes, a whole line), so the stages - 1 stages in flight hold that many times the
+  // weight bytes, with no register held for them and a barrier a stage, while each dot keeps the
+  // step whose decoded operand stays in registers (a dot over a wider step takes its operands
+  // through shared memory). mxfp4_gemv_sum takes 1.
+  int stage_steps = 1;
 };
+
+// The most K steps a shared-memory stage of a GEMV copies at once (Mxfp4Gemv::stage_steps).
+inline constexpr int kMxfp4MaxStageSteps = 4;
 
 // Mxfp4Gemv::scale_bias for the K3 kernels: one multiply for scales up to 2^33 (real checkpoints
 // stay far below), the exact decode's sums but for terms under 2^-94.
@@ -180,13 +191,14 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // number of programs.
 // With words, x holds each run of 8 in mxfp4_x_position's order; scale_bias as Mxfp4Gemv's (the
 // name then ends "_sb{-scale_bias}").
-// prefetch_steps, l2_fetch and stages as Mxfp4Gemv's (the name then ends "_pf{n}", "_l2f{bytes}",
-// "_st{n}"); placement likewise ("_ps" for kShifts).
+// prefetch_steps, l2_fetch, stages and stage_steps as Mxfp4Gemv's (the name then ends "_pf{n}",
+// "_l2f{bytes}", "_st{n}", "_ss{n}"); placement likewise ("_ps" for kShifts).
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
                                 int token_rows = kMxfp4Tokens, bool x_ahead = false,
                                 bool words = false, int scale_bias = 0, int prefetch_steps = 0,
                                 int l2_fetch = 0, int stages = 0,
-                                dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies);
+                                dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies,
+                                int stage_steps = 1);
 
 }  // namespace monotile::kernels::k3

@@ -87,7 +87,7 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
                                   int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false,
                                   int scale_bias = 0, int large_code = 200, int prefetch_steps = 0,
-                                  int stages = 0) {
+                                  int stages = 0, int stage_steps = 1) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -109,7 +109,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
 
   const std::vector<float> out = run(
       mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words, scale_bias,
-                         prefetch_steps, 0, stages),
+                         prefetch_steps, 0, stages, dsl::Mxfp4Placement::kCopies, stage_steps),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -201,6 +201,16 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceWithStagedLoads) {
   expect_matches_the_reference(GetParam(), 128, 2, true, false, kMxfp4Tokens, false, true, 0, 200, 0, 3);
   expect_matches_the_reference(GetParam(), 64, 2, true, true, rows, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 2, 4);
   expect_matches_the_reference(GetParam(), 512, 2, true, true, rows, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 0, 2);
+}
+
+// Each stage copying several K steps (Mxfp4Gemv::stage_steps; K2Build::expert_stage_steps): 2 steps
+// of 128 (K2's: 128 bytes of a row a stage) at 3 stages, 4 of 64 at 4 stages with L2 asked 2 steps
+// on, 2 of 32 at 2 stages; x masked or padded, 8 or 16 token rows, both decodes.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceWithStagesOfSeveralSteps) {
+  const int rows = GetParam() <= 8 ? 8 : kMxfp4Tokens;
+  expect_matches_the_reference(GetParam(), 128, 2, true, true, rows, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 0, 3, 2);
+  expect_matches_the_reference(GetParam(), 64, 2, true, true, rows, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 2, 4, 4);
+  expect_matches_the_reference(GetParam(), 32, 2, true, false, kMxfp4Tokens, false, true, 0, 200, 0, 2, 2);
 }
 
 TEST_P(Mxfp4Gemv, ATaskWithALargerCodeTakesTheExactDecode) {
