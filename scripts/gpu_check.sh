@@ -22,6 +22,7 @@ BENCHMARKS=(
   "kernels/k3/k2_bench --clock --iterations 10 --prefetch-steps 0,4 --l2-fetch 256 --routed-chunks 16 --stages 4,2 --front-parts 1 --expert-stages 4 --routed-stages 8 --shared-early"
   "kernels/k3/mxfp4_bench"
   "runtime/decode/exchange_bench"
+  "tools/layer_tp_bench --experts 128"
   "tools/monotile decode --device gpu --check"
   "tools/monotile decode --model k3 --tp 8 --rank 0 --graph --steps 3 --q 4 --device gpu"
   "tools/monotile decode --fork --graph --steps 3 --device gpu"

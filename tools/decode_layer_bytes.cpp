@@ -14,7 +14,9 @@ LayerBytes layer_bytes(const model::ModelConfig& config, const model::LayerPlan&
   const double experts = config.num_experts;
   // Each row chooses top_k distinct experts: an expert escapes a row with probability 1 - k/E.
   const double chosen =
-      experts > 0 ? experts * (1 - std::pow(1 - config.num_experts_per_token / experts, rows)) : 0;
+      step.chosen_experts >= 0 ? step.chosen_experts
+      : experts > 0 ? experts * (1 - std::pow(1 - config.num_experts_per_token / experts, rows))
+                    : 0;
   for (const model::RankTensor& t : layer.tensors) {
     const double all = static_cast<double>(t.nbytes());
     // The routed experts' tensors lead with the expert index.

@@ -41,6 +41,15 @@ TEST_F(LayerBytesTest, OneRowReadsItsTopKExperts) {
               1.0);
 }
 
+// A benchmark that knows its route counts the experts it chose instead of the expectation.
+TEST_F(LayerBytesTest, TheExpertsChosenWhereKnown) {
+  const auto [routed, other] = split(1);
+  const LayerBytes bytes =
+      layer_bytes(config_, plan_.layers[1], dims_,
+                  {.requests = 2, .q = 4, .conv_state_len = 6, .chosen_experts = 100});
+  EXPECT_NEAR(bytes.weights, other + routed * 100 / config_.num_experts, 1.0);
+}
+
 TEST_F(LayerBytesTest, ManyRowsApproachEveryExpert) {
   const auto [routed, other] = split(3);
   const LayerBytes few =

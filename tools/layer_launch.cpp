@@ -110,6 +110,35 @@ struct LayerLaunch::K2Part {
   size_t rows = 0, routes = 0;
 };
 
+absl::StatusOr<LayerBuilds> layer_builds(const LayerModel& m, const LayerStep& step,
+                                         const LayerShape& shape, const dsl::Target& target,
+                                         bool interpreted, bool exchanging) {
+  LayerBuilds b;
+  if (shape.attention) {
+    MT_ASSIGN_OR_RETURN(
+        kernels::k3::K1Build k1,
+        kernels::k3::k1_build(m.config, m.layer, m.dims.kda_heads,
+                              static_cast<int>(m.dims.in_proj_rows), step.tokens(), step.q,
+                              static_cast<int>(step.state_len), step.has_delta));
+    b.k1 = kernels::k3::k1_for_target(k1, target);
+    if (interpreted) b.k1->wait_ns = kInterpreterWaitNs;
+  }
+  if (shape.ffn) {
+    MT_ASSIGN_OR_RETURN(
+        kernels::k3::K2Build k2,
+        kernels::k3::k2_build(m.config, m.dims, m.layer, static_cast<int>(shape.core_width),
+                              static_cast<int>(step.tokens())));
+    b.k2 = kernels::k3::k2_for_target(k2, target);
+    if (interpreted) b.k2->wait_ns = kInterpreterWaitNs;
+    if (exchanging) {
+      // K2's three reductions over the group's peer buffers (kernels/k3/peer_exchange.h).
+      b.k2->tp = m.dims.tp;
+      b.k2->rank = m.dims.rank;
+    }
+  }
+  return b;
+}
+
 LayerLaunch::~LayerLaunch() = default;
 
 absl::StatusOr<std::unique_ptr<LayerLaunch>> LayerLaunch::create(
@@ -137,18 +166,15 @@ absl::StatusOr<std::unique_ptr<LayerLaunch>> LayerLaunch::create(
     MT_ASSIGN_OR_RETURN(t.core, t.upload(step.core));
   }
   jit::Jit& jit = jit::Jit::process_default();
+  MT_ASSIGN_OR_RETURN(LayerBuilds builds, layer_builds(m, step, shape, device.info().target,
+                                                       on_cpu(device), !options.peers.empty()));
 
   if (shape.attention) {
     l->k1_ = std::make_unique<K1Part>();
     K1Part& p = *l->k1_;
-    MT_ASSIGN_OR_RETURN(
-        p.build, kernels::k3::k1_build(m.config, m.layer, m.dims.kda_heads,
-                                       static_cast<int>(m.dims.in_proj_rows), step.tokens(), step.q,
-                                       static_cast<int>(step.state_len), step.has_delta));
+    p.build = *builds.k1;
     const int programs = options.programs > 0 ? std::max(options.programs, p.build.tokens)
                                               : runtime::k1_programs(device.info(), p.build);
-    p.build = kernels::k3::k1_for_target(p.build, device.info().target);
-    if (on_cpu(device)) p.build.wait_ns = kInterpreterWaitNs;
     runtime::K1Tensors& k = p.tensors;
     k.prefix = t.prefix;
     if (step.has_delta) {
@@ -190,18 +216,9 @@ absl::StatusOr<std::unique_ptr<LayerLaunch>> LayerLaunch::create(
   if (shape.ffn) {
     l->k2_ = std::make_unique<K2Part>();
     K2Part& p = *l->k2_;
-    MT_ASSIGN_OR_RETURN(p.build, kernels::k3::k2_build(m.config, m.dims, m.layer,
-                                                       static_cast<int>(shape.core_width),
-                                                       static_cast<int>(tokens)));
+    p.build = *builds.k2;
     const int programs =
         options.programs > 0 ? options.programs : runtime::k2_programs(device.info(), p.build);
-    p.build = kernels::k3::k2_for_target(p.build, device.info().target);
-    if (on_cpu(device)) p.build.wait_ns = kInterpreterWaitNs;
-    if (!options.peers.empty()) {
-      // K2's three reductions over the group's peer buffers (kernels/k3/peer_exchange.h).
-      p.build.tp = m.dims.tp;
-      p.build.rank = m.dims.rank;
-    }
     runtime::K2Tensors& k = p.tensors;
     k.core = t.core;
     k.prefix = t.prefix;

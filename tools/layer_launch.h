@@ -15,6 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dsl/target.h"
+#include "kernels/k3/k1.h"
+#include "kernels/k3/k2.h"
 #include "runtime/device.h"
 #include "runtime/k1_launch.h"
 #include "runtime/k2_launch.h"
@@ -45,6 +48,18 @@ struct LayerLaunchOptions {
   // them. Empty: the rank alone, its reductions its own partials (the others stood in by zero).
   std::vector<runtime::DevicePtr> peers;
 };
+
+// The builds LayerLaunch::create launches for the model's stage on a device of `target`
+// (`interpreted`: the CPU device, its waits bounded by minutes), K2 exchanging across the model's
+// TP group when `exchanging`; a layer's kernel it does not run is absent. Refused as k1_build and
+// k2_build refuse the shapes.
+struct LayerBuilds {
+  std::optional<kernels::k3::K1Build> k1;
+  std::optional<kernels::k3::K2Build> k2;
+};
+absl::StatusOr<LayerBuilds> layer_builds(const LayerModel& model, const LayerStep& step,
+                                         const LayerShape& shape, const dsl::Target& target,
+                                         bool interpreted, bool exchanging);
 
 class LayerLaunch {
  public:

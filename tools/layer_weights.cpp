@@ -38,7 +38,7 @@ std::string layer_list(const model::ModelConfig& c, bool (model::ModelConfig::*k
 }  // namespace
 
 absl::StatusOr<LayerModel> open_layer_model(const std::string& name, std::optional<uint64_t> seed, int tp, int rank,
-                                            int layer, LayerStage stage) {
+                                            int layer, LayerStage stage, std::optional<int> experts) {
   LayerModel out;
   const bool folder = model::embedded_config_json(name).empty();
   if (folder && seed) {
@@ -52,6 +52,18 @@ absl::StatusOr<LayerModel> open_layer_model(const std::string& name, std::option
                                             absl::StrJoin(names, ", "), ") nor a checkpoint folder"));
   }
   MT_ASSIGN_OR_RETURN(out.config, model::load_config(name));
+  if (experts) {
+    const int all = out.config.num_experts, top_k = out.config.num_experts_per_token;
+    if (folder) {
+      return absl::InvalidArgumentError(absl::StrCat("--experts applies to an embedded config (k3, k3-tiny), not to the "
+                                                     "folder \"", name, "\"; hint: a checkpoint has its own experts"));
+    }
+    if (*experts < top_k || *experts > all) {
+      return absl::InvalidArgumentError(absl::StrCat("--experts ", *experts, ": expected ", top_k, " to ", all, " (",
+                                                     name, " routes each row to ", top_k, " of its ", all, " experts)"));
+    }
+    out.config.num_experts = *experts;
+  }
   if (tp < 1 || rank < 0 || rank >= tp) {
     return absl::InvalidArgumentError(absl::StrCat("--rank ", rank, " with --tp ", tp, ": expected 0 <= rank < tp"));
   }
@@ -87,6 +99,7 @@ absl::StatusOr<LayerModel> open_layer_model(const std::string& name, std::option
     MT_ASSIGN_OR_RETURN(std::unique_ptr<model::SeededWeights> weights, model::SeededWeights::create(c, seed.value_or(1)));
     out.source = std::move(weights);
     out.weights = absl::StrCat("seeded weights of ", name, " (seed ", seed.value_or(1), ")");
+    if (experts) absl::StrAppend(&out.weights, ", its first ", *experts, " routed experts");
   }
   return out;
 }

@@ -42,9 +42,12 @@ struct LayerModel {
 // to a name only (default 1). Refused with the reason: an unknown name or unreadable folder, a seed
 // given with a folder, a rank outside 0..tp-1, a layer outside the model; for `stage` k1 an MLA
 // layer, for the whole layer a layer without the latent MoE (layer 0's dense MLP: K2 does not
-// serve it).
+// serve it). `experts` (an embedded config only) keeps the config's first `experts` routed experts,
+// num_experts_per_token..num_experts, so that a benchmark makes fewer seeded MXFP4 bytes; the
+// weights the model keeps are the full model's, as each element is a function of its index.
 absl::StatusOr<LayerModel> open_layer_model(const std::string& model, std::optional<uint64_t> seed, int tp, int rank,
-                                            int layer, LayerStage stage);
+                                            int layer, LayerStage stage,
+                                            std::optional<int> experts = std::nullopt);
 
 // One per-rank tensor's bytes as the kernels read it (the plan's dtype); refused naming the tensor.
 absl::StatusOr<std::vector<uint8_t>> load_tensor(const LayerModel& model, const std::string& name);
