@@ -16,12 +16,12 @@
 // and TP 2's outputs (each rank's caches and core against TP 1's slices) are within a bound of TP
 // 1's; otherwise it prints what differs and exits 1 without the times.
 // Two processes on one GPU without NVIDIA MPS are time-sliced, never concurrent: the output says
-// whether an MPS control daemon serves the GPU (mps_status.h), and without one prints a WARNING
-// that the TP 2 times include context switches and that the difference is not the exchanges' cost.
-// Without a GPU it says why and exits 0; --cpu runs it on the CPU interpreter (the ranks two
-// processes there too, their peer buffers shared memory), a check of the benchmark itself whose
-// times are not a GPU's.
-// usage: layer_tp_bench [--cpu] [--model k3|k3-tiny] [--kda-layer L] [--ffn-layer L]
+// whether an MPS control daemon serves the GPU (runtime/decode/mps_status.h), and without one
+// prints a WARNING that the TP 2 times include context switches and that the difference is not the
+// exchanges' cost. Without a GPU it says why and exits 0; --cpu runs it on the CPU interpreter (the
+// ranks two processes there too, their peer buffers shared memory), a check of the benchmark itself
+// whose times are not a GPU's. usage: layer_tp_bench [--cpu] [--model k3|k3-tiny] [--kda-layer L]
+// [--ffn-layer L]
 //                       [--requests N] [--q Q] [--iterations N] [--seed S] [--experts N]
 //                       [--flush read|write] [--ranks-alone]
 // --ranks-alone: a check of the checks: each TP 2 rank's K2 reduces its own partials alone (the
@@ -49,6 +49,7 @@
 #include "kernels/k3/l2_flush.h"
 #include "kernels/k3/peer_exchange.h"
 #include "model/dtype.h"
+#include "runtime/decode/mps_status.h"
 #include "runtime/decode/peer_buffer.h"
 #include "runtime/decode/socket_pair_group.h"
 #include "runtime/discovery.h"
@@ -58,7 +59,6 @@
 #include "tools/layer_launch.h"
 #include "tools/layer_steps.h"
 #include "tools/layer_weights.h"
-#include "tools/mps_status.h"
 
 namespace monotile::tools {
 namespace {
@@ -545,9 +545,9 @@ std::string run_rank(Group& group, const Options& o) {
       kernels::k3::L2Flusher::create(*device, o.cpu ? kernels::k3::L2Flush::kNone : o.flush);
   if (!flusher.ok()) return std::string(flusher.status().message());
   const bool lead = group.rank() == 0;
-  MpsStatus mps;
+  runtime::decode::MpsStatus mps;
   if (lead) {
-    mps = mps_status();
+    mps = runtime::decode::mps_status();
     std::printf(
         "layer_tp_bench: %s, %d requests x q %d (%d rows), on %s (%d compute units): each layer at "
         "TP 2 (2 processes, %d programs each) and at TP 1 (%d programs: the same half of the "
@@ -560,7 +560,7 @@ std::string run_rank(Group& group, const Options& o) {
           "the CPU interpreter: the ranks are processes on the CPU; a check of the "
           "benchmark, not a GPU's times\n");
     } else {
-      std::fputs(mps_report(mps).c_str(), stdout);
+      std::fputs(runtime::decode::mps_report(mps).c_str(), stdout);
     }
     std::fflush(stdout);
   }

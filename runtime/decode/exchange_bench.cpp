@@ -7,7 +7,8 @@
 // barrier through the group), and the copy floor measured in the same run: a device copy of the
 // rank's partial rows into the other rank's buffer (events), and the 1 GiB copy's bandwidth.
 // Medians over --iterations. The ranks' reduced rows must agree bit for bit. Two processes on one
-// GPU without MPS are time-sliced by the driver: the times then include the slices. Without a GPU
+// GPU without MPS are time-sliced by the driver: the times then include the slices, and the output
+// says whether an MPS control daemon serves the GPU (a WARNING line without one). Without a GPU
 // it says why and exits 0; --cpu runs it on the CPU interpreter instead (two processes there too,
 // their peer buffers shared memory), a check of the benchmark itself whose times are not a GPU's.
 // usage: exchange_bench [--iterations N] [--tokens 4,8,16] [--hidden H] [--cpu]
@@ -27,6 +28,7 @@
 #include "kernels/k3/bench_timing.h"
 #include "model/dtype.h"
 #include "runtime/decode/exchange_probe_rank.h"
+#include "runtime/decode/mps_status.h"
 #include "runtime/decode/socket_pair_group.h"
 #include "runtime/discovery.h"
 #include "support/status_macros.h"
@@ -172,6 +174,8 @@ std::string run_rank(Group& group, const Options& o, std::string* report) {
       "exchange_bench: K2's reduction across 2 ranks alone (the exchange probe), 2 processes on "
       "%s, %d programs each, [T, %d] bf16, medians of %d\n",
       describe(gpu->info()), programs, o.hidden, o.iterations);
+  // Whether the two processes ran at once (mps_status.h): without MPS a WARNING line.
+  if (!o.cpu) absl::StrAppend(&r, mps_report(mps_status()));
   absl::StrAppendFormat(&r, "copy: 1 GiB device copy %.1f GB/s (read + write)\n", bandwidth / 1e9);
   absl::StrAppendFormat(&r, "%4s %10s %12s %14s %12s %12s %12s\n", "T", "bytes", "pushed",
                         "exchange us", "launch us", "copy us", "floor us");

@@ -1,5 +1,5 @@
 // mps_status: the control pipe found or not in CUDA_MPS_PIPE_DIRECTORY, and the warning without it.
-#include "tools/mps_status.h"
+#include "runtime/decode/mps_status.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace monotile::tools {
+namespace monotile::runtime::decode {
 namespace {
 
 namespace fs = std::filesystem;
@@ -32,9 +32,9 @@ TEST(MpsStatus, TheControlPipeInThePipeDirectoryMeansADaemon) {
   EXPECT_THAT(warning, StartsWith("WARNING: no MPS control daemon (CUDA_MPS_PIPE_DIRECTORY="));
   EXPECT_THAT(warning,
               HasSubstr("two processes on one GPU are time-sliced by the driver, never "
-                        "concurrent, so the TP 2 times below include context switches and "
-                        "their difference from TP 1 is NOT the exchanges' cost; hint: start "
-                        "MPS (nvidia-cuda-mps-control -d) and run again"));
+                        "concurrent, so the two-process times below include context switches "
+                        "and do NOT measure the exchanges; hint: start MPS "
+                        "(nvidia-cuda-mps-control -d) and run again"));
   std::ofstream(dir / "control") << "";
   const MpsStatus with = mps_status();
   EXPECT_TRUE(with.daemon);
@@ -48,4 +48,4 @@ TEST(MpsStatus, TheControlPipeInThePipeDirectoryMeansADaemon) {
 }
 
 }  // namespace
-}  // namespace monotile::tools
+}  // namespace monotile::runtime::decode

@@ -1,5 +1,5 @@
 // Whether an MPS control daemon serves this machine's GPUs; see mps_status.h.
-#include "tools/mps_status.h"
+#include "runtime/decode/mps_status.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace monotile::tools {
+namespace monotile::runtime::decode {
 
 MpsStatus mps_status() {
   MpsStatus s;
@@ -30,9 +30,9 @@ std::string mps_report(const MpsStatus& status) {
   }
   return absl::StrCat(
       "WARNING: no MPS control daemon (", status.why,
-      "): two processes on one GPU are time-sliced by the driver, never concurrent, so the TP 2 "
-      "times below include context switches and their difference from TP 1 is NOT the exchanges' "
-      "cost; hint: start MPS (nvidia-cuda-mps-control -d) and run again\n");
+      "): two processes on one GPU are time-sliced by the driver, never concurrent, so the "
+      "two-process times below include context switches and do NOT measure the exchanges; hint: "
+      "start MPS (nvidia-cuda-mps-control -d) and run again\n");
 }
 
-}  // namespace monotile::tools
+}  // namespace monotile::runtime::decode

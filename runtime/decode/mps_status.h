@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace monotile::tools {
+namespace monotile::runtime::decode {
 
 struct MpsStatus {
   bool daemon = false;    // a control daemon's pipe was found
@@ -25,4 +25,4 @@ MpsStatus mps_status();
 // start the daemon.
 std::string mps_report(const MpsStatus& status);
 
-}  // namespace monotile::tools
+}  // namespace monotile::runtime::decode
