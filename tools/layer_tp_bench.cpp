@@ -272,6 +272,8 @@ absl::Status run_layer_launches(LayerLaunch& layer, runtime::Device& device, Gro
     MT_RETURN_IF_ERROR(layer.launch_k2(stream));
     MT_RETURN_IF_ERROR(device.record(end, stream));
     MT_RETURN_IF_ERROR(device.synchronize(end));
+    // Neither rank's next restore and flush runs beside the other's layer still in flight.
+    if (group != nullptr) MT_RETURN_IF_ERROR(barrier(*group));
     MT_RETURN_IF_ERROR(layer.check_health());
     return device.elapsed_ms(start, end);
   };
