@@ -149,6 +149,10 @@ struct K2Build {
   // nothing ahead (expert_prefetch_steps is I's alone): its copies run further ahead than that.
   // Other than 1, the name ends "_ew{n}".
   int expert_stage_steps = 1;
+  // Stages H's and I's staged loops (expert_stages, routed_stages) load each iteration's scale
+  // codes in the iteration before and carry them in registers (Mxfp4Gemv::codes_ahead), instead of
+  // waiting for them after each stage's barrier. True: the name ends "_ec".
+  bool expert_codes_ahead = false;
   // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
   // are read before its loop, so that a step's addresses are known stages - 1 steps ahead; a chunk
   // is then at most kMaxStagedChunk slots. k2_for_target takes 4 on NVIDIA (H100, K3 TP 8: K2 0.9%

@@ -14,7 +14,7 @@
 //                 [--flip-x-ahead] [--prefetch-steps N[,N...]] [--l2-fetch N[,N...]] [--byte-pairs]
 //                 [--exact-decode] [--shift-placement] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
-//                 [--expert-stages N[,N...]] [--expert-stage-steps N[,N...]]
+//                 [--expert-stages N[,N...]] [--expert-stage-steps N[,N...]] [--expert-codes-ahead]
 //                 [--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
@@ -49,6 +49,8 @@
 // (K2Build::expert_stage_steps: 2 copies 128 bytes of a row a stage, twice the weight bytes in
 // flight of 1), through each of --expert-stages' counts (else the build's, else 4): a row per count
 // and N.
+// --expert-codes-ahead: likewise with the staged loops' scale codes loaded an iteration ahead
+// (K2Build::expert_codes_ahead: stage I's at every width on NVIDIA, H's where staged).
 // --routed-stages N,...: likewise stage I's (K2Build::routed_stages).
 // --shared-early: likewise with stage F between H and I (K2Build::shared_early).
 // --chunk-handoff: likewise with stage I's tasks waiting for their own chunk's H tasks only
@@ -356,7 +358,7 @@ struct Variants {
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
       gemv_steps, front_parts, expert_stages, routed_stages, expert_stage_steps;
   bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shift_placement = false,
-       shared_early = false, chunk_handoff = false;
+       shared_early = false, chunk_handoff = false, codes_ahead = false;
   // --together: one more row with every variant above at once (a list's first value)
   bool together = false;
 };
@@ -408,6 +410,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
     }
   }
   for (int n : v.routed_stages) with(true, &K2Build::routed_stages, n);
+  with(v.codes_ahead, &K2Build::expert_codes_ahead, true);
   with(v.shared_early, &K2Build::shared_early, true);
   with(v.chunk_handoff, &K2Build::chunk_handoff, true);
   if (v.together && out.size() > 1) {
@@ -430,6 +433,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::front_parts);
       take(&K2Build::expert_stages);
       take(&K2Build::expert_stage_steps);
+      take(&K2Build::expert_codes_ahead);
       take(&K2Build::routed_stages);
       take(&K2Build::shared_early);
       take(&K2Build::chunk_handoff);
@@ -596,7 +600,7 @@ int main(int argc, char** argv) {
       "[--exact-decode] [--shift-placement] [--gemv-step N[,N...]] "
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
-      "[--expert-stage-steps N[,N...]] "
+      "[--expert-stage-steps N[,N...]] [--expert-codes-ahead] "
       "[--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
@@ -657,6 +661,8 @@ int main(int argc, char** argv) {
                                                monotile::kernels::k3::kMxfp4MaxStageSteps,
                                                variants.expert_stage_steps))
         return 2;
+    } else if (std::string(argv[i]) == "--expert-codes-ahead") {
+      variants.codes_ahead = true;
     } else if (std::string(argv[i]) == "--shared-early") {
       variants.shared_early = true;
     } else if (std::string(argv[i]) == "--chunk-handoff") {

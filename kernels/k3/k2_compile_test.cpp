@@ -38,6 +38,7 @@ struct K2Shape {
   bool clock = false;  // the stage_clock build (K2Build::stage_clock), as k2_bench --clock builds it
   int stages = 0;  // K2Build::expert_stages (stage H through shared memory)
   int stage_steps = 1;  // K2Build::expert_stage_steps (stage H's K steps a stage copies)
+  bool codes = false;   // K2Build::expert_codes_ahead (the staged loops' codes an iteration ahead)
   bool exchange = false;  // rank 1 of tp exchanging over the peer buffers (K2Build::tp, PeerExchange)
   bool pdl = false;       // K2Build::dependent_launch, as the executor builds it with dependent launch on
 };
@@ -46,7 +47,7 @@ std::string shape_name(const K2Shape& s) {
   std::string model = s.model == "k3" ? "k3" : "tiny";
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
                       s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "",
-                      s.stage_steps != 1 ? absl::StrCat("_w", s.stage_steps) : "", s.exchange ? "_exchange" : "",
+                      s.stage_steps != 1 ? absl::StrCat("_w", s.stage_steps) : "", s.codes ? "_codes" : "", s.exchange ? "_exchange" : "",
                       s.pdl ? "_pdl" : "");
 }
 
@@ -102,6 +103,11 @@ std::vector<K2Shape> shapes() {
       out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .stages = stages, .stage_steps = 2});
     }
   }
+  // The staged loops' codes an iteration ahead (k2_bench --expert-codes-ahead): I's alone at T 4, with
+  // H's stages of two steps at T 8, with H's and I's default stages at T 16.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .codes = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .stages = 4, .stage_steps = 2, .codes = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .codes = true});
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});
@@ -139,6 +145,10 @@ TEST_P(K2Compile, FitsTheTarget) {
   K2Build build = k2_for_target(build_of(GetParam().shape), target);
   if (GetParam().shape.stages != 0) build.expert_stages = GetParam().shape.stages;
   build.expert_stage_steps = GetParam().shape.stage_steps;
+  if (GetParam().shape.codes && build.expert_stages == 0 && build.routed_stages == 0) {
+    GTEST_SKIP() << arch << "'s K2 stages neither H nor I: the codes ahead have no loop to go in (k2_program refuses them)";
+  }
+  build.expert_codes_ahead = GetParam().shape.codes;
   SCOPED_TRACE(k2_name(build));
   absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k2_program(build), target);
   ASSERT_TRUE(made.ok()) << made.status();

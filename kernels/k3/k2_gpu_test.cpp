@@ -41,6 +41,12 @@ std::vector<K2Case> cases() {
                  .expert_stage_steps = 2});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
                  .expert_stage_steps = 2});
+  // The staged loops' codes loaded an iteration ahead (K2Build::expert_codes_ahead): I's at T 4 (H in
+  // registers), H's stages of two steps and I's at T 8, both of one step at T 16.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .codes_ahead = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
+                 .expert_stage_steps = 2, .codes_ahead = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .router = Router::kSameExperts, .codes_ahead = true});
   // Two launches on one scratch, the second checked: the chunk counters of stage I's hand-off
   // (K2Build::chunk_handoff, NVIDIA's default) carry over from one launch to the next.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .launches = 2});

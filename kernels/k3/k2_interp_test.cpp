@@ -63,6 +63,14 @@ std::vector<K2Case> cases() {
   // one.
   out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2});
   out.push_back({.layer = 5, .tokens = 16, .programs = 3, .expert_stages = 4, .expert_stage_steps = 2});
+  // H's and I's staged loops with each iteration's codes loaded by the one before (K2Build::
+  // expert_codes_ahead): NVIDIA's 8-row build (I staged, H in registers), both staged at 16 rows
+  // with I's chunks of several experts, and with H's stages of two steps.
+  out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .codes_ahead = true});
+  out.push_back({.tokens = 16, .programs = 64, .routed_chunks = 8, .expert_stages = 4, .codes_ahead = true,
+                 .routed_stages = 4});
+  out.push_back({.layer = 5, .tokens = 8, .programs = 3, .target = "sm_90a", .expert_stages = 3,
+                 .expert_stage_steps = 2, .codes_ahead = true});
   // Stage F between H and I, on fewer programs than its tasks and on more.
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
   out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
@@ -155,7 +163,7 @@ TEST(K2Build, TheShiftPlacementChangesTheNameAndTheWordDecodes) {
   EXPECT_EQ(plain.find("placement="), std::string::npos);
 }
 
-TEST(K2Build, WiderStagesChangeTheNameAndNeedTheStages) {
+TEST(K2Build, WiderStagesAndCodesAheadChangeTheNameAndNeedTheStages) {
   K2Build wide;
   wide.expert_stages = 4;
   wide.expert_stage_steps = 2;
@@ -180,6 +188,14 @@ TEST(K2Build, WiderStagesChangeTheNameAndNeedTheStages) {
   odd.expert_stage_steps = 3;
   EXPECT_THAT(refusal(odd), ::testing::HasSubstr("expected 1, or 2 to 4 dividing stage H's 28 K steps, with expert_stages"));
   EXPECT_EQ(refusal(wide), "built");
+  // The codes ahead need a staged loop.
+  K2Build codes;
+  codes.expert_codes_ahead = true;
+  EXPECT_THAT(refusal(codes), ::testing::HasSubstr(
+                                  "expert_codes_ahead without a staged loop: expert_stages 0, routed_stages 0, expected either above 0"));
+  codes.routed_stages = 4;
+  EXPECT_EQ(k2_name(codes), k2_name(K2Build{}) + "_ec_rs4");
+  EXPECT_EQ(refusal(codes), "built");
 }
 
 TEST(K2Build, TheScoresAfterTheSortChangeTheName) {

@@ -234,7 +234,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         .prefetch_steps = r.expert_stage_steps > 1 ? 0 : r.prefetch_steps,
                         .l2_fetch = r.l2_fetch,
                         .stages = r.expert_stages,
-                        .stage_steps = r.expert_stage_steps};
+                        .stage_steps = r.expert_stage_steps,
+                        .codes_ahead = r.codes_ahead && r.expert_stages != 0};
       // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
       // true costs no predicate and no zeroed registers a load.
       auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
@@ -335,7 +336,8 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .placement = r.mxfp4_placement,
                             .prefetch_steps = r.prefetch_steps,
                             .l2_fetch = r.l2_fetch,
-                            .stages = r.routed_stages};
+                            .stages = r.routed_stages,
+                            .codes_ahead = r.codes_ahead && r.routed_stages != 0};
       auto routed = mxfp4_gemv_sum(
           shape, rows, rows_ok, minimum(count - first, chunk),
           [&](const Value& j) {

@@ -64,6 +64,7 @@ struct MoeRows {
   int front_parts = 1;      // D's and E's K parts (K2Build::front_parts, resolved)
   int expert_stages = 0;    // H's GEMV through shared memory (K2Build::expert_stages)
   int expert_stage_steps = 1;  // its K steps a stage copies (K2Build::expert_stage_steps)
+  bool codes_ahead = false;    // H's and I's staged loops carry their codes (K2Build::expert_codes_ahead)
   int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
   bool shared_early = false;  // F between H and I (K2Build::shared_early)
   // I's tasks wait for their own chunk's H tasks, not for all of H (K2Build::chunk_handoff): the

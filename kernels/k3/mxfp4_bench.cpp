@@ -13,7 +13,9 @@
 // --stage-steps N: first, K2's staged w13 (4 and 8 tokens) at 3, 4 and 5 stages, each stage copying
 // N K steps (Mxfp4Gemv::stage_steps: 2 copies 128 bytes of a row a stage, a whole line, and twice
 // the weight bytes in flight of 1), each beside the same stages copying one step.
-// usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N]
+// --codes-ahead: first (with --stage-steps, beside each of its rows), the same staged rows with
+// each iteration's scale codes loaded by the iteration before (Mxfp4Gemv::codes_ahead; column
+// "ca"). usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N] [--codes-ahead]
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -53,7 +55,8 @@ struct Shape {
   int stages = 0;  // Mxfp4Gemv::stages: words and x through shared memory, stages - 1 steps ahead
   // With words, Mxfp4Gemv::placement: K2's two-copy multiply, or the two shifts a word before it.
   dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies;
-  int stage_steps = 1;  // Mxfp4Gemv::stage_steps: K steps each shared-memory stage copies
+  int stage_steps = 1;       // Mxfp4Gemv::stage_steps: K steps each shared-memory stage copies
+  bool codes_ahead = false;  // Mxfp4Gemv::codes_ahead: a staged iteration's codes loaded before it
 };
 
 // The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
@@ -77,11 +80,12 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
                                  int iterations, L2Flush flush) {
   MT_ASSIGN_OR_RETURN(
       jit::ProgramBuild made,
-      jit::make_build(mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs,
-                                         s.x_padded, s.token_rows, s.x_ahead, s.pairs && s.words,
-                                         s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps,
-                                         s.l2_fetch, s.stages, s.placement, s.stage_steps),
-                      device.info().target));
+      jit::make_build(
+          mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs, s.x_padded,
+                             s.token_rows, s.x_ahead, s.pairs && s.words,
+                             s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps, s.l2_fetch,
+                             s.stages, s.placement, s.stage_steps, s.codes_ahead),
+          device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
   MT_ASSIGN_OR_RETURN(runtime::Kernel kernel,
@@ -125,7 +129,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   return summarize(times);
 }
 
-int run(int iterations, L2Flush flush, int stage_steps) {
+int run(int iterations, L2Flush flush, int stage_steps, bool codes_ahead) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -149,25 +153,33 @@ int run(int iterations, L2Flush flush, int stage_steps) {
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations, l2_flush_description(flush).c_str());
   std::printf(
-      "%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %3s %8s %9s %9s %9s %6s\n",
+      "%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %3s %3s %8s %9s %9s %9s %6s\n",
       "shape", "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad", "rows",
-      "xahead", "pf", "l2f", "st", "ss", "MB", "median us", "best us", "floor us", "ratio");
+      "xahead", "pf", "l2f", "st", "ss", "ca", "MB", "median us", "best us", "floor us", "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   // The words and x staged through shared memory (Mxfp4Gemv::stages): K2's w13 and w2 at 4 tokens.
   auto staged = [&](const char* name, int64_t n, int64_t k, int tokens, int rows, int stages,
-                    int programs, int stage_steps = 1) {
+                    int programs, int stage_steps = 1, bool codes = false) {
     Shape s{name, n,     k,    tokens,          128, programs, 8,     2, true, true,
             rows, false, true, kMxfp4ScaleBias, 0,   0,        stages};
     s.stage_steps = stage_steps;
+    s.codes_ahead = codes;
     return s;
   };
-  // --stage-steps' rows: each count of stages copying one K step, then the steps asked for.
+  // --stage-steps' and --codes-ahead's rows: each count of stages copying one K step, then the
+  // steps asked for, each without and with the codes ahead where asked.
   std::vector<Shape> shapes;
-  if (stage_steps != 1) {
+  if (stage_steps != 1 || codes_ahead) {
+    std::vector<int> steps_list{1};
+    if (stage_steps != 1) steps_list.push_back(stage_steps);
     for (int tokens : {4, 8}) {
       for (int stages : {3, 4, 5}) {
-        shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1));
-        shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1, stage_steps));
+        for (int steps : steps_list) {
+          shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1, steps));
+          if (codes_ahead) {
+            shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1, steps, true));
+          }
+        }
       }
     }
   }
@@ -239,14 +251,15 @@ int run(int iterations, L2Flush flush, int stage_steps) {
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
     std::printf(
-        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %3d %3d %8.2f %9.2f %9.2f "
+        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %3d %3d %3s %8.2f %9.2f "
+        "%9.2f "
         "%9.2f "
         "%6.3f\n",
         s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
         device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead, decode_name(s),
         s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no", s.prefetch_steps,
-        s.l2_fetch, s.stages, s.stage_steps, bytes / 1e6, us, timing->best_ms * 1e3, floor_us,
-        us / floor_us);
+        s.l2_fetch, s.stages, s.stage_steps, s.codes_ahead ? "yes" : "no", bytes / 1e6, us,
+        timing->best_ms * 1e3, floor_us, us / floor_us);
   }
   return status;
 }
@@ -259,6 +272,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 20;
   int stage_steps = 1;
+  bool codes_ahead = false;
   monotile::kernels::k3::L2Flush flush = monotile::kernels::k3::L2Flush::kRead;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
@@ -278,11 +292,14 @@ int main(int argc, char** argv) {
             argv[i]);
         return 2;
       }
+    } else if (std::string(argv[i]) == "--codes-ahead") {
+      codes_ahead = true;
     } else {
       std::fprintf(stderr,
-                   "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N]\n");
+                   "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N] "
+                   "[--codes-ahead]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(iterations, flush, stage_steps);
+  return monotile::kernels::k3::run(iterations, flush, stage_steps, codes_ahead);
 }

@@ -46,16 +46,30 @@ Value mxfp4_x_position(const Value& e) {
   return (e & ~7) | ((e & 3) << 1) | ((e >> 2) & 1);
 }
 
+namespace {
+
+// With Mxfp4Gemv::words: a K step's packed words (staged where g.stages) and its scale codes, a
+// code a word (a group's 4 words give one scale address, read once).
+Value load_words(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok, const Value& byte0) {
+  auto words_in_step = (byte0 >> 2) + arange(0, g.step / 8);
+  return load(bitcast(g.packed, ptr(i32)) + col(rows).to(i64) * (g.k / 8) + row(words_in_step),
+              col(row_ok), {.cache = Cache::streaming, .l2_fetch = g.l2_fetch, .stages = g.stages});
+}
+
+Value load_word_codes(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
+                      const Value& byte0) {
+  auto words_in_step = (byte0 >> 2) + arange(0, g.step / 8);
+  return load(g.scales + col(rows).to(i64) * (g.k / kGroup) + row(words_in_step >> 2), col(row_ok));
+}
+
+}  // namespace
+
 Mxfp4Packed mxfp4_load(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
                        const Value& byte0) {
   auto base = col(rows).to(i64);
   if (g.pairs && g.words) {
-    // Four bytes a word; a group's 4 words give one scale address, read once.
-    auto words_in_step = (byte0 >> 2) + arange(0, g.step / 8);
-    return {.bytes = load(bitcast(g.packed, ptr(i32)) + base * (g.k / 8) + row(words_in_step),
-                          col(row_ok),
-                          {.cache = Cache::streaming, .l2_fetch = g.l2_fetch, .stages = g.stages}),
-            .codes = load(g.scales + base * (g.k / kGroup) + row(words_in_step >> 2), col(row_ok)),
+    return {.bytes = load_words(g, rows, row_ok, byte0),
+            .codes = load_word_codes(g, rows, row_ok, byte0),
             .x = Value()};
   }
   auto bytes_in_step = byte0 + arange(0, g.step / 2);
@@ -160,6 +174,8 @@ void check_shape(const Mxfp4Gemv& g) {
                (g.stages != 0 && g.stage_steps >= 2 && g.stage_steps <= kMxfp4MaxStageSteps &&
                 g.k / g.step % g.stage_steps == 0),
            "Mxfp4Gemv::stage_steps is 1, or 2 to 4 dividing the K steps, with stages");
+  MT_CHECK(!g.codes_ahead || g.stages != 0,
+           "Mxfp4Gemv::codes_ahead is for staged loops: set stages");
 }
 
 // `loop(bias)`'s result (a GEMV's f32 sums [g.rows, g.token_rows]) at g.scale_bias, multiplied
@@ -189,18 +205,38 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
   // before, so that each thread has that many 16-byte loads in flight while it decodes. Past the
   // last step the loads repeat the last step (an L2 hit, where a mask would be a branch).
   auto zero = zeros({g.rows, g.token_rows}, f32);
-  if (g.stages > 0 && g.stage_steps > 1) {
+  if (g.stages > 0 && (g.stage_steps > 1 || g.codes_ahead)) {
     // Each iteration's stage_steps steps of words and x come from shared memory, copied together
-    // stages - 1 iterations before; its dots go into two accumulators by turns.
-    const int sub = g.stage_steps;
+    // stages - 1 iterations before; its dots go into two accumulators by turns. With codes_ahead,
+    // the iteration's codes come in carried from the one before (the last iteration loads its own
+    // again: an L1 hit).
+    const int sub = g.stage_steps, iterations = static_cast<int>(steps) / sub;
+    auto codes_of = [&](const Value& iteration) {
+      std::vector<Value> codes;
+      auto at = minimum(iteration, iterations - 1);
+      for (int s = 0; s < sub; ++s) {
+        codes.push_back(
+            load_word_codes(g, rows, row_ok, (at * sub + s) * static_cast<int>(step_bytes)));
+      }
+      return codes;
+    };
     auto staged = [&](int bias) {
-      auto [low, high] = range(
-          0, static_cast<int>(steps) / sub, 1, zero, zero, [&](Value i, Value low, Value high) {
-            std::array<Value, 2> acc{low, high};
+      std::vector<Value> init{zero, zero};
+      if (g.codes_ahead) {
+        for (const Value& c : codes_of(full({}, 0, i32))) init.push_back(c);
+      }
+      std::vector<Value> out =
+          range_carrying(0, iterations, 1, init, [&](Value i, const std::vector<Value>& carried) {
+            std::array<Value, 2> acc{carried[0], carried[1]};
+            std::vector<Value> next;
+            if (g.codes_ahead) next = codes_of(i + 1);
             for (int s = 0; s < sub; ++s) {
               auto step = i * sub + s;
               auto byte0 = step * static_cast<int>(step_bytes);
-              Mxfp4Packed p = mxfp4_load(g, rows, row_ok, byte0);
+              Mxfp4Packed p{
+                  .bytes = load_words(g, rows, row_ok, byte0),
+                  .codes = g.codes_ahead ? carried[2 + s] : load_word_codes(g, rows, row_ok, byte0),
+                  .x = Value()};
               if (g.prefetch_steps > 0) {
                 prefetch_step(g, rows, row_ok,
                               minimum(step + g.prefetch_steps, static_cast<int>(steps - 1)) *
@@ -208,9 +244,11 @@ Value mxfp4_gemv_rows(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok
               }
               acc = accumulate_step(g, g.x_pairs, byte0, acc, p, s % 2, bias);
             }
-            return acc;
+            std::vector<Value> result{acc[0], acc[1]};
+            result.insert(result.end(), next.begin(), next.end());
+            return result;
           });
-      return low + high;
+      return out[0] + out[1];
     };
     return trans(with_scale_bias(g, staged));
   }
@@ -270,7 +308,12 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
     Mxfp4Gemv gs = g;
     gs.packed = s.packed;
     gs.scales = s.scales;
-    Mxfp4Packed p = mxfp4_load(gs, rows, row_ok, at % steps * step_bytes);
+    Mxfp4Packed p =
+        g.stages > 0 && g.codes_ahead
+            ? Mxfp4Packed{.bytes = load_words(gs, rows, row_ok, at % steps * step_bytes),
+                          .codes = Value(),
+                          .x = Value()}
+            : mxfp4_load(gs, rows, row_ok, at % steps * step_bytes);
     if (g.x_ahead) p.x = load_x(g, s.x_pairs, at % steps * step_bytes);
     if (g.prefetch_steps > 0) {
       auto later = minimum(i + g.prefetch_steps, count * steps - 1);
@@ -284,6 +327,40 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   // (a loop per segment would wait for each segment's first loads). A segment's last step adds its
   // sum, times its coefficients, to the total and restarts the accumulators.
   auto zero = zeros({g.rows, g.token_rows}, f32);
+  if (g.stages > 0 && g.codes_ahead) {
+    // The staged loop below with each step's codes loaded by the step before and carried in
+    // registers (the last step loads its own again).
+    auto codes_of = [&](const Value& i) {
+      auto at = minimum(i, count * steps - 1);
+      Mxfp4Gemv gs = g;
+      gs.scales = segment(at / steps).scales;
+      return load_word_codes(gs, rows, row_ok, at % steps * step_bytes);
+    };
+    auto staged = [&](int bias) {
+      std::vector<Value> out =
+          range_carrying(0, count * steps, 1, {zero, zero, codes_of(full({}, 0, i32))},
+                         [&](Value i, const std::vector<Value>& carried) {
+                           const Value &total = carried[0], &acc = carried[1];
+                           auto next = codes_of(i + 1);
+                           auto j = i / steps;
+                           Mxfp4Packed p = load_step(i);
+                           p.codes = carried[2];
+                           auto sum = accumulate_step(g, segment(j).x_pairs, i % steps * step_bytes,
+                                                      {acc, acc}, p, 0, bias)[0];
+                           auto [total_to, acc_to] = if_(
+                               i % steps == steps - 1,
+                               [&] {
+                                 return std::array{total + sum * row(coef(j)), zero};
+                               },
+                               [&] {
+                                 return std::array{total, sum};
+                               });
+                           return std::vector<Value>{total_to, acc_to, next};
+                         });
+      return out[0];
+    };
+    return trans(with_scale_bias(g, staged));
+  }
   if (g.stages > 0) {
     // The same loop with each step's words and x copied through shared memory stages - 1 steps
     // before (segment(j) must then compute its pointers from j and values defined before the loop).
@@ -340,16 +417,17 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
                            bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words,
                            int scale_bias, int prefetch_steps, int l2_fetch, int stages,
-                           Mxfp4Placement placement, int stage_steps) {
-  Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
-                         x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
-                         scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
-                         prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
-                         l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : "",
-                         stages != 0 ? absl::StrCat("_st", stages) : "",
-                         stage_steps != 1 ? absl::StrCat("_ss", stage_steps) : "",
-                         placement == Mxfp4Placement::kShifts ? "_ps" : ""),
-            {.num_warps = num_warps});
+                           Mxfp4Placement placement, int stage_steps, bool codes_ahead) {
+  Builder b(
+      absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
+                   x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
+                   scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
+                   prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
+                   l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : "",
+                   stages != 0 ? absl::StrCat("_st", stages) : "",
+                   stage_steps != 1 ? absl::StrCat("_ss", stage_steps) : "",
+                   codes_ahead ? "_ca" : "", placement == Mxfp4Placement::kShifts ? "_ps" : ""),
+      {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
               .x_pairs = b.arg("x", ptr(i32)),
@@ -367,7 +445,8 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .prefetch_steps = prefetch_steps,
               .l2_fetch = l2_fetch,
               .stages = stages,
-              .stage_steps = stage_steps};
+              .stage_steps = stage_steps,
+              .codes_ahead = codes_ahead};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
   range(program_id(0), tasks, num_programs(0), [&](Value task) {

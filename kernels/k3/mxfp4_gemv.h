@@ -93,6 +93,11 @@ struct Mxfp4Gemv {
   // step whose decoded operand stays in registers (a dot over a wider step takes its operands
   // through shared memory). mxfp4_gemv_sum takes 1.
   int stage_steps = 1;
+  // With stages: each iteration's scale codes (plain loads, a code a packed word) loaded by the
+  // iteration before and carried in registers (4 a thread a K step at 8 warps and 128 rows),
+  // instead of loaded in the iteration that decodes with them, where every iteration's decode
+  // waits a round trip to L1 (or L2) after its stage's barrier whatever the stages' depth.
+  bool codes_ahead = false;
 };
 
 // The most K steps a shared-memory stage of a GEMV copies at once (Mxfp4Gemv::stage_steps).
@@ -191,14 +196,14 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // number of programs.
 // With words, x holds each run of 8 in mxfp4_x_position's order; scale_bias as Mxfp4Gemv's (the
 // name then ends "_sb{-scale_bias}").
-// prefetch_steps, l2_fetch, stages and stage_steps as Mxfp4Gemv's (the name then ends "_pf{n}",
-// "_l2f{bytes}", "_st{n}", "_ss{n}"); placement likewise ("_ps" for kShifts).
+// prefetch_steps, l2_fetch, stages, stage_steps and codes_ahead as Mxfp4Gemv's (the name then ends
+// "_pf{n}", "_l2f{bytes}", "_st{n}", "_ss{n}", "_ca"); placement likewise ("_ps" for kShifts).
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
                                 int token_rows = kMxfp4Tokens, bool x_ahead = false,
                                 bool words = false, int scale_bias = 0, int prefetch_steps = 0,
                                 int l2_fetch = 0, int stages = 0,
                                 dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies,
-                                int stage_steps = 1);
+                                int stage_steps = 1, bool codes_ahead = false);
 
 }  // namespace monotile::kernels::k3

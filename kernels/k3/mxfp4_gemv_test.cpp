@@ -87,7 +87,7 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
                                   int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false,
                                   int scale_bias = 0, int large_code = 200, int prefetch_steps = 0,
-                                  int stages = 0, int stage_steps = 1) {
+                                  int stages = 0, int stage_steps = 1, bool codes_ahead = false) {
   const int64_t n = 80, k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
@@ -109,7 +109,7 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
 
   const std::vector<float> out = run(
       mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words, scale_bias,
-                         prefetch_steps, 0, stages, dsl::Mxfp4Placement::kCopies, stage_steps),
+                         prefetch_steps, 0, stages, dsl::Mxfp4Placement::kCopies, stage_steps, codes_ahead),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -213,6 +213,18 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceWithStagesOfSeveralSteps) {
   expect_matches_the_reference(GetParam(), 32, 2, true, false, kMxfp4Tokens, false, true, 0, 200, 0, 2, 2);
 }
 
+// Each staged iteration's scale codes loaded by the iteration before (Mxfp4Gemv::codes_ahead): stages
+// of one step and of two, a task whose large code takes the exact decode, x masked or padded; the
+// last iteration loads its own codes again.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceWithCodesAhead) {
+  const int rows = GetParam() <= 8 ? 8 : kMxfp4Tokens;
+  expect_matches_the_reference(GetParam(), 128, 2, true, true, rows, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 0, 3, 1,
+                               true);
+  expect_matches_the_reference(GetParam(), 64, 2, true, true, rows, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 2, 4, 2,
+                               true);
+  expect_matches_the_reference(GetParam(), 32, 2, true, false, kMxfp4Tokens, false, true, 0, 200, 0, 2, 4, true);
+}
+
 TEST_P(Mxfp4Gemv, ATaskWithALargerCodeTakesTheExactDecode) {
   const int beyond = 129 - kMxfp4ScaleBias;
   expect_matches_the_reference(GetParam(), 256, 2, true, false, kMxfp4Tokens, false, true, kMxfp4ScaleBias, beyond);
@@ -226,7 +238,7 @@ INSTANTIATE_TEST_SUITE_P(Tokens, Mxfp4Gemv, ::testing::Values(1, 4, 16));
 // last counted segment: every segment's codes choose the sum's decode.
 void expect_the_sum_matches(int tokens, int segments, int count, int step, int ahead = 2, bool pairs = false,
                             bool x_ahead = false, bool words = false, int scale_bias = 0, int large_code = 0,
-                            int prefetch_steps = 0, int stages = 0) {
+                            int prefetch_steps = 0, int stages = 0, bool codes_ahead = false) {
   using namespace monotile::dsl;  // NOLINT: the test's kernel reads as the DSL guide writes them
   const int64_t n = 48, k = 256, groups = k / 32, padded = kMxfp4Tokens;
   std::mt19937 rng = testing::case_rng();
@@ -254,7 +266,7 @@ void expect_the_sum_matches(int tokens, int segments, int count, int step, int a
   const k3::Mxfp4Gemv g{
       .packed = packed_arg, .scales = scales_arg, .x_pairs = x_arg, .k = k, .tokens = tokens, .rows = 64, .step = step,
       .ahead = ahead, .x_ahead = x_ahead, .pairs = pairs, .words = words, .scale_bias = scale_bias,
-      .prefetch_steps = prefetch_steps, .stages = stages};
+      .prefetch_steps = prefetch_steps, .stages = stages, .codes_ahead = codes_ahead};
   auto rows = arange(0, 64);
   auto ms = arange(0, padded);
   auto sum = mxfp4_gemv_sum(
@@ -343,6 +355,14 @@ TEST(Mxfp4GemvSum, MatchesTheReferenceWithStagedLoads) {
   expect_the_sum_matches(4, 3, 2, 64, 2, true, false, true, 0, 0, 0, 3);
   expect_the_sum_matches(16, 3, 3, 256, 2, true, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 0, 2);
   expect_the_sum_matches(8, 3, 3, 64, 2, true, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 3, 4);
+}
+
+// The same with each step's codes loaded by the step before (Mxfp4Gemv::codes_ahead), across
+// segments of 1 and 4 steps (the next step's codes then come from the next segment's scales).
+TEST(Mxfp4GemvSum, MatchesTheReferenceWithCodesAhead) {
+  expect_the_sum_matches(4, 3, 2, 64, 2, true, false, true, 0, 0, 0, 3, true);
+  expect_the_sum_matches(16, 3, 3, 256, 2, true, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 0, 2, true);
+  expect_the_sum_matches(8, 3, 3, 64, 2, true, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 3, 4, true);
 }
 
 // L2 asked for the weights 1, 3 and 20 steps past the loads (Mxfp4Gemv::prefetch_steps): the same
