@@ -30,6 +30,7 @@ ABSL_FLAG(bool, mpi, false, "one TP rank a process under mpirun: the group is MP
 ABSL_FLAG(bool, fork, false,
           "TP 2 as two processes forked from this one, a socket pair their group");
 ABSL_FLAG(bool, dependent_launch, false, "K1 and K2 built for programmatic dependent launch");
+ABSL_FLAG(bool, k1_linear, false, "K1's linear in_proj at every width that takes it");
 ABSL_FLAG(std::optional<std::string>, outputs, std::nullopt,
           "each served step's outputs written to this file (bf16), the last step's left");
 ABSL_FLAG(bool, alias_weights, false,
@@ -43,8 +44,9 @@ constexpr const char* kUsage =
     "[--requests N]\n"
     "                       [--steps S] [--max-rows 8|16] [--tp T --rank R] [--standins "
     "reference|kernels]\n"
-    "                       [--graph] [--alias-weights] [--dependent-launch] [--check] [--mpi]\n"
-    "                       [--fork] [--gpu-index N] [--outputs FILE]\n"
+    "                       [--graph] [--alias-weights] [--dependent-launch] [--k1-linear] "
+    "[--check]\n"
+    "                       [--mpi] [--fork] [--gpu-index N] [--outputs FILE]\n"
     "  --model     an embedded config (seeded random weights) or a checkpoint folder (default "
     "k3-tiny)\n"
     "  --seed      the seeded weights' and the steps' seed (default 1)\n"
@@ -71,6 +73,9 @@ constexpr const char* kUsage =
     "first\n"
     "              weights into L2 before they wait for its end (programmatic dependent launch on\n"
     "              NVIDIA sm_90+; elsewhere they launch as without it)\n"
+    "  --k1-linear K1 with its linear in_proj (W_in streams from the launch's start, AttnRes "
+    "folded in\n"
+    "              at each task's end) at every width whose build takes it (K3: up to 8 tokens)\n"
     "  --check     compare every served layer with the float64 reference of that layer\n"
     "  --mpi       one TP rank a process: `mpirun -np T monotile decode --mpi ...`; the TP size "
     "is\n"
@@ -124,6 +129,7 @@ int decode_command(Args args) {
   o.graph = absl::GetFlag(FLAGS_graph);
   o.alias_weights = absl::GetFlag(FLAGS_alias_weights);
   o.dependent_launch = absl::GetFlag(FLAGS_dependent_launch);
+  o.k1_linear = absl::GetFlag(FLAGS_k1_linear);
   o.mpi = absl::GetFlag(FLAGS_mpi);
   o.outputs = absl::GetFlag(FLAGS_outputs);
   o.fork = absl::GetFlag(FLAGS_fork);

@@ -234,6 +234,18 @@ TEST(DecodeCommand, DependentLaunchPassesTheCheck) {
               HasSubstr("every served layer passes its check against the float64 reference"));
 }
 
+// K1 with its linear in_proj at every width that takes it (k3-tiny: all of them): the construction
+// line names the widths, and each served KDA layer passes against the reference of that form's
+// rounding points (against vLLM's, about half of proj's values land an ulp apart and the conv
+// state's check fails).
+TEST(DecodeCommand, K1LinearInProjPassesTheCheckOfItsRoundingPoints) {
+  const CommandResult result = run("--device cpu --steps 1 --seed 7 --k1-linear --check");
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("; K1's linear in_proj at widths 2,4,6,8,10,12,14,16"));
+  EXPECT_THAT(result.output,
+              HasSubstr("every served layer passes its check against the float64 reference"));
+}
+
 TEST(DecodeCommand, RefusesAliasedWeightsForACheckpoint) {
   const std::string dir =
       ::testing::TempDir() + "/monotile_decode_alias_" + std::to_string(getpid());

@@ -238,7 +238,8 @@ absl::Status DecodeJob::setup() {
                     .log = [](const std::string& line) { std::printf("%s\n", line.c_str()); },
                     .other_ranks_stood_in = o_.tp > 1 && !exchanging_,
                     .programs = programs,
-                    .dependent_launch = o_.dependent_launch}));
+                    .dependent_launch = o_.dependent_launch,
+                    .k1_linear = o_.k1_linear}));
 
   // The KV caches: a slot pool twice the live positions, so each step's slots leave gaps.
   slots_ = int64_t{2} * config->max_rows + 1;

@@ -48,6 +48,7 @@ struct DecodeJobOptions {
   int q = 2, requests = 2, steps = 3, max_rows = 16, tp = 1, rank = 0;
   bool check = false, graph = false, alias_weights = false;
   bool dependent_launch = false;  // ExecutorOptions::dependent_launch
+  bool k1_linear = false;         // ExecutorOptions::k1_linear
   // One TP rank a process under mpirun: the group is MPI's world, the rank its world rank, and the
   // TP size its size (tp 0: not given; another value must equal it). At TP > 1 the ranks exchange
   // their partial sums: K2's over the peer buffers, the host stand-ins' through the group.

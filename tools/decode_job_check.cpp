@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "model/dtype.h"
 #include "runtime/decode/layer_check.h"
@@ -117,6 +118,11 @@ absl::Status DecodeJob::check_outputs(int layer, bool served, runtime::DevicePtr
       for (double& v : in.attention_output) v = model::round_to_bf16(v);
     }
   }
+  // K1's linear in_proj has its own rounding points at in_proj's input (docs/k1_linear.md).
+  const ref::InProjInput in_proj_input =
+      absl::c_linear_search(decode_->stats().k1_linear_widths, width)
+          ? ref::InProjInput::kLinearSources
+          : ref::InProjInput::kRoundedX;
   dec::LayerResult result;
   MT_ASSIGN_OR_RETURN(result.prefix, host_->read_bf16(step_.prefix.address(), th, stream_));
   MT_ASSIGN_OR_RETURN(result.blocks, host_->read_bf16(step_.blocks.address(),
@@ -133,8 +139,8 @@ absl::Status DecodeJob::check_outputs(int layer, bool served, runtime::DevicePtr
   } else if (exchanging_) {
     // A served layer against the layer over every rank.
     MT_ASSIGN_OR_RETURN(std::span<const ref::RankLayerWeights> ranks, group_weights(layer));
-    MT_ASSIGN_OR_RETURN(dec::LayerCheck check,
-                        dec::check_layer(config_, layer, ranks, in, result, o_.rank));
+    MT_ASSIGN_OR_RETURN(dec::LayerCheck check, dec::check_layer(config_, layer, ranks, in, result,
+                                                                o_.rank, in_proj_input));
     outputs = std::move(check.outputs);
     if (!kda && check_standin) {
       // The MLA stand-in's core is this rank's heads': its own reference.
@@ -144,7 +150,8 @@ absl::Status DecodeJob::check_outputs(int layer, bool served, runtime::DevicePtr
     }
   } else if (served) {
     MT_ASSIGN_OR_RETURN(const ref::RankLayerWeights* w, host_->weights(layer));
-    MT_ASSIGN_OR_RETURN(dec::LayerCheck check, dec::check_layer(config_, layer, *w, in, result));
+    MT_ASSIGN_OR_RETURN(dec::LayerCheck check,
+                        dec::check_layer(config_, layer, *w, in, result, in_proj_input));
     outputs = std::move(check.outputs);
     if (!kda && check_standin) {
       MT_ASSIGN_OR_RETURN(kernels::k3::OutputCheck core,

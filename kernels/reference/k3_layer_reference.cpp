@@ -355,7 +355,8 @@ namespace {
 // layer_reference's body: each reduction sums the partials of `ranks` (bf16 values), then hands
 // the sum to `reduce` (nothing: it is the whole sum) before its one rounding.
 absl::StatusOr<LayerOutput> layer_with(const model::ModelConfig& c, int layer, std::span<const RankLayerWeights> ranks,
-                                       const LayerInput& input, Rounding rounding, const PartialSum* reduce) {
+                                       const LayerInput& input, Rounding rounding, const PartialSum* reduce,
+                                       InProjInput in_proj_input = InProjInput::kRoundedX) {
   const int64_t h = c.hidden_size, blocks = c.block_count();
   const int64_t tokens = static_cast<int64_t>(input.prefix.size()) / h;
   const int tp = static_cast<int>(ranks.size());
@@ -372,7 +373,8 @@ absl::StatusOr<LayerOutput> layer_with(const model::ModelConfig& c, int layer, s
   const RankLayerWeights& w0 = ranks[0];
   // 1. The attention AttnRes: the delta folded into the prefix (one rounding), the block written.
   Vec prefix = input.prefix;
-  Vec x = attention_res(c, layer, w0, input.delta, prefix, out.blocks, tokens, rounding);
+  Vec x = attention_res(c, layer, w0, input.delta, prefix, out.blocks, tokens, rounding,
+                        c.is_kda_layer(layer) && in_proj_input == InProjInput::kLinearSources);
   // 2. The attention: KDA computed here, summed over the ranks; MLA given.
   if (c.is_kda_layer(layer)) {
     if (input.caches.size() != ranks.size()) {
@@ -435,8 +437,8 @@ absl::StatusOr<LayerOutput> layer_with(const model::ModelConfig& c, int layer, s
 }  // namespace
 
 absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& c, int layer, std::span<const RankLayerWeights> ranks,
-                                            const LayerInput& input, Rounding rounding) {
-  return layer_with(c, layer, ranks, input, rounding, nullptr);
+                                            const LayerInput& input, Rounding rounding, InProjInput in_proj_input) {
+  return layer_with(c, layer, ranks, input, rounding, nullptr, in_proj_input);
 }
 
 absl::StatusOr<LayerOutput> rank_layer_reference(const model::ModelConfig& c, int layer, const RankLayerWeights& rank,

@@ -74,11 +74,16 @@ struct LayerOutput {
   std::vector<KdaCache> caches;
 };
 
-// One layer over all ranks: `ranks[r]` holds rank r's weights, ranks.size() is the TP size.
-// Refused: inconsistent sizes, num_accepted outside 1..q, a slot past the cache.
+// in_proj's input: x as vLLM forms it (rounded to bf16 under kBf16, k3_layer.md 4.7), or as K1's
+// linear in_proj does (attn_res_row_linear: each source's out_norm * v_s rounded, x itself not).
+enum class InProjInput { kRoundedX, kLinearSources };
+
+// One layer over all ranks: `ranks[r]` holds rank r's weights, ranks.size() is the TP size; a KDA
+// layer's in_proj takes `in_proj_input`. Refused: inconsistent sizes, num_accepted outside 1..q, a
+// slot past the cache.
 absl::StatusOr<LayerOutput> layer_reference(const model::ModelConfig& config, int layer,
                                             std::span<const RankLayerWeights> ranks, const LayerInput& input,
-                                            Rounding rounding);
+                                            Rounding rounding, InProjInput in_proj_input = InProjInput::kRoundedX);
 
 // A TP group's all-reduce as one rank sees it: this rank's partial sums in, every rank's summed in
 // rank order out (not rounded). Every rank calls it at the same points.
@@ -104,9 +109,6 @@ struct KdaAttentionOutput {
   std::vector<double> core;
   KdaCache cache;
 };
-// in_proj's input: x as vLLM forms it (rounded to bf16 under kBf16, k3_layer.md 4.7), or as K1's
-// linear in_proj does (attn_res_row_linear: each source's out_norm * v_s rounded, x itself not).
-enum class InProjInput { kRoundedX, kLinearSources };
 absl::StatusOr<KdaAttentionOutput> kda_attention_reference(const model::ModelConfig& config, int layer,
                                                            const RankLayerWeights& rank, const LayerInput& input,
                                                            Rounding rounding,

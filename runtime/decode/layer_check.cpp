@@ -30,14 +30,16 @@ double LayerCheck::worst_rms() const {
 }
 
 absl::StatusOr<LayerCheck> check_layer(const model::ModelConfig& config, int layer, const ref::RankLayerWeights& w,
-                                       const ref::LayerInput& input, const LayerResult& got) {
-  return check_layer(config, layer, std::span(&w, 1), input, got, 0);
+                                       const ref::LayerInput& input, const LayerResult& got,
+                                       ref::InProjInput in_proj_input) {
+  return check_layer(config, layer, std::span(&w, 1), input, got, 0, in_proj_input);
 }
 
 absl::StatusOr<LayerCheck> check_layer(const model::ModelConfig& config, int layer,
                                        std::span<const ref::RankLayerWeights> ranks, const ref::LayerInput& input,
-                                       const LayerResult& got, int rank) {
-  MT_ASSIGN_OR_RETURN(ref::LayerOutput want, ref::layer_reference(config, layer, ranks, input, ref::Rounding::kBf16));
+                                       const LayerResult& got, int rank, ref::InProjInput in_proj_input) {
+  MT_ASSIGN_OR_RETURN(ref::LayerOutput want,
+                      ref::layer_reference(config, layer, ranks, input, ref::Rounding::kBf16, in_proj_input));
   const ref::RankLayerWeights& w = ranks[static_cast<size_t>(rank)];
   const int64_t h = config.hidden_size, blocks = config.block_count();
   const int64_t rows = static_cast<int64_t>(input.prefix.size()) / h;

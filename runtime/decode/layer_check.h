@@ -35,13 +35,17 @@ struct LayerCheck {
 // `input` as layer_reference takes it (one rank: TP 1). Refused as layer_reference refuses.
 absl::StatusOr<LayerCheck> check_layer(const model::ModelConfig& config, int layer,
                                        const kernels::reference::RankLayerWeights& weights,
-                                       const kernels::reference::LayerInput& input, const LayerResult& result);
+                                       const kernels::reference::LayerInput& input, const LayerResult& result,
+                                       kernels::reference::InProjInput in_proj_input =
+                                           kernels::reference::InProjInput::kRoundedX);
 
 // The same for rank `rank` of a TP group of ranks.size() ranks: the reference sums every rank's
 // partials (input.caches holds every rank's caches, KDA layers), `result` is that rank's.
 absl::StatusOr<LayerCheck> check_layer(const model::ModelConfig& config, int layer,
                                        std::span<const kernels::reference::RankLayerWeights> ranks,
                                        const kernels::reference::LayerInput& input, const LayerResult& result,
-                                       int rank);
+                                       int rank,
+                                       kernels::reference::InProjInput in_proj_input =
+                                           kernels::reference::InProjInput::kRoundedX);
 
 }  // namespace monotile::runtime::decode

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -70,6 +71,11 @@ void bind_weights(const Backbone& b, LayerKernel& k) {
 void apply(const ExecutorOptions& options, K1Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
   build.dependent_launch = options.dependent_launch;
+  if (options.k1_linear) {
+    K1Build linear = build;
+    linear.linear_in_proj = true;
+    if (kernels::k3::k1_linear_refusal(linear).empty()) build = linear;
+  }
 }
 void apply(const ExecutorOptions& options, K2Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
@@ -177,6 +183,9 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
       apply(options, build);
       k.k1_builds[{width, default_state_len(config)}] = build;
       k1s.push_back(build);
+      if (build.linear_in_proj && !absl::c_linear_search(stats.k1_linear_widths, width)) {
+        stats.k1_linear_widths.push_back(width);
+      }
     }
   }
   stats.layers = static_cast<int>(served.size());
@@ -197,6 +206,9 @@ absl::StatusOr<std::unique_ptr<SpecializedDecode>> SpecializedDecode::construct(
                                  stats.lowered, " lowered)"),
       " in ", absl::StrFormat("%.2f s (weights %.2f, finding %.2f, loading %.2f)", stats.seconds,
                               stats.check_seconds, stats.find_seconds, stats.load_seconds),
+      stats.k1_linear_widths.empty()
+          ? ""
+          : absl::StrCat("; K1's linear in_proj at widths ", absl::StrJoin(stats.k1_linear_widths, ",")),
       stood_in ? absl::StrCat("; ", other_ranks_stood_in_note(backbone.tp, backbone.rank)) : "",
       exchanging ? absl::StrCat("; TP ", group.size(), " rank ", group.rank(),
                                 ": K2 exchanges partial sums over the group's peer buffers")

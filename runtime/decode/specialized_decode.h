@@ -125,12 +125,20 @@ struct ExecutorOptions {
   // share one GPU (`programs` above), a rank's next kernel starting early may take the SMs another
   // rank's programs wait for, and their bounded waits then give up into the health words.
   bool dependent_launch = false;
+  // K1 built with its linear in_proj (k1.h K1Build::linear_in_proj: W_in streams from the launch's
+  // start, AttnRes's mix folded in at each task's end) at every width whose build k1_linear_refusal
+  // accepts (K3: up to 8 tokens, its 9 sources padding past the accumulator's bound at 16); the
+  // default form at the others. Off until measured in the whole step; part of every build's key.
+  bool k1_linear = false;
 };
 
 // What construction and the KV binds built.
 struct ExecutorStats {
   int layers = 0, whole_layers = 0, ffn_layers = 0;
   std::vector<int> widths;
+  // The widths whose K1 runs its linear in_proj (ExecutorOptions::k1_linear): checked against the
+  // reference of that form's rounding points (k3_layer_reference.h InProjInput::kLinearSources).
+  std::vector<int> k1_linear_widths;
   int builds = 0;    // distinct kernel builds loaded
   int compiled = 0;  // of them, compiled by this process (cache misses)
   int lowered = 0;   // of them, lowered by this process (direct-mode misses; none on a warm cache)
