@@ -31,6 +31,9 @@
 //   program instance and orders its shared accesses (in the interpreter, an instance is one thread,
 //   so a barrier is a no-op). kWaitUntil spins on an acquire load until the comparison holds or
 //   `timeout_ns` of the global timer pass; it yields true when it timed out. No wait is unbounded.
+//   Its second form also yields the value its last load saw, and may take an abort word: read on
+//   every iteration after the flag (a relaxed system-scope load), non-zero ends the wait at once;
+//   the outcome says met, timed out or aborted (kWaitMet, kWaitTimedOut, kWaitAborted).
 // - Prefetch: kPrefetch asks the memory system to bring the lines holding each selected lane's
 //   address into L2. It changes no value and gives no ordering or visibility guarantee; a target
 //   may drop it. Its addresses are checked like a load's (the interpreter refuses an unmasked or
@@ -178,7 +181,9 @@ enum class OpCode : uint8_t {
   kFence,        // attrs.order, scope
   kBarrier,      // block-wide barrier
   kGlobalTimer,  // i64 scalar: nanoseconds of a device-wide clock
-  kWaitUntil,    // (ptr scalar, value scalar, timeout_ns i64 scalar) -> i1 timed_out; attrs.cmp, scope
+  kWaitUntil,    // (ptr scalar, value scalar, timeout_ns i64 scalar, [abort ptr scalar]) -> i1 timed_out,
+                 // or -> (i32 outcome kWait*, the last value of *ptr); attrs.cmp, scope. With the abort
+                 // operand, always the two results.
   kLaunchDependents,    // no operands or results: the next kernel may start (header comment)
   kWaitGridDependency,  // no operands or results: the previous kernel has ended (header comment)
   // Across a tile.
@@ -204,6 +209,11 @@ enum class CmpPredicate : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
 enum class ReduceKind : uint8_t { kSum, kMax, kMin, kXorSum, kCustom };
 enum class AtomicKind : uint8_t { kAdd, kMax, kMin, kAnd, kOr, kXor, kXchg };
 enum class MemScope : uint8_t { kBlock, kGpu, kSystem };
+
+// kWaitUntil's outcome (its two-result form).
+inline constexpr int32_t kWaitMet = 0;       // the comparison held
+inline constexpr int32_t kWaitTimedOut = 1;  // timeout_ns passed first
+inline constexpr int32_t kWaitAborted = 2;   // the abort word was non-zero first
 // kPlain: an ordinary access with no ordering (the default for load/store).
 enum class MemOrder : uint8_t { kPlain, kRelaxed, kAcquire, kRelease, kAcqRel };
 enum class CacheHint : uint8_t { kDefault, kCacheAll, kCacheGlobal, kStreaming, kVolatile };

@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 
+#include "dsl/arith.h"
 #include "dsl/builder.h"
 #include "dsl/error.h"
 #include "dsl/op_rules.h"
@@ -285,9 +286,14 @@ void wait_grid_dependency(SourceLocation loc) {
   Builder::current("wait_grid_dependency", loc).emit(OpCode::kWaitGridDependency, {}, {}, {}, loc);
 }
 
-Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
-                 MemScope scope, SourceLocation loc) {
-  Builder& builder = Builder::current("wait_until", loc);
+namespace {
+
+struct WaitOperands {
+  Value ptr, expected, timeout;
+};
+
+WaitOperands wait_operands(Builder& builder, const Value& ptr, const Operand& value, const Operand& timeout_ns,
+                           SourceLocation loc) {
   Type pointer = pointer_type(builder, ptr, "wait_until", loc);
   ScalarType scalar = pointer.element.scalar;
   if (!pointer.is_scalar() ||
@@ -297,7 +303,6 @@ Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const
                 "wait on one flag word: base + index, with scalars only");
   }
   Value expected = checked_data(builder, value, pointer, "the value", "wait_until", loc);
-  Value timeout;
   if (timeout_ns.kind() == Operand::Kind::kFloat) {
     throw Error(at(loc), "wait_until", "the timeout is a float constant", "an integer scalar (ns)",
                 "a float", "pass nanoseconds as an integer, e.g. 1'000'000'000");
@@ -309,13 +314,52 @@ Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const
                   type.str(), "pass nanoseconds as an integer, e.g. 1'000'000'000");
     }
   }
-  timeout = materialize(builder, timeout_ns, ElementType{ScalarType::kI64}, {}, "wait_until", loc);
+  Value timeout = materialize(builder, timeout_ns, ElementType{ScalarType::kI64}, {}, "wait_until", loc);
+  return {ptr, expected, timeout};
+}
+
+Attrs wait_attrs(CmpPredicate cmp, MemScope scope) {
   Attrs attrs;
   attrs.cmp = cmp;
   attrs.scope = scope;
   attrs.order = MemOrder::kAcquire;
-  return builder.emit1(OpCode::kWaitUntil, {ptr, expected, timeout}, std::move(attrs),
+  return attrs;
+}
+
+}  // namespace
+
+Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
+                 MemScope scope, SourceLocation loc) {
+  Builder& builder = Builder::current("wait_until", loc);
+  WaitOperands w = wait_operands(builder, ptr, value, timeout_ns, loc);
+  return builder.emit1(OpCode::kWaitUntil, {w.ptr, w.expected, w.timeout}, wait_attrs(cmp, scope),
                        Type{ElementType{ScalarType::kI1}, {}}, loc);
 }
+
+Waited wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
+                  MemScope scope, const WaitOptions& options, SourceLocation loc) {
+  Builder& builder = Builder::current("wait_until", loc);
+  WaitOperands w = wait_operands(builder, ptr, value, timeout_ns, loc);
+  std::vector<Value> operands = {w.ptr, w.expected, w.timeout};
+  if (options.abort_if_nonzero) {
+    Type word = builder.type_of(*options.abort_if_nonzero, "wait_until", loc);
+    ScalarType scalar = word.element.scalar;
+    if (!word.element.pointer || !word.is_scalar() ||
+        (scalar != ScalarType::kI32 && scalar != ScalarType::kU32 && scalar != ScalarType::kI64)) {
+      throw Error(at(loc), "wait_until", "the abort word is " + word.str(), "a scalar pointer to i32, u32 or i64",
+                  word.str(), "abort on one word: base + index, with scalars only");
+    }
+    operands.push_back(*options.abort_if_nonzero);
+  }
+  Type pointer = builder.type_of(ptr, "wait_until", loc);
+  std::vector<Value> results =
+      builder.emit(OpCode::kWaitUntil, operands, wait_attrs(cmp, scope),
+                   {Type{ElementType{ScalarType::kI32}, {}}, Type{ElementType{pointer.element.scalar}, {}}}, loc);
+  return {results[0], results[1]};
+}
+
+Value Waited::met() const { return outcome == kWaitMet; }
+Value Waited::timed_out() const { return outcome == kWaitTimedOut; }
+Value Waited::aborted() const { return outcome == kWaitAborted; }
 
 }  // namespace monotile::dsl

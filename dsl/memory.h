@@ -131,6 +131,28 @@ Value wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const
                  MemScope scope = MemScope::kGpu,
                  SourceLocation loc = SourceLocation::current());
 
+struct WaitOptions {
+  // A scalar pointer to i32, u32 or i64 read on every spin iteration (after the flag, with a relaxed
+  // system-scope load, so a word the host or another GPU sets is seen): once it is non-zero the wait
+  // ends at once, aborted. A rank's "failed" word makes every wait of the rank end when one gives up.
+  std::optional<Value> abort_if_nonzero;
+};
+
+struct Waited {
+  Value outcome;  // i32 scalar: kWaitMet, kWaitTimedOut or kWaitAborted (dsl/ir.h)
+  Value seen;     // *ptr as the wait's last load saw it (a scalar of the pointee dtype)
+  Value met() const;        // i1 scalars
+  Value timed_out() const;
+  Value aborted() const;
+};
+
+// The same bounded spin, telling how it ended and what it saw last; with an abort word (above) it
+// also ends when that word is non-zero. The flag is loaded first, so a flag that already holds
+// ends the wait as met whatever the abort word says.
+Waited wait_until(const Value& ptr, CmpPredicate cmp, const Operand& value, const Operand& timeout_ns,
+                  MemScope scope, const WaitOptions& options,
+                  SourceLocation loc = SourceLocation::current());
+
 // Programmatic dependent launch (ir.h's header comment): launch_dependents() lets the kernel
 // launched next on the stream start its programs on the SMs this kernel frees, once every program
 // of this one has called it or ended; wait_grid_dependency() waits until the kernel launched before

@@ -107,6 +107,17 @@ TEST(MemoryErrors, WaitUntilWatchesOneWord) {
   EXPECT_DSL_ERROR(wait_until(flags, Cmp::ge, 1, zeros({}, f32)), "the timeout is f32");
 }
 
+TEST(MemoryErrors, WaitUntilAbortsOnOneWord) {
+  Builder b("k");
+  auto flags = b.arg("flags", ptr(i32)), halves = b.arg("halves", ptr(f16));
+  EXPECT_DSL_ERROR(wait_until(flags, Cmp::ge, 1, 1000, Scope::gpu, {.abort_if_nonzero = flags + arange(0, 16)}),
+                   "the abort word is ptr<i32>[16]");
+  EXPECT_DSL_ERROR(wait_until(flags, Cmp::ge, 1, 1000, Scope::gpu, {.abort_if_nonzero = zeros({}, i32)}),
+                   "the abort word is i32");
+  EXPECT_DSL_ERROR(wait_until(flags, Cmp::ge, 1, 1000, Scope::gpu, {.abort_if_nonzero = halves}),
+                   "the abort word is ptr<f16>");
+}
+
 TEST(MemoryErrors, DotShapesMustChain) {
   Builder b("attn");
   auto a = zeros({16, 128}, bf16), w = zeros({64, 32}, bf16);

@@ -235,12 +235,25 @@ std::string Rule::memory_access() const {
       return "";
     }
     case OpCode::kWaitUntil: {
-      MT_RULE(counts(3, 1));
+      // The plain form (flag, value, timeout) -> i1; the second form (..., [abort]) -> (i32, value).
+      const bool with_abort = op_.operands.size() == 4;
+      const bool second_form = op_.results.size() == 2 || with_abort;
+      MT_RULE(counts(with_abort ? 4 : 3, second_form ? 2 : 1));
       MT_REQUIRE(in(0).is_scalar() && in(0).element.pointer && is_integer(in(0).element.scalar),
                  "the flag is " + in(0).str() + ", expected a scalar pointer to an integer");
       MT_RULE(data(1));
       MT_REQUIRE(in(2) == (Type{ElementType{ScalarType::kI64}, {}}), "the timeout is " + in(2).str() + ", expected i64");
-      MT_REQUIRE(out(0) == kBoolScalar, "result is " + out(0).str() + ", expected i1");
+      if (with_abort) {
+        MT_REQUIRE(in(3).is_scalar() && in(3).element.pointer && is_integer(in(3).element.scalar),
+                   "the abort word is " + in(3).str() + ", expected a scalar pointer to an integer");
+      }
+      if (!second_form) {
+        MT_REQUIRE(out(0) == kBoolScalar, "result is " + out(0).str() + ", expected i1");
+        return "";
+      }
+      MT_REQUIRE(out(0) == (Type{ElementType{ScalarType::kI32}, {}}), "the outcome is " + out(0).str() + ", expected i32");
+      Type seen{ElementType{in(0).element.scalar, false}, {}};
+      MT_REQUIRE(out(1) == seen, "the value seen is " + out(1).str() + ", expected " + seen.str());
       return "";
     }
     default: return "not a memory access";

@@ -153,32 +153,55 @@ bool holds(CmpPredicate cmp, Value a, Value b) {
   return false;
 }
 
+// The bounded spin: the flag (acquire), then the abort word if the op has one (relaxed: a word
+// another thread sets mid-wait ends it within one iteration), then the clock.
 absl::Status exec_wait_until(Frame& frame, const Op& op) {
   const Type& pointer_type = frame.operand_type(op, 0);
   const std::vector<int64_t>& address = frame.operand(op, 0).ints;
   absl::Status status =
       check_access(frame, op, pointer_type, frame.operand(op, 0), nullptr, "waits on");
   if (!status.ok()) return status;
+  const bool with_abort = op.operands.size() == 4;
+  if (with_abort) {
+    status = check_access(frame, op, frame.operand_type(op, 3), frame.operand(op, 3), nullptr, "aborts on");
+    if (!status.ok()) return status;
+  }
   const Tile& target = frame.operand(op, 1);
   const int64_t timeout_ns = frame.operand(op, 2).ints.at(0);
   const int64_t start = now_ns();
-  bool timed_out = false;
+  int32_t outcome = kWaitMet;
   std::string last_seen;
   bool cancelled = false;
+  // Reads the abort word (any of the integer dtypes a wait takes) with a relaxed load.
+  auto abort_set = [&]() -> bool {
+    if (!with_abort) return false;
+    bool set = false;
+    dispatch_scalar(frame.operand_type(op, 3).element.scalar, [&](auto tag) {
+      using Raw = typename Codec<decltype(tag)::value>::Raw;
+      std::atomic_ref<Raw> word(
+          *reinterpret_cast<Raw*>(static_cast<uintptr_t>(frame.operand(op, 3).ints.at(0))));
+      set = word.load(std::memory_order_relaxed) != Raw{0};
+    });
+    return set;
+  };
   dispatch_scalar(pointer_type.element.scalar, [&](auto tag) {
     using C = Codec<decltype(tag)::value>;
     using Value = typename C::Value;
     const Value wanted = data_of<Value>(target)[0];
     std::atomic_ref<typename C::Raw> ref(*reinterpret_cast<typename C::Raw*>(static_cast<uintptr_t>(address[0])));
-    for (int64_t spins = 0;; ++spins) {
-      const Value seen = C::decode(ref.load(std::memory_order_acquire));
-      if (holds(op.attrs.cmp, seen, wanted)) return;
-      if (now_ns() - start >= timeout_ns) {
-        timed_out = true;
+    auto finish = [&](int32_t how, Value seen) {
+      outcome = how;
+      if (op.results.size() == 2) data_of<Value>(frame.result(op, 1))[0] = seen;
+      if (how == kWaitTimedOut) {
         last_seen = absl::StrFormat("%s, waiting for %s %s", format_value(seen), to_absl(cmp_name(op.attrs.cmp)),
                                     format_value(wanted));
-        return;
       }
+    };
+    for (int64_t spins = 0;; ++spins) {
+      const Value seen = C::decode(ref.load(std::memory_order_acquire));
+      if (holds(op.attrs.cmp, seen, wanted)) return finish(kWaitMet, seen);
+      if (abort_set()) return finish(kWaitAborted, seen);
+      if (now_ns() - start >= timeout_ns) return finish(kWaitTimedOut, seen);
       if (frame.shared->cancelled.load(std::memory_order_relaxed)) {
         cancelled = true;
         return;
@@ -187,8 +210,9 @@ absl::Status exec_wait_until(Frame& frame, const Op& op) {
     }
   });
   if (cancelled) return cancelled_error(frame, op);
-  frame.result(op).ints[0] = timed_out ? 1 : 0;
-  if (timed_out) {
+  // The plain form yields i1 timed_out; the form with options (two results) the outcome and the value.
+  frame.result(op).ints[0] = op.results.size() == 2 ? outcome : (outcome == kWaitTimedOut ? 1 : 0);
+  if (outcome == kWaitTimedOut) {
     const auto bytes = static_cast<size_t>(scalar_type_bytes(pointer_type.element.scalar));
     std::string report = absl::StrFormat(
         "%s: timed out after %d ns: %s is %s", op_context(frame, op), timeout_ns,

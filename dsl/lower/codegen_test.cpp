@@ -291,6 +291,31 @@ TEST(Codegen, WaitUntilIsABoundedSpinOnTheGlobalTimer) {
   EXPECT_THAT(amd, HasSubstr("if (mt_globaltimer_ns() - mt_start >= mt_limit) {"));
 }
 
+// The form with an abort word: the word is read with a relaxed system-scope load after the flag in
+// every iteration, and the outcome and the value seen go to the block in one round of shared memory.
+TEST(Codegen, WaitUntilReadsItsAbortWordEveryIteration) {
+  Builder b("abortable_wait", {.num_warps = 4});
+  auto flag = b.arg("flag", ptr(i32)), failed = b.arg("failed", ptr(i32)), out = b.arg("out", ptr(i32));
+  const Waited waited = wait_until(flag, Cmp::eq, 7, 1000000, Scope::system, {.abort_if_nonzero = failed});
+  store(out, waited.outcome);
+  store(out + 1, waited.seen);
+  Program program = b.finish();
+  std::string nvidia = lowered(program, "sm_90a").source;
+  EXPECT_THAT(nvidia, HasSubstr("asm volatile(\"ld.acquire.sys.global.b32 %0, [%1];\""));
+  EXPECT_THAT(nvidia, HasSubstr("asm volatile(\"ld.relaxed.sys.global.b32 %0, [%1];\" : \"=r\"(mt_abort)"));
+  EXPECT_THAT(nvidia, HasSubstr("if (mt_abort != 0u) {"));
+  EXPECT_LT(nvidia.find("ld.acquire.sys"), nvidia.find("mt_abort)")) << "the flag is read first";
+  EXPECT_THAT(nvidia, HasSubstr("if (mt_globaltimer_ns() >= mt_deadline) {"));
+  EXPECT_LT(nvidia.find("mt_abort != 0u"), nvidia.find("mt_globaltimer_ns() >= mt_deadline"));
+  EXPECT_THAT(nvidia, Not(HasSubstr("v_mov_b32")));
+  std::string amd = lowered(program, "gfx90a").source;
+  // The word's address is held in vector registers on AMD (an opaque zero added to it).
+  EXPECT_THAT(amd, HasSubstr("asm volatile(\"v_mov_b32 %0, 0\" : \"=v\"(mt_vzero));"));
+  EXPECT_THAT(amd, HasSubstr("mt_abort = __hip_atomic_load((unsigned*)(mt_abort_at), "));
+  EXPECT_THAT(amd, HasSubstr("__ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);"));
+  EXPECT_THAT(amd, HasSubstr("if (mt_abort != 0u) {"));
+}
+
 // A persistent kernel's opening hint: rows of weights a later stage streams, then that stage.
 Program warm_then_copy(bool masked) {
   Builder b("warm_then_copy", {.num_warps = 4});

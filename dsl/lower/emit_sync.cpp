@@ -158,6 +158,9 @@ absl::Status OpLowering::grid_dependency(const Op& op) {
   return absl::OkStatus();
 }
 
+// Thread 0 spins: the flag (acquire at the op's scope), then the abort word if any (relaxed, system
+// scope: whoever sets it, the host or a peer GPU, is seen), then the clock; the block then shares
+// its verdict (and, in the second form, the last value it loaded) through shared memory.
 absl::Status OpLowering::wait_until(const Op& op) {
   ValueId ptr = op.operands[0];
   ScalarType element = type(ptr).element.scalar;
@@ -165,23 +168,76 @@ absl::Status OpLowering::wait_until(const Op& op) {
   if (!type(ptr).is_scalar() || (bytes != 4 && bytes != 8)) {
     return unsupported(op, absl::StrCat("waits on one 32- or 64-bit word, got ", type(ptr).str()));
   }
-  std::string out = name(op.results[0]);
+  const bool with_abort = op.operands.size() == 4;
+  const int abort_bytes = with_abort ? scalar_type_bytes(type(op.operands[3]).element.scalar) : 0;
+  if (with_abort && (!type(op.operands[3]).is_scalar() || (abort_bytes != 4 && abort_bytes != 8))) {
+    return unsupported(op, absl::StrCat("aborts on one 32- or 64-bit word, got ", type(op.operands[3]).str()));
+  }
   std::string_view word = bytes == 8 ? "unsigned long long" : "unsigned";
-  line(absl::StrCat("bool ", out, "[1] = {false};"));
+  if (op.results.size() == 1) {
+    std::string out = name(op.results[0]);
+    line(absl::StrCat("bool ", out, "[1] = {false};"));
+    open("if (mt_tid == 0)");
+    line("const unsigned long long mt_start = mt_globaltimer_ns();");
+    line(absl::StrCat("const unsigned long long mt_limit = ", name(op.operands[2]), "[0] < 0 ? 0ull : (unsigned long long)",
+                      name(op.operands[2]), "[0];"));
+    open("for (;;)");
+    line(absl::StrCat(to_absl(word), " mt_bits;"));
+    line(spelling_.load_ordered(MemOrder::kAcquire, op.attrs.scope, bytes, absl::StrCat(name(ptr), "[0]"), "mt_bits"));
+    line(absl::StrCat("if (", from_bits(element, "mt_bits"), " ", to_absl(cmp_symbol(op.attrs.cmp)), " ",
+                      name(op.operands[1]), "[0]) break;"));
+    line(absl::StrCat("if (mt_globaltimer_ns() - mt_start >= mt_limit) { ", out, "[0] = true; break; }"));
+    line(absl::StrCat(to_absl(spelling_.backoff), ";"));
+    close();
+    close();
+    broadcast_from_thread0(absl::StrCat(out, "[0]"), "bool");
+    return absl::OkStatus();
+  }
+  std::string outcome = name(op.results[0]), seen = name(op.results[1]);
+  std::string t = reg_type(op.results[1]);
+  line(absl::StrCat("int ", outcome, "[1] = {", kWaitMet, "};"));
+  line(absl::StrCat(t, " ", seen, "[1] = {(", t, ")0};"));
   open("if (mt_tid == 0)");
-  line("const unsigned long long mt_start = mt_globaltimer_ns();");
-  line(absl::StrCat("const unsigned long long mt_limit = ", name(op.operands[2]), "[0] < 0 ? 0ull : (unsigned long long)",
-                    name(op.operands[2]), "[0];"));
+  // One deadline held through the loop rather than a start and a limit (on AMD every value here
+  // sits in scalar registers, which the waits' callers run short of); the clock's nanoseconds since
+  // boot plus any i64 bound stay below 2^64.
+  line(absl::StrCat("const unsigned long long mt_deadline = mt_globaltimer_ns() + (", name(op.operands[2]),
+                    "[0] < 0 ? 0ull : (unsigned long long)", name(op.operands[2]), "[0]);"));
+  line(absl::StrCat(to_absl(word), " mt_bits = 0;"));
+  if (with_abort) {
+    // On AMD the abort word's address goes to vector registers (an opaque zero added to it): held
+    // in scalar ones through the loop, it raised what K2's callers keep in VGPR lanes by up to 25.
+    std::string at = name(op.operands[3]);
+    if (state_.target.vendor() == Vendor::kAmd) {
+      line("unsigned mt_vzero; asm volatile(\"v_mov_b32 %0, 0\" : \"=v\"(mt_vzero));");
+      line(absl::StrCat("const auto mt_abort_at = ", at, "[0] + mt_vzero;"));
+    } else {
+      line(absl::StrCat("const auto mt_abort_at = ", at, "[0];"));
+    }
+  }
   open("for (;;)");
-  line(absl::StrCat(to_absl(word), " mt_bits;"));
   line(spelling_.load_ordered(MemOrder::kAcquire, op.attrs.scope, bytes, absl::StrCat(name(ptr), "[0]"), "mt_bits"));
   line(absl::StrCat("if (", from_bits(element, "mt_bits"), " ", to_absl(cmp_symbol(op.attrs.cmp)), " ",
                     name(op.operands[1]), "[0]) break;"));
-  line(absl::StrCat("if (mt_globaltimer_ns() - mt_start >= mt_limit) { ", out, "[0] = true; break; }"));
+  if (with_abort) {
+    std::string_view abort_word = abort_bytes == 8 ? "unsigned long long" : "unsigned";
+    line(absl::StrCat(to_absl(abort_word), " mt_abort;"));
+    line(spelling_.load_ordered(MemOrder::kRelaxed, MemScope::kSystem, abort_bytes, "mt_abort_at", "mt_abort"));
+    line(absl::StrCat("if (mt_abort != 0u) { ", outcome, "[0] = ", kWaitAborted, "; break; }"));
+  }
+  line(absl::StrCat("if (mt_globaltimer_ns() >= mt_deadline) { ", outcome, "[0] = ", kWaitTimedOut, "; break; }"));
   line(absl::StrCat(to_absl(spelling_.backoff), ";"));
   close();
+  line(absl::StrCat(seen, "[0] = ", from_bits(element, "mt_bits"), ";"));
   close();
-  broadcast_from_thread0(absl::StrCat(out, "[0]"), "bool");
+  // One round through shared memory for both: the outcome at byte 0, the value at byte 8.
+  need_smem(16);
+  barrier();
+  line(absl::StrCat("if (mt_tid == 0) { ", smem("int"), "[0] = ", outcome, "[0]; ", smem(t, 8), "[0] = ", seen,
+                    "[0]; }"));
+  barrier();
+  line(absl::StrCat(outcome, "[0] = ", smem("int"), "[0];"));
+  line(absl::StrCat(seen, "[0] = ", smem(t, 8), "[0];"));
   return absl::OkStatus();
 }
 

@@ -1,7 +1,7 @@
 // Memory: masked loads (other value, lanes past the end untouched), masked stores, a multi-instance
 // grid with a bound, pointer arithmetic, ordered and hinted accesses, atomics (contended, where
 // the result is order-independent, and uncontended, where the old values are checked), the timer,
-// and wait_until that succeeds or times out.
+// and wait_until that succeeds, times out or is aborted by another program.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -345,6 +345,100 @@ Case timer_and_wait_case() {
   return c;
 }
 
+// wait_until with WaitOptions in one program: a flag that holds ends it as met even with the abort
+// word set (the flag is read first); an unset flag with a clear abort word times out; with the
+// abort word set it ends at once, aborted; and without an abort word it times out. Each gives the
+// value its last load saw.
+Case wait_outcome_case(ScalarType dtype) {
+  Case c;
+  c.name = case_name("wait_until_outcome", dtype, {2});
+  c.build = [dtype] {
+    Builder b("wait_outcome");
+    Value flags = b.arg("flags", ptr(ElementType{dtype})), abort = b.arg("abort", ptr(i32));
+    Value out = b.arg("out", ptr(i32));
+    Value start = global_timer();
+    const Waited met = wait_until(flags, Cmp::ge, 3, 1'000'000'000, Scope::gpu, {.abort_if_nonzero = abort + 1});
+    const Waited timed_out =
+        wait_until(flags + 1, Cmp::eq, 1, 1'000'000, Scope::system, {.abort_if_nonzero = abort});
+    const Waited aborted =
+        wait_until(flags + 1, Cmp::eq, 1, 10'000'000'000, Scope::gpu, {.abort_if_nonzero = abort + 1});
+    const Waited plain = wait_until(flags + 1, Cmp::eq, 1, 1'000'000, Scope::gpu, WaitOptions{});
+    const Waited* waits[] = {&met, &timed_out, &aborted, &plain};
+    for (int i = 0; i < 4; ++i) {
+      store(out + 2 * i, waits[i]->outcome);
+      store(out + 2 * i + 1, waits[i]->seen.to(i32));
+    }
+    store(out + 8, (met.met() & timed_out.timed_out() & aborted.aborted()).to(i32));
+    store(out + 9, (global_timer() - start < 5'000'000'000).to(i32));  // the aborted wait did not run its bound
+    return b.finish();
+  };
+  c.tensors = {{"flags", dtype, {2}, Role::kInput, nullptr, std::nullopt},
+               {"abort", kI32, {2}, Role::kInput, nullptr, std::nullopt},
+               {"out", kI32, {10}, Role::kOutput, nullptr, std::nullopt}};
+  c.tensors[0].generate = [](HostTensor& t, Rng&) {
+    t.set_int(0, 5);
+    t.set_int(1, 9);
+  };
+  c.tensors[1].generate = [](HostTensor& t, Rng&) {
+    t.set_int(0, 0);
+    t.set_int(1, 1);
+  };
+  c.reference = [](Tensors& t) {
+    const int64_t expected[] = {kWaitMet, 5, kWaitTimedOut, 9, kWaitAborted, 9, kWaitTimedOut, 9, 1, 1};
+    for (int64_t i = 0; i < 10; ++i) t["out"].set_int(i, expected[i]);
+  };
+  return c;
+}
+
+// Two programs: program 1 sets the awaited flag to another value (3) while program 0 waits, whose
+// wait times out with the value it saw last (3, not the 7 it started with); then program 1 sets the
+// abort word a millisecond into program 0's second wait (10 s bound), which ends it: aborted, at
+// least a millisecond and far less than the bound after it began.
+Case wait_abort_case() {
+  Case c;
+  c.name = "wait_until_abort_mid_wait/i32/[2]";
+  c.grid = {2, 1, 1};
+  c.build = [] {
+    Builder b("wait_abort");
+    Value flag = b.arg("flag", ptr(i32)), started = b.arg("started", ptr(i32)), abort = b.arg("abort", ptr(i32));
+    Value out = b.arg("out", ptr(i32));
+    if_(program_id(0) == 0, [&] {
+      store_release(started, 1, Scope::gpu);
+      const Waited first = wait_until(flag, Cmp::eq, 1, 1'000'000'000, Scope::gpu, {.abort_if_nonzero = abort});
+      Value begun = global_timer();
+      store_release(started, 2, Scope::gpu);
+      const Waited second = wait_until(flag, Cmp::eq, 1, 10'000'000'000, Scope::gpu, {.abort_if_nonzero = abort});
+      Value took = global_timer() - begun;
+      store(out, first.outcome);
+      store(out + 1, first.seen);
+      store(out + 2, second.outcome);
+      store(out + 3, second.seen);
+      store(out + 4, (took >= 1'000'000).to(i32));
+      store(out + 5, (took < 1'000'000'000).to(i32));
+    });
+    if_(program_id(0) == 1, [&] {
+      wait_until(started, Cmp::ge, 1, 5'000'000'000, Scope::gpu);
+      store_release(flag, 3, Scope::gpu);
+      wait_until(started, Cmp::ge, 2, 5'000'000'000, Scope::gpu);
+      wait_until(flag, Cmp::eq, 1, 1'000'000, Scope::gpu);  // a millisecond: the flag stays 3
+      store_release(abort, 1, Scope::system);
+    });
+    return b.finish();
+  };
+  c.tensors = {{"flag", kI32, {1}, Role::kInOut, constant(7), Tolerance::exact()},
+               {"started", kI32, {1}, Role::kInOut, constant(0), Tolerance::exact()},
+               {"abort", kI32, {1}, Role::kInOut, constant(0), Tolerance::exact()},
+               {"out", kI32, {6}, Role::kOutput, nullptr, std::nullopt}};
+  c.reference = [](Tensors& t) {
+    t["flag"].set_int(0, 3);
+    t["started"].set_int(0, 2);
+    t["abort"].set_int(0, 1);
+    const int64_t expected[] = {kWaitTimedOut, 3, kWaitAborted, 3, 1, 1};
+    for (int64_t i = 0; i < 6; ++i) t["out"].set_int(i, expected[i]);
+  };
+  return c;
+}
+
 // Dependent launch: each program lets the next kernel start, prefetches its weights (a read no
 // kernel writes), then waits for the previous kernel before reading its input. The values are those
 // of the program without the three ops; on a GPU the kernel launches with programmatic stream
@@ -399,6 +493,8 @@ std::vector<Case> memory_cases() {
   cases.push_back(contended_atomic_case("add", kF32));
   for (ScalarType dtype : {kF32, kF16, kBf16}) cases.push_back(float_atomic_add_case(dtype));
   cases.push_back(timer_and_wait_case());
+  for (ScalarType dtype : {kI32, kU32, kI64}) cases.push_back(wait_outcome_case(dtype));
+  cases.push_back(wait_abort_case());
   cases.push_back(grid_dependency_case());
   return cases;
 }
