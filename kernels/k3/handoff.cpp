@@ -77,11 +77,13 @@ void arrive(const Value& counter, int arrivals, const Value& flag, const Handoff
 void wait_flag(const Value& flag, int32_t region, const Value& index, const HandoffContext& c, MemScope scope) {
   // Scalar ordered loads are made by one thread and shared, so every thread takes the same branch
   // (the branches hold barriers): a plain load per thread could see the word change in between.
+  // The wait re-reads FAILED on every iteration: once any program of the rank has given up, every
+  // wait ends at once without a record (the first give-up's record is the cause; a wait behind it
+  // would only add its own full bound and a record of the consequence). A timeout records the value
+  // the wait's last load saw: a re-read could see a tag that came after the wait had given up.
   if_(load_acquire(flag, scope) != c.tag, [&] {
-    if_(load(c.health, {.order = Order::relaxed, .scope = Scope::gpu}) == 0, [&] {
-      auto timed_out = wait_until(flag, Cmp::eq, c.tag, c.wait_ns, scope);
-      if_(timed_out, [&] { record_give_up(c, region, index, load(flag, {.cache = Cache::volatile_})); });
-    });
+    const Waited waited = wait_until(flag, Cmp::eq, c.tag, c.wait_ns, scope, {.abort_if_nonzero = c.health});
+    if_(waited.timed_out(), [&] { record_give_up(c, region, index, waited.seen); });
   });
   // The acquire ordered the waiting thread; the barrier extends that to the program's threads.
   barrier();

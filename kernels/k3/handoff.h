@@ -45,8 +45,9 @@ dsl::Value count_arrival(const dsl::Value& counter, int arrivals, int span = 0);
 dsl::Value count_arrival(const dsl::Value& counter, const dsl::Value& arrivals, int span);
 
 // Waits (wait_until, acquire at `scope`) until *flag holds the tag, the timeout passes (recorded
-// under `region` and `index` with the value seen), or the rank has already failed (no wait at all).
-// The flag is looked at first, so a flag already set costs one round trip. Later plain loads of
+// under `region` and `index` with the value the wait's last load saw), or the rank fails: FAILED is
+// re-read on every spin, so a wait under way when another program gives up ends at once, with no
+// record. The flag is looked at first, so a flag already set costs one round trip. Later plain loads of
 // every thread of the program see what the flag's publisher stored. A flag another rank sets in
 // this rank's peer buffer (peer_exchange.h) is waited on at system scope.
 void wait_flag(const dsl::Value& flag, int32_t region, const dsl::Value& index, const HandoffContext& context,

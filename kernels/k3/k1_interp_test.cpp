@@ -134,8 +134,9 @@ TEST(K1InterpHealth, AWaitThatNeverEndsIsRecordedAndTheLaunchEnds) {
   EXPECT_FALSE(result->ok());
   ASSERT_GE(result->health.size(), size_t{2} * kHealthRecordWords);
   EXPECT_EQ(result->health[0], 1) << "FAILED";
-  // Some program gave up first and recorded itself; a program that found FAILED already set before
-  // its own wait skips the wait and records nothing (on a loaded machine, any of them can be first).
+  // Some program gave up first and recorded itself; a program that finds FAILED set, before its
+  // own wait or during it, ends that wait and records nothing (on a loaded machine, any of them
+  // can be first).
   int recorded = -1;
   for (int p = 0; p < c.programs && recorded < 0; ++p) {
     if (result->health[static_cast<size_t>(p + 1) * kHealthRecordWords] != 0) recorded = p;

@@ -152,10 +152,20 @@ inline std::string run_rank_killed_between_steps(Group& group, const model::Mode
   return status.ok() ? "" : std::string(status.message());
 }
 
+// The number of waits a health report (LaunchState::check_health's message) names.
+inline int recorded_waits(const std::string& health) {
+  int named = 0;
+  for (size_t pos = health.find(" waited on "); pos != std::string::npos;
+       pos = health.find(" waited on ", pos + 1)) {
+    ++named;
+  }
+  return named;
+}
+
 // What both twins expect: rank 1 killed by SIGKILL; rank 0 raising Aborted from after_step at the
 // first vote after the kill (check_every steps later), saying a TP rank is gone, and its health
-// records naming the wait for rank 1's o_proj shares; both within `wait_ns` plus `margin_seconds`
-// of the kill, and the health only after the wait's bound had passed.
+// records naming a wait of K2; both within `wait_ns` plus `margin_seconds` of the kill, and the
+// health only after the wait's bound had passed.
 inline void expect_the_survivor_raised(const ForkedRanks& verdicts, const KillRun& run,
                                        int check_every, int64_t wait_ns, double margin_seconds) {
   EXPECT_EQ(verdicts.rank0, "") << "rank 0";
@@ -174,13 +184,17 @@ inline void expect_the_survivor_raised(const ForkedRanks& verdicts, const KillRu
               ::testing::HasSubstr("; hint: the rank's health records name the wait and the peer; "
                                    "a TP group does not outlive a rank, so restart the engine on "
                                    "every rank"));
+  // The first wait to reach its bound records itself, and the waits under way end with no record:
+  // the wait for rank 1's o_proj shares, or one that began before it on a flag of this launch that
+  // a program waiting for those shares would set (the report then gives the local hint).
   EXPECT_THAT(run.health,
               ::testing::AllOf(
                   ::testing::HasSubstr(
                       absl::StrCat("a hand-off wait gave up after ", wait_ns / 1000000, " ms: ")),
-                  ::testing::HasSubstr("waited on K2 o_proj's partial sums (region 9) from TP rank "
-                                       "1: expected tag "),
-                  ::testing::HasSubstr("hint: that TP rank stalled, died or runs other steps")));
+                  ::testing::HasSubstr(" waited on K2 "), ::testing::HasSubstr(": expected tag "),
+                  ::testing::AnyOf(
+                      ::testing::HasSubstr("hint: that TP rank stalled, died or runs other steps"),
+                      ::testing::HasSubstr("hint: every program must be resident at once"))));
   const double bound = static_cast<double>(wait_ns) * 1e-9 + margin_seconds;
   EXPECT_LT(run.seconds_to_raise, bound) << "rank 0 raised late";
   EXPECT_LT(run.seconds_to_health, bound) << "rank 0's waits ended late";

@@ -6,7 +6,8 @@
 // reference's within the partials' roundings, and bit for bit every other rank's; over two steps
 // (the second on the other parity half, nothing zeroed) and from near the epoch's wrap. A rank
 // whose peer never sends (absent, or stalled by the fault hook) gives up its waits within their
-// bound, records the peer and the tags, and ends; a stale flag of an earlier epoch is never taken.
+// bound, records the peer and the tags, and ends, its other waits ending at once with no record;
+// a stale flag of an earlier epoch is never taken.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -122,11 +123,12 @@ INSTANTIATE_TEST_SUITE_P(Ranks, K2Tp, ::testing::ValuesIn(cases()),
                            return name;
                          });
 
-// The waits of a rank whose peer is gone: ranks of TP 2 with waits bounded by `wait_ns` (2
+// The waits of a rank whose peer is gone: ranks of TP 2 with waits bounded by `wait_ns` (at 2
 // programs a rank, each with o_proj shares, so that the first wait to give up is a peer's).
-std::vector<K2Inputs> fault_ranks(int64_t wait_ns, int32_t fault_epoch = 0, int64_t fault_ns = 0) {
+std::vector<K2Inputs> fault_ranks(int64_t wait_ns, int32_t fault_epoch = 0, int64_t fault_ns = 0,
+                                  int tokens = 2) {
   const K2Inputs whole =
-      kernels::k3::make_k2_inputs({.layer = 1, .tokens = 2}, /*interpreter=*/true);
+      kernels::k3::make_k2_inputs({.layer = 1, .tokens = tokens}, /*interpreter=*/true);
   EXPECT_FALSE(whole.core.empty());
   std::vector<K2Inputs> ranks;
   for (int r = 0; r < 2; ++r) {
@@ -190,6 +192,36 @@ TEST(K2TpFault, AStallAtOneRankMakesTheOtherGiveUpWithinTheBound) {
   EXPECT_LT(runs[0].seconds[0], kFaultNs * 1e-9 - 2) << "rank 0 waited for the stalled rank";
   EXPECT_GE(runs[1].seconds[0], kFaultNs * 1e-9) << "the stall ran";
   EXPECT_LT(seconds, kFaultNs * 1e-9 + 20) << "the stalled rank's launch ends once its stall does";
+}
+
+// Rank 1 never launches, and rank 0's program 0 is held at its K2's entry (the fault hook) for
+// 2 s of the waits' 3 s: program 1 waits on rank 1's o_proj shares from the start and gives up
+// first, setting the rank's FAILED word; program 0 reaches its own wait on them 2 s later. That
+// wait reads FAILED on its next spin and ends there, with no record: the launch ends about one
+// bound after it began, where program 0's wait used to run its own bound to the end (5 s) and
+// record itself.
+TEST(K2TpFault, AWaitUnderWayWhenAnotherGivesUpEndsAtOnceWithoutARecord) {
+  constexpr int64_t kWaitNs = 3'000'000'000, kHeldNs = 2'000'000'000;
+  std::vector<K2Inputs> ranks = fault_ranks(kWaitNs);
+  if (HasFailure()) return;
+  ranks[0].build.fault_epoch = 1;
+  ranks[0].build.fault_layer = 128 + ranks[0].c.layer;
+  ranks[0].build.fault_ns = kHeldNs;
+  const std::vector<RankSteps> runs = run_k2_ranks(
+      ranks, 2, {1}, [](int rank, size_t) { return rank == 1; },
+      [](int rank, size_t) { return rank == 0; });
+  for (const RankSteps& run : runs) ASSERT_TRUE(run.status.ok()) << run.status;
+  ASSERT_EQ(runs[0].health.size(), 1u);
+  const std::string health(runs[0].health[0].message());
+  EXPECT_THAT(health, ::testing::HasSubstr(absl::StrCat(
+                          "program 1 waited on o_proj's partial sums (region 9) from TP rank 1: "
+                          "expected tag ",
+                          kernels::k3::step_tag(1, 128 + ranks[0].c.layer), ", saw 0")));
+  EXPECT_THAT(health, ::testing::Not(::testing::HasSubstr("program 0 waited")))
+      << "the wait under way when program 1 gave up recorded itself";
+  EXPECT_GE(runs[0].seconds[0], kWaitNs * 1e-9) << "the first wait gave up before its bound";
+  EXPECT_LT(runs[0].seconds[0], (kWaitNs + kHeldNs / 2) * 1e-9)
+      << "program 0's wait ran its own bound after program 1 gave up";
 }
 
 }  // namespace
