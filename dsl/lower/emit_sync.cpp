@@ -209,7 +209,12 @@ absl::Status OpLowering::wait_until(const Op& op) {
     // in scalar ones through the loop, it raised what K2's callers keep in VGPR lanes by up to 25.
     std::string at = name(op.operands[3]);
     if (state_.target.vendor() == Vendor::kAmd) {
-      line("unsigned mt_vzero; asm volatile(\"v_mov_b32 %0, 0\" : \"=v\"(mt_vzero));");
+      // Only where the code is compiled for the GPU (the host emulation of generated code runs it
+      // as host C++).
+      line("unsigned mt_vzero = 0;");
+      line("#if defined(__AMDGCN__)");
+      line("asm volatile(\"v_mov_b32 %0, 0\" : \"=v\"(mt_vzero));");
+      line("#endif");
       line(absl::StrCat("const auto mt_abort_at = ", at, "[0] + mt_vzero;"));
     } else {
       line(absl::StrCat("const auto mt_abort_at = ", at, "[0];"));

@@ -138,11 +138,13 @@ class EmulationExecutor : public conformance::Executor {
   std::map<std::string, void*> libraries_;
 };
 
-// One case per (op, dtype): the name's text before its shape.
+// One case per (op, dtype): the name's text before its shape. The emulation runs a grid's programs
+// one after another, so cases whose programs wait on each other are left out.
 std::vector<conformance::Case> selected_cases() {
   std::vector<conformance::Case> selected;
   std::set<std::string> seen;
   for (conformance::Case& c : conformance::all_cases()) {
+    if (c.concurrent_programs) continue;
     std::string key = c.name.substr(0, c.name.find("/["));
     if (seen.insert(key).second) selected.push_back(std::move(c));
   }

@@ -398,6 +398,7 @@ Case wait_abort_case() {
   Case c;
   c.name = "wait_until_abort_mid_wait/i32/[2]";
   c.grid = {2, 1, 1};
+  c.concurrent_programs = true;
   c.build = [] {
     Builder b("wait_abort");
     Value flag = b.arg("flag", ptr(i32)), started = b.arg("started", ptr(i32)), abort = b.arg("abort", ptr(i32));

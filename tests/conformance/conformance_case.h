@@ -56,6 +56,10 @@ struct Case {
   std::vector<TensorSpec> tensors;       // pointer arguments, in order
   std::vector<KernelArg> scalars;        // scalar arguments after the pointers
   std::function<void(Tensors&)> reference;
+  // Its programs wait on each other, so they must run at once: true for a GPU and the interpreter
+  // (a program with wait_until gets a thread per instance), not for an executor that runs the
+  // programs one after another (the host emulation of generated code), which leaves it out.
+  bool concurrent_programs = false;
 };
 
 // Runs `c` once on `executor` with inputs drawn from `seed`; the error lists mismatches (index,
