@@ -39,6 +39,13 @@ Discovery discover_devices(const DiscoveryOptions& options) {
   return discovery;
 }
 
+std::unique_ptr<Device> take_first_gpu(Discovery& found) {
+  for (std::unique_ptr<Device>& device : found.devices) {
+    if (device->info().vendor != dsl::Vendor::kCpu) return std::move(device);
+  }
+  return nullptr;
+}
+
 std::string no_gpu_reason(const Discovery& found) {
   std::vector<std::string> reasons;
   for (const MissingBackend& missing : found.missing) reasons.push_back(missing.reason);

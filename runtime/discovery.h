@@ -50,4 +50,8 @@ Discovery discover_devices(const DiscoveryOptions& options = {});
 // missing backend and every device left out.
 std::string no_gpu_reason(const Discovery& found);
 
+// The first device of `found` that is not the CPU, moved out of it; null without one (then
+// no_gpu_reason(found) says why).
+std::unique_ptr<Device> take_first_gpu(Discovery& found);
+
 }  // namespace monotile::runtime

@@ -32,10 +32,7 @@ TEST(ExecutorTpKillGpu, ARankProcessKilledBetweenStepsMakesTheOtherRaiseWithinTh
   KillRun run;
   const ForkedRanks verdicts = run_forked_ranks([&](Group& group) -> std::string {
     Discovery found = discover_devices();
-    std::unique_ptr<Device> gpu;
-    for (std::unique_ptr<Device>& device : found.devices) {
-      if (device->info().vendor != dsl::Vendor::kCpu && !gpu) gpu = std::move(device);
-    }
+    std::unique_ptr<Device> gpu = take_first_gpu(found);
     // The other rank decides the same (one GPU for both): neither enters the group's collectives.
     if (!gpu) return absl::StrCat("skip: ", no_gpu_reason(found));
     ExecutorOptions options;

@@ -45,10 +45,7 @@ std::string bytes_of(const K2Outputs& got) {
 std::string run_gpu_rank(Group& group, const std::vector<K2Inputs>& ranks,
                          std::vector<K2Outputs>* steps) {
   Discovery found = discover_devices();
-  std::unique_ptr<Device> gpu;
-  for (std::unique_ptr<Device>& device : found.devices) {
-    if (device->info().vendor != dsl::Vendor::kCpu && !gpu) gpu = std::move(device);
-  }
+  std::unique_ptr<Device> gpu = take_first_gpu(found);
   // The other rank decides the same (one GPU for both): neither enters the group's collectives.
   if (!gpu) return absl::StrCat("skip: ", no_gpu_reason(found));
   K2Inputs in = ranks[static_cast<size_t>(group.rank())];

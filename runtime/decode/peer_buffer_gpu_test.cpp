@@ -21,10 +21,7 @@ namespace {
 // One rank's part: "" when it passed, "skip: <why>" without a GPU, else what failed.
 std::string run_rank(Group& group) {
   Discovery found = discover_devices();
-  std::unique_ptr<Device> gpu;
-  for (std::unique_ptr<Device>& device : found.devices) {
-    if (device->info().vendor != dsl::Vendor::kCpu && !gpu) gpu = std::move(device);
-  }
+  std::unique_ptr<Device> gpu = take_first_gpu(found);
   if (!gpu) return absl::StrCat("skip: ", no_gpu_reason(found));
   constexpr size_t kBytes = 1 << 20;
   absl::StatusOr<std::unique_ptr<PeerBuffer>> peer = PeerBuffer::create(*gpu, group, kBytes);
