@@ -14,6 +14,7 @@
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write]
 //                 [--pipeline N[,N...]] [--prefetch]
 //                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]
+//                 [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
@@ -38,6 +39,12 @@
 // (and with --stages its clock: A is then the sources' hand-off on the median program, AttnRes's
 // coefficients on the latest) at every shape it takes; where k1_linear_refusal refuses a shape, a
 // line says why. With --kda-loop too, a further row with both (K1's smallest code: docs/k1_linear.md).
+// --max-blocks N,...: the linear rows' builds at max_blocks N (code: the accumulator carries N + 1
+// sources; the executor's builds carry the model's, K3's 8) instead of the layer's own blocks.
+// --nblocks N,...: the launches' nblocks (0..8, a launch value: the block sources the layer mixes;
+// layer 1 has 1): the default form's row at each, and a linear row at each (max_blocks, nblocks) pair
+// with nblocks <= max_blocks (without --max-blocks, max_blocks = nblocks).
+// --shapes qQnN,...: only these shapes (q tokens a request, N requests; e.g. q4n1), in the order given.
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
 // weights stream through L2 in between); beside a flushed run it shows what cold fetches cost,
@@ -48,9 +55,11 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
@@ -244,8 +253,8 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
     MT_RETURN_IF_ERROR(device.copy_to_host(ticks.data(), *clock, ticks.size() * 8));
     int64_t first = ticks[0];
     for (int p = 0; p < programs; ++p) first = std::min(first, ticks[p * kClockPoints]);
-    std::printf("  stages of %s (us from the first start; latest / median program; KDA points of the programs that ran a task):\n   ",
-                k1_name(build).c_str());
+    std::printf("  stages of %s nb%d (us from the first start; latest / median program; KDA points of the programs that ran a task):\n   ",
+                k1_name(build).c_str(), build.nblocks);
     static const char* names[kClockPoints] = {"start", "A", "B", "C", "kda-inputs", "kda-recurrence", "kda-task"};
     for (int point = 0; point < kClockPoints; ++point) {
       std::vector<int64_t> at;
@@ -298,7 +307,8 @@ struct GemvShape {
 
 int run(int iterations, bool stages, const std::string& json, L2Flush flush, const std::vector<int>& pipelines,
         bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k,
-        bool linear) {
+        bool linear, const std::vector<int>& max_blocks, const std::vector<int>& nblocks,
+        const std::vector<std::pair<int, int>>& only) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -333,16 +343,20 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
   int status = 0;
   std::vector<ShapeResult> results;
   std::vector<K1Build> shapes;
-  for (int q : {4, 2}) {
-    for (int n : {1, 2, 4}) {
-      absl::StatusOr<K1Build> build = k1_build(config, 1, dims.kda_heads, static_cast<int>(dims.in_proj_rows), n * q, q,
-                                               q + 2, true);
-      if (!build.ok()) {
-        std::fprintf(stderr, "k1_bench: %s\n", build.status().ToString().c_str());
-        return 1;
-      }
-      shapes.push_back(k1_for_target(*build, device.info().target));
+  std::vector<std::pair<int, int>> wanted = only;  // (q, N)
+  if (wanted.empty()) {
+    for (int q : {4, 2}) {
+      for (int n : {1, 2, 4}) wanted.emplace_back(q, n);
     }
+  }
+  for (auto [q, n] : wanted) {
+    absl::StatusOr<K1Build> build = k1_build(config, 1, dims.kda_heads, static_cast<int>(dims.in_proj_rows), n * q, q,
+                                             q + 2, true);
+    if (!build.ok()) {
+      std::fprintf(stderr, "k1_bench: %s\n", build.status().ToString().c_str());
+      return 1;
+    }
+    shapes.push_back(k1_for_target(*build, device.info().target));
   }
   // Each shape's --pipeline variants, timed after it.
   auto variants_of = [&](const K1Build& b, bool quiet) {
@@ -378,22 +392,35 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
       out.push_back(b);
       out.back().stream_k = true;
     }
+    // The default form at the other --nblocks (the same code: a launch value).
+    for (int nb : nblocks) {
+      if (nb == b.nblocks) continue;
+      out.push_back(b);
+      out.back().nblocks = nb;
+    }
     if (linear) {
-      K1Build v = b;
-      v.linear_in_proj = true;
-      // A build for the blocks of the bench's layer alone: the model's max_blocks (K3: 8, 9 sources)
-      // pads to 256 accumulator columns at 16 tokens, which the linear form refuses.
-      v.max_blocks = v.nblocks;
-      const std::string refusal = k1_linear_refusal(v);
-      if (refusal.empty()) {
-        out.push_back(v);
-        // With --kda-loop too, a row with both: the smallest code (one copy of stage C's task).
-        if (kda_loop) {
-          out.push_back(v);
-          out.back().kda_loop = true;
+      // By default a build for the blocks of the bench's layer alone: the model's max_blocks (K3: 8,
+      // 9 sources) pads to 256 accumulator columns at 16 tokens, which the linear form refuses.
+      const std::vector<int> launches = nblocks.empty() ? std::vector<int>{b.nblocks} : nblocks;
+      for (int mb : max_blocks.empty() ? launches : max_blocks) {
+        for (int nb : launches) {
+          if (nb > mb || (max_blocks.empty() && nb != mb)) continue;
+          K1Build v = b;
+          v.linear_in_proj = true;
+          v.max_blocks = mb;
+          v.nblocks = nb;
+          const std::string refusal = k1_linear_refusal(v);
+          if (refusal.empty()) {
+            out.push_back(v);
+            // With --kda-loop too, a row with both: the smallest code (one copy of stage C's task).
+            if (kda_loop) {
+              out.push_back(v);
+              out.back().kda_loop = true;
+            }
+          } else if (!quiet) {
+            std::printf("%s max_blocks %d: no linear in_proj: %s\n", k1_name(b).c_str(), mb, refusal.c_str());
+          }
         }
-      } else if (!quiet) {
-        std::printf("%s: no linear in_proj: %s\n", k1_name(b).c_str(), refusal.c_str());
       }
     }
     return out;
@@ -434,7 +461,8 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
     r.k1_floor_us = r.k1_bytes / bandwidth * 1e6;
     r.floor_us = r.bytes / bandwidth * 1e6;
     const double k1_us = timing->k1.median_ms * 1e3, half_us = timing->half.median_ms * 1e3;
-    std::printf("%-52s %8.2f %9.2f %9.2f %9.2f %6.3f | %8.2f %9.2f %9.2f %9.2f %6.3f\n", r.name.c_str(),
+    const std::string label = absl::StrCat(r.name, " nb", build.nblocks);
+    std::printf("%-52s %8.2f %9.2f %9.2f %9.2f %6.3f | %8.2f %9.2f %9.2f %9.2f %6.3f\n", label.c_str(),
                 r.k1_bytes / 1e6, k1_us, timing->k1.best_ms * 1e3, r.k1_floor_us, k1_us / r.k1_floor_us,
                 r.bytes / 1e6, half_us, timing->half.best_ms * 1e3, r.floor_us, half_us / r.floor_us);
     return r;
@@ -484,10 +512,27 @@ int main(int argc, char** argv) {
   std::vector<monotile::kernels::k3::GemvShape> gemvs;
   bool stream_k = false;
   bool linear = false;
+  std::vector<int> max_blocks, nblocks;
+  std::vector<std::pair<int, int>> only;
+  // A comma-separated list of integers in [low, high] for `flag`; false (said why) otherwise.
+  auto integers = [](const char* flag, const char* text, int low, int high, std::vector<int>& out) {
+    const std::vector<std::string> values = absl::StrSplit(text, ',', absl::SkipEmpty());
+    for (const std::string& v : values) {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != 0 || n < low || n > high) {
+        std::fprintf(stderr, "k1_bench: %s %s: expected integers %d to %d\n", flag, v.c_str(), low, high);
+        return false;
+      }
+      out.push_back(static_cast<int>(n));
+    }
+    return !out.empty();
+  };
   const char* usage =
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write] [--pipeline N[,N...]]\n"
       "                [--prefetch]\n"
-      "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n";
+      "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n"
+      "                [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -518,6 +563,22 @@ int main(int argc, char** argv) {
       stream_k = true;
     } else if (std::string(argv[i]) == "--linear") {
       linear = true;
+    } else if (std::string(argv[i]) == "--max-blocks" && i + 1 < argc) {
+      // The bench's blocks buffer holds 8 block sources; a build may carry up to 14.
+      if (!integers("--max-blocks", argv[++i], 0, 14, max_blocks)) return 2;
+    } else if (std::string(argv[i]) == "--nblocks" && i + 1 < argc) {
+      if (!integers("--nblocks", argv[++i], 0, 8, nblocks)) return 2;
+    } else if (std::string(argv[i]) == "--shapes" && i + 1 < argc) {
+      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      for (const std::string& v : values) {
+        int q = 0, n = 0;
+        char end = 0;
+        if (std::sscanf(v.c_str(), "q%dn%d%c", &q, &n, &end) != 2 || q < 2 || q > 8 || n < 1 || n * q > 16) {
+          std::fprintf(stderr, "k1_bench: --shapes %s: expected qQnN, q 2 to 8, N x q <= 16 (e.g. q4n1)\n", v.c_str());
+          return 2;
+        }
+        only.emplace_back(q, n);
+      }
     } else if (std::string(argv[i]) == "--prefetch") {
       prefetch = true;
     } else if (std::string(argv[i]) == "--prefetch-next") {
@@ -543,5 +604,5 @@ int main(int argc, char** argv) {
     }
   }
   return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, prefetch_next,
-                                    kda_loop, gemvs, stream_k, linear);
+                                    kda_loop, gemvs, stream_k, linear, max_blocks, nblocks, only);
 }
