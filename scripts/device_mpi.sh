@@ -80,6 +80,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_pml=ob1
 export OMPI_MCA_osc=sm OMPI_MCA_plm=isolated
+# No binding of ranks to cores: a sandbox may refuse to set affinity, and the ranks' work is the GPU's.
+export OMPI_MCA_hwloc_base_binding_policy=none
 EOF
 
   # Every library the launcher, the MPI library and the components need must resolve, from the
