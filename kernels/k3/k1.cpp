@@ -756,6 +756,14 @@ std::string k1_linear_refusal(const K1Build& b) {
   return absl::StrJoin(reasons, "; ");
 }
 
+K1Build k1_linear_sized(K1Build build) {
+  build.linear_in_proj = true;
+  const int block = linear_block(build);
+  const int64_t columns = std::max<int64_t>(8, pow2_at_least(build.nblocks + 1) * block);
+  build.max_blocks = std::min<int>(build.max_blocks, static_cast<int>(columns / block) - 1);
+  return build;
+}
+
 K1Build k1_for_target(K1Build build, const dsl::Target& target) {
   if (target.vendor() == dsl::Vendor::kAmd) {
     build.num_warps = 4;

@@ -161,6 +161,15 @@ inline constexpr int kK1LinearMaxRows = 128;
 // registers a thread; 128 compiles for sm_90a with no spills: docs/k1_linear.md).
 std::string k1_linear_refusal(const K1Build& build);
 
+// The linear in_proj's build for one layer: `build` (from k1_build, its nblocks the layer's) with
+// linear_in_proj on and max_blocks lowered to the most sources that pad to the accumulator columns
+// the layer's own nblocks + 1 need (never above the given max_blocks). The accumulator, the source
+// rows each in_proj task reads from L2 every K step and its shared-memory stages then follow the
+// layer rather than the model: at K3's T 4 the layers with nblocks 0-1, 2-3, 4-7 and 8 take 8, 16,
+// 32 and 64 columns (builds of max_blocks 1, 3, 7, 8), where the model's max_blocks gave every one
+// 64; and 16 tokens fit 128 columns up to nblocks 7. k1_linear_refusal still decides.
+K1Build k1_linear_sized(K1Build build);
+
 // "k3_k1_h{H}_nh{NHl}_r{in_proj_rows}_t{T}_q{q}_mb{max_blocks}_d{0|1}_sl{SL}_nw{warps}_k{step}_g{rows}", then "_e" where
 // the early inputs are loaded, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
 // the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_lin" with the linear

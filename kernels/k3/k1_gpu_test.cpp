@@ -83,6 +83,17 @@ std::vector<K1Case> cases() {
   // With stage C's loop at one task a program (K1Build::kda_loop): the smallest code.
   out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .kda_loop = true,
                  .linear = true});
+  // Builds sized for the layer's own sources (k1_linear_sized), as the executor makes them: layer 30
+  // at 4 tokens (4 sources, 16 columns, max_blocks 3), layer 61 at 8 tokens (7 sources in 8 blocks,
+  // 64 columns, max_blocks 7; a padding source row), layer 0 at 8 tokens (one source, 8 columns,
+  // max_blocks 0), cold and repeated; layer 73 at 16 tokens (8 sources, 128 columns), which the
+  // model's max_blocks refuses.
+  out.push_back({.model = "k3", .tp = 8, .layer = 30, .requests = 1, .q = 4, .linear = true, .sized = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 5, .layer = 61, .requests = 2, .q = 4, .linear = true,
+                 .sized = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 0, .requests = 2, .q = 4, .launches = 20, .cold = true,
+                 .linear = true, .sized = true});
+  out.push_back({.model = "k3", .tp = 8, .layer = 73, .requests = 4, .q = 4, .linear = true, .sized = true});
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/k3/k1_test_support.h"
+#include "model/config.h"
 #include "tests/conformance/interpreter_executor.h"
 #include "tests/testing/seed.h"
 
@@ -106,7 +107,48 @@ std::vector<K1Case> cases() {
                  .target = "sm_90a", .check_proj = true});
   // The linear form with stage C's loop at one task a program (its smallest code).
   out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_loop = true, .linear = true});
+  // Builds sized for the layer's own sources (k1_linear_sized), as the executor makes them: k3-tiny's
+  // layer 1 at 8 tokens (2 sources in 16 columns, max_blocks 1 where the model's 2 took 32); layer 0
+  // at 4 tokens (its one source beside a zero row in 8 columns, max_blocks 1, nblocks 0) with fewer
+  // programs than tasks; K3's TP 8 rank at layer 30 (4 sources in 16 columns, max_blocks 3).
+  out.push_back({.requests = 2, .q = 4, .linear = true, .sized = true});
+  out.push_back({.layer = 0, .requests = 2, .q = 2, .programs = 5, .linear = true, .sized = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 30, .requests = 1, .q = 4, .programs = 132,
+                 .target = "sm_90a", .linear = true, .sized = true});
   return out;
+}
+
+// k1_linear_sized: max_blocks the most sources of the layer's accumulator columns, never past the
+// model's; K3's TP 8 rank at 4, 8 and 16 tokens, every nblocks its KDA layers have.
+TEST(K1LinearSized, TakesTheSourcesOfTheLayersColumns) {
+  model::ModelConfig config = *model::load_config("k3");
+  model::RankDims dims = *model::rank_dims(config, 8, 0);
+  auto sized = [&](int tokens, int layer) {
+    return k1_linear_sized(
+        *k1_build(config, layer, dims.kda_heads, static_cast<int>(dims.in_proj_rows), tokens, 4, 6, true));
+  };
+  // Layers 1, 13, 25, 37, 49, 61, 73 and 85 have nblocks 1..8; layer 2 also 1.
+  const std::vector<int> layers{1, 13, 25, 37, 49, 61, 73, 85};
+  std::vector<int> t4, t8, t16;
+  for (int layer : layers) {
+    t4.push_back(sized(4, layer).max_blocks);
+    t8.push_back(sized(8, layer).max_blocks);
+    t16.push_back(sized(16, layer).max_blocks);
+    EXPECT_TRUE(sized(4, layer).linear_in_proj);
+    EXPECT_EQ(sized(4, layer).nblocks, config.previous_blocks(layer));
+  }
+  EXPECT_EQ(t4, (std::vector<int>{1, 3, 3, 7, 7, 7, 7, 8}));
+  EXPECT_EQ(t8, (std::vector<int>{1, 3, 3, 7, 7, 7, 7, 8}));
+  EXPECT_EQ(t16, (std::vector<int>{1, 3, 3, 7, 7, 7, 7, 8}));
+  EXPECT_EQ(k1_linear_refusal(sized(4, 85)), "");
+  EXPECT_EQ(k1_linear_refusal(sized(16, 73)), "");
+  EXPECT_EQ(k1_linear_refusal(sized(16, 85)), "9 sources x 16 rows pad to 256 accumulator columns, more than 128");
+  // Never past the model's: k3-tiny has 2 blocks (3 sources), which 8 columns of 2-row blocks would hold 4 of.
+  model::ModelConfig tiny = *model::load_config("k3-tiny");
+  model::RankDims tiny_dims = *model::rank_dims(tiny, 1, 0);
+  K1Build t2 = *k1_build(tiny, 1, tiny_dims.kda_heads, static_cast<int>(tiny_dims.in_proj_rows), 2, 2, 4, true);
+  EXPECT_EQ(k1_linear_sized(t2).max_blocks, 2);
+  EXPECT_EQ(k1_linear_sized(t2).nblocks, 1);
 }
 
 std::string name(const ::testing::TestParamInfo<K1Case>& info) {

@@ -43,6 +43,7 @@ struct K1Case {
                               // weight, [H, Pl] bf16, asked into L2)
   bool kda_loop = false;      // K1Build::kda_loop
   bool linear = false;        // K1Build::linear_in_proj
+  bool sized = false;         // with `linear`: the build sized for the layer's own sources (k1_linear_sized)
   // Also checks proj (the in_proj output, from the scratch) against bf16r(W_in x) with x at vLLM's
   // rounding points (x rounded to bf16) and against W_in x with x in float64 (unrounded): on with
   // `linear`, whose numerics differ there (docs/k1_linear.md).

@@ -127,8 +127,10 @@ struct ExecutorOptions {
   bool dependent_launch = false;
   // K1 built with its linear in_proj (k1.h K1Build::linear_in_proj: W_in streams from the launch's
   // start, AttnRes's mix folded in at each task's end) at every width whose build k1_linear_refusal
-  // accepts (K3: up to 8 tokens, its 9 sources padding past the accumulator's bound at 16); the
-  // default form at the others. Off until measured in the whole step; part of every build's key.
+  // accepts at the model's max_blocks (K3: up to 8 tokens, its 9 sources padding past the
+  // accumulator's bound at 16), each layer's build sized for the layer's own block sources
+  // (k1_linear_sized: K3 at 4 tokens, four builds of 8 to 64 accumulator columns, not one of 64);
+  // the default form at the others. Off until measured in the whole step; part of every build's key.
   bool k1_linear = false;
 };
 
