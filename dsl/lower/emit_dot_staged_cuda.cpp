@@ -10,6 +10,8 @@
 // 128-byte rows are the unit's 128-byte swizzle when the stage is 1024-byte aligned, and A's rows
 // are stored in the order the instructions take them, so each warp's accumulator rows are the ones
 // its layout (all warps along M) says.
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "dsl/lower/op_lowering.h"
 #include "support/check.h"
@@ -49,6 +51,15 @@ std::string in_range(const std::string& index, const std::string& hi, const std:
   return absl::StrCat("(", step, " > 0 ? ", index, " < ", hi, " : ", index, " > ", hi, ")");
 }
 
+// One 16-byte asynchronous copy of a staged load: zero-filled where `mask` (its lane's value) is
+// false, with L2 fetching `l2_fetch` bytes around it where the load asks for that
+// (AccessOptions::l2_fetch; 0: the copy alone).
+std::string copy_call(const std::string& dst, const std::string& at, const std::string& mask, int l2_fetch) {
+  const std::string fetch = l2_fetch == 0 ? "" : absl::StrCat("_l2_", l2_fetch);
+  return mask.empty() ? absl::StrCat("mt_cp_async16", fetch, "(", dst, ", ", at, ");")
+                      : absl::StrCat("mt_cp_async16_zfill", fetch, "(", dst, ", ", at, ", ", mask, ");");
+}
+
 }  // namespace
 
 absl::Status OpLowering::stage_copies(const PipelinedLoop& loop, const std::string& index,
@@ -82,9 +93,8 @@ absl::Status OpLowering::stage_copies(const PipelinedLoop& loop, const std::stri
                                    swizzled_unit("r", "c", staged.cols / unit), " * 16");
     std::string at = absl::StrCat(ptrs, "[g * ", unit, "]");
     line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "),
-                      mask.empty() ? absl::StrCat("mt_cp_async16(", dst, ", ", at, ");")
-                                   : absl::StrCat("mt_cp_async16_zfill(", dst, ", ", at, ", ", mask, "[g * ", unit,
-                                                  "]);")));
+                      copy_call(dst, at, mask.empty() ? "" : absl::StrCat(mask, "[g * ", unit, "]"),
+                                staged.load->attrs.l2_fetch)));
     close();
   }
   for (const StagedDot& dot : loop.dots) {
@@ -103,9 +113,8 @@ absl::Status OpLowering::stage_copies(const PipelinedLoop& loop, const std::stri
       std::string dst = absl::StrCat(stage, " + ", operand->offset, " + ", swizzled_unit("r", "c", operand->cols / 8),
                                      " * 16");
       line(absl::StrCat(guard.empty() ? "" : absl::StrCat("if (", guard, ") "),
-                        mask.empty() ? absl::StrCat("mt_cp_async16(", dst, ", ", ptrs, "[g * 8]);")
-                                     : absl::StrCat("mt_cp_async16_zfill(", dst, ", ", ptrs, "[g * 8], ", mask,
-                                                    "[g * 8]);")));
+                        copy_call(dst, absl::StrCat(ptrs, "[g * 8]"), mask.empty() ? "" : absl::StrCat(mask, "[g * 8]"),
+                                  operand->load->attrs.l2_fetch)));
       close();
     }
   }

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "dsl/dsl.h"
 #include "dsl/lower/lower.h"
 #include "dsl/lower/pipeline.h"
@@ -173,7 +174,7 @@ TEST(Pipeline, WarpgroupDotsNeedTheTargetTheOptionAnd128ByteRows) {
 // loaded with AccessOptions::stages (rows past `live` masked, or a mask varying along the row, or
 // the pointer from a carried offset).
 enum class StagedCase { kRowMask, kMaskAlongRow, kFromCarried };
-Program staged_sum(int stages, StagedCase which = StagedCase::kRowMask, int64_t rows = 128) {
+Program staged_sum(int stages, StagedCase which = StagedCase::kRowMask, int64_t rows = 128, int l2_fetch = 0) {
   Builder b("staged_sum", {.num_warps = 4});
   Value x = b.arg("x", ptr(u8)), out = b.arg("out", ptr(i32));
   constexpr int64_t kSteps = 8;
@@ -181,7 +182,7 @@ Program staged_sum(int stages, StagedCase which = StagedCase::kRowMask, int64_t 
   auto [acc, offset] = range(0, kSteps, 1, zeros({rows, 64}, i32), zeros({}, i32), [&](Value s, Value acc, Value offset) {
     Value at = x + col(rs) * (kSteps * 64) + row((which == StagedCase::kFromCarried ? offset : s * 64) + cs);
     Value mask = which == StagedCase::kMaskAlongRow ? row(cs) < 60 : col(rs) < rows - 3;
-    return std::make_tuple(acc + load(at, mask, {.stages = stages}).to(i32), offset + 64);
+    return std::make_tuple(acc + load(at, mask, {.l2_fetch = l2_fetch, .stages = stages}).to(i32), offset + 64);
   });
   store(out + col(rs) * 64 + row(cs), acc);
   return b.finish();
@@ -195,6 +196,30 @@ TEST(Pipeline, StagedLoadsAreCopiedAheadAndReadFromTheStage) {
   EXPECT_THAT(kernel.source, HasSubstr("// load from the pipeline's stage (128 x 64)"));
   EXPECT_EQ(kernel.dynamic_shared_bytes, 3 * 8192);
   EXPECT_THAT(lowered(staged_sum(5), "sm_90a").source, HasSubstr("over 5 stages of 8192 bytes"));
+}
+
+// AccessOptions::l2_fetch on a staged load: each of its copies asks L2 for the bytes around it (it
+// was dropped, the copies asking for their 16 bytes alone); without it the plain copy.
+TEST(Pipeline, StagedLoadsAskL2ForTheBytesAroundTheirCopies) {
+  for (int fetch : {64, 128, 256}) {
+    LoweredKernel kernel = lowered(staged_sum(3, StagedCase::kRowMask, 128, fetch), "sm_90a");
+    EXPECT_THAT(kernel.source, HasSubstr(absl::StrCat("mt_cp_async16_zfill_l2_", fetch, "(mt_stage"))) << fetch;
+    EXPECT_THAT(kernel.source, Not(HasSubstr("mt_cp_async16_zfill(mt_stage"))) << fetch;
+  }
+  const std::string plain = lowered(staged_sum(3), "sm_90a").source;
+  EXPECT_THAT(plain, HasSubstr("mt_cp_async16_zfill(mt_stage"));
+  for (int fetch : {64, 128, 256}) EXPECT_THAT(plain, Not(HasSubstr(absl::StrCat("_l2_", fetch, "(mt_stage"))));
+  Builder b("staged_dot_fetch", {.num_warps = 4});
+  Value pa = b.arg("a", ptr(bf16)), pb = b.arg("b", ptr(bf16)), out = b.arg("out", ptr(f32));
+  Value acc = range(0, 256, 32, zeros({64, 64}, f32), [&](Value k0, Value acc) {
+    Value ks = row(k0 + arange(0, 32));
+    return dot(load(pa + col(arange(0, 64)) * 256 + ks, {.l2_fetch = 256}),
+               trans(load(pb + col(arange(0, 64)) * 256 + ks)), acc);
+  });
+  store(out + col(arange(0, 64)) * 64 + row(arange(0, 64)), acc);
+  const std::string source = lowered(b.finish(), "sm_90a").source;
+  EXPECT_THAT(source, HasSubstr("mt_cp_async16_l2_256(mt_stage"));  // A's copies
+  EXPECT_THAT(source, HasSubstr("mt_cp_async16(mt_stage"));           // B's
 }
 
 TEST(Pipeline, StagedLoadsThatDoNotQualifyAreLoadedWhereTheyStand) {

@@ -67,7 +67,9 @@ struct Spelling {
   // Whether dot operands can be staged global -> shared by asynchronous copies and read back with
   // matrix loads (pipeline.h). The prelude then defines mt_shared_u32(const void*) (a shared address),
   // mt_cp_async16(unsigned dst, const void* src), mt_cp_async16_zfill(dst, src, bool full) (zeros
-  // when not full, reading nothing), mt_cp_async_commit(), mt_cp_async_wait<N>() (all
+  // when not full, reading nothing), their forms with L2 fetching F bytes around the source
+  // (mt_cp_async16_l2_F, mt_cp_async16_zfill_l2_F; F 64, 128 or 256: a load's
+  // AccessOptions::l2_fetch), mt_cp_async_commit(), mt_cp_async_wait<N>() (all
   // but the newest N groups of this thread landed) and mt_ldmatrix_x4 / _x2 and their _trans forms
   // (unsigned addr, unsigned&...).
   bool (*stages_matrix_operands)(const Target& target);

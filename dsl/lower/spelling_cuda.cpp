@@ -70,7 +70,20 @@ __device__ __forceinline__ void mt_cp_async16(unsigned dst, const void* src) {
 __device__ __forceinline__ void mt_cp_async16_zfill(unsigned dst, const void* src, bool full) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(full ? 16 : 0) : "memory");
 }
-__device__ __forceinline__ void mt_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// The two copies with L2 fetching 64, 128 or 256 bytes around the source (PTX ISA 7.4's .L2::NB
+// prefetch size; _l2_N for N bytes): the rest of a row's line or lines then waits in L2 for the
+// copies of the stages after this one, with no request slot held for it.
+)";
+    for (int fetch : {64, 128, 256}) {
+      absl::StrAppend(&text, "__device__ __forceinline__ void mt_cp_async16_l2_", fetch,
+                      "(unsigned dst, const void* src) {\n  asm volatile(\"cp.async.cg.shared.global.L2::", fetch,
+                      "B [%0], [%1], 16;\" :: \"r\"(dst), \"l\"(src) : \"memory\");\n}\n");
+      absl::StrAppend(&text, "__device__ __forceinline__ void mt_cp_async16_zfill_l2_", fetch,
+                      "(unsigned dst, const void* src, bool full) {\n  asm volatile(\"cp.async.cg.shared.global.L2::",
+                      fetch,
+                      "B [%0], [%1], 16, %2;\" :: \"r\"(dst), \"l\"(src), \"r\"(full ? 16 : 0) : \"memory\");\n}\n");
+    }
+    text += R"(__device__ __forceinline__ void mt_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void mt_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 __device__ __forceinline__ void mt_ldmatrix_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
