@@ -93,6 +93,17 @@ void check(const K2Build& b, const SourceLocation& loc) {
                        b.routed_stages, ", expected either above 0"),
           "expert_stages or routed_stages above 0", absl::StrCat(b.expert_stages, " and ", b.routed_stages),
           "the codes come ahead in the staged loops: set expert_stages or routed_stages");
+  {
+    const std::string actual = absl::StrCat(b.expert_stage_fetch, " with expert_stages ", b.expert_stages,
+                                            ", routed_stages ", b.routed_stages);
+    const bool bytes = b.expert_stage_fetch == 0 || b.expert_stage_fetch == 64 || b.expert_stage_fetch == 128 ||
+                       b.expert_stage_fetch == 256;
+    require(bytes && (b.expert_stage_fetch == 0 || b.expert_stages != 0 || b.routed_stages != 0), loc, "k2_program",
+            absl::StrCat("expert_stage_fetch out of range: ", actual,
+                         ", expected 0, or 64, 128 or 256 with a staged loop"),
+            "0, or 64, 128 or 256 with expert_stages or routed_stages above 0", actual,
+            "the fetch is for the staged loops' copies: set expert_stages or routed_stages");
+  }
   require(b.routed_stages == 0 || (b.routed_stages >= 2 && b.routed_stages <= dsl::kMaxLoadStages), loc, "k2_program",
           "routed_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.routed_stages),
           "0 keeps stage I's register pipeline");
@@ -357,6 +368,7 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_stages != 0) absl::StrAppend(&name, "_es", b.expert_stages);
   if (b.expert_stage_steps != 1) absl::StrAppend(&name, "_ew", b.expert_stage_steps);
   if (b.expert_codes_ahead) absl::StrAppend(&name, "_ec");
+  if (b.expert_stage_fetch != 0) absl::StrAppend(&name, "_sf", b.expert_stage_fetch);
   if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
   if (b.shared_early) absl::StrAppend(&name, "_fe");
   if (b.chunk_handoff) absl::StrAppend(&name, "_ch");
@@ -480,6 +492,7 @@ Program k2_program(const K2Build& given, SourceLocation loc) {
             .expert_stages = build.mxfp4_pairs && build.mxfp4_words ? build.expert_stages : 0,
             .expert_stage_steps = build.expert_stage_steps,
             .codes_ahead = build.expert_codes_ahead,
+            .stage_fetch = build.expert_stage_fetch,
             .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
             .shared_early = build.shared_early,
             .chunk_handoff = build.chunk_handoff,

@@ -153,6 +153,13 @@ struct K2Build {
   // codes in the iteration before and carry them in registers (Mxfp4Gemv::codes_ahead), instead of
   // waiting for them after each stage's barrier. True: the name ends "_ec".
   bool expert_codes_ahead = false;
+  // The bytes L2 fetches around each asynchronous copy of stages H's and I's staged loops
+  // (expert_stages, routed_stages; their Mxfp4Gemv::l2_fetch: 64, 128 or 256; 0 none, as before):
+  // with stages of one or two K steps (64 or 128 bytes of a row), 256 brings the row's next steps
+  // into L2 with this one, in flight for no register, request slot or shared memory of the SM.
+  // expert_l2_fetch stays the register pipelines' (it never reached a staged copy). Other than 0,
+  // the name ends "_sf{n}".
+  int expert_stage_fetch = 0;
   // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
   // are read before its loop, so that a step's addresses are known stages - 1 steps ahead; a chunk
   // is then at most kMaxStagedChunk slots. k2_for_target takes 4 on NVIDIA (H100, K3 TP 8: K2 0.9%

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +40,7 @@ struct K2Shape {
   int stages = 0;  // K2Build::expert_stages (stage H through shared memory)
   int stage_steps = 1;  // K2Build::expert_stage_steps (stage H's K steps a stage copies)
   bool codes = false;   // K2Build::expert_codes_ahead (the staged loops' codes an iteration ahead)
+  int fetch = 0;        // K2Build::expert_stage_fetch (L2's fetch around the staged copies)
   bool exchange = false;  // rank 1 of tp exchanging over the peer buffers (K2Build::tp, PeerExchange)
   bool pdl = false;       // K2Build::dependent_launch, as the executor builds it with dependent launch on
 };
@@ -47,7 +49,8 @@ std::string shape_name(const K2Shape& s) {
   std::string model = s.model == "k3" ? "k3" : "tiny";
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
                       s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "",
-                      s.stage_steps != 1 ? absl::StrCat("_w", s.stage_steps) : "", s.codes ? "_codes" : "", s.exchange ? "_exchange" : "",
+                      s.stage_steps != 1 ? absl::StrCat("_w", s.stage_steps) : "", s.codes ? "_codes" : "",
+                      s.fetch != 0 ? absl::StrCat("_fetch", s.fetch) : "", s.exchange ? "_exchange" : "",
                       s.pdl ? "_pdl" : "");
 }
 
@@ -103,11 +106,21 @@ std::vector<K2Shape> shapes() {
       out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .stages = stages, .stage_steps = 2});
     }
   }
+  // And of 4 K steps (256 bytes of a row a stage: 32-64 KB of weights in flight a program at 3
+  // stages, 64-96 KB at 4; 139520 to 196864 B of shared memory on sm_90a), k2_bench
+  // --expert-stage-steps 4's builds.
+  for (auto [tokens, stages] : {std::pair{4, 3}, std::pair{4, 4}, std::pair{8, 4}}) {
+    out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = tokens, .stages = stages, .stage_steps = 4});
+  }
   // The staged loops' codes an iteration ahead (k2_bench --expert-codes-ahead): I's alone at T 4, with
   // H's stages of two steps at T 8, with H's and I's default stages at T 16.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .codes = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .stages = 4, .stage_steps = 2, .codes = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .codes = true});
+  // The staged copies asking L2 for 256 bytes around them (k2_bench --expert-stage-fetch): I's alone
+  // at T 4, with H's stages of two steps and the codes ahead at T 8.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .fetch = 256});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .stages = 4, .stage_steps = 2, .codes = true, .fetch = 256});
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});
@@ -149,6 +162,10 @@ TEST_P(K2Compile, FitsTheTarget) {
     GTEST_SKIP() << arch << "'s K2 stages neither H nor I: the codes ahead have no loop to go in (k2_program refuses them)";
   }
   build.expert_codes_ahead = GetParam().shape.codes;
+  if (GetParam().shape.fetch != 0 && build.expert_stages == 0 && build.routed_stages == 0) {
+    GTEST_SKIP() << arch << "'s K2 stages neither H nor I: the fetch has no copies to go on (k2_program refuses it)";
+  }
+  build.expert_stage_fetch = GetParam().shape.fetch;
   SCOPED_TRACE(k2_name(build));
   absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k2_program(build), target);
   ASSERT_TRUE(made.ok()) << made.status();
@@ -156,6 +173,9 @@ TEST_P(K2Compile, FitsTheTarget) {
   for (const dsl::lower::KernelParam& param : made->params) names.push_back(param.name);
   EXPECT_EQ(names, k2_parameters(build));
   if (target.vendor() == dsl::Vendor::kNvidia) {
+    // The staged copies take the fetch asked for, and only they.
+    const std::string fetched = absl::StrCat("_l2_", build.expert_stage_fetch, "(mt_stage");
+    EXPECT_EQ(made->build.source.find(fetched) != std::string::npos, build.expert_stage_fetch != 0);
     // H's and I's loops where staged (each twice: the decode at one multiply a word, and the exact one).
     // A loop copies each K step's words and x: H's stages copy expert_stage_steps steps.
     auto staged_loops = [&](std::pair<int, int> stages_loads) {
@@ -271,10 +291,11 @@ TEST(K2Mxfp4Compile, StagesOfTwoStepsSm90a) {
   dsl::Target target = *dsl::Target::parse("sm_90a");
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
-  for (int stages : {3, 4}) {
+  // 4 stages with L2 fetching 256 bytes around each copy of the words (mxfp4_bench --stage-fetch).
+  for (auto [stages, fetch] : {std::pair{3, 0}, std::pair{4, 0}, std::pair{4, 256}}) {
     absl::StatusOr<jit::ProgramBuild> made =
-        jit::make_build(mxfp4_gemv_program(46080, 3584, 4, 8, 128, 2, true, true, 8, false, true, kMxfp4ScaleBias, 0, 0,
-                                           stages, dsl::Mxfp4Placement::kCopies, 2),
+        jit::make_build(mxfp4_gemv_program(46080, 3584, 4, 8, 128, 2, true, true, 8, false, true, kMxfp4ScaleBias, 0,
+                                           fetch, stages, dsl::Mxfp4Placement::kCopies, 2),
                         target);
     ASSERT_TRUE(made.ok()) << made.status();
     const std::string& source = made->build.source;
@@ -283,11 +304,13 @@ TEST(K2Mxfp4Compile, StagesOfTwoStepsSm90a) {
     EXPECT_NE(source.find("// dot [128, 128] x [128, 8]"), std::string::npos);
     EXPECT_EQ(source.find("// dot [128, 256]"), std::string::npos);
     EXPECT_NE(source.find("A's fragments from its registers and B's"), std::string::npos);
+    EXPECT_EQ(source.find("_l2_256(mt_stage") != std::string::npos, fetch != 0);
     absl::StatusOr<jit::CompileResult> result = (*compiler)->compile(made->build.request());
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->report.stack_frame, 0);
     EXPECT_EQ(result->report.spill_stores, 0);
-    std::cout << "resources sm_90a mxfp4_gemv stages " << stages << " of 2 steps: registers " << result->report.registers
+    std::cout << "resources sm_90a mxfp4_gemv stages " << stages << " of 2 steps, fetch " << fetch
+              << ": registers " << result->report.registers
               << ", shared " << made->build.launch.dynamic_shared_memory << " B\n";
   }
 }

@@ -47,6 +47,16 @@ std::vector<K2Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
                  .expert_stage_steps = 2, .codes_ahead = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .router = Router::kSameExperts, .codes_ahead = true});
+  // The staged loops' copies asking L2 for 256 bytes around them (K2Build::expert_stage_fetch): I's
+  // at T 4, H's stages of two steps and I's at T 8.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .stage_fetch = 256});
+  // Stage H's stages of 4 K steps (256 bytes of a row a stage) at T 4 and 8.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .expert_stages = 4,
+                 .expert_stage_steps = 4});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
+                 .expert_stage_steps = 4, .codes_ahead = true, .stage_fetch = 256});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
+                 .expert_stage_steps = 2, .codes_ahead = true, .stage_fetch = 256});
   // Two launches on one scratch, the second checked: the chunk counters of stage I's hand-off
   // (K2Build::chunk_handoff, NVIDIA's default) carry over from one launch to the next.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .launches = 2});

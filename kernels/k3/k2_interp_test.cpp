@@ -71,6 +71,10 @@ std::vector<K2Case> cases() {
                  .routed_stages = 4});
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .target = "sm_90a", .expert_stages = 3,
                  .expert_stage_steps = 2, .codes_ahead = true});
+  // The staged loops' copies asking L2 for 256 bytes around them (K2Build::expert_stage_fetch): H's
+  // stages of two steps and I's, NVIDIA's 8-row build (the values are the loads', the fetch a hint).
+  out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2,
+                 .stage_fetch = 256});
   // Stage F between H and I, on fewer programs than its tasks and on more.
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
   out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
@@ -115,6 +119,11 @@ std::vector<K2Case> cases() {
   // expert_stage_steps: 128 bytes of a row a copy; K2Gpu's and k2_bench --expert-stage-steps' build).
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts,
                  .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2});
+  // And 4 stages of 4 K steps (256 bytes of a row a stage, 7 iterations of K3's 28 steps), the
+  // codes ahead and the copies fetching 256 bytes (k2_bench --expert-stage-steps 4's build).
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts,
+                 .target = "sm_90a", .expert_stages = 4, .expert_stage_steps = 4, .codes_ahead = true,
+                 .stage_fetch = 256});
   return out;
 }
 
@@ -196,6 +205,33 @@ TEST(K2Build, WiderStagesAndCodesAheadChangeTheNameAndNeedTheStages) {
   codes.routed_stages = 4;
   EXPECT_EQ(k2_name(codes), k2_name(K2Build{}) + "_ec_rs4");
   EXPECT_EQ(refusal(codes), "built");
+}
+
+TEST(K2Build, AStageFetchChangesTheNameAndNeedsAStagedLoopAndItsBytes) {
+  auto refusal = [](const K2Build& b) -> std::string {
+    try {
+      k2_program(b);
+    } catch (const dsl::Error& e) {
+      return e.what();
+    }
+    return "built";
+  };
+  K2Build fetch;
+  fetch.expert_stage_fetch = 256;
+  EXPECT_THAT(refusal(fetch), ::testing::HasSubstr("expert_stage_fetch out of range: 256 with expert_stages 0, "
+                                                   "routed_stages 0, expected 0, or 64, 128 or 256 with a staged loop"));
+  EXPECT_THAT(refusal(fetch), ::testing::HasSubstr("set expert_stages or routed_stages"));
+  fetch.routed_stages = 4;
+  fetch.expert_stage_fetch = 96;
+  EXPECT_THAT(refusal(fetch), ::testing::HasSubstr("expert_stage_fetch out of range: 96 with expert_stages 0, routed_stages 4"));
+  fetch.expert_stage_fetch = 0;
+  EXPECT_EQ(dsl::to_text(k2_program(fetch)).find("l2_fetch="), std::string::npos);
+  fetch.expert_stage_fetch = 128;
+  EXPECT_EQ(k2_name(fetch), k2_name(K2Build{}) + "_sf128_rs4");
+  EXPECT_EQ(refusal(fetch), "built");
+  // The staged copies ask for the bytes; the register pipelines' loads keep expert_l2_fetch's.
+  const std::string text = dsl::to_text(k2_program(fetch));
+  EXPECT_NE(text.find("l2_fetch=128"), std::string::npos);
 }
 
 TEST(K2Build, TheScoresAfterTheSortChangeTheName) {

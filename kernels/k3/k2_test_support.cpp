@@ -168,6 +168,7 @@ std::string case_name(const K2Case& c) {
                                   c.expert_stages != 0 ? absl::StrCat("_es", c.expert_stages) : "",
                                   c.expert_stage_steps != 1 ? absl::StrCat("_ew", c.expert_stage_steps) : "",
                                   c.codes_ahead ? "_ec" : "",
+                                  c.stage_fetch != 0 ? absl::StrCat("_sf", c.stage_fetch) : "",
                                   c.routed_stages != 0 ? absl::StrCat("_rs", c.routed_stages) : "",
                                   c.shared_early ? "_fe" : "", c.top_k != 0 ? absl::StrCat("_k", c.top_k) : "",
                                   c.experts != 0 ? absl::StrCat("_e", c.experts) : "",
@@ -208,6 +209,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   if (c.expert_stages != 0) b.expert_stages = c.expert_stages;
   b.expert_stage_steps = c.expert_stage_steps;
   if (c.codes_ahead) b.expert_codes_ahead = true;
+  b.expert_stage_fetch = c.stage_fetch;
   if (c.routed_stages != 0) b.routed_stages = c.routed_stages;
   if (c.shared_early) b.shared_early = true;
   if (c.chunk_handoff) b.chunk_handoff = true;

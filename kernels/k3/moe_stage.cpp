@@ -232,7 +232,9 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                         // past any L2 prefetch a few steps on: those would ask for lines already
                         // asked for.
                         .prefetch_steps = r.expert_stage_steps > 1 ? 0 : r.prefetch_steps,
-                        .l2_fetch = r.l2_fetch,
+                        // A staged loop's copies take the stages' own fetch (l2_fetch is the
+                        // register pipeline's).
+                        .l2_fetch = r.expert_stages != 0 ? r.stage_fetch : r.l2_fetch,
                         .stages = r.expert_stages,
                         .stage_steps = r.expert_stage_steps,
                         .codes_ahead = r.codes_ahead && r.expert_stages != 0};
@@ -335,7 +337,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
                             .scale_bias = r.mxfp4_scale_bias,
                             .placement = r.mxfp4_placement,
                             .prefetch_steps = r.prefetch_steps,
-                            .l2_fetch = r.l2_fetch,
+                            .l2_fetch = r.routed_stages != 0 ? r.stage_fetch : r.l2_fetch,
                             .stages = r.routed_stages,
                             .codes_ahead = r.codes_ahead && r.routed_stages != 0};
       auto routed = mxfp4_gemv_sum(

@@ -65,6 +65,7 @@ struct MoeRows {
   int expert_stages = 0;    // H's GEMV through shared memory (K2Build::expert_stages)
   int expert_stage_steps = 1;  // its K steps a stage copies (K2Build::expert_stage_steps)
   bool codes_ahead = false;    // H's and I's staged loops carry their codes (K2Build::expert_codes_ahead)
+  int stage_fetch = 0;         // L2's fetch around their staged copies (K2Build::expert_stage_fetch)
   int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
   bool shared_early = false;  // F between H and I (K2Build::shared_early)
   // I's tasks wait for their own chunk's H tasks, not for all of H (K2Build::chunk_handoff): the

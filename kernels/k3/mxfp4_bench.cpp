@@ -10,12 +10,18 @@
 // Each launch follows a 256 MiB read (cold L2, clean lines, as a decode step leaves it; l2_flush.h;
 // --flush write: a memset, dirty lines, this benchmark's flush before). Without a GPU it says why
 // and exits 0.
-// --stage-steps N: first, K2's staged w13 (4 and 8 tokens) at 3, 4 and 5 stages, each stage copying
-// N K steps (Mxfp4Gemv::stage_steps: 2 copies 128 bytes of a row a stage, a whole line, and twice
-// the weight bytes in flight of 1), each beside the same stages copying one step.
+// --stage-steps N[,N...]: first, K2's staged w13 (4 and 8 tokens) at 3, 4 and 5 stages, each stage
+// copying N K steps (Mxfp4Gemv::stage_steps: 2 copies 128 bytes of a row a stage, a whole line, and
+// twice the weight bytes in flight of 1; 4 copies 256), each beside the same stages copying one
+// step.
 // --codes-ahead: first (with --stage-steps, beside each of its rows), the same staged rows with
 // each iteration's scale codes loaded by the iteration before (Mxfp4Gemv::codes_ahead; column
-// "ca"). usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N] [--codes-ahead]
+// "ca").
+// --stage-fetch N: beside each of those staged rows, the same with L2 fetching N bytes (64, 128 or
+// 256) around each copy of the weights (Mxfp4Gemv::l2_fetch on a staged loop; column "l2f").
+// --staged-only: those rows alone, without the usual table after them.
+// usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N[,N...]] [--codes-ahead]
+//                    [--stage-fetch N] [--staged-only]
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_split.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/k3/bench_timing.h"
@@ -129,7 +136,15 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   return summarize(times);
 }
 
-int run(int iterations, L2Flush flush, int stage_steps, bool codes_ahead) {
+// The staged rows asked for (--stage-steps, --codes-ahead, --stage-fetch, --staged-only).
+struct StagedRows {
+  std::vector<int> stage_steps;  // besides 1
+  bool codes_ahead = false;
+  int fetch = 0;
+  bool only = false;
+};
+
+int run(int iterations, L2Flush flush, const StagedRows& asked) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -167,17 +182,24 @@ int run(int iterations, L2Flush flush, int stage_steps, bool codes_ahead) {
     return s;
   };
   // --stage-steps' and --codes-ahead's rows: each count of stages copying one K step, then the
-  // steps asked for, each without and with the codes ahead where asked.
+  // steps asked for, each without and with the codes ahead where asked, each without and with the
+  // L2 fetch where asked.
   std::vector<Shape> shapes;
-  if (stage_steps != 1 || codes_ahead) {
+  if (!asked.stage_steps.empty() || asked.codes_ahead || asked.fetch != 0) {
     std::vector<int> steps_list{1};
-    if (stage_steps != 1) steps_list.push_back(stage_steps);
+    for (int steps : asked.stage_steps) {
+      if (steps != 1) steps_list.push_back(steps);
+    }
     for (int tokens : {4, 8}) {
       for (int stages : {3, 4, 5}) {
         for (int steps : steps_list) {
-          shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1, steps));
-          if (codes_ahead) {
-            shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1, steps, true));
+          for (bool codes : {false, true}) {
+            if (codes && !asked.codes_ahead) continue;
+            shapes.push_back(staged("w13", w13_rows, 3584, tokens, 8, stages, 1, steps, codes));
+            if (asked.fetch != 0) {
+              shapes.push_back(shapes.back());
+              shapes.back().l2_fetch = asked.fetch;
+            }
           }
         }
       }
@@ -237,7 +259,7 @@ int run(int iterations, L2Flush flush, int stage_steps, bool codes_ahead) {
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true},
       {"w13", w13_rows, 3584, 4, 128, 1, 8, 3, true, true, 8, true, true, kMxfp4ScaleBias, 4},
   };
-  shapes.insert(shapes.end(), table.begin(), table.end());
+  if (!asked.only) shapes.insert(shapes.end(), table.begin(), table.end());
   int status = 0;
   for (const Shape& s : shapes) {
     absl::StatusOr<Timing> timing = time_gemv(device, *stream, s, iterations, flush);
@@ -271,8 +293,7 @@ int main(int argc, char** argv) {
   // A row at a time: a run cut short by a time limit keeps the rows it printed.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int iterations = 20;
-  int stage_steps = 1;
-  bool codes_ahead = false;
+  monotile::kernels::k3::StagedRows staged;
   monotile::kernels::k3::L2Flush flush = monotile::kernels::k3::L2Flush::kRead;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--iterations" && i + 1 < argc) {
@@ -283,23 +304,36 @@ int main(int argc, char** argv) {
       if (!mode) return 2;
       flush = *mode;
     } else if (std::string(argv[i]) == "--stage-steps" && i + 1 < argc) {
-      stage_steps = std::atoi(argv[++i]);
-      // K steps a stage copies over K2's w13 (K 3584: 28 steps of 128).
-      if (stage_steps != 1 && stage_steps != 2 && stage_steps != 4) {
-        std::fprintf(
-            stderr,
-            "mxfp4_bench: --stage-steps %s: expected 1, 2 or 4 (dividing w13's 28 K steps)\n",
-            argv[i]);
-        return 2;
+      const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
+      for (const std::string& value : values) {
+        const int steps = std::atoi(value.c_str());
+        // K steps a stage copies over K2's w13 (K 3584: 28 steps of 128).
+        if (steps != 1 && steps != 2 && steps != 4) {
+          std::fprintf(
+              stderr,
+              "mxfp4_bench: --stage-steps %s: expected 1, 2 or 4 (dividing w13's 28 K steps)\n",
+              value.c_str());
+          return 2;
+        }
+        staged.stage_steps.push_back(steps);
       }
     } else if (std::string(argv[i]) == "--codes-ahead") {
-      codes_ahead = true;
+      staged.codes_ahead = true;
+    } else if (std::string(argv[i]) == "--stage-fetch" && i + 1 < argc) {
+      staged.fetch = std::atoi(argv[++i]);
+      if (staged.fetch != 64 && staged.fetch != 128 && staged.fetch != 256) {
+        std::fprintf(stderr, "mxfp4_bench: --stage-fetch %s: expected 64, 128 or 256 bytes\n",
+                     argv[i]);
+        return 2;
+      }
+    } else if (std::string(argv[i]) == "--staged-only") {
+      staged.only = true;
     } else {
       std::fprintf(stderr,
-                   "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N] "
-                   "[--codes-ahead]\n");
+                   "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps "
+                   "N[,N...]] [--codes-ahead] [--stage-fetch N] [--staged-only]\n");
       return 2;
     }
   }
-  return monotile::kernels::k3::run(iterations, flush, stage_steps, codes_ahead);
+  return monotile::kernels::k3::run(iterations, flush, staged);
 }

@@ -75,7 +75,8 @@ struct Mxfp4Gemv {
   int prefetch_steps = 0;
   // The bytes L2 fetches around each weight load (AccessOptions::l2_fetch: 0, 64, 128 or 256). A
   // row's step is step / 2 bytes (64 at K2's step of 128), so 256 brings the next 3 steps of each
-  // row into L2 with this one, without registers or request slots held for them.
+  // row into L2 with this one, without registers or request slots held for them. With stages, each
+  // asynchronous copy of the packed words asks for them likewise.
   int l2_fetch = 0;
   // 0: the register pipeline above (ahead, x_ahead). 2 to 8: a plain loop over the K steps whose
   // packed words and x words are copied into shared memory `stages` - 1 steps ahead
