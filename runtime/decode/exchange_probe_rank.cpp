@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/k3/k2.h"
+#include "runtime/decode/step_begin.h"
 #include "runtime/k2_launch.h"
 #include "support/status_macros.h"
 
@@ -47,6 +48,8 @@ absl::StatusOr<std::unique_ptr<ExchangeProbeRank>> ExchangeProbeRank::create(
                         load_program(device, kernels::k3::exchange_probe_program(probe), jit));
     p->kernels_.emplace(t, std::move(kernel));
   }
+  MT_ASSIGN_OR_RETURN(Kernel bump, load_program(device, step_begin_program(), jit));
+  p->step_begin_.emplace(std::move(bump));
   return p;
 }
 
@@ -71,6 +74,26 @@ absl::Status ExchangeProbeRank::launch(int tokens, Stream& stream) {
         absl::StrCat("the exchange probe was not made for ", tokens, " rows"));
   }
   MT_RETURN_IF_ERROR(state_->set_epoch(++epoch_));
+  return launch_probe(kernel->second, stream);
+}
+
+absl::Status ExchangeProbeRank::launch_chain(int tokens, int count, Stream& stream) {
+  auto kernel = kernels_.find(tokens);
+  if (kernel == kernels_.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the exchange probe was not made for ", tokens, " rows"));
+  }
+  const KernelArgument epoch = pointer(state_->epoch(), dsl::ScalarType::kI32);
+  for (int i = 0; i < count; ++i) {
+    MT_RETURN_IF_ERROR(step_begin_->launch(Dim3{1, 1, 1}, std::span(&epoch, 1), stream));
+    MT_RETURN_IF_ERROR(launch_probe(kernel->second, stream));
+  }
+  // The device's epoch word now holds epoch_ + count (each bump in stream order).
+  epoch_ += count;
+  return absl::OkStatus();
+}
+
+absl::Status ExchangeProbeRank::launch_probe(const Kernel& kernel, Stream& stream) {
   std::vector<KernelArgument> args = {
       pointer(src_.address(), dsl::ScalarType::kBf16),
       pointer(out_.address(), dsl::ScalarType::kBf16),
@@ -82,7 +105,7 @@ absl::Status ExchangeProbeRank::launch(int tokens, Stream& stream) {
       pointer(state_->alarm(), dsl::ScalarType::kI32),
       pointer(clock_.address(), dsl::ScalarType::kI64)};
   for (int r = 0; r < tp_; ++r) args.push_back(pointer(peers_->address(r), dsl::ScalarType::kI32));
-  return kernel->second.launch(Dim3{static_cast<uint32_t>(programs_), 1, 1}, args, stream);
+  return kernel.launch(Dim3{static_cast<uint32_t>(programs_), 1, 1}, args, stream);
 }
 
 absl::StatusOr<std::vector<uint16_t>> ExchangeProbeRank::reduced(int tokens) const {
@@ -95,6 +118,12 @@ absl::StatusOr<std::vector<int64_t>> ExchangeProbeRank::clock() const {
   std::vector<int64_t> stamps(static_cast<size_t>(programs_) * 2);
   MT_RETURN_IF_ERROR(device_->copy_to_host(stamps.data(), clock_.address(), stamps.size() * 8));
   return stamps;
+}
+
+absl::StatusOr<int32_t> ExchangeProbeRank::device_epoch() const {
+  int32_t epoch = 0;
+  MT_RETURN_IF_ERROR(device_->copy_to_host(&epoch, state_->epoch(), 4));
+  return epoch;
 }
 
 absl::Status ExchangeProbeRank::check_health() const {

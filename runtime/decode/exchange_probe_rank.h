@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,10 +38,17 @@ class ExchangeProbeRank {
   // Sets the next epoch (each launch its own tag), then launches the probe of T rows on `stream`.
   // Every rank launches its probes in the same order.
   absl::Status launch(int tokens, Stream& stream);
+  // `count` exchanges back to back on `stream`, each after a launch of step_begin (the epoch += 1
+  // on the device, so no host write waits between them): what a loop of all-reduces costs a
+  // launch, timed by events around the whole chain. Every rank launches the same chains.
+  absl::Status launch_chain(int tokens, int count, Stream& stream);
   // After the launch finished: the reduced rows [T, H] (bf16 bits), and each program's global
   // timer on entering and on leaving ([programs, 2]).
   absl::StatusOr<std::vector<uint16_t>> reduced(int tokens) const;
   absl::StatusOr<std::vector<int64_t>> clock() const;
+  // The epoch word as the device holds it (after the launches finished): the host's count of
+  // launches, chains' bumps included.
+  absl::StatusOr<int32_t> device_epoch() const;
   // OK, or the waits that gave up (LaunchState::check_health).
   absl::Status check_health() const;
 
@@ -51,6 +59,8 @@ class ExchangeProbeRank {
 
  private:
   ExchangeProbeRank() = default;
+  // The probe's launch with this rank's arguments, at the epoch the device holds.
+  absl::Status launch_probe(const Kernel& kernel, Stream& stream);
   Device* device_ = nullptr;
   int tp_ = 0, rank_ = 0, programs_ = 0;
   int64_t hidden_ = 0, wait_ns_ = 0;
@@ -59,6 +69,7 @@ class ExchangeProbeRank {
   std::unique_ptr<LaunchState> state_;
   DeviceBuffer src_, out_, words_, clock_;
   std::map<int, Kernel> kernels_;
+  std::optional<Kernel> step_begin_;
 };
 
 }  // namespace monotile::runtime::decode

@@ -77,6 +77,50 @@ TEST(ExchangeProbe, EveryRankHoldsTheRankOrderSumBitForBit) {
   }
 }
 
+// exchange_bench's chains: exchanges back to back, the epoch bumped on the device between them (no
+// host write), on two ranks: the device's epoch counts every exchange, no wait gave up, the reduced
+// rows are the rank-order sum on both ranks; a single launch after a chain goes on from its epoch.
+TEST(ExchangeProbe, ChainsBumpTheEpochOnTheDeviceBetweenExchanges) {
+  std::mt19937 rng(20261208);
+  std::array<std::vector<uint16_t>, 2> rows = {random_rows(rng), random_rows(rng)};
+  std::array<std::vector<uint16_t>, 2> got;
+  std::array<int32_t, 2> epochs = {0, 0};
+  std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
+    std::unique_ptr<Device> device = make_cpu_device(interpreter_loader(ProgramCatalog::process()));
+    MT_ASSIGN_OR_RETURN(
+        std::unique_ptr<ExchangeProbeRank> probe,
+        ExchangeProbeRank::create(*device, group, jit::Jit::process_default(), {kTokens}, kHidden,
+                                  /*programs=*/2, /*wait_ns=*/20'000'000'000));
+    MT_ASSIGN_OR_RETURN(Stream stream, device->create_stream());
+    MT_RETURN_IF_ERROR(probe->write_source(kTokens, rows[group.rank()]));
+    MT_RETURN_IF_ERROR(probe->launch(kTokens, stream));
+    MT_RETURN_IF_ERROR(probe->launch_chain(kTokens, 4, stream));
+    MT_RETURN_IF_ERROR(device->synchronize(stream));
+    MT_RETURN_IF_ERROR(probe->check_health());
+    MT_ASSIGN_OR_RETURN(const int32_t after_chain, probe->device_epoch());
+    if (after_chain != 5) {
+      return absl::InternalError(absl::StrCat("epoch ", after_chain, " after 1 + 4, expected 5"));
+    }
+    MT_RETURN_IF_ERROR(probe->poison_reduced());
+    MT_RETURN_IF_ERROR(probe->launch(kTokens, stream));
+    MT_RETURN_IF_ERROR(device->synchronize(stream));
+    MT_RETURN_IF_ERROR(probe->check_health());
+    MT_ASSIGN_OR_RETURN(epochs[group.rank()], probe->device_epoch());
+    MT_ASSIGN_OR_RETURN(got[group.rank()], probe->reduced(kTokens));
+    return absl::OkStatus();
+  });
+  for (const absl::Status& s : statuses) ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(epochs[0], 6);
+  EXPECT_EQ(epochs[1], 6);
+  std::vector<uint16_t> expected(rows[0].size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    expected[i] = model::bf16_from_double(static_cast<float>(model::bf16_to_float(rows[0][i])) +
+                                          static_cast<float>(model::bf16_to_float(rows[1][i])));
+  }
+  EXPECT_EQ(got[0], expected);
+  EXPECT_EQ(got[1], got[0]);
+}
+
 // What the GPU benchmark loads: the probe at TP 2 and 8, each rank count's rows, lowered for both
 // vendors.
 TEST(ExchangeProbe, LowersForBothVendors) {
