@@ -324,6 +324,9 @@ void stage_in_proj_linear(const K1Build& b, const Args& a, const HandoffContext&
   auto first_worker = where(programs > tasks, full({}, tasks, i32), full({}, 0, i32));
   const AttnResRows rows = attn_res(b, a);
   const Value sources_flag = a.flags + kSourcesFlag, mix_flag = a.flags + kMixFlag;
+  // K1Build::prefetch_weights: each in_proj program's first rows come into L2 while the sources'
+  // hand-off is awaited (the latest first half's), so that its stream starts before the hand-off.
+  if (b.prefetch_weights) prefetch_in_proj(b, a);
   if_(program_id(0) >= first_worker, [&] {
     wait_flag(sources_flag, static_cast<int32_t>(K1Region::kSources), full({}, 0, i32), hc);
     attn_res_mix(rows, hc, program_id(0) - first_worker, programs - first_worker,
@@ -747,7 +750,6 @@ std::string k1_linear_refusal(const K1Build& b) {
   std::vector<std::string> reasons;
   if (b.stream_k) reasons.push_back("stream-K's in_proj (its partials would carry every source's columns)");
   if (b.gemv_ahead != 0) reasons.push_back("gemv_ahead (the register path takes at most 16 x rows)");
-  if (b.prefetch_weights) reasons.push_back("prefetch_weights (there is no AttnRes wait to prefetch during)");
   const int64_t rows = gemv_padded_rows(linear_gemv(b, {}, {}));
   if (rows > kK1LinearMaxRows) {
     reasons.push_back(absl::StrCat((b.max_blocks + 1), " sources x ", linear_block(b), " rows pad to ", rows,

@@ -95,7 +95,10 @@ struct K1Build {
   // (attn_res_rows' while_waiting). Off: on an H100 K1 was 0-7% slower with it (AttnRes then ended
   // 8-10 us later: a program's 300 KB of prefetches drain at its share of the bandwidth, and its
   // own loads wait behind them; stage B ended no sooner). Before stage A, as first written, it was
-  // 4-6% slower. On, the name ends "_pw" (k1_bench --prefetch times it).
+  // 4-6% slower. On, the name ends "_pw" (k1_bench --prefetch times it). In the linear form
+  // (linear_in_proj) the same rows are asked for after the program's AttnRes first halves, before
+  // its wait for the sources' hand-off (the stream's only wait before its tasks; k1_bench --linear
+  // --prefetch times it).
   bool prefetch_weights = false;
   // The next weights ahead: the programs without a stage C task (or with fewer than others) ask L2
   // for the next kernel's weights (o_proj's W_o: `next_weights`, `next_elements` bf16 elements),
@@ -155,10 +158,10 @@ K1Build k1_for_target(K1Build build, const dsl::Target& target);
 inline constexpr int kK1LinearMaxRows = 128;
 
 // Why `build`'s linear in_proj (K1Build::linear_in_proj) cannot be built, every reason joined with
-// "; "; "" when it can (or when the form is off). Refused: with stream_k, gemv_ahead or
-// prefetch_weights, and where max_blocks + 1 sources of the token block (the least power of two >= T)
-// pad to more than kK1LinearMaxRows accumulator columns (at 256 a K step's x tile alone needs 256
-// registers a thread; 128 compiles for sm_90a with no spills: docs/k1_linear.md).
+// "; "; "" when it can (or when the form is off). Refused: with stream_k or gemv_ahead, and where
+// max_blocks + 1 sources of the token block (the least power of two >= T) pad to more than
+// kK1LinearMaxRows accumulator columns (at 256 a K step's x tile alone needs 256 registers a thread;
+// 128 compiles for sm_90a with no spills: docs/k1_linear.md).
 std::string k1_linear_refusal(const K1Build& build);
 
 // The linear in_proj's build for one layer: `build` (from k1_build, its nblocks the layer's) with

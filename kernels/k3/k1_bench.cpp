@@ -38,7 +38,8 @@
 // --linear: the same with AttnRes off the in_proj stream's path (K1Build::linear_in_proj), a row
 // (and with --stages its clock: A is then the sources' hand-off on the median program, AttnRes's
 // coefficients on the latest) at every shape it takes; where k1_linear_refusal refuses a shape, a
-// line says why. With --kda-loop too, a further row with both (K1's smallest code: docs/k1_linear.md).
+// line says why. With --kda-loop too, a further row with both (K1's smallest code: docs/k1_linear.md);
+// with --prefetch too, a further row with the first W_in rows asked into L2 before the sources' wait.
 // --max-blocks N,...: the linear rows' builds at max_blocks N (code: the accumulator carries N + 1
 // sources; the executor's builds carry the model's, K3's 8) instead of the layer's own blocks.
 // --nblocks N,...: the launches' nblocks (0..8, a launch value: the block sources the layer mixes;
@@ -416,6 +417,11 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
             if (kda_loop) {
               out.push_back(v);
               out.back().kda_loop = true;
+            }
+            // With --prefetch too, a row with its first W_in rows asked into L2 before the sources' wait.
+            if (prefetch) {
+              out.push_back(v);
+              out.back().prefetch_weights = true;
             }
           } else if (!quiet) {
             std::printf("%s max_blocks %d: no linear in_proj: %s\n", k1_name(b).c_str(), mb, refusal.c_str());

@@ -170,12 +170,16 @@ TEST(K1Compile, Sm90aLinear) {
 
 // The linear in_proj sized for the layer's own sources (k1_linear_sized), as the executor builds it
 // at K3 TP 8: 4 sources at 4 tokens (layer 30: 16 columns), 8 at 8 (layer 61: 64) and at 16 tokens
-// (layer 73: 128, refused at the model's max_blocks), for sm_90a and gfx90a.
+// (layer 73: 128, refused at the model's max_blocks), and 2 at 4 tokens (layer 1: 8) with the
+// weights' prefetch, for sm_90a and gfx90a.
 std::vector<K1Build> sized_linear() {
   std::vector<K1Build> out;
   for (auto [tokens, layer] : {std::pair{4, 30}, std::pair{8, 61}, std::pair{16, 73}}) {
     out.push_back(k1_linear_sized(k3_rank_build(tokens, 4, layer)));
   }
+  // With its first W_in rows asked into L2 before the sources' wait (K1Build::prefetch_weights).
+  out.push_back(k1_linear_sized(k3_rank_build(4, 4, 1)));
+  out.back().prefetch_weights = true;
   return out;
 }
 TEST(K1Compile, Sm90aLinearSized) { expect_compiles("sm_90a", sized_linear()); }

@@ -94,6 +94,10 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .layer = 0, .requests = 2, .q = 4, .launches = 20, .cold = true,
                  .linear = true, .sized = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 73, .requests = 4, .q = 4, .linear = true, .sized = true});
+  // With the first W_in rows asked into L2 before the sources' wait (K1Build::prefetch_weights and
+  // prefetch_next), cold and repeated.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .prefetch = true,
+                 .linear = true, .sized = true});
   return out;
 }
 

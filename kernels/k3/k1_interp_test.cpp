@@ -115,6 +115,11 @@ std::vector<K1Case> cases() {
   out.push_back({.layer = 0, .requests = 2, .q = 2, .programs = 5, .linear = true, .sized = true});
   out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 30, .requests = 1, .q = 4, .programs = 132,
                  .target = "sm_90a", .linear = true, .sized = true});
+  // The linear form with its first W_in rows asked into L2 before the sources' wait (and the next
+  // weights during stage C: K1Build::prefetch_weights, prefetch_next): spare programs, and fewer
+  // programs than tasks (every program mixes first).
+  out.push_back({.requests = 2, .q = 4, .programs = 40, .prefetch = true, .linear = true});
+  out.push_back({.requests = 1, .q = 2, .programs = 5, .prefetch = true, .linear = true, .sized = true});
   return out;
 }
 
