@@ -19,9 +19,14 @@
 // "ca").
 // --stage-fetch N: beside each of those staged rows, the same with L2 fetching N bytes (64, 128 or
 // 256) around each copy of the weights (Mxfp4Gemv::l2_fetch on a staged loop; column "l2f").
-// --staged-only: those rows alone, without the usual table after them.
+// --stage-counts N[,N...]: those rows at these stage counts (2 to 8) instead of 3, 4 and 5.
+// --tokens N[,N...]: those rows at these token counts (1 to 8) instead of 4 and 8.
+// --staged-only: those rows alone, each token count's first beside K2's own w13 at that count (the
+// register pipeline, 2 steps ahead, x with the weights) and the same with L2 fetching 256 bytes
+// around each load, without the usual table after them.
 // usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N[,N...]] [--codes-ahead]
-//                    [--stage-fetch N] [--staged-only]
+//                    [--stage-fetch N] [--stage-counts N[,N...]] [--tokens N[,N...]]
+//                    [--staged-only]
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
+#include "dsl/memory.h"
 #include "jit/jit.h"
 #include "jit/program_build.h"
 #include "kernels/k3/bench_timing.h"
@@ -141,6 +147,8 @@ struct StagedRows {
   std::vector<int> stage_steps;  // besides 1
   bool codes_ahead = false;
   int fetch = 0;
+  std::vector<int> stage_counts{3, 4, 5};
+  std::vector<int> tokens{4, 8};
   bool only = false;
 };
 
@@ -190,8 +198,14 @@ int run(int iterations, L2Flush flush, const StagedRows& asked) {
     for (int steps : asked.stage_steps) {
       if (steps != 1) steps_list.push_back(steps);
     }
-    for (int tokens : {4, 8}) {
-      for (int stages : {3, 4, 5}) {
+    for (int tokens : asked.tokens) {
+      if (asked.only) {
+        // K2's own form at these tokens (T <= 8 on NVIDIA), plain and with L2 fetching 256 bytes.
+        shapes.push_back({"w13", w13_rows, 3584, tokens, 128, 1, 8, 2, true, true, 8, true});
+        shapes.push_back(shapes.back());
+        shapes.back().l2_fetch = 256;
+      }
+      for (int stages : asked.stage_counts) {
         for (int steps : steps_list) {
           for (bool codes : {false, true}) {
             if (codes && !asked.codes_ahead) continue;
@@ -326,12 +340,30 @@ int main(int argc, char** argv) {
                      argv[i]);
         return 2;
       }
+    } else if ((std::string(argv[i]) == "--stage-counts" || std::string(argv[i]) == "--tokens") &&
+               i + 1 < argc) {
+      const bool counts = std::string(argv[i]) == "--stage-counts";
+      const int lo = counts ? 2 : 1, hi = counts ? monotile::dsl::kMaxLoadStages : 8;
+      std::vector<int>& out = counts ? staged.stage_counts : staged.tokens;
+      out.clear();
+      const std::vector<std::string> values = absl::StrSplit(argv[i + 1], ',', absl::SkipEmpty());
+      for (const std::string& value : values) {
+        const int n = std::atoi(value.c_str());
+        if (n < lo || n > hi) {
+          std::fprintf(stderr, "mxfp4_bench: %s %s: expected %d to %d\n", argv[i], value.c_str(),
+                       lo, hi);
+          return 2;
+        }
+        out.push_back(n);
+      }
+      ++i;
     } else if (std::string(argv[i]) == "--staged-only") {
       staged.only = true;
     } else {
       std::fprintf(stderr,
                    "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps "
-                   "N[,N...]] [--codes-ahead] [--stage-fetch N] [--staged-only]\n");
+                   "N[,N...]] [--codes-ahead] [--stage-fetch N] [--stage-counts N[,N...]] "
+                   "[--tokens N[,N...]] [--staged-only]\n");
       return 2;
     }
   }
