@@ -14,17 +14,19 @@
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write]
 //                 [--pipeline N[,N...]] [--prefetch]
 //                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]
-//                 [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]
+//                 [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
 // for bench/tables/kda_half.py; without a GPU the file says why ("gpu": false, "reason").
 // --pipeline N,...: after each shape, the same shape again with N shared-memory stages for the
-// in_proj GEMV (K1Build::num_stages, 2 to 4) instead of the most that fit, a row each (not in --json).
+// in_proj GEMV (K1Build::num_stages, 2 to 6) instead of the most that fit (by default at most 4), a
+// row each (not in --json), and a line with the build's shared memory (where N stages do not fit,
+// lowering takes fewer: the bytes say how many). With --linear, each linear row too.
 // --gemv STEPxROWS[aAHEAD],...: after each shape, the same shape with the in_proj GEMV's K step and
 // rows a task set (K1Build::gemv_step, gemv_rows; e.g. 512x64, 256x48), and with "aN" its W tiles
 // taken into registers N steps ahead (K1Build::gemv_ahead; e.g. 128x64a2), a row (and with
-// --stages its clock) each.
+// --stages its clock) each; with --linear, each linear row too where the form takes the shape.
 // --stream-k: after each shape, the same shape with stage B as stream-K (K1Build::stream_k), a row
 // (and with --stages its clock).
 // --prefetch: after each shape, the same shape with in_proj's first weights asked into L2 during
@@ -45,6 +47,8 @@
 // --nblocks N,...: the launches' nblocks (0..8, a launch value: the block sources the layer mixes;
 // layer 1 has 1): the default form's row at each, and a linear row at each (max_blocks, nblocks) pair
 // with nblocks <= max_blocks (without --max-blocks, max_blocks = nblocks).
+// --linear-only: as --linear, with the variants (--pipeline, --gemv, --prefetch, ...) of the linear
+// rows only: the default form's row alone (at each --nblocks) beside them.
 // --shapes qQnN,...: only these shapes (q tokens a request, N requests; e.g. q4n1), in the order given.
 // --warm: no L2 flush before a launch, so the code, the activations, the caches and what fits of
 // the weights stay in L2 from the launch before. Not the decode step's case (the other layers'
@@ -110,6 +114,10 @@ absl::StatusOr<HalfTimings> time_k1(runtime::Device& device, runtime::Stream& st
                                     int iterations, bool half, L2Flush flush) {
   const dsl::Target& target = device.info().target;
   MT_ASSIGN_OR_RETURN(jit::ProgramBuild made, jit::make_build(k1_program(build), target));
+  if (build.num_stages != 0 && !build.stage_clock) {
+    std::printf("  %s: %lld B of dynamic shared memory\n", k1_name(build).c_str(),
+                static_cast<long long>(made.build.launch.dynamic_shared_memory));
+  }
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled, jit::Jit::process_default().compile_build(made.build));
   MT_ASSIGN_OR_RETURN(runtime::Kernel kernel, runtime::Kernel::load(device, compiled, std::move(made.params)));
 
@@ -308,7 +316,7 @@ struct GemvShape {
 
 int run(int iterations, bool stages, const std::string& json, L2Flush flush, const std::vector<int>& pipelines,
         bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k,
-        bool linear, const std::vector<int>& max_blocks, const std::vector<int>& nblocks,
+        bool linear, bool linear_only, const std::vector<int>& max_blocks, const std::vector<int>& nblocks,
         const std::vector<std::pair<int, int>>& only) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
@@ -362,36 +370,39 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
   // Each shape's --pipeline variants, timed after it.
   auto variants_of = [&](const K1Build& b, bool quiet) {
     std::vector<K1Build> out;
-    for (int n : pipelines) {
-      out.push_back(b);
-      out.back().num_stages = n;
-    }
-    if (prefetch) {
-      out.push_back(b);
-      out.back().prefetch_weights = true;
-    }
-    if (prefetch_next) {
-      out.push_back(b);
-      out.back().prefetch_next = true;
-    }
-    if (kda_loop) {
-      out.push_back(b);
-      out.back().kda_loop = true;
-    }
-    if (prefetch && prefetch_next) {
-      out.push_back(b);
-      out.back().prefetch_weights = true;
-      out.back().prefetch_next = true;
-    }
-    for (const GemvShape& g : gemvs) {
-      out.push_back(b);
-      out.back().gemv_step = g.step;
-      out.back().gemv_rows = g.rows;
-      out.back().gemv_ahead = g.ahead;
-    }
-    if (stream_k) {
-      out.push_back(b);
-      out.back().stream_k = true;
+    // The default form's variants (not with --linear-only).
+    if (!linear_only) {
+      for (int n : pipelines) {
+        out.push_back(b);
+        out.back().num_stages = n;
+      }
+      if (prefetch) {
+        out.push_back(b);
+        out.back().prefetch_weights = true;
+      }
+      if (prefetch_next) {
+        out.push_back(b);
+        out.back().prefetch_next = true;
+      }
+      if (kda_loop) {
+        out.push_back(b);
+        out.back().kda_loop = true;
+      }
+      if (prefetch && prefetch_next) {
+        out.push_back(b);
+        out.back().prefetch_weights = true;
+        out.back().prefetch_next = true;
+      }
+      for (const GemvShape& g : gemvs) {
+        out.push_back(b);
+        out.back().gemv_step = g.step;
+        out.back().gemv_rows = g.rows;
+        out.back().gemv_ahead = g.ahead;
+      }
+      if (stream_k) {
+        out.push_back(b);
+        out.back().stream_k = true;
+      }
     }
     // The default form at the other --nblocks (the same code: a launch value).
     for (int nb : nblocks) {
@@ -422,6 +433,17 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
             if (prefetch) {
               out.push_back(v);
               out.back().prefetch_weights = true;
+            }
+            for (int n : pipelines) {
+              out.push_back(v);
+              out.back().num_stages = n;
+            }
+            for (const GemvShape& g : gemvs) {
+              K1Build w = v;
+              w.gemv_step = g.step;
+              w.gemv_rows = g.rows;
+              w.gemv_ahead = g.ahead;
+              if (k1_linear_refusal(w).empty()) out.push_back(w);
             }
           } else if (!quiet) {
             std::printf("%s max_blocks %d: no linear in_proj: %s\n", k1_name(b).c_str(), mb, refusal.c_str());
@@ -518,6 +540,7 @@ int main(int argc, char** argv) {
   std::vector<monotile::kernels::k3::GemvShape> gemvs;
   bool stream_k = false;
   bool linear = false;
+  bool linear_only = false;
   std::vector<int> max_blocks, nblocks;
   std::vector<std::pair<int, int>> only;
   // A comma-separated list of integers in [low, high] for `flag`; false (said why) otherwise.
@@ -538,14 +561,14 @@ int main(int argc, char** argv) {
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write] [--pipeline N[,N...]]\n"
       "                [--prefetch]\n"
       "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n"
-      "                [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n";
+      "                [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
       for (const std::string& v : values) {
         const int n = std::atoi(v.c_str());
-        if (n < 2 || n > 4) {
-          std::fprintf(stderr, "k1_bench: --pipeline %s: expected 2 to 4\n", v.c_str());
+        if (n < 2 || n > 6) {
+          std::fprintf(stderr, "k1_bench: --pipeline %s: expected 2 to 6\n", v.c_str());
           return 2;
         }
         pipelines.push_back(n);
@@ -569,6 +592,8 @@ int main(int argc, char** argv) {
       stream_k = true;
     } else if (std::string(argv[i]) == "--linear") {
       linear = true;
+    } else if (std::string(argv[i]) == "--linear-only") {
+      linear_only = true;
     } else if (std::string(argv[i]) == "--max-blocks" && i + 1 < argc) {
       // The bench's blocks buffer holds 8 block sources; a build may carry up to 14.
       if (!integers("--max-blocks", argv[++i], 0, 14, max_blocks)) return 2;
@@ -610,5 +635,6 @@ int main(int argc, char** argv) {
     }
   }
   return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, prefetch_next,
-                                    kda_loop, gemvs, stream_k, linear, max_blocks, nblocks, only);
+                                    kda_loop, gemvs, stream_k, linear || linear_only, linear_only, max_blocks, nblocks,
+                                    only);
 }
