@@ -291,11 +291,16 @@ TEST(K2Mxfp4Compile, StagesOfTwoStepsSm90a) {
   dsl::Target target = *dsl::Target::parse("sm_90a");
   absl::StatusOr<std::unique_ptr<jit::Compiler>> compiler = jit::make_compiler(target);
   if (!compiler.ok()) GTEST_SKIP() << "no compiler for sm_90a: " << compiler.status();
-  // 4 stages with L2 fetching 256 bytes around each copy of the words (mxfp4_bench --stage-fetch).
-  for (auto [stages, fetch] : {std::pair{3, 0}, std::pair{4, 0}, std::pair{4, 256}}) {
+  // 4 stages with L2 fetching 256 bytes around each copy of the words (mxfp4_bench --stage-fetch),
+  // and a program's tasks as one loop with the codes ahead (mxfp4_bench --task-loop).
+  struct Row {
+    int stages, fetch;
+    bool task_loop;
+  };
+  for (auto [stages, fetch, task_loop] : {Row{3, 0, false}, Row{4, 0, false}, Row{4, 256, false}, Row{4, 0, true}}) {
     absl::StatusOr<jit::ProgramBuild> made =
         jit::make_build(mxfp4_gemv_program(46080, 3584, 4, 8, 128, 2, true, true, 8, false, true, kMxfp4ScaleBias, 0,
-                                           fetch, stages, dsl::Mxfp4Placement::kCopies, 2),
+                                           fetch, stages, dsl::Mxfp4Placement::kCopies, 2, task_loop, task_loop),
                         target);
     ASSERT_TRUE(made.ok()) << made.status();
     const std::string& source = made->build.source;
@@ -310,7 +315,7 @@ TEST(K2Mxfp4Compile, StagesOfTwoStepsSm90a) {
     EXPECT_EQ(result->report.stack_frame, 0);
     EXPECT_EQ(result->report.spill_stores, 0);
     std::cout << "resources sm_90a mxfp4_gemv stages " << stages << " of 2 steps, fetch " << fetch
-              << ": registers " << result->report.registers
+              << (task_loop ? ", tasks as one loop" : "") << ": registers " << result->report.registers
               << ", shared " << made->build.launch.dynamic_shared_memory << " B\n";
   }
 }

@@ -19,13 +19,16 @@
 // "ca").
 // --stage-fetch N: beside each of those staged rows, the same with L2 fetching N bytes (64, 128 or
 // 256) around each copy of the weights (Mxfp4Gemv::l2_fetch on a staged loop; column "l2f").
+// --task-loop: after each of those rows with the codes ahead (all of them without --codes-ahead),
+// its last form (with the fetch where asked) again with each program's tasks as one staged loop,
+// the copies running on across the tasks' boundaries (mxfp4_gemv_tasks; column "tl").
 // --stage-counts N[,N...]: those rows at these stage counts (2 to 8) instead of 3, 4 and 5.
 // --tokens N[,N...]: those rows at these token counts (1 to 8) instead of 4 and 8.
 // --staged-only: those rows alone, each token count's first beside K2's own w13 at that count (the
 // register pipeline, 2 steps ahead, x with the weights) and the same with L2 fetching 256 bytes
 // around each load, without the usual table after them.
 // usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps N[,N...]] [--codes-ahead]
-//                    [--stage-fetch N] [--stage-counts N[,N...]] [--tokens N[,N...]]
+//                    [--stage-fetch N] [--task-loop] [--stage-counts N[,N...]] [--tokens N[,N...]]
 //                    [--staged-only]
 #include <cstdint>
 #include <cstdio>
@@ -70,6 +73,7 @@ struct Shape {
   dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies;
   int stage_steps = 1;       // Mxfp4Gemv::stage_steps: K steps each shared-memory stage copies
   bool codes_ahead = false;  // Mxfp4Gemv::codes_ahead: a staged iteration's codes loaded before it
+  bool task_loop = false;    // a program's tasks as one staged loop (mxfp4_gemv_tasks)
 };
 
 // The decode's name in the table: "word1" (Mxfp4Gemv::words at one multiply a word: scale_bias),
@@ -97,7 +101,7 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
           mxfp4_gemv_program(s.n, s.k, s.tokens, s.num_warps, s.step, s.ahead, s.pairs, s.x_padded,
                              s.token_rows, s.x_ahead, s.pairs && s.words,
                              s.pairs && s.words ? s.scale_bias : 0, s.prefetch_steps, s.l2_fetch,
-                             s.stages, s.placement, s.stage_steps, s.codes_ahead),
+                             s.stages, s.placement, s.stage_steps, s.codes_ahead, s.task_loop),
           device.info().target));
   MT_ASSIGN_OR_RETURN(jit::CompiledBuild compiled,
                       jit::Jit::process_default().compile_build(made.build));
@@ -142,13 +146,15 @@ absl::StatusOr<Timing> time_gemv(runtime::Device& device, runtime::Stream& strea
   return summarize(times);
 }
 
-// The staged rows asked for (--stage-steps, --codes-ahead, --stage-fetch, --staged-only).
+// The staged rows asked for (--stage-steps, --codes-ahead, --stage-fetch, --task-loop,
+// --stage-counts, --tokens, --staged-only).
 struct StagedRows {
   std::vector<int> stage_steps;  // besides 1
   bool codes_ahead = false;
   int fetch = 0;
   std::vector<int> stage_counts{3, 4, 5};
   std::vector<int> tokens{4, 8};
+  bool task_loop = false;
   bool only = false;
 };
 
@@ -176,9 +182,11 @@ int run(int iterations, L2Flush flush, const StagedRows& asked) {
       device.info().name.c_str(), device.info().compute_units, bandwidth / 1e9, iterations,
       iterations, l2_flush_description(flush).c_str());
   std::printf(
-      "%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %3s %3s %8s %9s %9s %9s %6s\n",
+      "%-5s %7s %5s %6s %5s %9s %5s %5s %6s %5s %4s %6s %3s %4s %3s %3s %3s %3s %8s %9s %9s %9s "
+      "%6s\n",
       "shape", "n", "k", "tokens", "step", "programs", "warps", "ahead", "decode", "xpad", "rows",
-      "xahead", "pf", "l2f", "st", "ss", "ca", "MB", "median us", "best us", "floor us", "ratio");
+      "xahead", "pf", "l2f", "st", "ss", "ca", "tl", "MB", "median us", "best us", "floor us",
+      "ratio");
   const int64_t w13_rows = int64_t{kExperts} * 768, w2_rows = int64_t{kExperts} * 3584;
   // The words and x staged through shared memory (Mxfp4Gemv::stages): K2's w13 and w2 at 4 tokens.
   auto staged = [&](const char* name, int64_t n, int64_t k, int tokens, int rows, int stages,
@@ -193,7 +201,7 @@ int run(int iterations, L2Flush flush, const StagedRows& asked) {
   // steps asked for, each without and with the codes ahead where asked, each without and with the
   // L2 fetch where asked.
   std::vector<Shape> shapes;
-  if (!asked.stage_steps.empty() || asked.codes_ahead || asked.fetch != 0) {
+  if (!asked.stage_steps.empty() || asked.codes_ahead || asked.fetch != 0 || asked.task_loop) {
     std::vector<int> steps_list{1};
     for (int steps : asked.stage_steps) {
       if (steps != 1) steps_list.push_back(steps);
@@ -213,6 +221,10 @@ int run(int iterations, L2Flush flush, const StagedRows& asked) {
             if (asked.fetch != 0) {
               shapes.push_back(shapes.back());
               shapes.back().l2_fetch = asked.fetch;
+            }
+            if (asked.task_loop && (codes || !asked.codes_ahead)) {
+              shapes.push_back(shapes.back());
+              shapes.back().task_loop = true;
             }
           }
         }
@@ -287,15 +299,16 @@ int run(int iterations, L2Flush flush, const StagedRows& asked) {
     const int64_t bytes = moved_bytes(s);
     const double us = timing->median_ms * 1e3, floor_us = bytes / bandwidth * 1e6;
     std::printf(
-        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %3d %3d %3s %8.2f %9.2f "
+        "%-5s %7lld %5lld %6d %5d %9d %5d %5d %6s %5s %4d %6s %3d %4d %3d %3d %3s %3s %8.2f %9.2f "
         "%9.2f "
         "%9.2f "
         "%6.3f\n",
         s.name, static_cast<long long>(s.n), static_cast<long long>(s.k), s.tokens, s.step,
         device.info().compute_units * s.programs_per_unit, s.num_warps, s.ahead, decode_name(s),
         s.x_padded ? "yes" : "no", s.token_rows, s.x_ahead ? "yes" : "no", s.prefetch_steps,
-        s.l2_fetch, s.stages, s.stage_steps, s.codes_ahead ? "yes" : "no", bytes / 1e6, us,
-        timing->best_ms * 1e3, floor_us, us / floor_us);
+        s.l2_fetch, s.stages, s.stage_steps, s.codes_ahead ? "yes" : "no",
+        s.task_loop ? "yes" : "no", bytes / 1e6, us, timing->best_ms * 1e3, floor_us,
+        us / floor_us);
   }
   return status;
 }
@@ -357,13 +370,16 @@ int main(int argc, char** argv) {
         out.push_back(n);
       }
       ++i;
+    } else if (std::string(argv[i]) == "--task-loop") {
+      staged.task_loop = true;
     } else if (std::string(argv[i]) == "--staged-only") {
       staged.only = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps "
-                   "N[,N...]] [--codes-ahead] [--stage-fetch N] [--stage-counts N[,N...]] "
-                   "[--tokens N[,N...]] [--staged-only]\n");
+      std::fprintf(
+          stderr,
+          "usage: mxfp4_bench [--iterations N] [--flush read|write] [--stage-steps "
+          "N[,N...]] [--codes-ahead] [--stage-fetch N] [--task-loop] [--stage-counts N[,N...]] "
+          "[--tokens N[,N...]] [--staged-only]\n");
       return 2;
     }
   }

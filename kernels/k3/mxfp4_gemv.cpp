@@ -409,6 +409,90 @@ Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const Value& rows, const Value& row_ok,
   return trans(with_scale_bias(g, loop));
 }
 
+void mxfp4_gemv_tasks(const Mxfp4Gemv& g, const Value& count,
+                      const std::function<Mxfp4Task(const Value&)>& task,
+                      const std::function<void(const Value&, const Value&)>& done) {
+  check_shape(g);
+  MT_CHECK(g.stages != 0 && g.prefetch_steps == 0,
+           "mxfp4_gemv_tasks is a staged loop: Mxfp4Gemv::stages 2 to 8, prefetch_steps 0");
+  const int64_t steps = g.k / g.step, step_bytes = g.step / 2;
+  const int sub = g.stage_steps, iterations = static_cast<int>(steps) / sub;
+  // g on task t's pointers.
+  auto on = [&](const Mxfp4Task& t) {
+    Mxfp4Gemv gt = g;
+    gt.packed = t.packed;
+    gt.scales = t.scales;
+    gt.x_pairs = t.x_pairs;
+    return gt;
+  };
+  // Iteration i of the whole loop: task i / iterations, its iteration i % iterations.
+  auto total = maximum(count, 0) * iterations;
+  // With codes_ahead, iteration i's codes (past the last: the last's again, an L1 hit).
+  auto codes_of = [&](const Value& i) {
+    auto at = minimum(i, maximum(total - 1, 0));
+    Mxfp4Task t = task(at / iterations);
+    std::vector<Value> codes;
+    for (int s = 0; s < sub; ++s) {
+      codes.push_back(load_word_codes(on(t), t.rows, t.row_ok,
+                                      (at % iterations * sub + s) * static_cast<int>(step_bytes)));
+    }
+    return codes;
+  };
+  auto zero = zeros({g.rows, g.token_rows}, f32);
+  std::vector<Value> init{zero, zero};
+  if (g.codes_ahead) {
+    for (const Value& c : codes_of(full({}, 0, i32))) init.push_back(c);
+  }
+  range_carrying(0, total, 1, init, [&](Value i, const std::vector<Value>& carried) {
+    auto j = i / iterations, it = i % iterations;
+    Mxfp4Task t = task(j);
+    const Mxfp4Gemv gt = on(t);
+    std::array<Value, 2> acc{carried[0], carried[1]};
+    std::vector<Value> next;
+    if (g.codes_ahead) next = codes_of(i + 1);
+    for (int s = 0; s < sub; ++s) {
+      auto byte0 = (it * sub + s) * static_cast<int>(step_bytes);
+      Mxfp4Packed p{
+          .bytes = load_words(gt, t.rows, t.row_ok, byte0),
+          .codes = g.codes_ahead ? carried[2 + s] : load_word_codes(gt, t.rows, t.row_ok, byte0),
+          .x = Value()};
+      acc = accumulate_step(gt, t.x_pairs, byte0, acc, p, s % 2, g.scale_bias);
+    }
+    // A task's last iteration hands its sums on (multiplied back from the bias, or the exact
+    // decode's where its codes did not allow the bias: with_scale_bias's rule) and restarts the
+    // accumulators for the next task.
+    auto [to0, to1] = if_(
+        it == iterations - 1,
+        [&] {
+          auto sums = acc[0] + acc[1];
+          Value result;
+          if (g.scale_bias == 0) {
+            result = trans(sums);
+          } else {
+            auto real = row(arange(0, g.token_rows) < g.tokens);
+            auto finite = abs(sums) <= std::numeric_limits<float>::max();
+            auto overflowed = max(where(real & !finite, 1, 0));
+            result = if_(
+                overflowed == 0, [&] { return trans(sums * std::ldexp(1.0f, -g.scale_bias)); },
+                [&] {
+                  Mxfp4Gemv exact = gt;
+                  exact.scale_bias = 0;
+                  exact.stages = 0;
+                  exact.stage_steps = 1;
+                  exact.codes_ahead = false;
+                  return mxfp4_gemv_rows(exact, t.rows, t.row_ok);
+                });
+          }
+          done(j, result);
+          return std::array{zero, zero};
+        },
+        [&] { return acc; });
+    std::vector<Value> result{to0, to1};
+    result.insert(result.end(), next.begin(), next.end());
+    return result;
+  });
+}
+
 Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
   auto rows = task * g.rows + arange(0, g.rows);
   return mxfp4_gemv_rows(g, rows, rows < n);
@@ -417,17 +501,18 @@ Value mxfp4_gemv_task(const Mxfp4Gemv& g, const Value& task, int64_t n) {
 Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int step, int ahead,
                            bool pairs, bool x_padded, int token_rows, bool x_ahead, bool words,
                            int scale_bias, int prefetch_steps, int l2_fetch, int stages,
-                           Mxfp4Placement placement, int stage_steps, bool codes_ahead) {
-  Builder b(
-      absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
-                   x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
-                   scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
-                   prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
-                   l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : "",
-                   stages != 0 ? absl::StrCat("_st", stages) : "",
-                   stage_steps != 1 ? absl::StrCat("_ss", stage_steps) : "",
-                   codes_ahead ? "_ca" : "", placement == Mxfp4Placement::kShifts ? "_ps" : ""),
-      {.num_warps = num_warps});
+                           Mxfp4Placement placement, int stage_steps, bool codes_ahead,
+                           bool task_loop) {
+  Builder b(absl::StrCat(pairs ? (words ? "mxfp4_gemv_words" : "mxfp4_gemv_pairs") : "mxfp4_gemv",
+                         x_padded ? "_xp" : "", x_ahead ? "_xa" : "", "_n", token_rows,
+                         scale_bias != 0 ? absl::StrCat("_sb", -scale_bias) : "",
+                         prefetch_steps != 0 ? absl::StrCat("_pf", prefetch_steps) : "",
+                         l2_fetch != 0 ? absl::StrCat("_l2f", l2_fetch) : "",
+                         stages != 0 ? absl::StrCat("_st", stages) : "",
+                         stage_steps != 1 ? absl::StrCat("_ss", stage_steps) : "",
+                         codes_ahead ? "_ca" : "",
+                         placement == Mxfp4Placement::kShifts ? "_ps" : "", task_loop ? "_tl" : ""),
+            {.num_warps = num_warps});
   Mxfp4Gemv g{.packed = b.arg("packed", ptr(u8)),
               .scales = b.arg("scales", ptr(u8)),
               .x_pairs = b.arg("x", ptr(i32)),
@@ -449,6 +534,27 @@ Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps, int 
               .codes_ahead = codes_ahead};
   auto out = b.arg("out", ptr(f32));
   const int tasks = static_cast<int>((n + g.rows - 1) / g.rows);
+  auto store_task = [&](const Value& rows, const Value& acc) {
+    store(out + col(arange(0, token_rows)) * n + row(rows), acc, row(rows < n));
+  };
+  if (task_loop) {
+    // This program's tasks program_id + j num_programs as one loop.
+    auto rows_of = [&](const Value& j) {
+      return (program_id(0) + j * num_programs(0)) * g.rows + arange(0, g.rows);
+    };
+    mxfp4_gemv_tasks(
+        g, (tasks - program_id(0) + num_programs(0) - 1) / num_programs(0),
+        [&](const Value& j) {
+          auto rows = rows_of(j);
+          return Mxfp4Task{.rows = rows,
+                           .row_ok = rows < n,
+                           .packed = g.packed,
+                           .scales = g.scales,
+                           .x_pairs = g.x_pairs};
+        },
+        [&](const Value& j, const Value& acc) { store_task(rows_of(j), acc); });
+    return b.finish();
+  }
   range(program_id(0), tasks, num_programs(0), [&](Value task) {
     auto rows = task * g.rows + arange(0, g.rows);
     store(out + col(arange(0, token_rows)) * n + row(rows), mxfp4_gemv_task(g, task, n),

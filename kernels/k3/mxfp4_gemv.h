@@ -191,6 +191,31 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
                           const std::function<Mxfp4Segment(const dsl::Value&)>& segment,
                           const std::function<dsl::Value(const dsl::Value&)>& coef);
 
+// One task of mxfp4_gemv_tasks: its rows (i32 [g.rows]; rows where row_ok is false read zero) and
+// its GEMV's weights, scales and activations (Mxfp4Gemv's packed, scales and x_pairs).
+struct Mxfp4Task {
+  dsl::Value rows;
+  dsl::Value row_ok;
+  dsl::Value packed;
+  dsl::Value scales;
+  dsl::Value x_pairs;
+};
+
+// Tasks j < count (i32 scalar, at most 0: none) of g's shape (k, tokens, rows, step, stages,
+// stage_steps, codes_ahead, scale_bias; g's pointers are not read), each task(j)'s GEMV, one after
+// another as one staged loop over every task's iterations: the copies run `stages` - 1 iterations
+// ahead across the tasks' boundaries, so that a task's first weights are in flight while the one
+// before it decodes its last (a loop a task waits a memory round trip for each task's first stage
+// and leaves its last ones with nothing in flight). At each task's last iteration done(j, acc)
+// takes its accumulator [g.token_rows, g.rows] f32, as mxfp4_gemv_rows gives it. task(j)'s values
+// must be computed by pure ops from j and values defined before the loop (a staged load's address
+// may not come from memory read inside it). With scale_bias, a task whose codes do not allow it
+// gets the exact decode's sums from a register pipeline (stages 0) in its done branch. For NVIDIA's
+// staged loops (g.stages 2 to 8); no L2 prefetch a few steps on (g.prefetch_steps 0).
+void mxfp4_gemv_tasks(const Mxfp4Gemv& g, const dsl::Value& count,
+                      const std::function<Mxfp4Task(const dsl::Value&)>& task,
+                      const std::function<void(const dsl::Value&, const dsl::Value&)>& done);
+
 // A standalone GEMV over every task (for tests, resource reports and benchmarks): parameters
 // packed (ptr<u8>), scales (ptr<u8>), x (ptr<i32> [tokens, k / 2]: bf16 pairs as above; with
 // x_padded [token_rows, k / 2]), out (ptr<f32> [token_rows, n]: every task's accumulator); any
@@ -199,12 +224,15 @@ dsl::Value mxfp4_gemv_sum(const Mxfp4Gemv& g, const dsl::Value& rows, const dsl:
 // name then ends "_sb{-scale_bias}").
 // prefetch_steps, l2_fetch, stages, stage_steps and codes_ahead as Mxfp4Gemv's (the name then ends
 // "_pf{n}", "_l2f{bytes}", "_st{n}", "_ss{n}", "_ca"); placement likewise ("_ps" for kShifts).
+// task_loop (with stages): each program's tasks as one loop (mxfp4_gemv_tasks; the name ends
+// "_tl").
 dsl::Program mxfp4_gemv_program(int64_t n, int64_t k, int tokens, int num_warps = 8, int step = 256,
                                 int ahead = 2, bool pairs = false, bool x_padded = false,
                                 int token_rows = kMxfp4Tokens, bool x_ahead = false,
                                 bool words = false, int scale_bias = 0, int prefetch_steps = 0,
                                 int l2_fetch = 0, int stages = 0,
                                 dsl::Mxfp4Placement placement = dsl::Mxfp4Placement::kCopies,
-                                int stage_steps = 1, bool codes_ahead = false);
+                                int stage_steps = 1, bool codes_ahead = false,
+                                bool task_loop = false);
 
 }  // namespace monotile::kernels::k3

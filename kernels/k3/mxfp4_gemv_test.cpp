@@ -87,8 +87,9 @@ void expect_rows(const std::vector<float>& out, int64_t n, int tokens,
 void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pairs = false, bool x_padded = false,
                                   int token_rows = kMxfp4Tokens, bool x_ahead = false, bool words = false,
                                   int scale_bias = 0, int large_code = 200, int prefetch_steps = 0,
-                                  int stages = 0, int stage_steps = 1, bool codes_ahead = false) {
-  const int64_t n = 80, k = 512, groups = k / 32;
+                                  int stages = 0, int stage_steps = 1, bool codes_ahead = false, int64_t n = 80,
+                                  bool task_loop = false) {
+  const int64_t k = 512, groups = k / 32;
   std::mt19937 rng = testing::case_rng();
   std::vector<uint8_t> packed(n * k / 2), scales(n * groups);
   std::uniform_int_distribution<int> byte(0, 255), scale(118, 130);
@@ -109,7 +110,8 @@ void expect_matches_the_reference(int tokens, int step, int ahead = 2, bool pair
 
   const std::vector<float> out = run(
       mxfp4_gemv_program(n, k, tokens, 8, step, ahead, pairs, x_padded, token_rows, x_ahead, words, scale_bias,
-                         prefetch_steps, 0, stages, dsl::Mxfp4Placement::kCopies, stage_steps, codes_ahead),
+                         prefetch_steps, 0, stages, dsl::Mxfp4Placement::kCopies, stage_steps, codes_ahead,
+                         task_loop),
       {{std::as_bytes(std::span(packed)), ScalarType::kU8, "packed"},
        {std::as_bytes(std::span(scales)), ScalarType::kU8, "scales"},
        // x's bf16 pairs as the words the GEMV reads (element 2j in word j's low half: little-endian).
@@ -223,6 +225,19 @@ TEST_P(Mxfp4Gemv, MatchesTheReferenceWithCodesAhead) {
   expect_matches_the_reference(GetParam(), 64, 2, true, true, rows, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 2, 4, 2,
                                true);
   expect_matches_the_reference(GetParam(), 32, 2, true, false, kMxfp4Tokens, false, true, 0, 200, 0, 2, 4, true);
+}
+
+// A program's tasks as one staged loop (mxfp4_gemv_tasks, mxfp4_gemv_program's task_loop): 300 rows
+// are 3 tasks of 128 on one program, the last one short; the first task's large code takes the exact
+// decode in its done branch while the others keep the bias (and with a code the bias allows, all
+// three); stages of 1, 2 and 4 steps, the codes ahead across the tasks' boundaries or in their step.
+TEST_P(Mxfp4Gemv, MatchesTheReferenceWithTasksAsOneLoop) {
+  const int rows = GetParam() <= 8 ? 8 : kMxfp4Tokens;
+  expect_matches_the_reference(GetParam(), 128, 2, true, true, rows, false, true, kMxfp4ScaleBias, 129 - kMxfp4ScaleBias, 0, 3,
+                               2, true, 300, true);
+  expect_matches_the_reference(GetParam(), 64, 2, true, true, rows, false, true, kMxfp4ScaleBias, 128 - kMxfp4ScaleBias, 0, 4,
+                               4, false, 300, true);
+  expect_matches_the_reference(GetParam(), 32, 2, true, false, kMxfp4Tokens, false, true, 0, 200, 0, 2, 1, true, 300, true);
 }
 
 TEST_P(Mxfp4Gemv, ATaskWithALargerCodeTakesTheExactDecode) {
