@@ -427,16 +427,32 @@ Value row_of(const Value& tile, int t) {
   return sum(where(col(rows == t), tile, 0.0f), 0);
 }
 
+// The weights of head h's decays: W_fb's head block [128, 128], a_log[h] and the head's dt_bias.
+struct DecayWeights {
+  Value w_fb, a_log, dt_bias;
+};
+
+DecayWeights decay_weights(const Args& a, const Value& h) {
+  auto kk = arange(0, kHeadDim);
+  return {.w_fb = load(a.w_fb + col(h * kHeadDim + kk) * kHeadDim + row(kk)),
+          .a_log = load(a.a_log + h),
+          .dt_bias = load(a.dt_bias + h * kHeadDim + kk)};
+}
+
 // The per-token decay exp(gate) [q][128] of head h (4.3): g = bf16(f_a W_fb^T) on the matrix unit.
-std::vector<Value> decays(const K1Build& b, const Args& a, const Request& r, const Value& h) {
+// `weights`: loaded before (K1Build::kda_weights_ahead); otherwise loaded here.
+std::vector<Value> decays(const K1Build& b, const Args& a, const Request& r, const Value& h,
+                          const std::optional<DecayWeights>& weights) {
   const int64_t padded = std::max<int64_t>(16, pow2_at_least(b.q));
   auto kk = arange(0, kHeadDim);
   auto ts = arange(0, padded);
   auto f_a = load(a.proj + col(r.n * b.q + ts) * b.in_proj_rows + 4 * b.projection() + row(kk), col(ts < b.q));
-  auto w_fb = load(a.w_fb + col(h * kHeadDim + kk) * kHeadDim + row(kk));
+  // Without `weights`, in the order the default build has always emitted: W_fb, the dot, then
+  // a_log and dt_bias.
+  auto w_fb = weights ? weights->w_fb : load(a.w_fb + col(h * kHeadDim + kk) * kHeadDim + row(kk));
   auto g = dot(f_a, trans(w_fb)).to(bf16).to(f32);
-  auto scale = exp(load(a.a_log + h));
-  auto bias = load(a.dt_bias + h * kHeadDim + kk);
+  auto scale = exp(weights ? weights->a_log : load(a.a_log + h));
+  auto bias = weights ? weights->dt_bias : load(a.dt_bias + h * kHeadDim + kk);
   // On the whole [padded, 128] tile, whose elements the threads share out, rather than a token's
   // row at a time, which every thread repeats: a quarter of the exp and sigmoid code at q = 4.
   auto decay = exp(b.lower_bound * sigmoid(scale * (g + row(bias))));
@@ -533,7 +549,9 @@ KdaPrologue with_loaded(const K1Build& b, const Value& task, const std::vector<V
 }
 
 // Stage C, one task: a quarter of head h's state rows for request n, through all q tokens.
-void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p) {
+// `weights`: its decays' weights, loaded before the wait for proj (K1Build::kda_weights_ahead).
+void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p,
+              const std::optional<DecayWeights>& weights = std::nullopt) {
   const int heads = b.heads;
   const int64_t pl = b.projection();
   const Value &h = p.h, &vv = p.vv, &tile = p.tile;
@@ -543,7 +561,7 @@ void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p) {
   std::vector<Value> q_in = conv(b, a, r, p.q);
   std::vector<Value> k_in = conv(b, a, r, p.k);
   std::vector<Value> v_in = conv(b, a, r, p.v);
-  std::vector<Value> decay = decays(b, a, r, h);
+  std::vector<Value> decay = decays(b, a, r, h, weights);
   const float q_scale = 1.0f / std::sqrt(float(kHeadDim));
   // Every per-token input before the first state store: a streaming store is ordered like a
   // fence in the generated code, so a load after it would wait for the previous token's math.
@@ -600,6 +618,12 @@ int kda_tasks(const K1Build& b) { return b.requests() * b.heads * kTasksPerHead;
 
 // Whether the build loads its first stage C inputs before stage B (K1Build::early_inputs).
 bool loads_early_inputs(const K1Build& b) { return b.early_inputs && b.gemv_ahead == 0; }
+
+// Whether a program's one stage C task has its decay weights loaded before the wait for proj
+// (K1Build::kda_weights_ahead): only beside the early inputs, and not with kda_loop.
+bool loads_kda_weights_ahead(const K1Build& b) {
+  return b.kda_weights_ahead && loads_early_inputs(b) && !b.kda_loop;
+}
 
 // The prologue a program loads before stage B (K1Build::early_inputs): its first task's, none
 // (no load issued) without a task.
@@ -662,8 +686,32 @@ void kda_loop(const K1Build& b, const Args& a, const KdaPrologue& first) {
 // tasks than programs, the loop.
 void stage_kda(const K1Build& b, const Args& a, const HandoffContext& hc, const std::optional<KdaPrologue>& first) {
   const int tasks = kda_tasks(b);
-  if_(program_id(0) < tasks, [&] {
+  auto wait_proj = [&] {
     wait_flag(a.flags + kProjFlag, static_cast<int32_t>(K1Region::kProj), full({}, 0, i32), hc);
+  };
+  if (first && loads_kda_weights_ahead(b)) {
+    // K1Build::kda_weights_ahead: the task's decay weights in registers and o_norm's lines in L2
+    // before the wait, so that after it the task's first round trip is proj's alone.
+    if_(program_id(0) < tasks, [&] {
+      if_(
+          num_programs(0) >= tasks,
+          [&] {
+            const DecayWeights weights = decay_weights(a, first->h);
+            prefetch(a.o_norm + arange(0, kHeadDim * 2 / 128) * 64);
+            wait_proj();
+            kda_task(b, a, *first, weights);
+            tick(a, 6);
+          },
+          [&] {
+            wait_proj();
+            kda_loop(b, a, *first);
+          });
+    });
+    if (b.prefetch_next) prefetch_next_weights(b, a, hc);
+    return;
+  }
+  if_(program_id(0) < tasks, [&] {
+    wait_proj();
     if (!first) {
       range(program_id(0), tasks, num_programs(0), [&](Value task) {
         kda_task(b, a, kda_prologue(b, a, task, std::nullopt, false));
@@ -735,7 +783,8 @@ std::string k1_name(const K1Build& b) {
                                   b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.prefetch_next ? "_pn" : "",
-                                  b.kda_loop ? "_kl" : "", b.linear_in_proj ? "_lin" : "",
+                                  b.kda_loop ? "_kl" : "", loads_kda_weights_ahead(b) ? "_kw" : "",
+                                  b.linear_in_proj ? "_lin" : "",
                                   b.stage_clock ? "_clock" : "", b.dependent_launch ? "_pdl" : "");
   const K1Build defaults;
   if (b.eps != defaults.eps || b.out_eps != defaults.out_eps || b.onorm_eps != defaults.onorm_eps ||

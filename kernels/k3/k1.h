@@ -112,6 +112,14 @@ struct K1Build {
   // when every program has one task or none (by default, that task runs straight after the wait).
   // On, the name ends "_kl" (k1_bench --kda-loop).
   bool kda_loop = false;
+  // A program's one stage C task (the straight path after the wait, as without kda_loop where
+  // every program has a task or none) loads its decays' weights (W_fb's head block, a_log, the
+  // head's dt_bias) into registers and asks L2 for o_norm's lines before it waits for proj, once
+  // its in_proj tasks are done: after the wait, its first round trip is then proj's alone (the
+  // default loads W_fb there, from memory, and dt_bias a round trip later). Only with the early
+  // inputs and without kda_loop (elsewhere it changes nothing and the name has no suffix); on, the
+  // name ends "_kw" (k1_bench --kda-weights).
+  bool kda_weights_ahead = false;
   // AttnRes off the in_proj stream's path, by linearity: x = w_norm * sum_s a_s v_s, with a_s the
   // softmax weight of source s times the row's norm factor, so W_in x = sum_s a_s W_in (w_norm *
   // v_s). Stage A becomes A0, AttnRes's first halves over every program, each also writing its
@@ -175,7 +183,8 @@ K1Build k1_linear_sized(K1Build build);
 
 // "k3_k1_h{H}_nh{NHl}_r{in_proj_rows}_t{T}_q{q}_mb{max_blocks}_d{0|1}_sl{SL}_nw{warps}_k{step}_g{rows}", then "_e" where
 // the early inputs are loaded, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
-// the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_lin" with the linear
+// the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_kw" with stage C's
+// weights ahead (where they are loaded), "_lin" with the linear
 // in_proj, "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the eps values
 // and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);

@@ -15,6 +15,7 @@
 //                 [--pipeline N[,N...]] [--prefetch]
 //                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]
 //                 [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]
+//                 [--kda-weights]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
@@ -34,6 +35,8 @@
 // --prefetch-next: the same with o_proj's W_o asked into L2 during stage C (K1Build::prefetch_next;
 // the half's GEMV then reads it from there); with --prefetch too, a third row with both.
 // --kda-loop: the same with stage C's tasks always in its loop (K1Build::kda_loop).
+// --kda-weights: the same with stage C's decay weights loaded before its wait for proj
+// (K1Build::kda_weights_ahead), a row (and with --stages its clock).
 // --flush read|write: how L2 is flushed before each launch (read, the default: clean lines, as a
 // decode step leaves them; write: a memset, dirty lines: the flush of the earlier runs that
 // docs/perf_history.md records).
@@ -317,7 +320,7 @@ struct GemvShape {
 int run(int iterations, bool stages, const std::string& json, L2Flush flush, const std::vector<int>& pipelines,
         bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k,
         bool linear, bool linear_only, const std::vector<int>& max_blocks, const std::vector<int>& nblocks,
-        const std::vector<std::pair<int, int>>& only) {
+        const std::vector<std::pair<int, int>>& only, bool kda_weights) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -387,6 +390,10 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
       if (kda_loop) {
         out.push_back(b);
         out.back().kda_loop = true;
+      }
+      if (kda_weights) {
+        out.push_back(b);
+        out.back().kda_weights_ahead = true;
       }
       if (prefetch && prefetch_next) {
         out.push_back(b);
@@ -541,6 +548,7 @@ int main(int argc, char** argv) {
   bool stream_k = false;
   bool linear = false;
   bool linear_only = false;
+  bool kda_weights = false;
   std::vector<int> max_blocks, nblocks;
   std::vector<std::pair<int, int>> only;
   // A comma-separated list of integers in [low, high] for `flag`; false (said why) otherwise.
@@ -561,7 +569,8 @@ int main(int argc, char** argv) {
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write] [--pipeline N[,N...]]\n"
       "                [--prefetch]\n"
       "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n"
-      "                [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n";
+      "                [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n"
+      "                [--kda-weights]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -616,6 +625,8 @@ int main(int argc, char** argv) {
       prefetch_next = true;
     } else if (std::string(argv[i]) == "--kda-loop") {
       kda_loop = true;
+    } else if (std::string(argv[i]) == "--kda-weights") {
+      kda_weights = true;
     } else if (std::string(argv[i]) == "--stages") {
       stages = true;
     } else if (std::string(argv[i]) == "--warm") {
@@ -636,5 +647,5 @@ int main(int argc, char** argv) {
   }
   return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, prefetch_next,
                                     kda_loop, gemvs, stream_k, linear || linear_only, linear_only, max_blocks, nblocks,
-                                    only);
+                                    only, kda_weights);
 }

@@ -185,6 +185,24 @@ std::vector<K1Build> sized_linear() {
 TEST(K1Compile, Sm90aLinearSized) { expect_compiles("sm_90a", sized_linear()); }
 TEST(K1Compile, Gfx90aLinearSized) { expect_compiles("gfx90a", sized_linear()); }
 
+// Stage C's decay weights loaded before the wait for proj (K1Build::kda_weights_ahead, k1_bench
+// --kda-weights): held across the wait beside the early inputs, at 4 tokens in both forms. On AMD
+// (no early inputs) the option changes nothing.
+TEST(K1Compile, Sm90aKdaWeightsAhead) {
+  const dsl::Target target = *dsl::Target::parse("sm_90a");
+  std::vector<K1Build> variants;
+  for (bool linear : {false, true}) {
+    K1Build build = k1_for_target(k3_rank_build(4, 4, 1), target);
+    build.kda_weights_ahead = true;
+    if (linear) {
+      build.linear_in_proj = true;
+      build.max_blocks = build.nblocks;
+    }
+    variants.push_back(build);
+  }
+  expect_compiles("sm_90a", variants);
+}
+
 TEST(K1Compile, Gfx90a) { expect_compiles("gfx90a", builds()); }
 TEST(K1Compile, Gfx942) { expect_compiles("gfx942", builds()); }
 

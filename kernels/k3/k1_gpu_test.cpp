@@ -98,6 +98,13 @@ std::vector<K1Case> cases() {
   // prefetch_next), cold and repeated.
   out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .prefetch = true,
                  .linear = true, .sized = true});
+  // Stage C's decay weights before the wait for proj (K1Build::kda_weights_ahead): K3's rank at 4
+  // and 8 tokens (a task a program), repeated and cold, at q 2, at 16 tokens (the loop), linear.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .kda_weights = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .kda_weights = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 2, .launches = 20, .cold = true, .kda_weights = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .kda_weights = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .kda_weights = true, .linear = true});
   return out;
 }
 

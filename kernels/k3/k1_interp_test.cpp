@@ -87,6 +87,14 @@ std::vector<K1Case> cases() {
   // wherever a case has more tasks than programs (most cases above).
   out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_loop = true});
   out.push_back({.requests = 3, .q = 3, .programs = 7, .kda_loop = true});
+  // Stage C's decay weights loaded before the wait for proj (K1Build::kda_weights_ahead): a task a
+  // program (the straight path), K3's TP 8 rank on 132 programs (48 tasks), the linear form; and
+  // more tasks than programs (the loop, which the option leaves as it is).
+  out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_weights = true});
+  out.push_back({.requests = 3, .q = 3, .programs = 7, .kda_weights = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 3, .layer = 1, .requests = 1, .q = 4, .programs = 132,
+                 .target = "sm_90a", .kda_weights = true});
+  out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_weights = true, .linear = true});
   // The linear in_proj (K1Build::linear_in_proj), against the reference of its rounding points, its
   // proj and its distance from float64 against vLLM's rounding points' (k1_test_support.h): spare
   // programs run AttnRes (8 programs, k3-tiny's 35 in_proj tasks on 40); fewer programs than tasks

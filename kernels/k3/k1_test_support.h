@@ -42,6 +42,7 @@ struct K1Case {
   bool prefetch = false;      // K1Build::prefetch_weights and prefetch_next (an o_proj-shaped next
                               // weight, [H, Pl] bf16, asked into L2)
   bool kda_loop = false;      // K1Build::kda_loop
+  bool kda_weights = false;   // K1Build::kda_weights_ahead
   bool linear = false;        // K1Build::linear_in_proj
   bool sized = false;         // with `linear`: the build sized for the layer's own sources (k1_linear_sized)
   // Also checks proj (the in_proj output, from the scratch) against bf16r(W_in x) with x at vLLM's
