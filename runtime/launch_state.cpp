@@ -55,6 +55,12 @@ absl::Status LaunchState::set_epoch(int32_t epoch) {
   return device_->copy_to_device(this->epoch(), &epoch, 4);
 }
 
+absl::StatusOr<int32_t> LaunchState::read_epoch() const {
+  int32_t epoch = 0;
+  MT_RETURN_IF_ERROR(device_->copy_to_host(&epoch, this->epoch(), 4));
+  return epoch;
+}
+
 absl::StatusOr<std::vector<WaitRecord>> LaunchState::failed_waits() const {
   std::vector<int32_t> health(static_cast<size_t>(kernels::k3::health_words(programs_)));
   MT_RETURN_IF_ERROR(device_->copy_to_host(health.data(), health_.address(), health.size() * 4));

@@ -47,6 +47,8 @@ class LaunchState {
 
   // Writes the epoch word (synchronous).
   absl::Status set_epoch(int32_t epoch);
+  // Reads the epoch word (synchronous: after the launches that bump it have finished).
+  absl::StatusOr<int32_t> read_epoch() const;
 
   // After the launch has finished: the records of every wait that gave up (empty when word 0 is
   // zero), or the copy's error.

@@ -121,9 +121,7 @@ absl::StatusOr<std::vector<int64_t>> ExchangeProbeRank::clock() const {
 }
 
 absl::StatusOr<int32_t> ExchangeProbeRank::device_epoch() const {
-  int32_t epoch = 0;
-  MT_RETURN_IF_ERROR(device_->copy_to_host(&epoch, state_->epoch(), 4));
-  return epoch;
+  return state_->read_epoch();
 }
 
 absl::Status ExchangeProbeRank::check_health() const {

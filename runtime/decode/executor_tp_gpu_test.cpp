@@ -1,10 +1,11 @@
 // The executor over a group of TP ranks on one GPU: two ranks as two processes of this test (forked
 // before either touches the driver) sharing the first GPU, their group a socket pair, each serving
 // k3-tiny's KDA layers 1 and 2 (K1, then K2 exchanging over the group's peer buffer mapped through
-// IPC handles) with half the GPU's SMs (ExecutorOptions::programs). One step eagerly, then the same
-// step captured into a graph (the epoch bump inside) and replayed twice on both parity halves: each
-// replay writes bit for bit what the eager step wrote, and both ranks hold the same bits. Skips
-// without a GPU.
+// IPC handles) with half the GPU's SMs (ExecutorOptions::programs). Two steps eagerly with
+// different inputs, then the step captured into a graph (the epoch bump inside) and replayed on
+// each one's inputs, both parity halves (run_graph_steps): each replay writes bit for bit what the
+// eager step on its inputs wrote, the device's epoch counts every replay, and both ranks hold the
+// same bits. Skips without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -33,28 +34,13 @@ std::string run_gpu_rank(Group& group, const model::ModelConfig& config) {
   absl::Status status = [&]() -> absl::Status {
     MT_ASSIGN_OR_RETURN(std::unique_ptr<KdaRank> r,
                         KdaRank::create(group, config, options, std::move(gpu)));
-    std::mt19937 step_rng = monotile::testing::named_rng("executor tp gpu step");
-    MT_RETURN_IF_ERROR(r->fill(step_rng));
-    MT_ASSIGN_OR_RETURN(std::vector<std::vector<uint8_t>> saved, r->snapshot());
-    MT_ASSIGN_OR_RETURN(DevicePtr out, r->enqueue());
-    MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
-    MT_RETURN_IF_ERROR(r->decode().check_health());
-    MT_ASSIGN_OR_RETURN(std::string eager, r->outputs(out));
-    MT_RETURN_IF_ERROR(r->restore(saved));
-    MT_RETURN_IF_ERROR(r->device().begin_capture(r->stream()));
-    absl::StatusOr<DevicePtr> captured_out = r->enqueue();
-    MT_ASSIGN_OR_RETURN(Graph graph, r->device().end_capture(r->stream()));
-    MT_RETURN_IF_ERROR(captured_out.status());
-    for (int replay = 1; replay <= 2; ++replay) {
-      MT_RETURN_IF_ERROR(r->restore(saved));
-      MT_RETURN_IF_ERROR(r->device().replay(graph, r->stream()));
-      MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
-      MT_RETURN_IF_ERROR(r->decode().check_health());
-      MT_ASSIGN_OR_RETURN(std::string replayed, r->outputs(*captured_out));
-      if (replayed != eager)
-        return absl::InternalError(absl::StrCat("replay ", replay, " differs from the eager step"));
-    }
-    MT_ASSIGN_OR_RETURN(std::vector<std::string> both, group.all_gather(eager));
+    MT_ASSIGN_OR_RETURN(GraphSteps steps, run_graph_steps(*r, "executor tp gpu step"));
+    if (std::string broke = graph_steps_verdict(steps); !broke.empty())
+      return absl::InternalError(broke);
+    std::string mine;
+    for (const std::string& bytes : steps.eager) mine += bytes;
+    for (const std::string& bytes : steps.replayed) mine += bytes;
+    MT_ASSIGN_OR_RETURN(std::vector<std::string> both, group.all_gather(mine));
     if (both[0] != both[1]) return absl::InternalError("the ranks' outputs differ");
     return group.all_gather("")
         .status();  // no rank frees its peer buffer while the other may use it

@@ -347,47 +347,27 @@ TEST(ExecutorTpRefusal, ARankThatCannotShareMemoryMakesEveryRankRefuse) {
 }
 
 // A step captured once on every rank of TP 2 (the epoch bump, then K1 and K2 of two KDA layers,
-// their exchanges inside) and replayed twice (both parity halves): each replay writes bit for bit
-// what the eager step wrote on the same inputs, and every rank the same bits.
+// their exchanges inside) after two eager steps with different inputs, replayed on each one's
+// inputs (both parity halves): each replay writes bit for bit what the eager step on its inputs
+// wrote, the device's epoch counts every step and every replay (the bump is part of the graph),
+// and every rank holds the same bits (run_graph_steps).
 TEST(ExecutorTpGraph, ACapturedStepReplaysAsTheEagerStepOnEveryRank) {
   const model::ModelConfig config = *model::load_config("k3-tiny");
-  std::vector<std::vector<std::string>> got(2);  // per rank: eager, replay 1, replay 2
+  std::vector<GraphSteps> got(2);
   std::vector<absl::Status> statuses = InProcessGroup::run(2, [&](Group& group) -> absl::Status {
     MT_ASSIGN_OR_RETURN(
         std::unique_ptr<KdaRank> r,
         KdaRank::create(group, config, {},
                         make_cpu_device(interpreter_loader(ProgramCatalog::process()))));
-    std::mt19937 step_rng = monotile::testing::named_rng("executor tp graph step");
-    MT_RETURN_IF_ERROR(r->fill(step_rng));
-    MT_ASSIGN_OR_RETURN(std::vector<std::vector<uint8_t>> saved, r->snapshot());
-    std::vector<std::string>& mine = got[static_cast<size_t>(group.rank())];
-    MT_ASSIGN_OR_RETURN(DevicePtr out, r->enqueue());
-    MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
-    MT_RETURN_IF_ERROR(r->decode().check_health());
-    MT_ASSIGN_OR_RETURN(std::string eager, r->outputs(out));
-    mine.push_back(std::move(eager));
-    MT_RETURN_IF_ERROR(r->restore(saved));
-    MT_RETURN_IF_ERROR(r->device().begin_capture(r->stream()));
-    absl::StatusOr<DevicePtr> captured_out = r->enqueue();
-    MT_ASSIGN_OR_RETURN(Graph graph, r->device().end_capture(r->stream()));
-    MT_RETURN_IF_ERROR(captured_out.status());
-    for (int replay = 0; replay < 2; ++replay) {
-      MT_RETURN_IF_ERROR(r->restore(saved));
-      MT_RETURN_IF_ERROR(r->device().replay(graph, r->stream()));
-      MT_RETURN_IF_ERROR(r->device().synchronize(r->stream()));
-      MT_RETURN_IF_ERROR(r->decode().check_health());
-      MT_ASSIGN_OR_RETURN(std::string replayed, r->outputs(*captured_out));
-      mine.push_back(std::move(replayed));
-    }
+    MT_ASSIGN_OR_RETURN(got[static_cast<size_t>(group.rank())],
+                        run_graph_steps(*r, "executor tp graph step"));
     return group.all_gather("").status();  // no rank frees its peer buffer while another may use it
   });
   for (const absl::Status& status : statuses) ASSERT_TRUE(status.ok()) << status;
-  ASSERT_EQ(got[0].size(), 3u);
-  ASSERT_EQ(got[1].size(), 3u);
-  EXPECT_TRUE(got[0][1] == got[0][0]) << "the first replay differs from the eager step";
-  EXPECT_TRUE(got[0][2] == got[0][0]) << "the second replay differs from the eager step";
-  for (size_t i = 0; i < 3; ++i)
-    EXPECT_TRUE(got[1][i] == got[0][i]) << "rank 1 differs from rank 0 at run " << i;
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_EQ(graph_steps_verdict(got[static_cast<size_t>(rank)]), "") << "rank " << rank;
+  EXPECT_TRUE(got[1].eager == got[0].eager) << "rank 1's eager steps differ from rank 0's";
+  EXPECT_TRUE(got[1].replayed == got[0].replayed) << "rank 1's replays differ from rank 0's";
 }
 
 // Rank 1's K2 stalls (the fault hook) at epoch 2 past the waits' bound: rank 1's waits on its

@@ -196,4 +196,83 @@ class KdaRank {
   AttnMetadata metadata_;
 };
 
+// What one rank saw of two eager steps with different inputs (A, then B), then one capture of the
+// step replayed on A's inputs and on B's (the caches as each eager step found them): the outputs
+// and the device's epoch after each. The eager steps run at epochs e + 1 and e + 2, the capture
+// runs nothing, the replays run at e + 3 and e + 4 (both parity halves), and each replay writes
+// bit for bit what the eager step on its inputs wrote, only if the epoch bump is a launch inside
+// the graph: with the bump outside, a replay would run at the last eager step's epoch and take the
+// other ranks' flags of that step as its own.
+struct GraphSteps {
+  std::vector<std::string> eager, replayed;  // A, B
+  std::vector<int32_t> epochs;  // before, after eager A, eager B, the capture, replay A, replay B
+};
+
+inline absl::StatusOr<GraphSteps> run_graph_steps(KdaRank& r, const std::string& seed) {
+  GraphSteps out;
+  std::mt19937 rng = monotile::testing::named_rng(seed);
+  std::vector<std::mt19937> inputs;  // each step's generator, as it was before fill
+  std::vector<std::vector<std::vector<uint8_t>>> saved;
+  auto epoch = [&]() -> absl::Status {
+    MT_ASSIGN_OR_RETURN(const int32_t e, r.decode().device_epoch());
+    out.epochs.push_back(e);
+    return absl::OkStatus();
+  };
+  MT_RETURN_IF_ERROR(epoch());
+  for (int step = 0; step < 2; ++step) {
+    inputs.push_back(rng);
+    MT_RETURN_IF_ERROR(r.fill(rng));
+    MT_ASSIGN_OR_RETURN(std::vector<std::vector<uint8_t>> state, r.snapshot());
+    saved.push_back(std::move(state));
+    MT_ASSIGN_OR_RETURN(DevicePtr at, r.enqueue());
+    MT_RETURN_IF_ERROR(r.device().synchronize(r.stream()));
+    MT_RETURN_IF_ERROR(r.decode().check_health());
+    MT_ASSIGN_OR_RETURN(std::string bytes, r.outputs(at));
+    out.eager.push_back(std::move(bytes));
+    MT_RETURN_IF_ERROR(epoch());
+  }
+  MT_RETURN_IF_ERROR(r.device().begin_capture(r.stream()));
+  absl::StatusOr<DevicePtr> captured_out = r.enqueue();
+  MT_ASSIGN_OR_RETURN(Graph graph, r.device().end_capture(r.stream()));
+  MT_RETURN_IF_ERROR(captured_out.status());
+  MT_RETURN_IF_ERROR(epoch());
+  for (int step = 0; step < 2; ++step) {
+    std::mt19937 again = inputs[static_cast<size_t>(step)];
+    MT_RETURN_IF_ERROR(r.fill(again));  // the step's metadata
+    MT_RETURN_IF_ERROR(r.restore(saved[static_cast<size_t>(step)]));
+    MT_RETURN_IF_ERROR(r.device().replay(graph, r.stream()));
+    MT_RETURN_IF_ERROR(r.device().synchronize(r.stream()));
+    MT_RETURN_IF_ERROR(r.decode().check_health());
+    MT_ASSIGN_OR_RETURN(std::string bytes, r.outputs(*captured_out));
+    out.replayed.push_back(std::move(bytes));
+    MT_RETURN_IF_ERROR(epoch());
+  }
+  return out;
+}
+
+// run_graph_steps' verdict on one rank: "" when every rule above holds, else what broke.
+inline std::string graph_steps_verdict(const GraphSteps& g) {
+  const int32_t e = g.epochs.empty() ? 0 : g.epochs[0];
+  const std::vector<int32_t> want = {e, e + 1, e + 2, e + 2, e + 3, e + 4};
+  if (g.epochs != want) {
+    std::string seen, expected;
+    for (int32_t v : g.epochs) absl::StrAppend(&seen, seen.empty() ? "" : " ", v);
+    for (int32_t v : want) absl::StrAppend(&expected, expected.empty() ? "" : " ", v);
+    return absl::StrCat("device epochs ", seen,
+                        " (before, eager A, eager B, capture, replay A, replay B), expected ",
+                        expected,
+                        ": the epoch bump is not one launch of each step inside the graph");
+  }
+  if (g.eager.size() != 2 || g.replayed.size() != 2) return "missing outputs";
+  if (g.eager[0] == g.eager[1])
+    return "steps A and B wrote the same bytes: their inputs do not differ";
+  for (int step = 0; step < 2; ++step) {
+    if (g.replayed[static_cast<size_t>(step)] != g.eager[static_cast<size_t>(step)]) {
+      return absl::StrCat("the replay on step ", step == 0 ? "A" : "B",
+                          "'s inputs differs from the eager step ", step == 0 ? "A" : "B");
+    }
+  }
+  return "";
+}
+
 }  // namespace monotile::runtime::decode

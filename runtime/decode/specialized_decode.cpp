@@ -332,6 +332,8 @@ absl::Status SpecializedDecode::check_health() const {
   });
 }
 
+absl::StatusOr<int32_t> SpecializedDecode::device_epoch() const { return runner_->state().read_epoch(); }
+
 const DecodeConfig& SpecializedDecode::config() const { return runner_->config(); }
 const std::string& SpecializedDecode::kda_prefix() const { return runner_->planner->kda_prefix(); }
 std::string SpecializedDecode::attention_name(int layer) const {

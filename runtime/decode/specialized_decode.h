@@ -186,6 +186,10 @@ class SpecializedDecode {
   // Reads every health record now (synchronous; for tools and tests): OK, or Internal naming each
   // wait that gave up.
   absl::Status check_health() const;
+  // The step epoch as the device holds it now (synchronous; for tools and tests, after the
+  // stream's work finished): one more for every step the device ran, each replay of a captured
+  // step included, since the bump is a launch inside the graph.
+  absl::StatusOr<int32_t> device_epoch() const;
 
   const ExecutorStats& stats() const { return stats_; }
   const DecodeConfig& config() const;
