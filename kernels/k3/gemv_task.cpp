@@ -23,7 +23,8 @@ Value gemv_loop(const GemvTask& g, const Value& rows, const Value& row_ok, const
   auto m_ok = g.sources > 0 ? (ms % g.block < g.tokens) & (ms / g.block < g.sources) : ms < g.tokens;
   return range(k_first, k_end, g.step, zeros({g.rows, padded}, f32), [&](Value k0, Value acc) {
     auto ks = k0 + arange(0, g.step);
-    auto w = load(g.w + col(rows).to(i64) * g.k + row(ks), col(row_ok), {.cache = Cache::streaming});
+    auto w = load(g.w + col(rows).to(i64) * g.k + row(ks), col(row_ok),
+                  {.cache = Cache::streaming, .l2_fetch = g.l2_fetch});
     auto xs = load(g.x + col(ms) * g.k + row(ks), col(m_ok));
     return dot(w, trans(xs), acc);
   });
@@ -49,7 +50,7 @@ Value gemv_register_loop(const GemvTask& g, const Value& rows, const Value& row_
       g.ahead, steps, exact, {zeros({kRegisterTokens, g.rows}, f32)},
       [&](const Value& i) {
         return std::vector<Value>{load(w_words + col(rows).to(i64) * row_words + row(words(minimum(i, last))),
-                                       col(row_ok), {.cache = Cache::streaming})};
+                                       col(row_ok), {.cache = Cache::streaming, .l2_fetch = g.l2_fetch})};
       },
       [&](const Value& i, int, const std::vector<Value>& acc, const std::vector<Value>& w) {
         auto xs = load(x_words + col(ms) * row_words + row(words(i)), col(ms < g.tokens));

@@ -29,6 +29,9 @@ struct GemvTask {
   // at once. Not with `ahead`.
   int sources = 0;
   int block = 0;
+  // W's loads: the bytes L2 fetches from memory around each (AccessOptions::l2_fetch: 0, 64, 128
+  // or 256; staged copies keep it).
+  int l2_fetch = 0;
 };
 
 // The tokens padded to the matrix unit's side: with `ahead` (GemvTask::ahead) 16, the A operand's

@@ -79,7 +79,7 @@ int64_t attn_res_partial_floats(const K1Build& b) {
 // The linear form's in_proj GEMV: W_in's rows times every source row (x_rows holds them).
 GemvTask linear_gemv(const K1Build& b, const Value& w_in, const Value& sources) {
   return {.w = w_in, .x = sources, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows, .step = b.gemv_step,
-          .ahead = 0, .sources = b.max_blocks + 1, .block = linear_block(b)};
+          .ahead = 0, .sources = b.max_blocks + 1, .block = linear_block(b), .l2_fetch = b.gemv_l2_fetch};
 }
 
 void check(const K1Build& b, const SourceLocation& loc) {
@@ -100,6 +100,10 @@ void check(const K1Build& b, const SourceLocation& loc) {
           "pass the rank's merged in_proj row count");
   require(b.gemv_rows == 48 || b.gemv_rows == 64, loc, "k1_program", "gemv_rows must be 48 or 64", "48 or 64",
           std::to_string(b.gemv_rows), "k1_for_target chooses it");
+  require(b.gemv_l2_fetch == 0 || b.gemv_l2_fetch == 64 || b.gemv_l2_fetch == 128 || b.gemv_l2_fetch == 256, loc,
+          "k1_program", absl::StrCat("gemv_l2_fetch is ", b.gemv_l2_fetch, ", expected 0, 64, 128 or 256"),
+          "0, 64, 128 or 256", std::to_string(b.gemv_l2_fetch),
+          "the bytes L2 fetches around each W_in load (0: the target's own)");
   require(attn_res_chunk(b.hidden, b.tokens) > 0 && b.gemv_step >= 16 && b.hidden % b.gemv_step == 0, loc, "k1_program",
           "hidden must be a multiple of the GEMV step", "a multiple of " + std::to_string(b.gemv_step),
           std::to_string(b.hidden), "K3 models have hidden 7168; k1_for_target picks the step");
@@ -231,7 +235,7 @@ void dependent_start(const K1Build& b, const Args& a) {
 // In_proj's GEMV task: W_in's rows times x's.
 GemvTask in_proj_gemv(const K1Build& b, const Args& a) {
   return {.w = a.w_in, .x = a.x_rows, .k = b.hidden, .tokens = b.tokens, .rows = b.gemv_rows, .step = b.gemv_step,
-          .ahead = b.gemv_ahead};
+          .ahead = b.gemv_ahead, .l2_fetch = b.gemv_l2_fetch};
 }
 
 // Stage B: proj = bf16(x W_in^T), 64 rows of W_in a task on the matrix unit (gemv_task.h); each
@@ -780,7 +784,8 @@ std::string k1_name(const K1Build& b) {
   std::string name = absl::StrCat("k3_k1_h", b.hidden, "_nh", b.heads, "_r", b.in_proj_rows, "_t", b.tokens, "_q", b.q,
                                   "_mb", b.max_blocks, "_d", b.delta ? 1 : 0, "_sl", b.state_len,
                                   "_nw", b.num_warps, "_k", b.gemv_step, "_g", b.gemv_rows, loads_early_inputs(b) ? "_e" : "",
-                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "", b.stream_k ? "_sk" : "",
+                                  b.num_stages != 0 ? absl::StrCat("_st", b.num_stages) : "",
+                                  b.gemv_l2_fetch != 0 ? absl::StrCat("_lf", b.gemv_l2_fetch) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.prefetch_next ? "_pn" : "",
                                   b.kda_loop ? "_kl" : "", loads_kda_weights_ahead(b) ? "_kw" : "",

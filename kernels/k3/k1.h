@@ -86,6 +86,10 @@ struct K1Build {
   // the most that fit; fewer leave L1 more room (K2 on NVIDIA runs 3, k2.h). Other than 0, the name
   // ends "_st{n}" (k1_bench --pipeline times others).
   int num_stages = 0;
+  // The bytes L2 fetches from memory around each of the in_proj GEMV's W_in loads
+  // (AccessOptions::l2_fetch: 0, the target's own, or 64, 128, 256; K2's experts fetch 128 or 256).
+  // Other than 0, the name ends "_lf{n}" (k1_bench --l2-fetch times it).
+  int gemv_l2_fetch = 0;
   // Stage B as stream-K: every program takes an equal run of the (row block, K step) units, so that
   // all of them stream W_in (K3's TP 8 rank has 99 row blocks for 132 SMs); the programs sharing a
   // row block sum their f32 partials in a fixed order. On, the name ends "_sk" (k1_bench --stream-k).
@@ -182,9 +186,9 @@ std::string k1_linear_refusal(const K1Build& build);
 K1Build k1_linear_sized(K1Build build);
 
 // "k3_k1_h{H}_nh{NHl}_r{in_proj_rows}_t{T}_q{q}_mb{max_blocks}_d{0|1}_sl{SL}_nw{warps}_k{step}_g{rows}", then "_e" where
-// the early inputs are loaded, "_st{n}" with num_stages, "_sk" with stream-K, "_a{n}" with gemv_ahead, "_pw" with
-// the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_kw" with stage C's
-// weights ahead (where they are loaded), "_lin" with the linear
+// the early inputs are loaded, "_st{n}" with num_stages, "_lf{n}" with gemv_l2_fetch, "_sk" with stream-K, "_a{n}"
+// with gemv_ahead, "_pw" with the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_kw" with
+// stage C's weights ahead (where they are loaded), "_lin" with the linear
 // in_proj, "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the eps values
 // and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);

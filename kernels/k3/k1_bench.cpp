@@ -15,7 +15,7 @@
 //                 [--pipeline N[,N...]] [--prefetch]
 //                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]
 //                 [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]
-//                 [--kda-weights]
+//                 [--kda-weights] [--l2-fetch BYTES[,...]]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
@@ -50,6 +50,8 @@
 // --nblocks N,...: the launches' nblocks (0..8, a launch value: the block sources the layer mixes;
 // layer 1 has 1): the default form's row at each, and a linear row at each (max_blocks, nblocks) pair
 // with nblocks <= max_blocks (without --max-blocks, max_blocks = nblocks).
+// --l2-fetch BYTES,...: after each shape (and with --linear, each linear row), the same with L2
+// fetching BYTES (64, 128 or 256) around each W_in load of the in_proj GEMV (K1Build::gemv_l2_fetch).
 // --linear-only: as --linear, with the variants (--pipeline, --gemv, --prefetch, ...) of the linear
 // rows only: the default form's row alone (at each --nblocks) beside them.
 // --shapes qQnN,...: only these shapes (q tokens a request, N requests; e.g. q4n1), in the order given.
@@ -320,7 +322,8 @@ struct GemvShape {
 int run(int iterations, bool stages, const std::string& json, L2Flush flush, const std::vector<int>& pipelines,
         bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k,
         bool linear, bool linear_only, const std::vector<int>& max_blocks, const std::vector<int>& nblocks,
-        const std::vector<std::pair<int, int>>& only, bool kda_weights) {
+        const std::vector<std::pair<int, int>>& only, bool kda_weights,
+        const std::vector<int>& l2_fetches) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -406,6 +409,10 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
         out.back().gemv_rows = g.rows;
         out.back().gemv_ahead = g.ahead;
       }
+      for (int bytes : l2_fetches) {
+        out.push_back(b);
+        out.back().gemv_l2_fetch = bytes;
+      }
       if (stream_k) {
         out.push_back(b);
         out.back().stream_k = true;
@@ -451,6 +458,10 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
               w.gemv_rows = g.rows;
               w.gemv_ahead = g.ahead;
               if (k1_linear_refusal(w).empty()) out.push_back(w);
+            }
+            for (int bytes : l2_fetches) {
+              out.push_back(v);
+              out.back().gemv_l2_fetch = bytes;
             }
           } else if (!quiet) {
             std::printf("%s max_blocks %d: no linear in_proj: %s\n", k1_name(b).c_str(), mb, refusal.c_str());
@@ -549,7 +560,7 @@ int main(int argc, char** argv) {
   bool linear = false;
   bool linear_only = false;
   bool kda_weights = false;
-  std::vector<int> max_blocks, nblocks;
+  std::vector<int> max_blocks, nblocks, l2_fetches;
   std::vector<std::pair<int, int>> only;
   // A comma-separated list of integers in [low, high] for `flag`; false (said why) otherwise.
   auto integers = [](const char* flag, const char* text, int low, int high, std::vector<int>& out) {
@@ -570,7 +581,7 @@ int main(int argc, char** argv) {
       "                [--prefetch]\n"
       "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n"
       "                [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n"
-      "                [--kda-weights]\n";
+      "                [--kda-weights] [--l2-fetch BYTES[,...]]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -606,6 +617,14 @@ int main(int argc, char** argv) {
     } else if (std::string(argv[i]) == "--max-blocks" && i + 1 < argc) {
       // The bench's blocks buffer holds 8 block sources; a build may carry up to 14.
       if (!integers("--max-blocks", argv[++i], 0, 14, max_blocks)) return 2;
+    } else if (std::string(argv[i]) == "--l2-fetch" && i + 1 < argc) {
+      if (!integers("--l2-fetch", argv[++i], 64, 256, l2_fetches)) return 2;
+      for (int bytes : l2_fetches) {
+        if (bytes != 64 && bytes != 128 && bytes != 256) {
+          std::fprintf(stderr, "k1_bench: --l2-fetch %d: expected 64, 128 or 256\n", bytes);
+          return 2;
+        }
+      }
     } else if (std::string(argv[i]) == "--nblocks" && i + 1 < argc) {
       if (!integers("--nblocks", argv[++i], 0, 8, nblocks)) return 2;
     } else if (std::string(argv[i]) == "--shapes" && i + 1 < argc) {
@@ -647,5 +666,5 @@ int main(int argc, char** argv) {
   }
   return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, prefetch_next,
                                     kda_loop, gemvs, stream_k, linear || linear_only, linear_only, max_blocks, nblocks,
-                                    only, kda_weights);
+                                    only, kda_weights, l2_fetches);
 }

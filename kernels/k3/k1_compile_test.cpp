@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "dsl/target.h"
+#include "dsl/error.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jit/compiler.h"
 #include "jit/program_build.h"
@@ -183,6 +185,36 @@ std::vector<K1Build> sized_linear() {
   return out;
 }
 TEST(K1Compile, Sm90aLinearSized) { expect_compiles("sm_90a", sized_linear()); }
+
+// L2 fetching 256 bytes around each W_in load (K1Build::gemv_l2_fetch) reaches the in_proj GEMV's
+// staged copies, in the linear form and the default's, and compiles with no spills.
+TEST(K1Compile, Sm90aGemvL2Fetch) {
+  const dsl::Target target = *dsl::Target::parse("sm_90a");
+  std::vector<K1Build> builds{k1_linear_sized(k3_rank_build(4, 4, 1)), k3_rank_build(8, 4, 1)};
+  for (K1Build& build : builds) {
+    build = k1_for_target(build, target);
+    build.gemv_l2_fetch = 256;
+    absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k1_program(build), target);
+    ASSERT_TRUE(made.ok()) << made.status();
+    EXPECT_THAT(made->build.request().source, ::testing::HasSubstr("mt_cp_async16_zfill_l2_256("));
+    EXPECT_THAT(k1_name(build), ::testing::HasSubstr("_lf256"));
+  }
+  expect_compiles("sm_90a", builds);
+}
+
+// A fetch size L2 does not take is refused, with the sizes it takes.
+TEST(K1Compile, RefusesAnL2FetchItCannotAsk) {
+  K1Build build = k3_rank_build(4, 4, 1);
+  build.gemv_l2_fetch = 96;
+  try {
+    k1_program(build);
+    FAIL() << "built";
+  } catch (const dsl::Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("k1_program at k1_compile_test.cpp:"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(": gemv_l2_fetch is 96, expected 0, 64, 128 or 256; hint: the bytes L2 "
+                                               "fetches around each W_in load (0: the target's own)"));
+  }
+}
 TEST(K1Compile, Gfx90aLinearSized) { expect_compiles("gfx90a", sized_linear()); }
 
 // Stage C's decay weights loaded before the wait for proj (K1Build::kda_weights_ahead, k1_bench

@@ -105,6 +105,10 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 2, .launches = 20, .cold = true, .kda_weights = true});
   out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .kda_weights = true});
   out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .kda_weights = true, .linear = true});
+  // L2 fetching 256 bytes around each W_in load (K1Build::gemv_l2_fetch), linear and default, cold.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .linear = true,
+                 .l2_fetch = 256, .sized = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 20, .cold = true, .l2_fetch = 256});
   return out;
 }
 

@@ -128,6 +128,9 @@ std::vector<K1Case> cases() {
   // programs than tasks (every program mixes first).
   out.push_back({.requests = 2, .q = 4, .programs = 40, .prefetch = true, .linear = true});
   out.push_back({.requests = 1, .q = 2, .programs = 5, .prefetch = true, .linear = true, .sized = true});
+  // L2 fetching 256 bytes around each W_in load (K1Build::gemv_l2_fetch; the interpreter reads as
+  // without it): the same values.
+  out.push_back({.requests = 2, .q = 4, .programs = 40, .linear = true, .l2_fetch = 256, .sized = true});
   return out;
 }
 

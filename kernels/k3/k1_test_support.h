@@ -44,6 +44,7 @@ struct K1Case {
   bool kda_loop = false;      // K1Build::kda_loop
   bool kda_weights = false;   // K1Build::kda_weights_ahead
   bool linear = false;        // K1Build::linear_in_proj
+  int l2_fetch = 0;           // > 0: K1Build::gemv_l2_fetch
   bool sized = false;         // with `linear`: the build sized for the layer's own sources (k1_linear_sized)
   // Also checks proj (the in_proj output, from the scratch) against bf16r(W_in x) with x at vLLM's
   // rounding points (x rounded to bf16) and against W_in x with x in float64 (unrounded): on with
