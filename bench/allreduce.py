@@ -6,8 +6,9 @@ ranks, `mpirun -np N exchange_bench --mpi` above (each rank on GPU local rank % 
 file gives, per T, the chain (exchanges back to back on each rank's stream, the slowest rank's events
 over the count) and the exchange's span by the GPU's global timer. Then NCCL's all-reduce
 (bench/peers/nccl_allreduce.py: torch.distributed, one process a GPU) on the same sizes, a loop of
-all-reduces and the same loop as a CUDA graph. The table puts them side by side: ours / NCCL is our
-chain's time over NCCL's loop (below 1 ours is faster; the goal is <= 0.5). With fewer than 2 GPUs it
+all-reduces and the same loop as a CUDA graph. The table puts them side by side: our chain's time
+over NCCL's loop, and our captured chain's over NCCL's graph (below 1 ours is faster; the goal,
+<= 0.5, judged on the graphs where both ran). With fewer than 2 GPUs it
 says why and exits 0. `--cpu` runs the whole harness on the CPU (exchange_bench --cpu, gloo): a check
 of the harness, whose times are not a GPU's.
 
@@ -44,6 +45,7 @@ class OursRow:
     chain_us: float
     exchange_us: float
     launch_us: float
+    graph_us: float | None = None  # the chain captured once and replayed
 
 
 @dataclass
@@ -126,8 +128,10 @@ def parse_ours(doc: dict, ranks: int, hidden: int) -> Ours:
         if shape.get("hidden") != hidden:
             raise OursError(f"exchange_bench's row of T {shape.get('tokens')} has H {shape.get('hidden')}, "
                             f"expected {hidden}")
+        graph = shape.get("graph_us")
         ours.rows[int(shape["tokens"])] = OursRow(int(shape["tokens"]), float(shape["chain_us"]),
-                                                  float(shape["exchange_us"]), float(shape["launch_us"]))
+                                                  float(shape["exchange_us"]), float(shape["launch_us"]),
+                                                  None if graph is None else float(graph))
     return ours
 
 
@@ -169,28 +173,33 @@ def format_table(ranks: int, hidden: int, tokens: list[int], ours: Ours, nccl) -
              f"ours: {ours.command or '-'}" + (f" ({ours.note})" if ours.note else "")]
     if ours.shared_gpu and ours.rows:
         lines.append("WARNING: exchange_bench's ranks shared one GPU: its times are not one rank a GPU")
-    header = (f"{'T':>4} {'bytes':>9} {'ours chain us':>14} {'ours span us':>13} {'NCCL us':>9} "
-              f"{'NCCL graph us':>14} {'ours/NCCL':>10} {'ours/graph':>11}  goal <= {GOAL}  check")
+    header = (f"{'T':>4} {'bytes':>9} {'ours chain us':>14} {'ours graph us':>14} {'ours span us':>13} "
+              f"{'NCCL us':>9} {'NCCL graph us':>14} {'chain/NCCL':>11} {'graph/graph':>12}  goal <= {GOAL}  check")
     lines.append(header)
     for t in tokens:
         mine = ours.rows.get(t)
         theirs = nccl.rows.get(t) if nccl is not None else None
         chain = mine.chain_us if mine else None
+        our_graph = mine.graph_us if mine else None
         loop = theirs.loop_us if theirs else None
         graph = theirs.graph_us if theirs else None
         ratio = chain / loop if chain and loop else None
-        ratio_graph = chain / graph if chain and graph else None
-        verdict = "-" if ratio is None else ("met" if ratio <= GOAL else "not met")
+        ratio_graph = our_graph / graph if our_graph and graph else None
+        # The goal on the graphs where both have one (neither pays the host's launches), else the loops.
+        judged = ratio_graph if ratio_graph is not None else ratio
+        verdict = "-" if judged is None else ("met" if judged <= GOAL else "not met")
         check = theirs.check if theirs else "-"
         if theirs and theirs.graph_note:
             check += f"; graph: {theirs.graph_note}"
-        lines.append(f"{t:>4} {t * hidden * 2:>9} {_us(chain):>14} {_us(mine.exchange_us if mine else None):>13} "
-                     f"{_us(loop):>9} {_us(graph):>14} {_us(ratio):>10} {_us(ratio_graph):>11}  {verdict:<12}  {check}")
-    lines.append(f"ours chain: exchanges back to back on each rank's stream, the slowest rank's events over the "
-                 f"count; ours span: the global timers' span of one exchange (each GPU's own clock across GPUs); "
-                 f"NCCL: a loop of in-place all-reduces between events, the slowest rank's, over the count; NCCL "
-                 f"graph: the same loop as one CUDA graph; ours/NCCL: our chain over NCCL's loop (below 1 ours is "
-                 f"faster)")
+        lines.append(f"{t:>4} {t * hidden * 2:>9} {_us(chain):>14} {_us(our_graph):>14} "
+                     f"{_us(mine.exchange_us if mine else None):>13} {_us(loop):>9} {_us(graph):>14} "
+                     f"{_us(ratio):>11} {_us(ratio_graph):>12}  {verdict:<12}  {check}")
+    lines.append("ours chain: exchanges back to back on each rank's stream, the slowest rank's events over the "
+                 "count; ours graph: the same chain captured once and replayed; ours span: the global timers' span "
+                 "of one exchange (each GPU's own clock across GPUs); NCCL: a loop of in-place all-reduces between "
+                 "events, the slowest rank's, over the count; NCCL graph: the same loop as one CUDA graph; "
+                 "chain/NCCL and graph/graph: our time over NCCL's (below 1 ours is faster); the goal is judged on "
+                 "graph/graph where both ran, else on chain/NCCL")
     return "\n".join(lines)
 
 

@@ -26,7 +26,8 @@ def _doc(**top):
            "copy_bandwidth_bytes_per_s": 4.2e12, "ranks": 2, "shared_gpu": False, "programs_each": 112,
            "chain": 50,
            "shapes": [{"tokens": t, "hidden": 7168, "bytes": t * 7168 * 2, "exchange_us": 4.0 + t / 4,
-                       "launch_us": 9.0, "chain_us": 6.0 + t / 2, "copy_us": 2.0, "floor_us": 0.1}
+                       "launch_us": 9.0, "chain_us": 6.0 + t / 2, "graph_us": 4.0 + t / 2, "copy_us": 2.0,
+                       "floor_us": 0.1}
                       for t in (4, 8, 16)]}
     doc.update(top)
     return doc
@@ -84,7 +85,11 @@ def test_two_ranks_are_forked_and_more_go_through_mpirun():
 def test_exchange_bench_file_is_read_and_checked():
     ours = allreduce.parse_ours(_doc(), 2, 7168)
     assert sorted(ours.rows) == [4, 8, 16]
-    assert ours.rows[8].chain_us == 10.0 and ours.rows[8].exchange_us == 6.0
+    assert ours.rows[8].chain_us == 10.0 and ours.rows[8].exchange_us == 6.0 and ours.rows[8].graph_us == 8.0
+    older = _doc()
+    for shape in older["shapes"]:
+        del shape["graph_us"]
+    assert allreduce.parse_ours(older, 2, 7168).rows[4].graph_us is None
     assert not ours.shared_gpu and ours.device == "NVIDIA H100 80GB HBM3"
     none = allreduce.parse_ours({"gpu": False, "reason": "no GPU: no NVIDIA driver"}, 2, 7168)
     assert none.rows == {} and none.note == "not timed: no GPU: no NVIDIA driver"
@@ -109,11 +114,16 @@ def test_table_puts_ours_beside_nccl_with_the_ratio_and_the_goal():
                         "K2's exchange (exchange_bench) beside NCCL 2.27.7")
     assert lines[1] == "ours: exchange_bench --json f"
     row4 = next(line for line in lines if line.split()[:1] == ["4"])
-    # ours' chain 8.00 us against NCCL's 20.00: 0.40, the goal met; against the graph's 16.00: 0.50.
-    assert row4.split()[:8] == ["4", "57344", "8.00", "5.00", "20.00", "16.00", "0.40", "0.50"]
-    assert "met" in row4.split() and "ok (rel 1.0e-03)" in row4
+    # ours' chain 8.00 us against NCCL's loop 20.00: 0.40; our graph 6.00 against NCCL's 16.00: 0.38,
+    # the goal (on the graphs) met.
+    assert row4.split()[:9] == ["4", "57344", "8.00", "6.00", "5.00", "20.00", "16.00", "0.40", "0.38"]
+    assert "met" in row4.split() and "not met" not in row4 and "ok (rel 1.0e-03)" in row4
     row16 = next(line for line in lines if line.split()[:1] == ["16"])
-    assert row16.split()[6] == "0.70" and "not met" in row16
+    assert row16.split()[7:9] == ["0.70", "0.75"] and "not met" in row16
+    # Without NCCL's graph the goal is judged on the loops.
+    loops_only = allreduce.format_table(2, 7168, [4], ours, _nccl(20.0, None))
+    row = next(line for line in loops_only.splitlines() if line.split()[:1] == ["4"])
+    assert row.split()[7:9] == ["0.40", "-"] and "met" in row.split() and "not met" not in row
     assert "WARNING" not in text
 
 
@@ -122,7 +132,7 @@ def test_table_says_what_is_missing():
     text = allreduce.format_table(2, 7168, [4], missing, _nccl(20.0, None, graph_note="RuntimeError: capture"))
     assert "ours: exchange_bench ... (could not run: exit 1: rank 1 failed)" in text
     row = next(line for line in text.splitlines() if line.split()[:1] == ["4"])
-    assert row.split()[:8] == ["4", "57344", "-", "-", "20.00", "-", "-", "-"]
+    assert row.split()[:9] == ["4", "57344", "-", "-", "-", "20.00", "-", "-", "-"]
     assert "graph: RuntimeError: capture" in row
     shared = allreduce.parse_ours(_doc(shared_gpu=True), 2, 7168)
     assert "WARNING: exchange_bench's ranks shared one GPU" in allreduce.format_table(2, 7168, [4], shared, _nccl(1.0))
@@ -173,7 +183,7 @@ def test_the_harness_on_the_cpu():
         assert done.returncode == 0, done.stdout + done.stderr
         row = next(line for line in done.stdout.splitlines() if line.split()[:1] == ["4"])
         fields = row.split()
-        assert fields[1] == "2048" and float(fields[2]) > 0 and float(fields[4]) > 0, row
+        assert fields[1] == "2048" and float(fields[2]) > 0 and float(fields[3]) > 0 and float(fields[5]) > 0, row
         assert "ok (rel" in row, row
         doc = json.loads(out_json.read_text())
         assert doc["ours"]["rows"][0]["tokens"] == 4 and doc["nccl"]["backend"] == "gloo"

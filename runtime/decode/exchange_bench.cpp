@@ -9,7 +9,8 @@
 // one clock where the ranks share a GPU, each GPU's own otherwise, the span then holding their
 // offset); each launch's time by events on rank 0 after a barrier through the group; the chain:
 // --chain exchanges back to back on each rank's stream (the epoch bumped by a launch between them),
-// events around them over the count, the number a loop of all-reduces (NCCL's) compares with; and
+// events around them over the count, the number a loop of all-reduces (NCCL's) compares with; the
+// graph: the same chain captured once and its replays timed alike (no host launch cost); and
 // the copy floor measured in the same run: a device copy of the rank's partial rows into the next
 // rank's buffer (events), and the 1 GiB copy's bandwidth. Medians over --iterations. Every rank's
 // reduced rows must equal rank 0's bit for bit. Ranks sharing a GPU without MPS are time-sliced by
@@ -61,7 +62,7 @@ struct Options {
 // One T's numbers.
 struct Row {
   int tokens = 0;
-  double exchange_us = 0, launch_us = 0, chain_us = 0, copy_us = 0;
+  double exchange_us = 0, launch_us = 0, chain_us = 0, graph_us = 0, copy_us = 0;
 };
 
 double median(std::vector<double> v) {
@@ -103,6 +104,43 @@ absl::StatusOr<float> timed(Device& device, Stream& stream,
   MT_RETURN_IF_ERROR(device.record(end, stream));
   MT_RETURN_IF_ERROR(device.synchronize(end));
   return device.elapsed_ms(start, end);
+}
+
+// The median over --iterations (after one to warm up) of a chain's time per exchange, the slowest
+// rank's: `chain` enqueues --chain exchanges on `stream`, timed by events around it after a
+// barrier.
+absl::StatusOr<double> chained_us(Group& group, Device& device, Stream& stream,
+                                  ExchangeProbeRank& probe, const Options& o,
+                                  const std::function<absl::Status()>& chain) {
+  std::vector<double> times;
+  for (int i = 0; i < o.iterations + 1; ++i) {
+    MT_RETURN_IF_ERROR(barrier(group));
+    MT_ASSIGN_OR_RETURN(float ms, timed(device, stream, chain));
+    MT_RETURN_IF_ERROR(probe.check_health());
+    const double us = ms * 1e3 / o.chain;
+    MT_ASSIGN_OR_RETURN(
+        std::vector<std::string> all,
+        group.all_gather(std::string(reinterpret_cast<const char*>(&us), sizeof us)));
+    double slowest = 0;
+    for (const std::string& r : all) {
+      double theirs = 0;
+      std::memcpy(&theirs, r.data(), sizeof theirs);
+      slowest = std::max(slowest, theirs);
+    }
+    if (i >= 1) times.push_back(slowest);  // the first chain warms up
+  }
+  return median(times);
+}
+
+// A chain of `count` exchanges of T rows recorded into a graph (run by its replays, each bumping
+// the device's epoch `count` times).
+absl::StatusOr<Graph> captured_chain(Device& device, Stream& stream, ExchangeProbeRank& probe,
+                                     int tokens, int count) {
+  MT_RETURN_IF_ERROR(device.begin_capture(stream));
+  absl::Status recorded = probe.launch_chain(tokens, count, stream);
+  absl::StatusOr<Graph> graph = device.end_capture(stream);
+  MT_RETURN_IF_ERROR(recorded);
+  return graph;
 }
 
 // This rank's device: the CPU interpreter with --cpu, else its GPU by tools/device_choice.h's rule
@@ -188,34 +226,23 @@ std::string run_rank(Group& group, const Options& o, Output* out) {
       exchange.push_back(*ns / 1e3);
       launch.push_back(*ms * 1e3);
     }
-    // The chains: each rank's exchanges back to back, events around them on every rank; the
-    // slowest rank's time a chain (the others wait for it at their first exchange).
-    std::vector<double> chain;
-    for (int i = 0; status.ok() && i < o.iterations + 1; ++i) {
-      status = barrier(group);
-      if (!status.ok()) break;
-      absl::StatusOr<float> ms =
-          timed(*gpu, *stream, [&] { return probe.launch_chain(t, o.chain, *stream); });
-      if (!ms.ok()) {
-        status = ms.status();
-        break;
-      }
-      status = probe.check_health();
-      if (!status.ok()) break;
-      const double us = *ms * 1e3 / o.chain;
-      absl::StatusOr<std::vector<std::string>> all =
-          group.all_gather(std::string(reinterpret_cast<const char*>(&us), sizeof us));
-      if (!all.ok()) {
-        status = all.status();
-        break;
-      }
-      double slowest = 0;
-      for (const std::string& r : *all) {
-        double theirs = 0;
-        std::memcpy(&theirs, r.data(), sizeof theirs);
-        slowest = std::max(slowest, theirs);
-      }
-      if (i >= 1) chain.push_back(slowest);  // the first chain warms up
+    // The chains: each rank's exchanges back to back, launched one by one, then captured once into
+    // a graph and replayed (without the host's launch cost).
+    absl::StatusOr<double> chain =
+        status.ok() ? chained_us(group, *gpu, *stream, probe, o,
+                                 [&] { return probe.launch_chain(t, o.chain, *stream); })
+                    : status;
+    if (chain.ok()) {
+      row.chain_us = *chain;
+      absl::StatusOr<Graph> graph = captured_chain(*gpu, *stream, probe, t, o.chain);
+      absl::StatusOr<double> replayed =
+          graph.ok() ? chained_us(group, *gpu, *stream, probe, o,
+                                  [&] { return gpu->replay(*graph, *stream); })
+                     : graph.status();
+      status = replayed.ok() ? probe.adopt_device_epoch() : replayed.status();
+      if (replayed.ok()) row.graph_us = *replayed;
+    } else {
+      status = chain.status();
     }
     if (!status.ok()) return absl::StrCat("T ", t, ": ", status.message());
     // Every rank's reduced rows, bit for bit rank 0's.
@@ -243,7 +270,6 @@ std::string run_rank(Group& group, const Options& o, Output* out) {
     }
     row.exchange_us = median(exchange);
     row.launch_us = median(launch);
-    row.chain_us = median(chain);
     row.copy_us = median(copy);
     rows.push_back(row);
   }
@@ -271,21 +297,22 @@ std::string run_rank(Group& group, const Options& o, Output* out) {
   // Whether ranks sharing a GPU ran at once (mps_status.h): without MPS a WARNING line.
   if (!o.cpu && shared) absl::StrAppend(&r, mps_report(mps_status()));
   absl::StrAppendFormat(&r, "copy: 1 GiB device copy %.1f GB/s (read + write)\n", bandwidth / 1e9);
-  absl::StrAppendFormat(&r, "%4s %10s %12s %14s %12s %12s %12s %12s\n", "T", "bytes", "pushed",
-                        "exchange us", "launch us", "chain us", "copy us", "floor us");
+  absl::StrAppendFormat(&r, "%4s %10s %12s %14s %12s %12s %12s %12s %12s\n", "T", "bytes", "pushed",
+                        "exchange us", "launch us", "chain us", "graph us", "copy us", "floor us");
   for (const Row& row : rows) {
     const int64_t bytes = int64_t{row.tokens} * o.hidden * 2;
     // A rank stores its partial into every rank's buffer and reads every rank's back: 2 x tp x
     // bytes moved through each GPU's memory (the links' time not counted).
     const double floor_us = 2.0 * tp * static_cast<double>(bytes) / bandwidth * 1e6;
-    absl::StrAppendFormat(&r, "%4d %10d %12d %14.2f %12.2f %12.2f %12.2f %12.3f\n", row.tokens,
-                          bytes, int64_t{tp} * bytes, row.exchange_us, row.launch_us, row.chain_us,
-                          row.copy_us, floor_us);
+    absl::StrAppendFormat(&r, "%4d %10d %12d %14.2f %12.2f %12.2f %12.2f %12.2f %12.3f\n",
+                          row.tokens, bytes, int64_t{tp} * bytes, row.exchange_us, row.launch_us,
+                          row.chain_us, row.graph_us, row.copy_us, floor_us);
     out->json_shapes.push_back(absl::StrFormat(
         "{\"tokens\": %d, \"hidden\": %d, \"bytes\": %d, \"exchange_us\": %.3f, "
-        "\"launch_us\": %.3f, \"chain_us\": %.3f, \"copy_us\": %.3f, \"floor_us\": %.3f}",
-        row.tokens, o.hidden, bytes, row.exchange_us, row.launch_us, row.chain_us, row.copy_us,
-        floor_us));
+        "\"launch_us\": %.3f, \"chain_us\": %.3f, \"graph_us\": %.3f, \"copy_us\": %.3f, "
+        "\"floor_us\": %.3f}",
+        row.tokens, o.hidden, bytes, row.exchange_us, row.launch_us, row.chain_us, row.graph_us,
+        row.copy_us, floor_us));
   }
   absl::StrAppend(
       &r,
@@ -295,7 +322,8 @@ std::string run_rank(Group& group, const Options& o, Output* out) {
       "); launch: rank 0's events around its launch after a barrier through the group; chain: ",
       o.chain,
       " exchanges back to back on each rank's stream, the slowest rank's events over the count; "
-      "copy: a rank's partial rows into the next rank's buffer (events); floor: the exchange's "
+      "graph: the same chain captured once and replayed; copy: a rank's partial rows into the next "
+      "rank's buffer (events); floor: the exchange's "
       "bytes through each GPU's memory (stored to every buffer, read from every one) at the 1 GiB "
       "copy's rate.",
       shared && !o.cpu && tp > 1

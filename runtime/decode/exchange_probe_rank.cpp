@@ -124,6 +124,11 @@ absl::StatusOr<int32_t> ExchangeProbeRank::device_epoch() const {
   return state_->read_epoch();
 }
 
+absl::Status ExchangeProbeRank::adopt_device_epoch() {
+  MT_ASSIGN_OR_RETURN(epoch_, state_->read_epoch());
+  return absl::OkStatus();
+}
+
 absl::Status ExchangeProbeRank::check_health() const {
   return state_->check_health(absl::StrCat("the exchange probe of TP ", tp_, " rank ", rank_),
                               wait_ns_, k2_region_name, [](int32_t region) {

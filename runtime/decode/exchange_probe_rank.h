@@ -49,6 +49,9 @@ class ExchangeProbeRank {
   // The epoch word as the device holds it (after the launches finished): the host's count of
   // launches, chains' bumps included.
   absl::StatusOr<int32_t> device_epoch() const;
+  // Takes the device's epoch as the next launch's base: after a graph of chains was replayed (its
+  // capture counted exchanges that did not run, its replays ran ones the host did not count).
+  absl::Status adopt_device_epoch();
   // OK, or the waits that gave up (LaunchState::check_health).
   absl::Status check_health() const;
 

@@ -78,8 +78,10 @@ TEST(ExchangeProbe, EveryRankHoldsTheRankOrderSumBitForBit) {
 }
 
 // exchange_bench's chains: exchanges back to back, the epoch bumped on the device between them (no
-// host write), on two ranks: the device's epoch counts every exchange, no wait gave up, the reduced
-// rows are the rank-order sum on both ranks; a single launch after a chain goes on from its epoch.
+// host write), launched one by one and captured into a graph replayed twice, on two ranks: the
+// device's epoch counts every exchange that ran (none at the capture), no wait gave up, the reduced
+// rows are the rank-order sum on both ranks; a single launch after them goes on from the device's
+// epoch.
 TEST(ExchangeProbe, ChainsBumpTheEpochOnTheDeviceBetweenExchanges) {
   std::mt19937 rng(20261208);
   std::array<std::vector<uint16_t>, 2> rows = {random_rows(rng), random_rows(rng)};
@@ -101,6 +103,20 @@ TEST(ExchangeProbe, ChainsBumpTheEpochOnTheDeviceBetweenExchanges) {
     if (after_chain != 5) {
       return absl::InternalError(absl::StrCat("epoch ", after_chain, " after 1 + 4, expected 5"));
     }
+    // A chain of 2 captured (nothing runs) and replayed twice: 4 more on the device.
+    MT_RETURN_IF_ERROR(device->begin_capture(stream));
+    absl::Status recorded = probe->launch_chain(kTokens, 2, stream);
+    MT_ASSIGN_OR_RETURN(Graph graph, device->end_capture(stream));
+    MT_RETURN_IF_ERROR(recorded);
+    MT_ASSIGN_OR_RETURN(const int32_t after_capture, probe->device_epoch());
+    if (after_capture != 5) {
+      return absl::InternalError(
+          absl::StrCat("epoch ", after_capture, " after the capture, expected 5"));
+    }
+    for (int replay = 0; replay < 2; ++replay) MT_RETURN_IF_ERROR(device->replay(graph, stream));
+    MT_RETURN_IF_ERROR(device->synchronize(stream));
+    MT_RETURN_IF_ERROR(probe->check_health());
+    MT_RETURN_IF_ERROR(probe->adopt_device_epoch());
     MT_RETURN_IF_ERROR(probe->poison_reduced());
     MT_RETURN_IF_ERROR(probe->launch(kTokens, stream));
     MT_RETURN_IF_ERROR(device->synchronize(stream));
@@ -110,8 +126,8 @@ TEST(ExchangeProbe, ChainsBumpTheEpochOnTheDeviceBetweenExchanges) {
     return absl::OkStatus();
   });
   for (const absl::Status& s : statuses) ASSERT_TRUE(s.ok()) << s;
-  EXPECT_EQ(epochs[0], 6);
-  EXPECT_EQ(epochs[1], 6);
+  EXPECT_EQ(epochs[0], 10);
+  EXPECT_EQ(epochs[1], 10);
   std::vector<uint16_t> expected(rows[0].size());
   for (size_t i = 0; i < expected.size(); ++i) {
     expected[i] = model::bf16_from_double(static_cast<float>(model::bf16_to_float(rows[0][i])) +
