@@ -104,6 +104,16 @@ void check(const K2Build& b, const SourceLocation& loc) {
             "0, or 64, 128 or 256 with expert_stages or routed_stages above 0", actual,
             "the fetch is for the staged loops' copies: set expert_stages or routed_stages");
   }
+  {
+    const std::string actual = absl::StrCat(b.expert_task_loop, " with expert_stages ", b.expert_stages);
+    require(b.expert_task_loop == 0 || (b.expert_task_loop >= 1 && b.expert_task_loop <= kMaxLoopedTasks &&
+                                        b.expert_stages != 0 && b.mxfp4_pairs && b.mxfp4_words),
+            loc, "k2_program",
+            absl::StrCat("expert_task_loop out of range: ", actual, ", expected 0, or 1 to ", kMaxLoopedTasks,
+                         " with expert_stages"),
+            absl::StrCat("0, or 1 to ", kMaxLoopedTasks, " with expert_stages above 0"), actual,
+            "one loop over the tasks is stage H's staged loop: set expert_stages too");
+  }
   require(b.routed_stages == 0 || (b.routed_stages >= 2 && b.routed_stages <= dsl::kMaxLoadStages), loc, "k2_program",
           "routed_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.routed_stages),
           "0 keeps stage I's register pipeline");
@@ -369,6 +379,7 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_stage_steps != 1) absl::StrAppend(&name, "_ew", b.expert_stage_steps);
   if (b.expert_codes_ahead) absl::StrAppend(&name, "_ec");
   if (b.expert_stage_fetch != 0) absl::StrAppend(&name, "_sf", b.expert_stage_fetch);
+  if (b.expert_task_loop != 0) absl::StrAppend(&name, "_et", b.expert_task_loop);
   if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
   if (b.shared_early) absl::StrAppend(&name, "_fe");
   if (b.chunk_handoff) absl::StrAppend(&name, "_ch");
@@ -493,6 +504,7 @@ Program k2_program(const K2Build& given, SourceLocation loc) {
             .expert_stage_steps = build.expert_stage_steps,
             .codes_ahead = build.expert_codes_ahead,
             .stage_fetch = build.expert_stage_fetch,
+            .expert_task_loop = build.mxfp4_pairs && build.mxfp4_words && build.expert_stages != 0 ? build.expert_task_loop : 0,
             .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
             .shared_early = build.shared_early,
             .chunk_handoff = build.chunk_handoff,

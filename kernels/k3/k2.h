@@ -160,6 +160,14 @@ struct K2Build {
   // expert_l2_fetch stays the register pipelines' (it never reached a staged copy). Other than 0,
   // the name ends "_sf{n}".
   int expert_stage_fetch = 0;
+  // With expert_stages: each program's first H tasks, up to this many (1 to kMaxLoopedTasks; 0 a
+  // loop a task, as before), as one staged loop over all their K steps (mxfp4_gemv_tasks): the
+  // copies run on across the tasks' boundaries, so that a task's first stages are in flight while
+  // the one before decodes its last, where a loop a task waited a memory round trip at each task's
+  // start and ran its last stages with nothing in flight. Its experts' ids are read before the loop
+  // (a register each); the tasks past them take a loop a task. One program an SM at K3 TP 8 holds
+  // up to 3, 6 and 10 live tasks at T 4, 8 and 16. Other than 0, the name ends "_et{n}".
+  int expert_task_loop = 0;
   // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
   // are read before its loop, so that a step's addresses are known stages - 1 steps ahead; a chunk
   // is then at most kMaxStagedChunk slots. k2_for_target takes 4 on NVIDIA (H100, K3 TP 8: K2 0.9%

@@ -15,7 +15,8 @@
 //                 [--exact-decode] [--shift-placement] [--gemv-step N[,N...]]
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
 //                 [--expert-stages N[,N...]] [--expert-stage-steps N[,N...]] [--expert-codes-ahead]
-//                 [--expert-stage-fetch N[,N...]] [--routed-stages N[,N...]] [--shared-early]
+//                 [--expert-stage-fetch N[,N...]] [--expert-task-loop N[,N...]]
+//                 [--routed-stages N[,N...]] [--shared-early]
 //                 [--chunk-handoff] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
 // table of every clock point of the last such launch per shape: the latest and the median program's
@@ -55,6 +56,9 @@
 // --expert-stage-fetch N,...: likewise with L2 fetching N bytes (64, 128 or 256) around each copy
 // of the staged loops (K2Build::expert_stage_fetch: I's at every width on NVIDIA, H's where
 // staged).
+// --expert-task-loop N,...: likewise with each program's first N H tasks as one staged loop
+// (K2Build::expert_task_loop), H staged through --expert-stages' first count where the build does
+// not stage it (else 4).
 // --routed-stages N,...: likewise stage I's (K2Build::routed_stages).
 // --shared-early: likewise with stage F between H and I (K2Build::shared_early).
 // --chunk-handoff: likewise with stage I's tasks waiting for their own chunk's H tasks only
@@ -85,6 +89,7 @@
 #include "kernels/k3/k1.h"
 #include "kernels/k3/k2.h"
 #include "kernels/k3/k2_clock.h"
+#include "kernels/k3/moe_stage.h"
 #include "kernels/k3/mxfp4_gemv.h"
 #include "model/config.h"
 #include "model/dtype.h"
@@ -360,7 +365,8 @@ void print_clock(const std::vector<ClockColumn>& columns) {
 struct Variants {
   // --ahead, --stages, --routed-chunks, --latent-rows, --front-parts
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
-      gemv_steps, front_parts, expert_stages, routed_stages, expert_stage_steps, stage_fetches;
+      gemv_steps, front_parts, expert_stages, routed_stages, expert_stage_steps, stage_fetches,
+      task_loops;
   bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shift_placement = false,
        shared_early = false, chunk_handoff = false, codes_ahead = false;
   // --together: one more row with every variant above at once (a list's first value)
@@ -416,6 +422,12 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   for (int n : v.routed_stages) with(true, &K2Build::routed_stages, n);
   with(v.codes_ahead, &K2Build::expert_codes_ahead, true);
   for (int n : v.stage_fetches) with(true, &K2Build::expert_stage_fetch, n);
+  for (int n : v.task_loops) {
+    out.push_back(build);
+    out.back().expert_task_loop = n;
+    if (build.expert_stages == 0)
+      out.back().expert_stages = v.expert_stages.empty() ? 4 : v.expert_stages.front();
+  }
   with(v.shared_early, &K2Build::shared_early, true);
   with(v.chunk_handoff, &K2Build::chunk_handoff, true);
   if (v.together && out.size() > 1) {
@@ -440,6 +452,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::expert_stage_steps);
       take(&K2Build::expert_codes_ahead);
       take(&K2Build::expert_stage_fetch);
+      take(&K2Build::expert_task_loop);
       take(&K2Build::routed_stages);
       take(&K2Build::shared_early);
       take(&K2Build::chunk_handoff);
@@ -607,6 +620,7 @@ int main(int argc, char** argv) {
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
       "[--expert-stage-steps N[,N...]] [--expert-codes-ahead] [--expert-stage-fetch N[,N...]] "
+      "[--expert-task-loop N[,N...]] "
       "[--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
@@ -669,6 +683,11 @@ int main(int argc, char** argv) {
         return 2;
     } else if (std::string(argv[i]) == "--expert-codes-ahead") {
       variants.codes_ahead = true;
+    } else if (std::string(argv[i]) == "--expert-task-loop" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--expert-task-loop", argv[++i], 1,
+                                               monotile::kernels::k3::kMaxLoopedTasks,
+                                               variants.task_loops))
+        return 2;
     } else if (std::string(argv[i]) == "--expert-stage-fetch" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--expert-stage-fetch", argv[++i], 64, 256,
                                                variants.stage_fetches))

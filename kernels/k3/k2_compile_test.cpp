@@ -41,6 +41,7 @@ struct K2Shape {
   int stage_steps = 1;  // K2Build::expert_stage_steps (stage H's K steps a stage copies)
   bool codes = false;   // K2Build::expert_codes_ahead (the staged loops' codes an iteration ahead)
   int fetch = 0;        // K2Build::expert_stage_fetch (L2's fetch around the staged copies)
+  int task_loop = 0;    // K2Build::expert_task_loop (H's first tasks a program as one staged loop)
   bool exchange = false;  // rank 1 of tp exchanging over the peer buffers (K2Build::tp, PeerExchange)
   bool pdl = false;       // K2Build::dependent_launch, as the executor builds it with dependent launch on
 };
@@ -50,7 +51,8 @@ std::string shape_name(const K2Shape& s) {
   return absl::StrCat(model, "_tp", s.tp, "_l", s.layer, "_t", s.tokens, s.fault ? "_fault" : "",
                       s.clock ? "_clock" : "", s.stages != 0 ? absl::StrCat("_staged", s.stages) : "",
                       s.stage_steps != 1 ? absl::StrCat("_w", s.stage_steps) : "", s.codes ? "_codes" : "",
-                      s.fetch != 0 ? absl::StrCat("_fetch", s.fetch) : "", s.exchange ? "_exchange" : "",
+                      s.fetch != 0 ? absl::StrCat("_fetch", s.fetch) : "",
+                      s.task_loop != 0 ? absl::StrCat("_loop", s.task_loop) : "", s.exchange ? "_exchange" : "",
                       s.pdl ? "_pdl" : "");
 }
 
@@ -121,6 +123,11 @@ std::vector<K2Shape> shapes() {
   // at T 4, with H's stages of two steps and the codes ahead at T 8.
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .fetch = 256});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .stages = 4, .stage_steps = 2, .codes = true, .fetch = 256});
+  // Each program's first H tasks as one staged loop (k2_bench --expert-task-loop): T 4 with stages
+  // of 4 steps, the codes ahead and the fetch; T 16 with its default stages.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .stages = 4, .stage_steps = 4, .codes = true,
+                 .fetch = 256, .task_loop = 3});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .task_loop = 10});
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});
@@ -166,6 +173,10 @@ TEST_P(K2Compile, FitsTheTarget) {
     GTEST_SKIP() << arch << "'s K2 stages neither H nor I: the fetch has no copies to go on (k2_program refuses it)";
   }
   build.expert_stage_fetch = GetParam().shape.fetch;
+  if (GetParam().shape.task_loop != 0 && build.expert_stages == 0) {
+    GTEST_SKIP() << arch << "'s K2 does not stage H: one loop over its tasks is its staged loop's (k2_program refuses it)";
+  }
+  build.expert_task_loop = GetParam().shape.task_loop;
   SCOPED_TRACE(k2_name(build));
   absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k2_program(build), target);
   ASSERT_TRUE(made.ok()) << made.status();
@@ -188,7 +199,11 @@ TEST_P(K2Compile, FitsTheTarget) {
       return loops;
     };
     std::map<std::pair<int, int>, int> expected;  // (stages, loads) -> loops
-    if (build.expert_stages != 0) expected[{build.expert_stages, 2 * build.expert_stage_steps}] += 2;
+    // With expert_task_loop H has one more: its tasks' loop (whose exact decode is a register pipeline)
+    // before the two of the tasks past it.
+    if (build.expert_stages != 0) {
+      expected[{build.expert_stages, 2 * build.expert_stage_steps}] += build.expert_task_loop != 0 ? 3 : 2;
+    }
     if (build.routed_stages != 0) expected[{build.routed_stages, 2}] += 2;
     for (auto [stages_loads, loops] : expected) {
       EXPECT_EQ(staged_loops(stages_loads), loops) << stages_loads.first << " stages, " << stages_loads.second << " loads";

@@ -55,6 +55,10 @@ std::vector<K2Case> cases() {
                  .expert_stage_steps = 4});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
                  .expert_stage_steps = 4, .codes_ahead = true, .stage_fetch = 256});
+  // Each program's first H tasks as one staged loop (K2Build::expert_task_loop) at T 4 and 16.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .expert_stages = 4,
+                 .expert_stage_steps = 4, .codes_ahead = true, .stage_fetch = 256, .task_loop = 3});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .router = Router::kSameExperts, .task_loop = 10});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
                  .expert_stage_steps = 2, .codes_ahead = true, .stage_fetch = 256});
   // Two launches on one scratch, the second checked: the chunk counters of stage I's hand-off

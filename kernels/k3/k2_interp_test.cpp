@@ -75,6 +75,14 @@ std::vector<K2Case> cases() {
   // stages of two steps and I's, NVIDIA's 8-row build (the values are the loads', the fetch a hint).
   out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2,
                  .stage_fetch = 256});
+  // Each program's first H tasks as one staged loop (K2Build::expert_task_loop), the tasks past them
+  // (live or not) a loop each: NVIDIA's 8-row build with stages of two steps and the codes ahead
+  // across the tasks' boundaries on 5 programs, 4 tasks each in the loop; the 16-row build on 3
+  // programs, up to 16 in the loop; and on more programs than tasks.
+  out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2,
+                 .codes_ahead = true, .task_loop = 4});
+  out.push_back({.layer = 5, .tokens = 16, .programs = 3, .expert_stages = 4, .task_loop = 16});
+  out.push_back({.tokens = 4, .programs = 64, .expert_stages = 2, .task_loop = 2});
   // Stage F between H and I, on fewer programs than its tasks and on more.
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
   out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
@@ -120,10 +128,11 @@ std::vector<K2Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts,
                  .target = "sm_90a", .expert_stages = 3, .expert_stage_steps = 2});
   // And 4 stages of 4 K steps (256 bytes of a row a stage, 7 iterations of K3's 28 steps), the
-  // codes ahead and the copies fetching 256 bytes (k2_bench --expert-stage-steps 4's build).
+  // codes ahead, the copies fetching 256 bytes and each program's first 3 H tasks as one loop
+  // (k2_bench --expert-stage-steps 4's build with --expert-task-loop 3).
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .programs = 132, .router = Router::kSameExperts,
                  .target = "sm_90a", .expert_stages = 4, .expert_stage_steps = 4, .codes_ahead = true,
-                 .stage_fetch = 256});
+                 .stage_fetch = 256, .task_loop = 3});
   return out;
 }
 
@@ -205,6 +214,28 @@ TEST(K2Build, WiderStagesAndCodesAheadChangeTheNameAndNeedTheStages) {
   codes.routed_stages = 4;
   EXPECT_EQ(k2_name(codes), k2_name(K2Build{}) + "_ec_rs4");
   EXPECT_EQ(refusal(codes), "built");
+}
+
+TEST(K2Build, ATaskLoopChangesTheNameAndNeedsHsStagesAndABound) {
+  auto refusal = [](const K2Build& b) -> std::string {
+    try {
+      k2_program(b);
+    } catch (const dsl::Error& e) {
+      return e.what();
+    }
+    return "built";
+  };
+  K2Build loop;
+  loop.expert_task_loop = 3;
+  EXPECT_THAT(refusal(loop), ::testing::HasSubstr("expert_task_loop out of range: 3 with expert_stages 0, expected 0, "
+                                                  "or 1 to 16 with expert_stages"));
+  EXPECT_THAT(refusal(loop), ::testing::HasSubstr("set expert_stages too"));
+  loop.expert_stages = 4;
+  loop.expert_task_loop = 17;
+  EXPECT_THAT(refusal(loop), ::testing::HasSubstr("expert_task_loop out of range: 17 with expert_stages 4"));
+  loop.expert_task_loop = 3;
+  EXPECT_EQ(k2_name(loop), k2_name(K2Build{}) + "_es4_et3");
+  EXPECT_EQ(refusal(loop), "built");
 }
 
 TEST(K2Build, AStageFetchChangesTheNameAndNeedsAStagedLoopAndItsBytes) {

@@ -208,45 +208,53 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   const int chunks = tasks_of(slots, chunk);
   MT_CHECK(!r.chunk_handoff || (r.chunk_span >= chunk * groups && (r.chunk_span & (r.chunk_span - 1)) == 0),
            "MoeRows::chunk_span is a power of two covering a chunk's H tasks");
-  range(program_id(0), inter_tasks, num_programs(0), [&](Value task) {
-    auto u = task / groups;
-    if_(u < experts_live, [&] {
-      auto e = expert_at(u).to(i64);
-      auto first_row = task % groups * kExpertHalfRows;
-      // Gate row j and up row j side by side (rows 2j and 2j + 1 of the GEMV): one GEMV of 128 rows
-      // gives each warp its own 16-row tile (two of 64 would give each tile to two warps, which would
-      // both decode it), and each pair splits apart where the accumulator holds it.
-      auto js = arange(0, 2 * kExpertHalfRows);
-      auto pair_rows = (js & 1) * r.expert_rows + first_row + (js >> 1);
-      const Mxfp4Gemv g{.packed = r.w13 + e * w13_bytes, .scales = r.w13_scale + e * w13_scales, .x_pairs = r.lat_pairs,
-                        .k = r.latent, .tokens = r.tokens, .token_rows = r.token_rows, .rows = 2 * kExpertHalfRows,
-                        .step = expert_gate_up_step(r.latent, r.gemv_step, r.mxfp4_pairs, r.min_k_steps),
-                        .ahead = r.expert_ahead,
-                        .x_padded = true,
-                        .x_ahead = r.x_ahead && r.expert_stages == 0,
-                        .pairs = r.mxfp4_pairs,
-                        .words = words,
-                        .scale_bias = r.mxfp4_scale_bias,
-                        .placement = r.mxfp4_placement,
-                        // Stages of several steps copy (stages - 1) x stage_steps steps ahead,
-                        // past any L2 prefetch a few steps on: those would ask for lines already
-                        // asked for.
-                        .prefetch_steps = r.expert_stage_steps > 1 ? 0 : r.prefetch_steps,
-                        // A staged loop's copies take the stages' own fetch (l2_fetch is the
-                        // register pipeline's).
-                        .l2_fetch = r.expert_stages != 0 ? r.stage_fetch : r.l2_fetch,
-                        .stages = r.expert_stages,
-                        .stage_steps = r.expert_stage_steps,
-                        .codes_ahead = r.codes_ahead && r.expert_stages != 0};
-      // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
-      // true costs no predicate and no zeroed registers a load.
-      auto pair_ok = r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
-      auto [gate, up] = split(reshape(mxfp4_gemv_rows(g, pair_rows, pair_ok),
-                                      {r.token_rows, kExpertHalfRows, 2}));
-      auto rows = first_row + arange(0, kExpertHalfRows);
-      store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(x_at(rows)),
-            situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), row(rows < r.expert_rows) & col(m_ok));
-    });
+  // A task's GEMV on expert e (its gate row j and up row j side by side: rows 2j and 2j + 1 of the
+  // GEMV; one GEMV of 128 rows gives each warp its own 16-row tile, where two of 64 would give each
+  // tile to two warps, which would both decode it, and each pair splits apart where the accumulator
+  // holds it), its rows and their mask.
+  auto pair_rows = [&](const Value& js, const Value& first_row) {
+    return (js & 1) * r.expert_rows + first_row + (js >> 1);
+  };
+  // Where the tasks tile Ir exactly (K3 at every TP) every row is real: a mask the lowering sees
+  // true costs no predicate and no zeroed registers a load.
+  auto pair_ok = [&](const Value& js, const Value& first_row) {
+    return r.expert_rows % kExpertHalfRows == 0 ? js < 2 * kExpertHalfRows : first_row + (js >> 1) < r.expert_rows;
+  };
+  const Mxfp4Gemv h_shape{.packed = r.w13, .scales = r.w13_scale, .x_pairs = r.lat_pairs,
+                          .k = r.latent, .tokens = r.tokens, .token_rows = r.token_rows, .rows = 2 * kExpertHalfRows,
+                          .step = expert_gate_up_step(r.latent, r.gemv_step, r.mxfp4_pairs, r.min_k_steps),
+                          .ahead = r.expert_ahead,
+                          .x_padded = true,
+                          .x_ahead = r.x_ahead && r.expert_stages == 0,
+                          .pairs = r.mxfp4_pairs,
+                          .words = words,
+                          .scale_bias = r.mxfp4_scale_bias,
+                          .placement = r.mxfp4_placement,
+                          // Stages of several steps, or one loop over the tasks, copy further ahead
+                          // than any L2 prefetch a few steps on: those would ask for lines already
+                          // asked for.
+                          .prefetch_steps = r.expert_stage_steps > 1 || r.expert_task_loop > 0 ? 0 : r.prefetch_steps,
+                          // A staged loop's copies take the stages' own fetch (l2_fetch is the
+                          // register pipeline's).
+                          .l2_fetch = r.expert_stages != 0 ? r.stage_fetch : r.l2_fetch,
+                          .stages = r.expert_stages,
+                          .stage_steps = r.expert_stage_steps,
+                          .codes_ahead = r.codes_ahead && r.expert_stages != 0};
+  auto h_task = [&](const Value& e) {
+    Mxfp4Gemv g = h_shape;
+    g.packed = r.w13 + e * w13_bytes;
+    g.scales = r.w13_scale + e * w13_scales;
+    return g;
+  };
+  // A live task's activations from its GEMV's accumulator: h = bf16(SiTU(g, u)) into inter.
+  auto h_store = [&](const Value& u, const Value& first_row, const Value& acc) {
+    auto [gate, up] = split(reshape(acc, {r.token_rows, kExpertHalfRows, 2}));
+    auto rows = first_row + arange(0, kExpertHalfRows);
+    store(r.inter + (u * r.tokens + col(ms)) * r.expert_rows + row(x_at(rows)),
+          situ(gate, up, r.situ_beta, r.situ_linear_beta).to(bf16), row(rows < r.expert_rows) & col(m_ok));
+  };
+  // A task's arrival, live or not (u: its union slot).
+  auto h_arrive = [&](const Value& task, const Value& u) {
     if (r.chunk_handoff) {
       auto c = u / chunk;
       auto arrivals = minimum(slots - c * chunk, chunk) * groups;
@@ -256,6 +264,55 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
       arrive(counter(kInter), inter_tasks, flag(kInter), hc);
     }
     r.clock.tick_if(task == program_id(0), K2ClockPoint::kExpertFirst);
+  };
+  // With expert_task_loop, the program's first live tasks (program_id + j num_programs, at most
+  // expert_task_loop of them) as one staged loop (mxfp4_gemv_tasks): their experts' ids read before
+  // it (a staged copy's address may not come from memory read inside the loop), each iteration
+  // selecting its task's. The tasks after them, live or not, take the loop below.
+  Value first_task = program_id(0);
+  if (r.expert_task_loop > 0) {
+    MT_CHECK(r.expert_stages != 0, "MoeRows::expert_task_loop needs expert_stages");
+    auto live_tasks = experts_live * groups;
+    auto looped = minimum((live_tasks - program_id(0) + num_programs(0) - 1) / num_programs(0), r.expert_task_loop);
+    auto task_of = [&](const Value& j) { return program_id(0) + j * num_programs(0); };
+    std::vector<Value> ids;
+    for (int j = 0; j < r.expert_task_loop; ++j) {
+      ids.push_back(expert_at(maximum(minimum(task_of(full({}, j, i32)) / groups, experts_live - 1), 0)));
+    }
+    auto expert_of = [&](const Value& j) {
+      Value e = ids.back();
+      for (int i = r.expert_task_loop - 2; i >= 0; --i) e = where(j == i, ids[i], e);
+      return e.to(i64);
+    };
+    mxfp4_gemv_tasks(
+        h_shape, looped,
+        [&](const Value& j) {
+          auto first_row = task_of(j) % groups * kExpertHalfRows;
+          auto js = arange(0, 2 * kExpertHalfRows);
+          Mxfp4Gemv g = h_task(expert_of(j));
+          return Mxfp4Task{.rows = pair_rows(js, first_row), .row_ok = pair_ok(js, first_row), .packed = g.packed,
+                           .scales = g.scales, .x_pairs = g.x_pairs};
+        },
+        [&](const Value& j, const Value& acc) {
+          auto task = task_of(j);
+          auto u = task / groups;
+          h_store(u, task % groups * kExpertHalfRows, acc);
+          h_arrive(task, u);
+        });
+    first_task = task_of(maximum(looped, 0));
+  }
+  range(first_task, inter_tasks, num_programs(0), [&](Value task) {
+    auto u = task / groups;
+    if_(u < experts_live, [&] {
+      auto e = expert_at(u).to(i64);
+      auto first_row = task % groups * kExpertHalfRows;
+      auto js = arange(0, 2 * kExpertHalfRows);
+      auto rows = pair_rows(js, first_row);
+      const Mxfp4Gemv g = h_task(e);
+      auto ok = pair_ok(js, first_row);
+      h_store(u, first_row, mxfp4_gemv_rows(g, rows, ok));
+    });
+    h_arrive(task, u);
   });
   r.clock.tick(K2ClockPoint::kExperts);
 

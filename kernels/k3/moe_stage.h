@@ -66,6 +66,7 @@ struct MoeRows {
   int expert_stage_steps = 1;  // its K steps a stage copies (K2Build::expert_stage_steps)
   bool codes_ahead = false;    // H's and I's staged loops carry their codes (K2Build::expert_codes_ahead)
   int stage_fetch = 0;         // L2's fetch around their staged copies (K2Build::expert_stage_fetch)
+  int expert_task_loop = 0;    // H's first tasks a program as one staged loop (K2Build::expert_task_loop)
   int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
   bool shared_early = false;  // F between H and I (K2Build::shared_early)
   // I's tasks wait for their own chunk's H tasks, not for all of H (K2Build::chunk_handoff): the
@@ -113,6 +114,10 @@ int routed_chunk_span(int max_slots, int chunks, int expert_rows);
 // The longest chunk stage I takes through shared memory (K2Build::routed_stages): each step selects
 // its expert among the chunk's ids, read before the loop, by a chain of that many selects.
 inline constexpr int kMaxStagedChunk = 16;
+
+// The most H tasks of a program one staged loop takes (K2Build::expert_task_loop): each iteration
+// selects its task's expert among the ids read before the loop by a chain of that many selects.
+inline constexpr int kMaxLoopedTasks = 16;
 
 // The K parts D's and E's tasks take (K2Build::front_parts = 0) for `hidden` in GEMV steps of
 // `step`: 3 where each part keeps at least 8 steps, else fewer. A 64-row task streams at about an
