@@ -167,8 +167,8 @@ void attn_res_rows(const AttnResRows& r, const HandoffContext& hc, const std::fu
 
 void attn_res_sources(const AttnResRows& r, const HandoffContext& hc, const AttnResSources& sources) {
   const int chunks = r.hidden / chunk_of(r);
-  range(program_id(0), r.tokens * chunks, num_programs(0),
-        [&](Value task) { first_half(r, hc, task, false, &sources); });
+  auto worker = sources.from_last ? num_programs(0) - 1 - program_id(0) : program_id(0);
+  range(worker, r.tokens * chunks, num_programs(0), [&](Value task) { first_half(r, hc, task, false, &sources); });
 }
 
 void attn_res_mix(const AttnResRows& r, const HandoffContext& hc, const Value& worker, const Value& workers,

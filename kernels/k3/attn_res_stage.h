@@ -97,6 +97,9 @@ struct AttnResSources {
   dsl::Value rows;
   int block = 0;  // a power of two >= tokens
   dsl::Value counter, flag;
+  // The tasks from the last program down (program p takes tasks P - 1 - p, 2P - 1 - p, ...): the
+  // first programs, free of them when tasks < programs, can start other work at once.
+  bool from_last = false;
 };
 void attn_res_sources(const AttnResRows& rows, const HandoffContext& context, const AttnResSources& sources);
 

@@ -308,7 +308,8 @@ void stage_sources(const K1Build& b, const Args& a, const HandoffContext& hc) {
                    {.rows = a.x_rows,
                     .block = linear_block(b),
                     .counter = a.counters + linear_counters(b) + (b.tokens - 1),
-                    .flag = a.flags + kSourcesFlag});
+                    .flag = a.flags + kSourcesFlag,
+                    .from_last = b.prefetch_weights});
 }
 
 // The linear form's stage B. AttnRes's programs (those past the in_proj tasks, or, with no such
@@ -329,7 +330,9 @@ void stage_in_proj_linear(const K1Build& b, const Args& a, const HandoffContext&
   const AttnResRows rows = attn_res(b, a);
   const Value sources_flag = a.flags + kSourcesFlag, mix_flag = a.flags + kMixFlag;
   // K1Build::prefetch_weights: each in_proj program's first rows come into L2 while the sources'
-  // hand-off is awaited (the latest first half's), so that its stream starts before the hand-off.
+  // hand-off is awaited (the latest first half's), so that its stream starts before the hand-off;
+  // stage_sources then gives its first halves to the last programs first (K3 at T 4: 56 of them on
+  // programs 76-131), so that most in_proj programs ask at once.
   if (b.prefetch_weights) prefetch_in_proj(b, a);
   if_(program_id(0) >= first_worker, [&] {
     wait_flag(sources_flag, static_cast<int32_t>(K1Region::kSources), full({}, 0, i32), hc);

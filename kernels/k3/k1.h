@@ -100,9 +100,9 @@ struct K1Build {
   // 8-10 us later: a program's 300 KB of prefetches drain at its share of the bandwidth, and its
   // own loads wait behind them; stage B ended no sooner). Before stage A, as first written, it was
   // 4-6% slower. On, the name ends "_pw" (k1_bench --prefetch times it). In the linear form
-  // (linear_in_proj) the same rows are asked for after the program's AttnRes first halves, before
-  // its wait for the sources' hand-off (the stream's only wait before its tasks; k1_bench --linear
-  // --prefetch times it).
+  // (linear_in_proj) the same rows are asked for after the program's AttnRes first halves (given to
+  // the last programs first, so that most in_proj programs have none), before its wait for the
+  // sources' hand-off (the stream's only wait before its tasks; k1_bench --linear --prefetch times it).
   bool prefetch_weights = false;
   // The next weights ahead: the programs without a stage C task (or with fewer than others) ask L2
   // for the next kernel's weights (o_proj's W_o: `next_weights`, `next_elements` bf16 elements),

@@ -124,10 +124,13 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .rank = 2, .layer = 30, .requests = 1, .q = 4, .programs = 132,
                  .target = "sm_90a", .linear = true, .sized = true});
   // The linear form with its first W_in rows asked into L2 before the sources' wait (and the next
-  // weights during stage C: K1Build::prefetch_weights, prefetch_next): spare programs, and fewer
-  // programs than tasks (every program mixes first).
+  // weights during stage C: K1Build::prefetch_weights, prefetch_next; the sources' first halves
+  // from the last program down): spare programs, fewer programs than tasks (every program mixes
+  // first), and K3's rank on 132 programs.
   out.push_back({.requests = 2, .q = 4, .programs = 40, .prefetch = true, .linear = true});
   out.push_back({.requests = 1, .q = 2, .programs = 5, .prefetch = true, .linear = true, .sized = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 5, .layer = 1, .requests = 1, .q = 4, .programs = 132,
+                 .target = "sm_90a", .prefetch = true, .linear = true, .sized = true});
   // L2 fetching 256 bytes around each W_in load (K1Build::gemv_l2_fetch; the interpreter reads as
   // without it): the same values.
   out.push_back({.requests = 2, .q = 4, .programs = 40, .linear = true, .l2_fetch = 256, .sized = true});
