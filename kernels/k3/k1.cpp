@@ -555,6 +555,34 @@ KdaPrologue with_loaded(const K1Build& b, const Value& task, const std::vector<V
   return p;
 }
 
+// K1Build::conv_state_split: the new conv state of `channels` (a [1, c] row of channel indices) as
+// two tiles of exactly the entries written: entries 0 and 1 = old[a + 1], old[a + 2] (`kept`, f32
+// values of the old entries, or loaded here), entries 2 .. q + 1 = x_0 .. x_{q-1} (a tile of the
+// least power of two >= q rows). The one [pow2(q + 2), c] tile before computed every element's
+// address from three run-time strides for rows that only a mask left out (8 for 6 at q 4; of its
+// loads of old entries, 6 rows in 8). Loaded by conv_state_values, stored by store_conv_state.
+struct ConvStateValues {
+  Value channels, old, x;
+};
+
+ConvStateValues conv_state_values(const K1Build& b, const Args& a, const Request& r, const Value& channels,
+                                  const std::optional<std::array<Value, 2>>& kept) {
+  constexpr int kKept = kConvWidth - 2;  // old entries that stay
+  auto ks = col(arange(0, kKept));
+  auto ts = col(arange(0, pow2_at_least(b.q)));
+  auto old = kept ? where(ks == 0, row((*kept)[0]), row((*kept)[1])).to(bf16)
+                  : load(conv_entry(a, r, channels, r.accepted_index + 1 + ks), r.has_conv);
+  return {.channels = channels, .old = old, .x = load(a.proj + (r.n * b.q + ts) * b.in_proj_rows + channels, ts < b.q)};
+}
+
+void store_conv_state(const K1Build& b, const Args& a, const Request& r, const ConvStateValues& v) {
+  constexpr int kKept = kConvWidth - 2;
+  auto ks = col(arange(0, kKept));
+  auto ts = col(arange(0, pow2_at_least(b.q)));
+  store(conv_entry(a, r, v.channels, ks), v.old, r.has_conv);
+  store(conv_entry(a, r, v.channels, kKept + ts), v.x, (ts < b.q) & r.has_conv);
+}
+
 // Stage C, one task: a quarter of head h's state rows for request n, through all q tokens.
 // `weights`: its decays' weights, loaded before the wait for proj (K1Build::kda_weights_ahead).
 void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p,
@@ -589,24 +617,51 @@ void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p,
   }
 
   tick(a, 5);
+  // The request's tokens as one [tokens, 128] tile's rows (made where they are used: the default's
+  // code stays as it was).
+  auto token_rows = [&] {
+    auto ts = arange(0, pow2_at_least(b.q));
+    return std::array<Value, 3>{ts, col(ts < b.q), col(r.n * b.q + ts)};
+  };
+  // K1Build::conv_state_split: the task's own v channels' new conv state, their kept entries from
+  // its window (no other task reads these channels' state); then what the head's finish reads that
+  // no other quarter writes (o_norm, the gate's rows, q and k's old conv entries and new rows),
+  // loaded by every quarter before its arrival, whose round trips they share.
+  std::optional<Value> early_w, early_gate;
+  std::vector<ConvStateValues> early_conv;
+  if (b.conv_state_split) {
+    auto [ts, real, tokens] = token_rows();
+    store_conv_state(b, a, r,
+                     conv_state_values(b, a, r, row(2 * pl + h * kHeadDim + vv),
+                                       std::array<Value, 2>{p.v.window[1], p.v.window[2]}));
+    early_w = load(a.o_norm + kk);
+    early_gate = load(a.proj + tokens * b.in_proj_rows + 3 * pl + h * kHeadDim + row(kk), real);
+    for (int part = 0; part < 2; ++part) {
+      early_conv.push_back(conv_state_values(b, a, r, row(part * pl + h * kHeadDim + kk), std::nullopt));
+    }
+  }
   // The last quarter of the head to arrive finishes it: every quarter's o rows and its reads of the
   // old conv state are ordered before its arrival.
   if_(count_arrival(a.counters + kHeadCounters + r.n * heads + h, kTasksPerHead), [&] {
     fence(Order::acquire, Scope::gpu);
     // The request's tokens as one [tokens, 128] tile (plain loads, which the acquire covers): one
     // pass of the norm's and the gate's code for all of them, not one a token.
-    auto ts = arange(0, pow2_at_least(b.q));
-    auto real = col(ts < b.q);
-    auto tokens = col(r.n * b.q + ts);
-    auto w = load(a.o_norm + kk).to(f32);
+    auto [ts, real, tokens] = token_rows();
+    auto w = (early_w ? *early_w : load(a.o_norm + kk)).to(f32);
     auto o = load(a.o_rows + ((r.n * heads + h) * b.q + col(ts)) * kHeadDim + row(kk), real);
-    auto gate = load(a.proj + tokens * b.in_proj_rows + 3 * pl + h * kHeadDim + row(kk), real).to(f32);
+    auto gate =
+        (early_gate ? *early_gate : load(a.proj + tokens * b.in_proj_rows + 3 * pl + h * kHeadDim + row(kk), real))
+            .to(f32);
     auto y = o * col(rsqrt(sum(o * o, 1) / float(kHeadDim) + b.onorm_eps)) * row(w) * sigmoid(gate);
     store(a.core + tokens * pl + h * kHeadDim + row(kk), y.to(bf16), real);
     // The head's new conv state: entries 0..q+1 = [old[a + 1], old[a + 2], x_0 .. x_{q-1}] for its
     // q, k and v channels (entries past q + 1 are left as they are), a part as one [entries, 128]
     // tile: its element addresses (any strides) are then computed once, not once an entry, which
     // made this the longest run of code on K1's critical path.
+    if (b.conv_state_split) {
+      for (const ConvStateValues& v : early_conv) store_conv_state(b, a, r, v);
+      return;
+    }
     const int kept = kConvWidth - 2;  // old entries that stay
     auto es = arange(0, pow2_at_least(b.q + kept));
     auto from_state = col(es < kept) & r.has_conv;
@@ -791,7 +846,7 @@ std::string k1_name(const K1Build& b) {
                                   b.gemv_l2_fetch != 0 ? absl::StrCat("_lf", b.gemv_l2_fetch) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.prefetch_next ? "_pn" : "",
-                                  b.kda_loop ? "_kl" : "", loads_kda_weights_ahead(b) ? "_kw" : "",
+                                  b.kda_loop ? "_kl" : "", loads_kda_weights_ahead(b) ? "_kw" : "", b.conv_state_split ? "_cs" : "",
                                   b.linear_in_proj ? "_lin" : "",
                                   b.stage_clock ? "_clock" : "", b.dependent_launch ? "_pdl" : "");
   const K1Build defaults;

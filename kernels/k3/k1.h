@@ -124,6 +124,15 @@ struct K1Build {
   // inputs and without kda_loop (elsewhere it changes nothing and the name has no suffix); on, the
   // name ends "_kw" (k1_bench --kda-weights).
   bool kda_weights_ahead = false;
+  // Stage C's finish split: the new conv state written as two tiles of exactly the entries
+  // written (the kept old entries, then the q new ones) rather than one tile of pow2(q + 2)
+  // entries; each quarter writes its own v channels' state before its arrival (their kept entries
+  // from its window: no other task reads them); and every quarter loads, before its arrival, what
+  // the head's finish reads that no other quarter writes (o_norm, the gate's rows, q and k's old
+  // conv entries and new rows), so that after the arrival the last quarter loads only the o rows
+  // and stores. sm_90a t4 q4 (with kda_weights_ahead): 359 instructions after the arrival, 841
+  // without. On, the name ends "_cs" (k1_bench --conv-state-split).
+  bool conv_state_split = false;
   // AttnRes off the in_proj stream's path, by linearity: x = w_norm * sum_s a_s v_s, with a_s the
   // softmax weight of source s times the row's norm factor, so W_in x = sum_s a_s W_in (w_norm *
   // v_s). Stage A becomes A0, AttnRes's first halves over every program, each also writing its
@@ -188,8 +197,8 @@ K1Build k1_linear_sized(K1Build build);
 // "k3_k1_h{H}_nh{NHl}_r{in_proj_rows}_t{T}_q{q}_mb{max_blocks}_d{0|1}_sl{SL}_nw{warps}_k{step}_g{rows}", then "_e" where
 // the early inputs are loaded, "_st{n}" with num_stages, "_lf{n}" with gemv_l2_fetch, "_sk" with stream-K, "_a{n}"
 // with gemv_ahead, "_pw" with the weights' prefetch, "_pn" with the next weights', "_kl" with kda_loop, "_kw" with
-// stage C's weights ahead (where they are loaded), "_lin" with the linear
-// in_proj, "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the eps values
+// stage C's weights ahead (where they are loaded), "_cs" with stage C's finish split, "_lin" with the
+// linear in_proj, "_clock" with the stage clock, "_pdl" with dependent_launch, plus a hash of the eps values
 // and the lower bound when they differ from the defaults.
 std::string k1_name(const K1Build& build);
 

@@ -15,7 +15,7 @@
 //                 [--pipeline N[,N...]] [--prefetch]
 //                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]
 //                 [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]
-//                 [--kda-weights] [--l2-fetch BYTES[,...]]
+//                 [--kda-weights] [--l2-fetch BYTES[,...]] [--conv-state-split]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
 // B and C end (the latest and the median program).
 // --json FILE: the results per shape (name, N, q, bytes, times, floors) and the copy bandwidth,
@@ -37,6 +37,9 @@
 // --kda-loop: the same with stage C's tasks always in its loop (K1Build::kda_loop).
 // --kda-weights: the same with stage C's decay weights loaded before its wait for proj
 // (K1Build::kda_weights_ahead), a row (and with --stages its clock).
+// --conv-state-split: the same with stage C's finish split (K1Build::conv_state_split: the conv
+// state as two exact tiles, each quarter its v channels, the finish's loads before the arrival);
+// with --kda-weights too, a further row with both.
 // --flush read|write: how L2 is flushed before each launch (read, the default: clean lines, as a
 // decode step leaves them; write: a memset, dirty lines: the flush of the earlier runs that
 // docs/perf_history.md records).
@@ -323,7 +326,7 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
         bool prefetch, bool prefetch_next, bool kda_loop, const std::vector<GemvShape>& gemvs, bool stream_k,
         bool linear, bool linear_only, const std::vector<int>& max_blocks, const std::vector<int>& nblocks,
         const std::vector<std::pair<int, int>>& only, bool kda_weights,
-        const std::vector<int>& l2_fetches) {
+        const std::vector<int>& l2_fetches, bool conv_state_split) {
   runtime::DiscoveryOptions options;
   options.include_cpu = false;
   runtime::Discovery found = runtime::discover_devices(options);
@@ -397,6 +400,14 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
       if (kda_weights) {
         out.push_back(b);
         out.back().kda_weights_ahead = true;
+      }
+      if (conv_state_split) {
+        out.push_back(b);
+        out.back().conv_state_split = true;
+        if (kda_weights) {
+          out.push_back(out.back());
+          out.back().kda_weights_ahead = true;
+        }
       }
       if (prefetch && prefetch_next) {
         out.push_back(b);
@@ -560,6 +571,7 @@ int main(int argc, char** argv) {
   bool linear = false;
   bool linear_only = false;
   bool kda_weights = false;
+  bool conv_state_split = false;
   std::vector<int> max_blocks, nblocks, l2_fetches;
   std::vector<std::pair<int, int>> only;
   // A comma-separated list of integers in [low, high] for `flag`; false (said why) otherwise.
@@ -581,7 +593,7 @@ int main(int argc, char** argv) {
       "                [--prefetch]\n"
       "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n"
       "                [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n"
-      "                [--kda-weights] [--l2-fetch BYTES[,...]]\n";
+      "                [--kda-weights] [--l2-fetch BYTES[,...]] [--conv-state-split]\n";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pipeline" && i + 1 < argc) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
@@ -646,6 +658,8 @@ int main(int argc, char** argv) {
       kda_loop = true;
     } else if (std::string(argv[i]) == "--kda-weights") {
       kda_weights = true;
+    } else if (std::string(argv[i]) == "--conv-state-split") {
+      conv_state_split = true;
     } else if (std::string(argv[i]) == "--stages") {
       stages = true;
     } else if (std::string(argv[i]) == "--warm") {
@@ -666,5 +680,5 @@ int main(int argc, char** argv) {
   }
   return monotile::kernels::k3::run(std::max(iterations, 3), stages, json, flush, pipelines, prefetch, prefetch_next,
                                     kda_loop, gemvs, stream_k, linear || linear_only, linear_only, max_blocks, nblocks,
-                                    only, kda_weights, l2_fetches);
+                                    only, kda_weights, l2_fetches, conv_state_split);
 }

@@ -217,22 +217,28 @@ TEST(K1Compile, RefusesAnL2FetchItCannotAsk) {
 }
 TEST(K1Compile, Gfx90aLinearSized) { expect_compiles("gfx90a", sized_linear()); }
 
-// Stage C's decay weights loaded before the wait for proj (K1Build::kda_weights_ahead, k1_bench
-// --kda-weights): held across the wait beside the early inputs, at 4 tokens in both forms. On AMD
-// (no early inputs) the option changes nothing.
-TEST(K1Compile, Sm90aKdaWeightsAhead) {
-  const dsl::Target target = *dsl::Target::parse("sm_90a");
-  std::vector<K1Build> variants;
-  for (bool linear : {false, true}) {
+// Stage C's tail variants at 4 tokens: its decay weights loaded before the wait for proj
+// (K1Build::kda_weights_ahead, k1_bench --kda-weights), held across the wait beside the early
+// inputs; with the conv state's split write too (K1Build::conv_state_split), also in the linear
+// form. On AMD (no early inputs) kda_weights_ahead changes nothing; the split write compiles there.
+std::vector<K1Build> tail_variants(const dsl::Target& target) {
+  std::vector<K1Build> out;
+  for (int v = 0; v < 3; ++v) {
     K1Build build = k1_for_target(k3_rank_build(4, 4, 1), target);
     build.kda_weights_ahead = true;
-    if (linear) {
+    build.conv_state_split = v > 0;
+    if (v == 2) {
       build.linear_in_proj = true;
       build.max_blocks = build.nblocks;
     }
-    variants.push_back(build);
+    out.push_back(build);
   }
-  expect_compiles("sm_90a", variants);
+  return out;
+}
+TEST(K1Compile, Sm90aStageCTail) { expect_compiles("sm_90a", tail_variants(*dsl::Target::parse("sm_90a"))); }
+TEST(K1Compile, Gfx90aStageCTail) {
+  std::vector<K1Build> variants = tail_variants(*dsl::Target::parse("gfx90a"));
+  expect_compiles("gfx90a", {variants[1]});
 }
 
 TEST(K1Compile, Gfx90a) { expect_compiles("gfx90a", builds()); }

@@ -109,6 +109,17 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .linear = true,
                  .l2_fetch = 256, .sized = true});
   out.push_back({.model = "k3", .tp = 8, .requests = 2, .q = 4, .launches = 20, .cold = true, .l2_fetch = 256});
+  // The conv state written as two tiles, each quarter its v channels (K1Build::conv_state_split),
+  // with the weights ahead: K3's rank at q 4 and 2 (cold and repeated), at 16 tokens (the loop), the
+  // dim-first layout with a padded request at q 3, and k3-tiny repeated.
+  out.push_back({.model = "k3", .tp = 8, .requests = 1, .q = 4, .launches = 20, .cold = true, .kda_weights = true,
+                 .conv_split = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 2, .launches = 20, .cold = true, .kda_weights = true,
+                 .conv_split = true});
+  out.push_back({.model = "k3", .tp = 8, .requests = 4, .q = 4, .kda_weights = true, .conv_split = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 3, .layer = 12, .requests = 3, .q = 3, .padded = 1,
+                 .dim_first = true, .kda_weights = true, .conv_split = true});
+  out.push_back({.requests = 2, .q = 4, .launches = 100, .kda_weights = true, .conv_split = true});
   return out;
 }
 

@@ -95,6 +95,17 @@ std::vector<K1Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .rank = 3, .layer = 1, .requests = 1, .q = 4, .programs = 132,
                  .target = "sm_90a", .kda_weights = true});
   out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_weights = true, .linear = true});
+  // The conv state written as two tiles, each quarter its own v channels (K1Build::conv_state_split):
+  // every q (2, 3 with a padded request and the dim-first layout, 4, 8 with a longer state), the
+  // loop (more tasks than programs), with the weights ahead, K3's TP 8 rank, the linear form.
+  out.push_back({.requests = 2, .q = 2, .programs = 40, .conv_split = true});
+  out.push_back({.requests = 3, .q = 3, .padded = 1, .dim_first = true, .programs = 40, .conv_split = true});
+  out.push_back({.requests = 2, .q = 4, .programs = 7, .counter_start = 256 * 1000, .conv_split = true});
+  out.push_back({.layer = 0, .requests = 1, .q = 8, .state_len = 12, .conv_split = true});
+  out.push_back({.requests = 1, .q = 4, .programs = 40, .kda_weights = true, .conv_split = true});
+  out.push_back({.model = "k3", .tp = 8, .rank = 6, .layer = 1, .requests = 1, .q = 4, .programs = 132,
+                 .target = "sm_90a", .kda_weights = true, .conv_split = true});
+  out.push_back({.requests = 2, .q = 4, .kda_weights = true, .conv_split = true, .linear = true});
   // The linear in_proj (K1Build::linear_in_proj), against the reference of its rounding points, its
   // proj and its distance from float64 against vLLM's rounding points' (k1_test_support.h): spare
   // programs run AttnRes (8 programs, k3-tiny's 35 in_proj tasks on 40); fewer programs than tasks

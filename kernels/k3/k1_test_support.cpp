@@ -166,7 +166,7 @@ std::string case_name(const K1Case& c) {
                       c.launches > 1 ? absl::StrCat("_x", c.launches) : "", c.cold ? "_cold" : "",
                       c.stream_k ? "_sk" : "", c.gemv_step > 0 ? absl::StrCat("_k", c.gemv_step) : "",
                       c.gemv_ahead > 0 ? absl::StrCat("_a", c.gemv_ahead) : "", c.prefetch ? "_pf" : "",
-                      c.kda_loop ? "_kl" : "", c.kda_weights ? "_kw" : "", c.linear ? "_lin" : "", c.linear && c.sized ? "_sz" : "",
+                      c.kda_loop ? "_kl" : "", c.kda_weights ? "_kw" : "", c.conv_split ? "_cs" : "", c.linear ? "_lin" : "", c.linear && c.sized ? "_sz" : "",
                       c.l2_fetch > 0 ? absl::StrCat("_lf", c.l2_fetch) : "");
 }
 
@@ -225,6 +225,7 @@ absl::StatusOr<K1Result> run_k1_case(const K1Case& c, Executor& executor, std::m
   build.prefetch_weights = build.prefetch_next = c.prefetch;
   build.kda_loop = c.kda_loop;
   build.kda_weights_ahead = c.kda_weights;
+  build.conv_state_split = c.conv_split;
   build.linear_in_proj = c.linear;
   if (c.linear && c.sized) build = k1_linear_sized(build);
   build.gemv_l2_fetch = c.l2_fetch;

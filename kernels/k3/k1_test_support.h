@@ -43,6 +43,7 @@ struct K1Case {
                               // weight, [H, Pl] bf16, asked into L2)
   bool kda_loop = false;      // K1Build::kda_loop
   bool kda_weights = false;   // K1Build::kda_weights_ahead
+  bool conv_split = false;    // K1Build::conv_state_split
   bool linear = false;        // K1Build::linear_in_proj
   int l2_fetch = 0;           // > 0: K1Build::gemv_l2_fetch
   bool sized = false;         // with `linear`: the build sized for the layer's own sources (k1_linear_sized)
