@@ -3,8 +3,9 @@
 # process, exchanging their partial sums (K2's over peer buffers in shared memory, the host
 # stand-ins' through MPI). Every served layer passes its check against the float64 reference over
 # both ranks (TP 1's layer, up to rounding), both ranks print the same digest at every step, and
-# their --outputs files are the same bytes. Then a refusal: --check with weights made on the
-# device. Exit 77 (skipped) without mpirun.
+# their --outputs files are the same bytes; with --graph (a step captured, then replayed on new
+# metadata) both ranks print the eager run's digests. Then a refusal: --check with weights made on
+# the device. Exit 77 (skipped) without mpirun.
 # usage: decode_command_mpi_test.sh MONOTILE mpi|none (none: the build has no MPI)
 set -uo pipefail
 if [ "${2:-mpi}" = none ]; then
@@ -40,6 +41,16 @@ digests() { sed -n "s/^  output digest (prefix, blocks, the last layer's output)
 [ "$(digests 0)" = "$(digests 1)" ] || fail "the ranks' digests differ: rank 0 $(digests 0), rank 1 $(digests 1)"
 [ -s "$work/outputs.rank0" ] || fail "rank 0 wrote no --outputs file"
 cmp "$work/outputs.rank0" "$work/outputs.rank1" || fail "the ranks' outputs differ"
+
+# The same steps with --graph: each rank captures the step once (its exchanges and the epoch bump
+# inside the graphs) and replays it at step 2 on new metadata; the digests are the eager run's.
+eager0=$(digests 0)
+out=$(bash "$here/../tests/mpirun_two.sh" "$1" decode --mpi --device cpu --steps 2 --seed 3 --graph 2>&1)
+status=$?
+[ $status -eq 0 ] || { echo "$out"; fail "mpirun with --graph exited $status"; }
+[ "$(grep -c "^  graph: replayed width 4's step" <<< "$out")" -eq 2 ] || { echo "$out"; fail "expected both ranks to replay step 2"; }
+[ "$(digests 0)" = "$eager0" ] || fail "rank 0's digests with --graph ($(digests 0)) differ from the eager run's ($eager0)"
+[ "$(digests 1)" = "$eager0" ] || fail "rank 1's digests with --graph ($(digests 1)) differ from the eager run's ($eager0)"
 
 # --check over every rank reads the model's weights; weights made on the device are refused.
 out=$(bash "$here/../tests/mpirun_two.sh" "$1" decode --mpi --device cpu --steps 1 --check --alias-weights 2>&1)
