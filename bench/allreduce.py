@@ -164,13 +164,16 @@ def _us(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def format_table(ranks: int, hidden: int, tokens: list[int], ours: Ours, nccl) -> str:
-    """The side-by-side table; `nccl` is a bench.peers.nccl_allreduce.NcclRun (or None)."""
-    name = f"NCCL {nccl.version}" if nccl is not None and nccl.backend == "nccl" else "gloo"
+def format_table(ranks: int, hidden: int, tokens: list[int], ours: Ours, nccl, nccl_note: str = "") -> str:
+    """The side-by-side table; `nccl` is a bench.peers.nccl_allreduce.NcclRun, or None with
+    `nccl_note` saying why."""
+    name = "NCCL" if nccl is None else f"NCCL {nccl.version}" if nccl.backend == "nccl" else "gloo"
     where = nccl.device if nccl is not None else ours.device
     lines = [f"== all-reduce [T, {hidden}] bf16 across {ranks} ranks, one a GPU ({where}): "
              f"K2's exchange (exchange_bench) beside {name}",
              f"ours: {ours.command or '-'}" + (f" ({ours.note})" if ours.note else "")]
+    if nccl is None:
+        lines.append(f"NCCL: {nccl_note or 'not run'}")
     if ours.shared_gpu and ours.rows:
         lines.append("WARNING: exchange_bench's ranks shared one GPU: its times are not one rank a GPU")
     header = (f"{'T':>4} {'bytes':>9} {'ours chain us':>14} {'ours graph us':>14} {'ours span us':>13} "
@@ -247,10 +250,16 @@ def main(argv: list[str]) -> int:
                     opts.chain, opts.cpu, opts.mpirun)
     from bench.peers import nccl_allreduce
 
-    nccl = nccl_allreduce.run(ranks, tokens, opts.hidden, opts.iterations, opts.chain, opts.cpu)
-    print(format_table(ranks, opts.hidden, tokens, ours, nccl), flush=True)
+    nccl, nccl_note = None, ""
+    try:
+        nccl = nccl_allreduce.run(ranks, tokens, opts.hidden, opts.iterations, opts.chain, opts.cpu)
+    except Exception as error:  # noqa: BLE001 - ours is still printed, with why NCCL is missing
+        nccl_note = f"could not run: {type(error).__name__}: {error}".splitlines()[0]
+    print(format_table(ranks, opts.hidden, tokens, ours, nccl, nccl_note), flush=True)
     if opts.json is not None:
         opts.json.write_text(json.dumps(to_json(ranks, opts.hidden, tokens, ours, nccl), indent=1) + "\n")
+    if nccl is None:
+        return 1
     failed = [t for t, row in nccl.rows.items() if row.check.startswith("FAIL")]
     return 1 if failed else 0
 

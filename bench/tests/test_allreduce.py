@@ -134,6 +134,11 @@ def test_table_says_what_is_missing():
     row = next(line for line in text.splitlines() if line.split()[:1] == ["4"])
     assert row.split()[:9] == ["4", "57344", "-", "-", "-", "20.00", "-", "-", "-"]
     assert "graph: RuntimeError: capture" in row
+    no_nccl = allreduce.format_table(2, 7168, [4], allreduce.parse_ours(_doc(), 2, 7168), None,
+                                     "could not run: ProcessRaisedException: NCCL error")
+    assert "beside NCCL\n" in no_nccl and "NCCL: could not run: ProcessRaisedException: NCCL error" in no_nccl
+    row = next(line for line in no_nccl.splitlines() if line.split()[:1] == ["4"])
+    assert row.split()[:6] == ["4", "57344", "8.00", "6.00", "5.00", "-"]
     shared = allreduce.parse_ours(_doc(shared_gpu=True), 2, 7168)
     assert "WARNING: exchange_bench's ranks shared one GPU" in allreduce.format_table(2, 7168, [4], shared, _nccl(1.0))
 
