@@ -13,7 +13,7 @@
 // Every build the run times is compiled first, on every core (bench_timing.h's precompile).
 // usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write]
 //                 [--pipeline N[,N...]] [--prefetch]
-//                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]
+//                 [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD|sSTAGES][,...]] [--stream-k] [--linear]
 //                 [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]
 //                 [--kda-weights] [--l2-fetch BYTES[,...]] [--conv-state-split]
 // --stages: before each timed shape, three launches of its stage_clock build print when stages A,
@@ -24,9 +24,11 @@
 // in_proj GEMV (K1Build::num_stages, 2 to 6) instead of the most that fit (by default at most 4), a
 // row each (not in --json), and a line with the build's shared memory (where N stages do not fit,
 // lowering takes fewer: the bytes say how many). With --linear, each linear row too.
-// --gemv STEPxROWS[aAHEAD],...: after each shape, the same shape with the in_proj GEMV's K step and
-// rows a task set (K1Build::gemv_step, gemv_rows; e.g. 512x64, 256x48), and with "aN" its W tiles
-// taken into registers N steps ahead (K1Build::gemv_ahead; e.g. 128x64a2), a row (and with
+// --gemv STEPxROWS[aAHEAD | sSTAGES],...: after each shape, the same shape with the in_proj GEMV's K
+// step and rows a task set (K1Build::gemv_step, gemv_rows; e.g. 512x64, 256x48), with "aN" its W
+// tiles taken into registers N steps ahead (K1Build::gemv_ahead; e.g. 128x64a2), with "sN" N
+// shared-memory stages (K1Build::num_stages; e.g. 128x64s6: W_in's bytes in flight of the linear
+// form's wide accumulators, docs/k1_linear.md), a row (and with
 // --stages its clock) each; with --linear, each linear row too where the form takes the shape.
 // --stream-k: after each shape, the same shape with stage B as stream-K (K1Build::stream_k), a row
 // (and with --stages its clock).
@@ -320,6 +322,7 @@ struct GemvShape {
   int step = 0;
   int rows = 0;
   int ahead = 0;
+  int stages = 0;  // K1Build::num_stages (0: the most that fit, at most 4)
 };
 
 int run(int iterations, bool stages, const std::string& json, L2Flush flush, const std::vector<int>& pipelines,
@@ -419,6 +422,7 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
         out.back().gemv_step = g.step;
         out.back().gemv_rows = g.rows;
         out.back().gemv_ahead = g.ahead;
+        out.back().num_stages = g.stages;
       }
       for (int bytes : l2_fetches) {
         out.push_back(b);
@@ -468,6 +472,7 @@ int run(int iterations, bool stages, const std::string& json, L2Flush flush, con
               w.gemv_step = g.step;
               w.gemv_rows = g.rows;
               w.gemv_ahead = g.ahead;
+              w.num_stages = g.stages;
               if (k1_linear_refusal(w).empty()) out.push_back(w);
             }
             for (int bytes : l2_fetches) {
@@ -591,7 +596,7 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: k1_bench [--iterations N] [--stages] [--json FILE] [--warm | --flush read|write] [--pipeline N[,N...]]\n"
       "                [--prefetch]\n"
-      "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD][,...]] [--stream-k] [--linear]\n"
+      "                [--prefetch-next] [--kda-loop] [--gemv STEPxROWS[aAHEAD|sSTAGES][,...]] [--stream-k] [--linear]\n"
       "                [--linear-only] [--max-blocks N[,N...]] [--nblocks N[,N...]] [--shapes qQnN[,...]]\n"
       "                [--kda-weights] [--l2-fetch BYTES[,...]] [--conv-state-split]\n";
   for (int i = 1; i < argc; ++i) {
@@ -609,12 +614,17 @@ int main(int argc, char** argv) {
       const std::vector<std::string> values = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
       for (const std::string& v : values) {
         monotile::kernels::k3::GemvShape g;
-        char end = 0;
-        const int read = std::sscanf(v.c_str(), "%dx%da%d%c", &g.step, &g.rows, &g.ahead, &end);
-        if ((read != 2 && read != 3) || g.step < 16 || (g.rows != 48 && g.rows != 64) || g.ahead < 0 || g.ahead > 4) {
+        // The whole text must match one form: STEPxROWS, STEPxROWSaN or STEPxROWSsN.
+        int used = 0;
+        const int n = static_cast<int>(v.size());
+        const bool read = (std::sscanf(v.c_str(), "%dx%d%n", &g.step, &g.rows, &used) == 2 && used == n) ||
+                          (std::sscanf(v.c_str(), "%dx%da%d%n", &g.step, &g.rows, &g.ahead, &used) == 3 && used == n) ||
+                          (std::sscanf(v.c_str(), "%dx%ds%d%n", &g.step, &g.rows, &g.stages, &used) == 3 && used == n);
+        if (!read || g.step < 16 || (g.rows != 48 && g.rows != 64) || g.ahead < 0 || g.ahead > 4 ||
+            (g.stages != 0 && (g.stages < 2 || g.stages > 8))) {
           std::fprintf(stderr,
-                       "k1_bench: --gemv %s: expected STEPxROWS[aAHEAD], rows 48 or 64, ahead 0 to 4 (e.g. 512x64, "
-                       "128x64a2)\n",
+                       "k1_bench: --gemv %s: expected STEPxROWS[aAHEAD | sSTAGES], rows 48 or 64, ahead 0 to 4, stages 2 "
+                       "to 8 (e.g. 512x64, 128x64a2, 128x64s6)\n",
                        v.c_str());
           return 2;
         }
