@@ -114,6 +114,14 @@ void check(const K2Build& b, const SourceLocation& loc) {
             absl::StrCat("0, or 1 to ", kMaxLoopedTasks, " with expert_stages above 0"), actual,
             "one loop over the tasks is stage H's staged loop: set expert_stages too");
   }
+  {
+    const int h_steps = static_cast<int>(b.latent / expert_gate_up_step(b.latent, b.gemv_step, b.mxfp4_pairs, b.min_k_steps));
+    require(b.expert_first_fetch >= 0 && b.expert_first_fetch <= h_steps, loc, "k2_program",
+            absl::StrCat("expert_first_fetch out of range: ", b.expert_first_fetch, ", expected 0 to stage H's ", h_steps,
+                         " K steps"),
+            absl::StrCat("0 to ", h_steps), std::to_string(b.expert_first_fetch),
+            "it counts K steps of a task's rows: its whole task is every step");
+  }
   require(b.routed_stages == 0 || (b.routed_stages >= 2 && b.routed_stages <= dsl::kMaxLoadStages), loc, "k2_program",
           "routed_stages out of range", absl::StrCat("0, or 2 to ", dsl::kMaxLoadStages), std::to_string(b.routed_stages),
           "0 keeps stage I's register pipeline");
@@ -380,6 +388,7 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_codes_ahead) absl::StrAppend(&name, "_ec");
   if (b.expert_stage_fetch != 0) absl::StrAppend(&name, "_sf", b.expert_stage_fetch);
   if (b.expert_task_loop != 0) absl::StrAppend(&name, "_et", b.expert_task_loop);
+  if (b.expert_first_fetch != 0) absl::StrAppend(&name, "_ef", b.expert_first_fetch);
   if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
   if (b.shared_early) absl::StrAppend(&name, "_fe");
   if (b.chunk_handoff) absl::StrAppend(&name, "_ch");
@@ -505,6 +514,7 @@ Program k2_program(const K2Build& given, SourceLocation loc) {
             .codes_ahead = build.expert_codes_ahead,
             .stage_fetch = build.expert_stage_fetch,
             .expert_task_loop = build.mxfp4_pairs && build.mxfp4_words && build.expert_stages != 0 ? build.expert_task_loop : 0,
+            .expert_first_fetch = build.expert_first_fetch,
             .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
             .shared_early = build.shared_early,
             .chunk_handoff = build.chunk_handoff,

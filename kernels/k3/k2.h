@@ -168,6 +168,12 @@ struct K2Build {
   // (a register each); the tasks past them take a loop a task. One program an SM at K3 TP 8 holds
   // up to 3, 6 and 10 live tasks at T 4, 8 and 16. Other than 0, the name ends "_et{n}".
   int expert_task_loop = 0;
+  // Each program's first H task asks L2 for the first this many K steps of its gate and up rows as
+  // soon as the route's union is known, before its wait for the latent (D), which the route's end
+  // precedes by 14-25 us at K3 TP 8 on an H100 (the stage clock): the experts' first bytes are then
+  // asked for while D and E still stream theirs (0 none; up to stage H's K steps, 28 at K3: the whole
+  // task, 229 KB a program). Other than 0, the name ends "_ef{n}".
+  int expert_first_fetch = 0;
   // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
   // are read before its loop, so that a step's addresses are known stages - 1 steps ahead; a chunk
   // is then at most kMaxStagedChunk slots. k2_for_target takes 4 on NVIDIA (H100, K3 TP 8: K2 0.9%

@@ -16,6 +16,7 @@
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
 //                 [--expert-stages N[,N...]] [--expert-stage-steps N[,N...]] [--expert-codes-ahead]
 //                 [--expert-stage-fetch N[,N...]] [--expert-task-loop N[,N...]]
+//                 [--expert-first-fetch N[,N...]]
 //                 [--routed-stages N[,N...]] [--shared-early]
 //                 [--chunk-handoff] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
@@ -59,6 +60,8 @@
 // --expert-task-loop N,...: likewise with each program's first N H tasks as one staged loop
 // (K2Build::expert_task_loop), H staged through --expert-stages' first count where the build does
 // not stage it (else 4).
+// --expert-first-fetch N,...: likewise with each program's first H task asking L2 for its rows'
+// first N K steps once the route's union is known (K2Build::expert_first_fetch; 28 at K3: all).
 // --routed-stages N,...: likewise stage I's (K2Build::routed_stages).
 // --shared-early: likewise with stage F between H and I (K2Build::shared_early).
 // --chunk-handoff: likewise with stage I's tasks waiting for their own chunk's H tasks only
@@ -366,7 +369,7 @@ struct Variants {
   // --ahead, --stages, --routed-chunks, --latent-rows, --front-parts
   std::vector<int> aheads, stages, routed_chunks, latent_rows, prefetch_steps, l2_fetches,
       gemv_steps, front_parts, expert_stages, routed_stages, expert_stage_steps, stage_fetches,
-      task_loops;
+      task_loops, first_fetches;
   bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shift_placement = false,
        shared_early = false, chunk_handoff = false, codes_ahead = false;
   // --together: one more row with every variant above at once (a list's first value)
@@ -422,6 +425,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   for (int n : v.routed_stages) with(true, &K2Build::routed_stages, n);
   with(v.codes_ahead, &K2Build::expert_codes_ahead, true);
   for (int n : v.stage_fetches) with(true, &K2Build::expert_stage_fetch, n);
+  for (int n : v.first_fetches) with(true, &K2Build::expert_first_fetch, n);
   for (int n : v.task_loops) {
     out.push_back(build);
     out.back().expert_task_loop = n;
@@ -453,6 +457,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::expert_codes_ahead);
       take(&K2Build::expert_stage_fetch);
       take(&K2Build::expert_task_loop);
+      take(&K2Build::expert_first_fetch);
       take(&K2Build::routed_stages);
       take(&K2Build::shared_early);
       take(&K2Build::chunk_handoff);
@@ -620,7 +625,7 @@ int main(int argc, char** argv) {
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
       "[--expert-stage-steps N[,N...]] [--expert-codes-ahead] [--expert-stage-fetch N[,N...]] "
-      "[--expert-task-loop N[,N...]] "
+      "[--expert-task-loop N[,N...]] [--expert-first-fetch N[,N...]] "
       "[--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
@@ -683,6 +688,10 @@ int main(int argc, char** argv) {
         return 2;
     } else if (std::string(argv[i]) == "--expert-codes-ahead") {
       variants.codes_ahead = true;
+    } else if (std::string(argv[i]) == "--expert-first-fetch" && i + 1 < argc) {
+      if (!monotile::kernels::k3::parse_counts("--expert-first-fetch", argv[++i], 1, 64,
+                                               variants.first_fetches))
+        return 2;
     } else if (std::string(argv[i]) == "--expert-task-loop" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--expert-task-loop", argv[++i], 1,
                                                monotile::kernels::k3::kMaxLoopedTasks,

@@ -83,6 +83,11 @@ std::vector<K2Case> cases() {
                  .codes_ahead = true, .task_loop = 4});
   out.push_back({.layer = 5, .tokens = 16, .programs = 3, .expert_stages = 4, .task_loop = 16});
   out.push_back({.tokens = 4, .programs = 64, .expert_stages = 2, .task_loop = 2});
+  // Each program's first H task asking L2 for its rows' K steps once the union is known
+  // (K2Build::expert_first_fetch): all 2 of k3-tiny's latent (every line checked to be inside w13 as a
+  // load is), NVIDIA's 8-row build on more programs than tasks and one step on fewer.
+  out.push_back({.tokens = 8, .programs = 64, .target = "sm_90a", .first_fetch = 2});
+  out.push_back({.layer = 5, .tokens = 16, .programs = 3, .first_fetch = 1});
   // Stage F between H and I, on fewer programs than its tasks and on more.
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
   out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
@@ -236,6 +241,21 @@ TEST(K2Build, ATaskLoopChangesTheNameAndNeedsHsStagesAndABound) {
   loop.expert_task_loop = 3;
   EXPECT_EQ(k2_name(loop), k2_name(K2Build{}) + "_es4_et3");
   EXPECT_EQ(refusal(loop), "built");
+}
+
+TEST(K2Build, AFirstFetchChangesTheNameAndCountsHsSteps) {
+  K2Build fetch;
+  fetch.expert_first_fetch = 29;
+  try {
+    k2_program(fetch);
+    ADD_FAILURE() << "built";
+  } catch (const dsl::Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("expert_first_fetch out of range: 29, expected 0 to stage H's 28 K steps"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("its whole task is every step"));
+  }
+  fetch.expert_first_fetch = 28;
+  EXPECT_EQ(k2_name(fetch), k2_name(K2Build{}) + "_ef28");
+  EXPECT_NO_THROW(k2_program(fetch));
 }
 
 TEST(K2Build, AStageFetchChangesTheNameAndNeedsAStagedLoopAndItsBytes) {

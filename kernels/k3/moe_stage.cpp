@@ -198,6 +198,23 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   // a task would otherwise make before its first weight load could even be addressed.
   if_(program_id(0) < inter_tasks, [&] {
     wait(flag(kUnion), kInter, hc);
+    if (r.expert_first_fetch > 0) {
+      // The route is known: the program's first H task (program_id's) asks L2 for its gate and up
+      // rows' first K steps while the latent, which its GEMV also needs, is still being computed.
+      auto u = program_id(0) / groups;
+      if_(u < union_count(), [&] {
+        auto e = expert_at(u).to(i64);
+        auto first_row = program_id(0) % groups * kExpertHalfRows;
+        const int64_t row_bytes = r.latent / 2;
+        const int64_t step_bytes = expert_gate_up_step(r.latent, r.gemv_step, r.mxfp4_pairs, r.min_k_steps) / 2;
+        const int64_t bytes = std::min<int64_t>(r.expert_first_fetch * step_bytes, row_bytes);
+        for (int half = 0; half < 2; ++half) {
+          auto first = half * r.expert_rows + first_row;
+          prefetch_row_heads(r.w13 + e * w13_bytes + first.to(i64) * row_bytes, r.expert_rows - first_row,
+                             kExpertHalfRows, row_bytes, bytes, 1);
+        }
+      });
+    }
     wait(flag(kLat), kInter, hc);
     r.clock.tick(K2ClockPoint::kExpertsReady);
   });
