@@ -30,7 +30,6 @@ ABSL_FLAG(bool, mpi, false, "one TP rank a process under mpirun: the group is MP
 ABSL_FLAG(bool, fork, false,
           "TP 2 as two processes forked from this one, a socket pair their group");
 ABSL_FLAG(bool, dependent_launch, false, "K1 and K2 built for programmatic dependent launch");
-ABSL_FLAG(bool, k1_linear, false, "K1's linear in_proj at every width that takes it");
 ABSL_FLAG(std::optional<std::string>, outputs, std::nullopt,
           "each served step's outputs written to this file (bf16), the last step's left");
 ABSL_FLAG(bool, alias_weights, false,
@@ -107,7 +106,7 @@ int decode_command(Args args) {
       parse_command_flags({.command = "monotile decode",
                            .file = __FILE__,
                            .shared = {"model", "seed", "device", "q", "requests", "max_rows", "tp",
-                                      "rank", "check", "gpu_index"},
+                                      "rank", "check", "gpu_index", "k1_linear"},
                            .usage = kUsage},
                           args);
   if (parsed.exit_status) return *parsed.exit_status;

@@ -21,3 +21,4 @@ ABSL_FLAG(bool, check, false, "compare with the float64 reference");
 ABSL_FLAG(std::optional<int>, requests, std::nullopt, "requests per step");
 ABSL_FLAG(std::optional<int>, gpu_index, std::nullopt,
           "every rank of this machine on this GPU instead of GPU (local rank % GPUs)");
+ABSL_FLAG(bool, k1_linear, false, "K1's linear in_proj at every width that takes it");

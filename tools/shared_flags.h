@@ -24,3 +24,4 @@ ABSL_DECLARE_FLAG(std::optional<std::string>, device);
 ABSL_DECLARE_FLAG(bool, check);
 ABSL_DECLARE_FLAG(std::optional<int>, requests);
 ABSL_DECLARE_FLAG(std::optional<int>, gpu_index);
+ABSL_DECLARE_FLAG(bool, k1_linear);

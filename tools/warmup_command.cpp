@@ -34,7 +34,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: monotile warmup [--target sm_90a,gfx90a] [--only NAME,...] [--cache-dir DIR] [--bundle DIR]\n"
     "                       [--jobs N] [--dump DIR] [--nvrtc-library PATH]\n"
-    "       monotile warmup --model NAME|DIR --tp T --q Q [--rank R] [--max-rows 8|16] [--target ...] [...]\n"
+    "       monotile warmup --model NAME|DIR --tp T --q Q [--rank R] [--max-rows 8|16] [--k1-linear] [--target ...]\n"
+    "                       [...]\n"
     "  --target   comma-separated targets (default sm_90a,gfx90a)\n"
     "  --only     these registered kernels only (default: all; monotile compile --list names them)\n"
     "  --model    instead of the registered kernels, exactly the builds of the specialized decode's\n"
@@ -42,6 +43,8 @@ constexpr const char* kUsage =
     "             width up to --max-rows (default 16), at TP > 1 both in its group exchanging partial\n"
     "             sums and alone (the other ranks stood in); an executor started over the cache\n"
     "             compiles nothing\n"
+    "  --k1-linear  with --model: the builds of an executor with K1's linear in_proj (monotile decode\n"
+    "             --k1-linear), each layer's sized for its own block sources\n"
     "  --cache-dir  the writable cache folder (default MONOTILE_CACHE_DIR or ~/.cache/monotile)\n"
     "  --bundle   write every build into DIR, a new folder to ship and list in\n"
     "             MONOTILE_CACHE_READONLY_DIRS on the workers; DIR/bundle-manifest.txt records each\n"
@@ -55,7 +58,7 @@ constexpr const char* kUsage =
 // The served layers of each rank's (or `rank`'s) executor for the deployment on `target`: at TP > 1
 // both as the rank runs in its exchanging group and alone.
 absl::StatusOr<std::vector<runtime::decode::LayerBuilds>> executor_layers(const std::string& model_name, int tp,
-                                                                          int rank, int q, int max_rows,
+                                                                          int rank, int q, int max_rows, bool k1_linear,
                                                                           const dsl::Target& target) {
   MT_ASSIGN_OR_RETURN(model::ModelConfig config, model::load_config(model_name));
   const runtime::decode::DecodeConfig decode{.q = q, .max_rows = max_rows};
@@ -64,6 +67,7 @@ absl::StatusOr<std::vector<runtime::decode::LayerBuilds>> executor_layers(const 
     MT_ASSIGN_OR_RETURN(model::RankDims dims, model::rank_dims(config, tp, r));
     MT_ASSIGN_OR_RETURN(std::vector<runtime::decode::LayerBuilds> of_rank,
                         runtime::decode::executor_builds(config, dims, 0, config.num_hidden_layers, decode, target));
+    if (k1_linear) of_rank = runtime::decode::with_k1_linear(std::move(of_rank));
     layers.insert(layers.end(), of_rank.begin(), of_rank.end());
     if (tp > 1) {
       // The rank in its group, exchanging partial sums with the others (a deployment, `mpirun
@@ -96,7 +100,7 @@ int warmup_command(Args args) {
   const ParsedArgs parsed = parse_command_flags(
       {.command = "monotile warmup",
        .file = __FILE__,
-       .shared = {"target", "only", "cache_dir", "jobs", "model", "tp", "q", "rank", "max_rows"},
+       .shared = {"target", "only", "cache_dir", "jobs", "model", "tp", "q", "rank", "max_rows", "k1_linear"},
        .usage = kUsage},
       args);
   if (parsed.exit_status) return *parsed.exit_status;
@@ -109,6 +113,7 @@ int warmup_command(Args args) {
   const std::string dump = absl::GetFlag(FLAGS_dump);
   const std::vector<std::string> only = absl::StrSplit(absl::GetFlag(FLAGS_only), ',', absl::SkipEmpty());
   const std::string model = absl::GetFlag(FLAGS_model).value_or("");
+  const bool k1_linear = absl::GetFlag(FLAGS_k1_linear);
   const std::pair<const char*, std::optional<int>> counts[] = {{"--tp", absl::GetFlag(FLAGS_tp)},
                                                                {"--q", absl::GetFlag(FLAGS_q)},
                                                                {"--rank", absl::GetFlag(FLAGS_rank)},
@@ -173,13 +178,14 @@ int warmup_command(Args args) {
   int failed_targets = 0;
   if (!model.empty() && !only.empty()) return misuse("--model and --only exclude each other");
   if (!model.empty() && q < 1) return misuse("--model needs --q, the tokens per request (num_speculative_tokens + 1)");
+  if (model.empty() && k1_linear) return misuse("--k1-linear needs --model: it chooses the executor's K1 builds");
   for (const dsl::Target& target : targets) {
     absl::StatusOr<std::vector<jit::Build>> found = absl::UnknownError("no builds");
     if (model.empty()) {
       found = kernels::registry_builds(target, only);
     } else {
       absl::StatusOr<std::vector<runtime::decode::LayerBuilds>> layers =
-          executor_layers(model, tp, rank, q, max_rows, target);
+          executor_layers(model, tp, rank, q, max_rows, k1_linear, target);
       found = layers.ok() ? runtime::decode::lowered_builds(*layers, target) : layers.status();
       if (layers.ok()) executors.emplace_back(target, std::move(*layers));
     }

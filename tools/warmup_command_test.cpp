@@ -120,6 +120,21 @@ TEST(WarmupCommand, ModelWarmsExactlyTheExecutorsBuilds) {
   EXPECT_THAT(misuse.output, HasSubstr("--model needs --q"));
 }
 
+// With --k1-linear, the builds of an executor with K1's linear in_proj (monotile decode
+// --k1-linear): K1 sized for the layers' one block source (max_blocks 1 of the model's 2, "_lin").
+// Without --model it is misuse.
+TEST(WarmupCommand, ModelWithK1LinearWarmsTheExecutorsSizedBuilds) {
+  MT_SKIP_WITHOUT_COMPILER("sm_90a");
+  jit::testing::TempDir dir;
+  expect_warmed_then_found("--model k3-tiny --tp 1 --k1-linear", dir, 3,
+                           "k3_k1_h256_nh8_r4240_t8_q8_mb1_d1_sl10_\\S*_lin");
+  CommandRun misuse = warmup("--k1-linear --target sm_90a", dir.path(), false);
+  EXPECT_EQ(misuse.status, 2);
+  EXPECT_THAT(
+      misuse.output,
+      HasSubstr("monotile warmup: --k1-linear needs --model: it chooses the executor's K1 builds"));
+}
+
 // At TP > 1 the rank's builds in its exchanging group too: the 3 builds of the rank alone, and K2
 // again for KDA and MLA reducing across the ranks (the name's "_tp2r0").
 TEST(WarmupCommand, ModelAtTpTwoWarmsTheExchangingBuildsToo) {

@@ -49,6 +49,19 @@ absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& mo
   return kernels::k3::k1_for_target(k1, target);
 }
 
+kernels::k3::K1Build k1_linear_choice(const kernels::k3::K1Build& build) {
+  kernels::k3::K1Build model_wide = build;
+  model_wide.linear_in_proj = true;
+  return kernels::k3::k1_linear_refusal(model_wide).empty() ? kernels::k3::k1_linear_sized(build) : build;
+}
+
+std::vector<LayerBuilds> with_k1_linear(std::vector<LayerBuilds> layers) {
+  for (LayerBuilds& l : layers) {
+    for (auto& [width, build] : l.k1) build = k1_linear_choice(build);
+  }
+  return layers;
+}
+
 std::vector<LayerBuilds> exchanging_builds(std::vector<LayerBuilds> layers, int tp, int rank) {
   for (LayerBuilds& l : layers) {
     for (auto& [width, build] : l.k2) {

@@ -37,6 +37,15 @@ absl::StatusOr<std::vector<LayerBuilds>> executor_builds(const model::ModelConfi
 // K2 reducing across the group over the peer buffers (K2Build::tp, rank); K1 is rank-local.
 std::vector<LayerBuilds> exchanging_builds(std::vector<LayerBuilds> layers, int tp, int rank);
 
+// K1 with its linear in_proj (ExecutorOptions::k1_linear, k1.h K1Build::linear_in_proj): the
+// layer's build sized for its own block sources (k1_linear_sized) where the width's build at the
+// model's max_blocks takes the form (k1_linear_refusal), so that a width runs one form at every
+// layer; `build` itself elsewhere (K3: 12 and 16 tokens).
+kernels::k3::K1Build k1_linear_choice(const kernels::k3::K1Build& build);
+
+// `layers` with every K1 build as k1_linear_choice makes it (`monotile warmup --k1-linear`).
+std::vector<LayerBuilds> with_k1_linear(std::vector<LayerBuilds> layers);
+
 // K1 of a served KDA layer at `width` for a conv state of `state_len` entries, shaped for `target`:
 // the seed's key, with a pending delta (a served layer always follows another layer).
 absl::StatusOr<kernels::k3::K1Build> layer_k1_build(const model::ModelConfig& model, const model::RankDims& dims,

@@ -71,13 +71,7 @@ void bind_weights(const Backbone& b, LayerKernel& k) {
 void apply(const ExecutorOptions& options, K1Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
   build.dependent_launch = options.dependent_launch;
-  // K1's linear in_proj at a width whose build at the model's max_blocks it takes (so that every
-  // layer of the width runs it), each layer's build sized for its own sources (k1_linear_sized).
-  if (options.k1_linear) {
-    K1Build linear = build;
-    linear.linear_in_proj = true;
-    if (kernels::k3::k1_linear_refusal(linear).empty()) build = kernels::k3::k1_linear_sized(build);
-  }
+  if (options.k1_linear) build = k1_linear_choice(build);
 }
 void apply(const ExecutorOptions& options, K2Build& build) {
   if (options.wait_ns > 0) build.wait_ns = options.wait_ns;
