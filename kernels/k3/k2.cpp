@@ -389,6 +389,7 @@ std::string k2_name(const K2Build& b) {
   if (b.expert_stage_fetch != 0) absl::StrAppend(&name, "_sf", b.expert_stage_fetch);
   if (b.expert_task_loop != 0) absl::StrAppend(&name, "_et", b.expert_task_loop);
   if (b.expert_first_fetch != 0) absl::StrAppend(&name, "_ef", b.expert_first_fetch);
+  if (b.up_ahead) absl::StrAppend(&name, "_ua");
   if (b.routed_stages != 0) absl::StrAppend(&name, "_rs", b.routed_stages);
   if (b.shared_early) absl::StrAppend(&name, "_fe");
   if (b.chunk_handoff) absl::StrAppend(&name, "_ch");
@@ -515,6 +516,7 @@ Program k2_program(const K2Build& given, SourceLocation loc) {
             .stage_fetch = build.expert_stage_fetch,
             .expert_task_loop = build.mxfp4_pairs && build.mxfp4_words && build.expert_stages != 0 ? build.expert_task_loop : 0,
             .expert_first_fetch = build.expert_first_fetch,
+            .up_ahead = build.up_ahead,
             .routed_stages = build.mxfp4_pairs && build.mxfp4_words ? build.routed_stages : 0,
             .shared_early = build.shared_early,
             .chunk_handoff = build.chunk_handoff,

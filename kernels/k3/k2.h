@@ -174,6 +174,12 @@ struct K2Build {
   // asked for while D and E still stream theirs (0 none; up to stage H's K steps, 28 at K3: the whole
   // task, 229 KB a program). Other than 0, the name ends "_ef{n}".
   int expert_first_fetch = 0;
+  // Every program asks L2 for an equal share of the rank's W_up lines (6.4 MB at K3 TP 8) before
+  // stage H's waits, kept last (evict_last) while the experts stream: K's up-projection, whose 64-row
+  // tasks (14 at K3 TP 8, 458 KB each) each streamed from memory on one program at the layer's end,
+  // then reads from L2 (the route-independent weights of the first lever). True: the name
+  // ends "_ua".
+  bool up_ahead = false;
   // Stage I's MXFP4 sums likewise (2 to 8; 0 keeps the register pipeline): each chunk's expert ids
   // are read before its loop, so that a step's addresses are known stages - 1 steps ahead; a chunk
   // is then at most kMaxStagedChunk slots. k2_for_target takes 4 on NVIDIA (H100, K3 TP 8: K2 0.9%

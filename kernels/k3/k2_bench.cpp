@@ -16,7 +16,7 @@
 //                 [--routed-chunks N[,N...]] [--latent-rows N[,N...]] [--front-parts N[,N...]]
 //                 [--expert-stages N[,N...]] [--expert-stage-steps N[,N...]] [--expert-codes-ahead]
 //                 [--expert-stage-fetch N[,N...]] [--expert-task-loop N[,N...]]
-//                 [--expert-first-fetch N[,N...]]
+//                 [--expert-first-fetch N[,N...]] [--up-ahead]
 //                 [--routed-stages N[,N...]] [--shared-early]
 //                 [--chunk-handoff] [--together]
 // --clock: before each timed shape, three launches of its stage_clock build (k2_clock.h); then one
@@ -62,6 +62,8 @@
 // not stage it (else 4).
 // --expert-first-fetch N,...: likewise with each program's first H task asking L2 for its rows'
 // first N K steps once the route's union is known (K2Build::expert_first_fetch; 28 at K3: all).
+// --up-ahead: likewise with every program asking L2 for a share of W_up before H's waits
+// (K2Build::up_ahead).
 // --routed-stages N,...: likewise stage I's (K2Build::routed_stages).
 // --shared-early: likewise with stage F between H and I (K2Build::shared_early).
 // --chunk-handoff: likewise with stage I's tasks waiting for their own chunk's H tasks only
@@ -371,7 +373,7 @@ struct Variants {
       gemv_steps, front_parts, expert_stages, routed_stages, expert_stage_steps, stage_fetches,
       task_loops, first_fetches;
   bool flip_x_ahead = false, byte_pairs = false, exact_decode = false, shift_placement = false,
-       shared_early = false, chunk_handoff = false, codes_ahead = false;
+       shared_early = false, chunk_handoff = false, codes_ahead = false, up_ahead = false;
   // --together: one more row with every variant above at once (a list's first value)
   bool together = false;
 };
@@ -426,6 +428,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
   with(v.codes_ahead, &K2Build::expert_codes_ahead, true);
   for (int n : v.stage_fetches) with(true, &K2Build::expert_stage_fetch, n);
   for (int n : v.first_fetches) with(true, &K2Build::expert_first_fetch, n);
+  with(v.up_ahead, &K2Build::up_ahead, true);
   for (int n : v.task_loops) {
     out.push_back(build);
     out.back().expert_task_loop = n;
@@ -458,6 +461,7 @@ std::vector<K2Build> variants_of(const K2Build& build, const Variants& v) {
       take(&K2Build::expert_stage_fetch);
       take(&K2Build::expert_task_loop);
       take(&K2Build::expert_first_fetch);
+      take(&K2Build::up_ahead);
       take(&K2Build::routed_stages);
       take(&K2Build::shared_early);
       take(&K2Build::chunk_handoff);
@@ -625,7 +629,7 @@ int main(int argc, char** argv) {
       "[--routed-chunks N[,N...]] "
       "[--latent-rows N[,N...]] [--front-parts N[,N...]] [--expert-stages N[,N...]] "
       "[--expert-stage-steps N[,N...]] [--expert-codes-ahead] [--expert-stage-fetch N[,N...]] "
-      "[--expert-task-loop N[,N...]] [--expert-first-fetch N[,N...]] "
+      "[--expert-task-loop N[,N...]] [--expert-first-fetch N[,N...]] [--up-ahead] "
       "[--routed-stages N[,N...]] [--shared-early] [--chunk-handoff] "
       "[--together]\n";
   for (int i = 1; i < argc; ++i) {
@@ -688,6 +692,8 @@ int main(int argc, char** argv) {
         return 2;
     } else if (std::string(argv[i]) == "--expert-codes-ahead") {
       variants.codes_ahead = true;
+    } else if (std::string(argv[i]) == "--up-ahead") {
+      variants.up_ahead = true;
     } else if (std::string(argv[i]) == "--expert-first-fetch" && i + 1 < argc) {
       if (!monotile::kernels::k3::parse_counts("--expert-first-fetch", argv[++i], 1, 64,
                                                variants.first_fetches))

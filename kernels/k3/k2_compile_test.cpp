@@ -43,6 +43,7 @@ struct K2Shape {
   int fetch = 0;        // K2Build::expert_stage_fetch (L2's fetch around the staged copies)
   int task_loop = 0;    // K2Build::expert_task_loop (H's first tasks a program as one staged loop)
   int first_fetch = 0;  // K2Build::expert_first_fetch (H's first task's rows asked of L2 at the union)
+  bool up_ahead = false;  // K2Build::up_ahead (W_up asked of L2 before H's waits)
   bool exchange = false;  // rank 1 of tp exchanging over the peer buffers (K2Build::tp, PeerExchange)
   bool pdl = false;       // K2Build::dependent_launch, as the executor builds it with dependent launch on
 };
@@ -54,7 +55,8 @@ std::string shape_name(const K2Shape& s) {
                       s.stage_steps != 1 ? absl::StrCat("_w", s.stage_steps) : "", s.codes ? "_codes" : "",
                       s.fetch != 0 ? absl::StrCat("_fetch", s.fetch) : "",
                       s.task_loop != 0 ? absl::StrCat("_loop", s.task_loop) : "",
-                      s.first_fetch != 0 ? absl::StrCat("_first", s.first_fetch) : "", s.exchange ? "_exchange" : "",
+                      s.first_fetch != 0 ? absl::StrCat("_first", s.first_fetch) : "", s.up_ahead ? "_up" : "",
+                      s.exchange ? "_exchange" : "",
                       s.pdl ? "_pdl" : "");
 }
 
@@ -130,8 +132,9 @@ std::vector<K2Shape> shapes() {
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .stages = 4, .stage_steps = 4, .codes = true,
                  .fetch = 256, .task_loop = 3});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .task_loop = 10});
-  // The first H task's rows asked of L2 at the union (k2_bench --expert-first-fetch) at T 4.
-  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .first_fetch = 28});
+  // The first H task's rows asked of L2 at the union (k2_bench --expert-first-fetch) and W_up before
+  // H's waits (--up-ahead) at T 4.
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .first_fetch = 28, .up_ahead = true});
   for (int tokens : {1, 4, 8, 10, 16}) out.push_back({.model = "k3-tiny", .tp = 1, .layer = 1, .tokens = tokens});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 3, .tokens = 13});
   out.push_back({.model = "k3-tiny", .tp = 1, .layer = 12, .tokens = 6});
@@ -182,6 +185,7 @@ TEST_P(K2Compile, FitsTheTarget) {
   }
   build.expert_task_loop = GetParam().shape.task_loop;
   build.expert_first_fetch = GetParam().shape.first_fetch;
+  build.up_ahead = GetParam().shape.up_ahead;
   SCOPED_TRACE(k2_name(build));
   absl::StatusOr<jit::ProgramBuild> made = jit::make_build(k2_program(build), target);
   ASSERT_TRUE(made.ok()) << made.status();

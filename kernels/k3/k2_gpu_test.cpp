@@ -61,7 +61,8 @@ std::vector<K2Case> cases() {
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 16, .router = Router::kSameExperts, .task_loop = 10});
   // Each program's first H task asking L2 for its whole rows once the union is known
   // (K2Build::expert_first_fetch) at T 4.
-  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .first_fetch = 28});
+  out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 4, .router = Router::kSameExperts, .first_fetch = 28,
+                 .up_ahead = true});
   out.push_back({.model = "k3", .tp = 8, .layer = 13, .tokens = 8, .router = Router::kSameExperts, .expert_stages = 4,
                  .expert_stage_steps = 2, .codes_ahead = true, .stage_fetch = 256});
   // Two launches on one scratch, the second checked: the chunk counters of stage I's hand-off

@@ -88,6 +88,10 @@ std::vector<K2Case> cases() {
   // load is), NVIDIA's 8-row build on more programs than tasks and one step on fewer.
   out.push_back({.tokens = 8, .programs = 64, .target = "sm_90a", .first_fetch = 2});
   out.push_back({.layer = 5, .tokens = 16, .programs = 3, .first_fetch = 1});
+  // W_up asked of L2 before H's waits (K2Build::up_ahead), its lines shared over 5 and 64 programs
+  // (every line checked inside W_up as a load is).
+  out.push_back({.tokens = 8, .programs = 5, .target = "sm_90a", .up_ahead = true});
+  out.push_back({.tokens = 4, .programs = 64, .up_ahead = true});
   // Stage F between H and I, on fewer programs than its tasks and on more.
   out.push_back({.layer = 5, .tokens = 8, .programs = 3, .shared_early = true});
   out.push_back({.tokens = 16, .programs = 64, .target = "sm_90a", .shared_early = true});
@@ -256,6 +260,9 @@ TEST(K2Build, AFirstFetchChangesTheNameAndCountsHsSteps) {
   fetch.expert_first_fetch = 28;
   EXPECT_EQ(k2_name(fetch), k2_name(K2Build{}) + "_ef28");
   EXPECT_NO_THROW(k2_program(fetch));
+  K2Build up;
+  up.up_ahead = true;
+  EXPECT_EQ(k2_name(up), k2_name(K2Build{}) + "_ua");
 }
 
 TEST(K2Build, AStageFetchChangesTheNameAndNeedsAStagedLoopAndItsBytes) {

@@ -171,6 +171,7 @@ std::string case_name(const K2Case& c) {
                                   c.stage_fetch != 0 ? absl::StrCat("_sf", c.stage_fetch) : "",
                                   c.task_loop != 0 ? absl::StrCat("_et", c.task_loop) : "",
                                   c.first_fetch != 0 ? absl::StrCat("_ef", c.first_fetch) : "",
+                                  c.up_ahead ? "_ua" : "",
                                   c.routed_stages != 0 ? absl::StrCat("_rs", c.routed_stages) : "",
                                   c.shared_early ? "_fe" : "", c.top_k != 0 ? absl::StrCat("_k", c.top_k) : "",
                                   c.experts != 0 ? absl::StrCat("_e", c.experts) : "",
@@ -214,6 +215,7 @@ K2Inputs make_k2_inputs(const K2Case& c, bool interpreter) {
   b.expert_stage_fetch = c.stage_fetch;
   b.expert_task_loop = c.task_loop;
   b.expert_first_fetch = c.first_fetch;
+  b.up_ahead = c.up_ahead;
   if (c.routed_stages != 0) b.routed_stages = c.routed_stages;
   if (c.shared_early) b.shared_early = true;
   if (c.chunk_handoff) b.chunk_handoff = true;

@@ -41,6 +41,7 @@ struct K2Case {
   int stage_fetch = 0;  // K2Build::expert_stage_fetch (others end the name "_sf{n}")
   int task_loop = 0;    // K2Build::expert_task_loop (others end the name "_et{n}")
   int first_fetch = 0;  // K2Build::expert_first_fetch (others end the name "_ef{n}")
+  bool up_ahead = false;  // K2Build::up_ahead (the name then ends "_ua")
   int routed_stages = 0;  // nonzero: K2Build::routed_stages (the name then ends "_rs{n}")
   bool shared_early = false;  // K2Build::shared_early (the name then ends "_fe")
   int top_k = 0;  // nonzero: the config's num_experts_per_token (the name then ends "_k{n}")

@@ -68,6 +68,7 @@ struct MoeRows {
   int stage_fetch = 0;         // L2's fetch around their staged copies (K2Build::expert_stage_fetch)
   int expert_task_loop = 0;    // H's first tasks a program as one staged loop (K2Build::expert_task_loop)
   int expert_first_fetch = 0;  // H's first task's K steps asked of L2 at the union (K2Build::expert_first_fetch)
+  bool up_ahead = false;       // W_up asked of L2 before H's waits (K2Build::up_ahead)
   int routed_stages = 0;    // I's sums likewise (K2Build::routed_stages)
   bool shared_early = false;  // F between H and I (K2Build::shared_early)
   // I's tasks wait for their own chunk's H tasks, not for all of H (K2Build::chunk_handoff): the
