@@ -32,6 +32,9 @@ constexpr int kMaxQ = model::kKernelMaxQ;
 constexpr int kTaskRows = 32;
 constexpr int kTasksPerHead = kHeadDim / kTaskRows;
 constexpr float kL2NormEps = 1e-6f;
+// K1Build::conv_state_split takes effect up to this q: at q 8 sm_90a spilled with each of its
+// parts (t16 q8: 52 spill stores with all, 28 with the exact tiles alone; the default none).
+constexpr int kMaxSplitFinishQ = 4;
 // Clock points of a stage_clock build (k1.h): program start, stage A, B and C done, then in the
 // program's last KDA task: its inputs ready, its recurrence done, its arrival (and the head's
 // finish, when last) done.
@@ -555,6 +558,9 @@ KdaPrologue with_loaded(const K1Build& b, const Value& task, const std::vector<V
   return p;
 }
 
+// Whether K1Build::conv_state_split takes effect (up to q = 4).
+bool splits_finish(const K1Build& b) { return b.conv_state_split && b.q <= kMaxSplitFinishQ; }
+
 // K1Build::conv_state_split: the new conv state of `channels` (a [1, c] row of channel indices) as
 // two tiles of exactly the entries written: entries 0 and 1 = old[a + 1], old[a + 2] (`kept`, f32
 // values of the old entries, or loaded here), entries 2 .. q + 1 = x_0 .. x_{q-1} (a tile of the
@@ -604,6 +610,15 @@ void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p,
   for (int t = 0; t < b.q; ++t) {
     beta.push_back(sigmoid(load(a.proj + (r.n * b.q + t) * b.in_proj_rows + 4 * pl + kHeadDim + h).to(f32)));
   }
+  // K1Build::conv_state_split (up to q = 4, splits_finish): the task's own v channels' new conv
+  // state, their kept entries from its window (no other task reads these channels' state), before
+  // the recurrence (held across it, the window spilled more).
+  const bool split_finish = splits_finish(b);
+  if (split_finish) {
+    store_conv_state(b, a, r,
+                     conv_state_values(b, a, r, row(2 * pl + h * kHeadDim + vv),
+                                       std::array<Value, 2>{p.v.window[1], p.v.window[2]}));
+  }
   tick(a, 4);
   for (int t = 0; t < b.q; ++t) {
     auto qn = l2_normalized(q_in[t]) * q_scale, kn = l2_normalized(k_in[t]);
@@ -623,17 +638,13 @@ void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p,
     auto ts = arange(0, pow2_at_least(b.q));
     return std::array<Value, 3>{ts, col(ts < b.q), col(r.n * b.q + ts)};
   };
-  // K1Build::conv_state_split: the task's own v channels' new conv state, their kept entries from
-  // its window (no other task reads these channels' state); then what the head's finish reads that
-  // no other quarter writes (o_norm, the gate's rows, q and k's old conv entries and new rows),
-  // loaded by every quarter before its arrival, whose round trips they share.
+  // Then what the head's finish reads that no other quarter writes (o_norm, the gate's rows, q and
+  // k's old conv entries and new rows), loaded by every quarter before its arrival, whose round
+  // trips they share.
   std::optional<Value> early_w, early_gate;
   std::vector<ConvStateValues> early_conv;
-  if (b.conv_state_split) {
+  if (split_finish) {
     auto [ts, real, tokens] = token_rows();
-    store_conv_state(b, a, r,
-                     conv_state_values(b, a, r, row(2 * pl + h * kHeadDim + vv),
-                                       std::array<Value, 2>{p.v.window[1], p.v.window[2]}));
     early_w = load(a.o_norm + kk);
     early_gate = load(a.proj + tokens * b.in_proj_rows + 3 * pl + h * kHeadDim + row(kk), real);
     for (int part = 0; part < 2; ++part) {
@@ -658,7 +669,7 @@ void kda_task(const K1Build& b, const Args& a, const KdaPrologue& p,
     // q, k and v channels (entries past q + 1 are left as they are), a part as one [entries, 128]
     // tile: its element addresses (any strides) are then computed once, not once an entry, which
     // made this the longest run of code on K1's critical path.
-    if (b.conv_state_split) {
+    if (split_finish) {
       for (const ConvStateValues& v : early_conv) store_conv_state(b, a, r, v);
       return;
     }
@@ -846,7 +857,7 @@ std::string k1_name(const K1Build& b) {
                                   b.gemv_l2_fetch != 0 ? absl::StrCat("_lf", b.gemv_l2_fetch) : "", b.stream_k ? "_sk" : "",
                                   b.gemv_ahead > 0 ? absl::StrCat("_a", b.gemv_ahead) : "",
                                   b.prefetch_weights ? "_pw" : "", b.prefetch_next ? "_pn" : "",
-                                  b.kda_loop ? "_kl" : "", loads_kda_weights_ahead(b) ? "_kw" : "", b.conv_state_split ? "_cs" : "",
+                                  b.kda_loop ? "_kl" : "", loads_kda_weights_ahead(b) ? "_kw" : "", splits_finish(b) ? "_cs" : "",
                                   b.linear_in_proj ? "_lin" : "",
                                   b.stage_clock ? "_clock" : "", b.dependent_launch ? "_pdl" : "");
   const K1Build defaults;

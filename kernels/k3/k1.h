@@ -126,12 +126,13 @@ struct K1Build {
   bool kda_weights_ahead = false;
   // Stage C's finish split: the new conv state written as two tiles of exactly the entries
   // written (the kept old entries, then the q new ones) rather than one tile of pow2(q + 2)
-  // entries; each quarter writes its own v channels' state before its arrival (their kept entries
+X
   // from its window: no other task reads them); and every quarter loads, before its arrival, what
   // the head's finish reads that no other quarter writes (o_norm, the gate's rows, q and k's old
   // conv entries and new rows), so that after the arrival the last quarter loads only the o rows
-  // and stores. sm_90a t4 q4 (with kda_weights_ahead): 359 instructions after the arrival, 841
-  // without. On, the name ends "_cs" (k1_bench --conv-state-split).
+  // and stores. sm_90a t4 q4 (with kda_weights_ahead): 356 instructions after the arrival, 841
+  // without. Up to q = 4 (at q 8 sm_90a spilled: it changes nothing there, and the name has no
+  // suffix); on, the name ends "_cs" (k1_bench --conv-state-split).
   bool conv_state_split = false;
   // AttnRes off the in_proj stream's path, by linearity: x = w_norm * sum_s a_s v_s, with a_s the
   // softmax weight of source s times the row's norm factor, so W_in x = sum_s a_s W_in (w_norm *
