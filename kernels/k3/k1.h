@@ -126,7 +126,7 @@ struct K1Build {
   bool kda_weights_ahead = false;
   // Stage C's finish split: the new conv state written as two tiles of exactly the entries
   // written (the kept old entries, then the q new ones) rather than one tile of pow2(q + 2)
-X
+  // entries; each quarter writes its own v channels' state before its recurrence (their kept entries
   // from its window: no other task reads them); and every quarter loads, before its arrival, what
   // the head's finish reads that no other quarter writes (o_norm, the gate's rows, q and k's old
   // conv entries and new rows), so that after the arrival the last quarter loads only the o rows
