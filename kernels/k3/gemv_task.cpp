@@ -84,6 +84,19 @@ void prefetch_row_heads(const Value& first, const Value& rows, int64_t max_rows,
   });
 }
 
+void prefetch_share(const Value& first, int64_t elements) {
+  constexpr int kLineElements = 64;  // bf16 elements a 128-byte line
+  constexpr int kChunk = 256;
+  const int lines = static_cast<int>((elements + kLineElements - 1) / kLineElements);
+  auto share = (lines + num_programs(0) - 1) / num_programs(0);
+  auto line0 = program_id(0) * share;
+  auto end = minimum(line0 + share, full({}, lines, i32));
+  range(line0, end, kChunk, [&](Value i0) {
+    auto i = i0 + arange(0, kChunk);
+    prefetch(first + i.to(i64) * kLineElements, i < end);
+  });
+}
+
 Value gemv_rows(const GemvTask& g, const Value& rows, const Value& row_ok) {
   if (g.ahead > 0) {
     const int64_t steps = g.k / g.step;

@@ -57,6 +57,11 @@ dsl::Value gemv_rows(const GemvTask& g, const dsl::Value& rows, const dsl::Value
 void prefetch_row_heads(const dsl::Value& first, const dsl::Value& rows, int64_t max_rows, int64_t row_elements,
                         int64_t count, int element_bytes);
 
+// Prefetches into L2 this program's equal share (by program_id over num_programs) of the 128-byte
+// lines of `elements` bf16 elements from `first`: every program together asks for the whole array
+// once, with no registers held past an iteration, while the stage it precedes waits for its inputs.
+void prefetch_share(const dsl::Value& first, int64_t elements);
+
 // Those rows' partial sums over K in [k_first, k_end) only (split K: both multiples of g.step), so
 // that a GEMV can spread over more programs than it has row blocks.
 dsl::Value gemv_rows_span(const GemvTask& g, const dsl::Value& rows, const dsl::Value& row_ok,

@@ -231,16 +231,7 @@ void dependent_start(const K2Build& b, const Args& a) {
     prefetch_row_heads(a.w_o + first_row.to(i64) * b.core_width, b.hidden - first_row, kGemvRows, b.core_width,
                        b.core_width, 2);
   });
-  constexpr int kLineElements = 64;  // bf16 elements a 128-byte line
-  constexpr int kChunk = 256;
-  const int lines = static_cast<int>((int64_t{b.experts} * b.hidden + kLineElements - 1) / kLineElements);
-  auto share = (lines + num_programs(0) - 1) / num_programs(0);
-  auto first = program_id(0) * share;
-  auto end = minimum(first + share, full({}, lines, i32));
-  range(first, end, kChunk, [&](Value i0) {
-    auto i = i0 + arange(0, kChunk);
-    prefetch(a.w_gate + i.to(i64) * kLineElements, i < end);
-  });
+  prefetch_share(a.w_gate, int64_t{b.experts} * b.hidden);
   wait_grid_dependency();
 }
 

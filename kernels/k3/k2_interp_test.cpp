@@ -148,6 +148,16 @@ std::vector<K2Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Stages, K2Interp, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<K2Case>& info) { return case_name(info.param); });
 
+// k2_program's refusal of `b` (the error's words), or "built".
+std::string refusal(const K2Build& b) {
+  try {
+    k2_program(b);
+  } catch (const dsl::Error& e) {
+    return e.what();
+  }
+  return "built";
+}
+
 TEST(K2Build, RefusesWhatItCannotServe) {
   model::ModelConfig config = *model::load_config("k3-tiny");
   model::RankDims dims = *model::rank_dims(config, 1, 0);
@@ -199,14 +209,6 @@ TEST(K2Build, WiderStagesAndCodesAheadChangeTheNameAndNeedTheStages) {
   EXPECT_EQ(k2_name(wide), k2_name(staged) + "_ew2");
   // Without expert_stages (the register pipeline), or more K steps than a stage takes or than divide
   // K3's 28: refused, saying what it takes.
-  auto refusal = [](const K2Build& b) -> std::string {
-    try {
-      k2_program(b);
-    } catch (const dsl::Error& e) {
-      return e.what();
-    }
-    return "built";
-  };
   K2Build unstaged = wide;
   unstaged.expert_stages = 0;
   EXPECT_THAT(refusal(unstaged), ::testing::HasSubstr("expert_stage_steps out of range: 2 with expert_stages 0"));
@@ -226,14 +228,6 @@ TEST(K2Build, WiderStagesAndCodesAheadChangeTheNameAndNeedTheStages) {
 }
 
 TEST(K2Build, ATaskLoopChangesTheNameAndNeedsHsStagesAndABound) {
-  auto refusal = [](const K2Build& b) -> std::string {
-    try {
-      k2_program(b);
-    } catch (const dsl::Error& e) {
-      return e.what();
-    }
-    return "built";
-  };
   K2Build loop;
   loop.expert_task_loop = 3;
   EXPECT_THAT(refusal(loop), ::testing::HasSubstr("expert_task_loop out of range: 3 with expert_stages 0, expected 0, "
@@ -266,14 +260,6 @@ TEST(K2Build, AFirstFetchChangesTheNameAndCountsHsSteps) {
 }
 
 TEST(K2Build, AStageFetchChangesTheNameAndNeedsAStagedLoopAndItsBytes) {
-  auto refusal = [](const K2Build& b) -> std::string {
-    try {
-      k2_program(b);
-    } catch (const dsl::Error& e) {
-      return e.what();
-    }
-    return "built";
-  };
   K2Build fetch;
   fetch.expert_stage_fetch = 256;
   EXPECT_THAT(refusal(fetch), ::testing::HasSubstr("expert_stage_fetch out of range: 256 with expert_stages 0, "

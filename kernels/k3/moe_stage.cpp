@@ -198,18 +198,7 @@ void moe_rows(const MoeRows& r, Exchange& latent, Exchange& final_sum, const Han
   // K's up-projection then reads them from L2 at the layer's end, where its few tasks (a 64-row task
   // a program, 14 at K3 TP 8) streamed them from memory after everything else. A prefetch holds no
   // register and waits for nothing; its lines are kept last (evict_last) while the experts stream.
-  if (r.up_ahead) {
-    constexpr int kLineElements = 64;  // bf16 elements a 128-byte line
-    constexpr int kChunk = 256;
-    const int lines = static_cast<int>((int64_t{r.up_rows} * r.latent + kLineElements - 1) / kLineElements);
-    auto share = (lines + num_programs(0) - 1) / num_programs(0);
-    auto first = program_id(0) * share;
-    auto end = minimum(first + share, full({}, lines, i32));
-    range(first, end, kChunk, [&](Value i0) {
-      auto i = i0 + arange(0, kChunk);
-      prefetch(r.w_up + i.to(i64) * kLineElements, i < end);
-    });
-  }
+  if (r.up_ahead) prefetch_share(r.w_up, int64_t{r.up_rows} * r.latent);
   // The waits and the union's size once a program, not once a task: each is a round trip to L2 that
   // a task would otherwise make before its first weight load could even be addressed.
   if_(program_id(0) < inter_tasks, [&] {
